@@ -1,0 +1,100 @@
+"""Command-line entry point: a click group whose subcommands are imported only when used.
+
+Each subcommand lives in its own module ``perflab.cli.<name>`` exposing a click command named
+``command``, so ``perflab --help`` imports none of them (and none of numpy, scipy, matplotlib).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from perflab import __version__
+from perflab.errors import PerflabError
+
+# name -> (module, one-line help). The help is duplicated here so that `perflab --help` need not
+# import every subcommand module.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("perflab.cli.run", "Time one or more commands, hyperfine-style, with sound statistics."),
+    "machine": ("perflab.cli.machine", "Show this machine's topology and metadata."),
+    "workload": ("perflab.cli.workload", "List, build and locate named workloads."),
+    "cores": ("perflab.cli.cores", "Find slow CPUs by pinning the workload to each in turn."),
+    "instances": ("perflab.cli.instances", "Scan throughput against the number of concurrent copies."),
+    "variants": ("perflab.cli.variants", "Compare builds of the same code on time, memory and size."),
+    "profile": ("perflab.cli.profile", "Profile a window of a run (one event) and diff profiles."),
+    "frontend": ("perflab.cli.frontend", "Scan runtime against hot code size, 4 KiB vs 2 MiB text pages."),
+    "micro": ("perflab.cli.micro", "Microbenchmarks of single operations per ABI."),
+    "footprint": ("perflab.cli.footprint", "List the files a workload really uses (strace)."),
+    "bundle": ("perflab.cli.bundle", "Pack a workload's needed files into a standalone bundle."),
+    "cost": ("perflab.cli.cost", "Choose a platform for a target event rate inside a power envelope."),
+    "lab": ("perflab.cli.lab", "Run the default studies on a workload and write one report."),
+    "report": ("perflab.cli.report", "Write an HTML or Markdown report of stored campaigns."),
+    "compare": ("perflab.cli.compare", "Compare two campaigns side by side."),
+    "results": ("perflab.cli.results", "List stored campaigns and their measurements."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a subcommand's module only when that subcommand runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        import importlib
+
+        try:
+            module = importlib.import_module(entry[0])
+        except ModuleNotFoundError as exc:
+            if exc.name == entry[0]:
+                return _not_built(cmd_name, entry[1])
+            raise
+        return module.command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _not_built(name: str, help_: str) -> click.Command:
+    @click.command(name=name, help=help_, context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def missing(args: tuple[str, ...]) -> None:
+        raise PerflabError(f"'perflab {name}' is not available in this build of perflab")
+
+    return missing
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="perflab")
+def cli() -> None:
+    """perflab: a performance lab for CPU-bound throughput workloads.
+
+    Every study measures on this machine, keeps every measurement in a results store as it
+    completes (SQLite file perflab.db by default, or --db URL), and prints a verdict.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; PerflabError becomes one line on stderr and exit status 2."""
+    try:
+        cli.main(args=argv, prog_name="perflab", standalone_mode=False)
+    except PerflabError as exc:
+        click.echo(f"perflab: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("perflab: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("perflab: interrupted; measurements so far are in the store", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,58 @@
+"""Options and conversions every study command shares: target workload, store, JSON output.
+
+This is the CLI edge: it turns click values into typed config (Workload, Store) once.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import click
+
+from perflab.errors import PerflabError
+
+
+def target_options(f: Callable) -> Callable:
+    """``--workload NAME`` or ``-- CMD ARGS...`` (with ``--shell`` to run CMD through sh -c)."""
+    f = click.argument("command_args", nargs=-1, type=click.UNPROCESSED)(f)
+    f = click.option("--shell", is_flag=True, help="Run CMD through /bin/sh -c.")(f)
+    f = click.option(
+        "--workload", "-w", "workload_name", metavar="NAME",
+        help="A built-in workload (minihlt) or one defined in perflab.toml.",
+    )(f)
+    f = click.option(
+        "--config", "config_path", metavar="FILE", type=click.Path(dir_okay=False),
+        help="perflab.toml with workload definitions (default: ./perflab.toml if present).",
+    )(f)
+    return f
+
+
+def store_option(f: Callable) -> Callable:
+    return click.option(
+        "--db", "db_url", metavar="URL", envvar="PERFLAB_DB",
+        help="Results store: a SQLite path or sqlite:///, postgresql://... URL "
+        "(default: perflab.db in the working directory).",
+    )(f)
+
+
+def json_option(f: Callable) -> Callable:
+    return click.option(
+        "--json", "json_path", metavar="PATH", type=click.Path(dir_okay=False),
+        help="Also write the study's result as JSON to PATH ('-' for stdout).",
+    )(f)
+
+
+def resolve_target(
+    workload_name: str | None,
+    command_args: tuple[str, ...],
+    shell: bool = False,
+    config_path: str | None = None,
+):
+    """Turn --workload / -- CMD into a Workload, or raise a one-line PerflabError."""
+    from perflab.workloads import resolve
+
+    if workload_name and command_args:
+        raise PerflabError("give either --workload NAME or -- CMD, not both")
+    if not workload_name and not command_args:
+        raise PerflabError("nothing to run: give --workload NAME (e.g. minihlt) or -- CMD [ARGS...]")
+    return resolve(workload_name, command_args, shell=shell, config_path=config_path)

@@ -1,0 +1,1 @@
+"""C and C++ sources shipped as package data, and the build cache that compiles them."""

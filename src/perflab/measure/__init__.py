@@ -1,0 +1,1 @@
+"""Executes run specs: spawn, affinity, NUMA policy, gated start, rusage, metrics, perf stat."""

@@ -1,0 +1,1 @@
+"""Everything that reads the machine: topology, metadata, feature probes."""
