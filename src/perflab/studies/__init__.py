@@ -1,0 +1,1 @@
+"""Studies: one module per question perflab answers (config -> run specs -> results)."""
