@@ -1,0 +1,35 @@
+"""perflab report [CAMPAIGN...] -o FILE: a self-contained HTML (or Markdown) report."""
+
+from __future__ import annotations
+
+import click
+
+from perflab.cli.common import store_option
+
+
+@click.command("report")
+@click.argument("campaigns", nargs=-1, type=int)
+@click.option("-o", "--output", "output", metavar="FILE", help="Write here (default: report.html or report.md; '-' for stdout).")
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default=None,
+              help="Output format (default: from the file name, else html).")
+@click.option("--title", default=None, help="Report title.")
+@store_option
+def command(campaigns: tuple[int, ...], output: str | None, fmt: str | None, title: str | None,
+            db_url: str | None) -> None:
+    """Report on CAMPAIGN ids (a lab campaign expands to its studies; default: the latest lab run)."""
+    from perflab.report.build import build_report, select_campaigns
+    from perflab.report.render import to_html, to_markdown
+    from perflab.store import open_store
+
+    if fmt is None:
+        fmt = "markdown" if output and output.endswith((".md", ".markdown")) else "html"
+    output = output or ("report.md" if fmt == "markdown" else "report.html")
+    store = open_store(db_url)
+    report = build_report(store, select_campaigns(store, campaigns), title)
+    text = to_markdown(report) if fmt == "markdown" else to_html(report)
+    if output == "-":
+        click.echo(text)
+        return
+    with open(output, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    click.echo(f"perflab: wrote {output} ({len(report.sections)} studies, {len(text) // 1024} KiB)")

@@ -1,0 +1,1 @@
+"""Terminal tables, exports (hyperfine JSON, CSV, Markdown) and the self-contained HTML report."""

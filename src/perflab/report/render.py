@@ -1,0 +1,90 @@
+"""Lay a Report out as a self-contained HTML file (inline CSS and SVG) or as Markdown.
+
+Jinja2 autoescaping covers every string that came from a workload, a command line or a config;
+only the SVG that perflab's own plotting produced is inserted as markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from perflab.report.model import Report, Section, Table
+
+
+def format_cell(value: object) -> str:
+    """Numbers with a sensible number of significant digits; None as an em dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != value:
+            return "—"
+        a = abs(value)
+        if a == 0:
+            return "0"
+        if a >= 1e6 or a < 1e-3:
+            return f"{value:.3g}"
+        if a >= 100:
+            return f"{value:,.1f}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+_COMMENT = re.compile(r"<!--.*?-->\s*", re.S)
+
+
+def to_html(report: Report) -> str:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("perflab.report", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["cell"] = format_cell
+    for s in ([report.machine] if report.machine else []) + report.sections:
+        for p in s.plots:
+            # matplotlib escapes comment text; dropping comments only shrinks the file.
+            p.svg = _COMMENT.sub("", p.svg)
+    return env.get_template("report.html.j2").render(report=report)
+
+
+def _md_escape(text: str) -> str:
+    return (
+        str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+        .replace("\n", " ")
+    )
+
+
+def table_to_markdown(t: Table) -> str:
+    lines = [f"**{_md_escape(t.title)}**", ""] if t.title else []
+    lines.append("| " + " | ".join(_md_escape(c) for c in t.columns) + " |")
+    lines.append("|" + "|".join(["---"] * len(t.columns)) + "|")
+    for row in t.rows:
+        lines.append("| " + " | ".join(_md_escape(format_cell(c)) for c in row) + " |")
+    if t.note:
+        lines += ["", f"_{_md_escape(t.note)}_"]
+    return "\n".join(lines)
+
+
+def _section_md(s: Section) -> str:
+    out = [f"## {_md_escape(s.title)}", "", f"> {_md_escape(s.verdict)}", ""]
+    for t in s.tables:
+        out += [table_to_markdown(t), ""]
+    if s.plots:
+        out.append(f"_{len(s.plots)} plot(s) in the HTML report._")
+        out.append("")
+    for n in s.notes:
+        out.append(f"- {_md_escape(n)}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def to_markdown(report: Report) -> str:
+    out = [f"# {_md_escape(report.title)}", "", f"Generated {report.generated} by perflab {report.version}.", ""]
+    if report.machine:
+        out.append(_section_md(report.machine))
+    for s in report.sections:
+        out.append(_section_md(s))
+    return "\n".join(out)

@@ -1,0 +1,101 @@
+"""Report and compare on a real SQLite store filled with synthetic measurements."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from perflab.measure.spec import RunResult
+from perflab.report.build import build_report, select_campaigns
+from perflab.report.render import to_html, to_markdown
+from perflab.store import open_store
+from perflab.studies.compare import CompareConfig, run_compare
+
+EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def _result(wall_s: float, rss: int = 1000, **metrics: float) -> RunResult:
+    return RunResult(wall_ns=int(wall_s * 1e9), user_s=wall_s * 0.9, sys_s=0.01, maxrss_kb=rss,
+                     minflt=10, majflt=0, nvcsw=1, nivcsw=1, exit_code=0, metrics=dict(metrics))
+
+
+@pytest.fixture()
+def store(tmp_path):
+    s = open_store(str(tmp_path / "r.db"))
+    yield s
+    s.close()
+
+
+def _campaign(store, study: str, walls: list[float], label: str = "cmd", summary: dict | None = None,
+              host: int | None = None) -> int:
+    cid = store.start_campaign(study, {"label": label}, host_id=host)
+    for i, w in enumerate(walls):
+        store.add_measurement(cid, _result(w, events_per_s=100.0 / w), {"n": 1}, rep=i, label=label)
+    store.finish_campaign(cid, "done", summary)
+    return cid
+
+
+def test_compare_finds_a_planted_difference_and_not_a_null_one(store):
+    rng = random.Random(1)
+    a = _campaign(store, "run", [1.0 + rng.gauss(0, 0.01) for _ in range(20)])
+    b = _campaign(store, "run", [1.1 + rng.gauss(0, 0.01) for _ in range(20)])
+    c = _campaign(store, "run", [1.0 + rng.gauss(0, 0.01) for _ in range(20)])
+    res = run_compare(CompareConfig(a, b), store)
+    wall = next(r for r in res.rows if r.measure == "wall_s")
+    assert wall.significant and 1.07 < wall.ratio < 1.13 and wall.lo < wall.ratio < wall.hi
+    assert wall.better == "A"
+    rate = next(r for r in res.rows if r.measure == "metric:events_per_s")
+    assert rate.significant and rate.ratio < 0.95 and rate.better == "A"
+    same = run_compare(CompareConfig(a, c), store)
+    assert not any(r.significant for r in same.rows if r.measure == "wall_s")
+    assert "no significant difference" in same.verdict or "maxrss" not in same.verdict
+
+
+def test_report_escapes_workload_text_and_is_self_contained(store):
+    host = store.add_host({"hostname": "h<b>1</b>", "cpu_model": EVIL}, {"counts": {"sockets": 1}})
+    summary = {"verdict": f"slowest command: {EVIL}", "results": [{"command": EVIL, "median": 1.0}],
+               "tables": [{"title": EVIL, "columns": ["a", EVIL], "rows": [[EVIL, 1.5]]}]}
+    _campaign(store, "run", [1.0, 1.1, 1.05], label=EVIL, summary=summary, host=host)
+    report = build_report(store, select_campaigns(store, []))
+    html = to_html(report)
+    assert "<script>" not in html and "onerror=alert" not in html.replace("onerror=alert(1)&gt;", "")
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    assert "<img" not in html
+    # self-contained: no external resources
+    for needle in ("http://", "https://", "src=", "<link", "@import"):
+        assert needle not in html.replace("&lt;img src=x", ""), needle
+    md = to_markdown(report)
+    assert "<script>" not in md and "&lt;script&gt;" in md
+
+
+def test_report_cli_writes_html_and_markdown(tmp_path, store):
+    _campaign(store, "run", [1.0, 1.02, 0.99], summary={"verdict": "cmd took 1.0 s"})
+    db = str(tmp_path / "r.db")
+    out = tmp_path / "rep.html"
+    p = subprocess.run([sys.executable, "-m", "perflab", "report", "--db", db, "-o", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "cmd took 1.0 s" in out.read_text()
+    p = subprocess.run([sys.executable, "-m", "perflab", "report", "--db", db, "-o", "-",
+                        "--format", "markdown"], capture_output=True, text=True)
+    assert p.returncode == 0 and "> cmd took 1.0 s" in p.stdout
+
+
+def test_compare_cli_json_and_missing_campaign(tmp_path, store):
+    a = _campaign(store, "run", [1.0, 1.01, 0.99, 1.0])
+    b = _campaign(store, "run", [2.0, 2.01, 1.99, 2.0])
+    db = str(tmp_path / "r.db")
+    p = subprocess.run([sys.executable, "-m", "perflab", "compare", str(a), str(b), "--db", db,
+                        "--json", "-"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    wall = next(r for r in data["rows"] if r["measure"] == "wall_s")
+    assert abs(wall["ratio"] - 2.0) < 0.05
+    p = subprocess.run([sys.executable, "-m", "perflab", "compare", str(a), "999", "--db", db],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "999" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
