@@ -1,0 +1,135 @@
+"""The results schema and its numbered migrations (same DDL on SQLite and PostgreSQL).
+
+The schema is versioned like asv's ``api_version`` / SQLite ``PRAGMA user_version``: table
+``schema_version`` holds one row per applied migration; opening a store applies the missing
+ones in order, and refuses a store written by a newer perflab instead of corrupting it.
+SQLAlchemy is imported by the caller and passed in, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+# Bump by appending a migration; never edit an applied one (old stores replay them).
+SCHEMA_VERSION = 2
+
+
+def _v1_metadata(sa: Any) -> Any:
+    """The first released schema: hosts, campaigns, measurements."""
+    md = sa.MetaData()
+    sa.Table(
+        "hosts", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("hostname", sa.String(255), nullable=False),
+        sa.Column("fingerprint", sa.String(64), nullable=False, unique=True),
+        sa.Column("metadata", sa.JSON),
+        sa.Column("topology", sa.JSON),
+        sa.Column("created", sa.DateTime(timezone=True), nullable=False),
+    )
+    sa.Table(
+        "campaigns", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("study", sa.String(64), nullable=False, index=True),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("config", sa.JSON),
+        sa.Column("summary", sa.JSON),
+        sa.Column("host_id", sa.Integer, sa.ForeignKey("hosts.id")),
+        sa.Column("started", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("finished", sa.DateTime(timezone=True)),
+    )
+    sa.Table(
+        "measurements", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id", ondelete="CASCADE"),
+                  nullable=False),
+        sa.Column("label", sa.String(255), nullable=False, default=""),
+        sa.Column("params", sa.Text, nullable=False),  # canonical JSON: the resume key
+        sa.Column("rep", sa.Integer, nullable=False, default=0),
+        sa.Column("wall_ns", sa.BigInteger, nullable=False),
+        sa.Column("user_s", sa.Float, nullable=False),
+        sa.Column("sys_s", sa.Float, nullable=False),
+        sa.Column("maxrss_kb", sa.BigInteger, nullable=False),
+        sa.Column("minflt", sa.BigInteger, nullable=False),
+        sa.Column("majflt", sa.BigInteger, nullable=False),
+        sa.Column("nvcsw", sa.BigInteger, nullable=False),
+        sa.Column("nivcsw", sa.BigInteger, nullable=False),
+        sa.Column("exit_code", sa.Integer),
+        sa.Column("signal", sa.Integer),
+        sa.Column("timed_out", sa.Boolean, nullable=False, default=False),
+        sa.Column("start_ns", sa.BigInteger, nullable=False, default=0),
+        sa.Column("end_ns", sa.BigInteger, nullable=False, default=0),
+        sa.Column("metrics", sa.JSON),
+        sa.Column("counters", sa.JSON),
+        sa.Column("stdout_tail", sa.Text),
+        sa.Column("stderr_tail", sa.Text),
+        sa.Column("created", sa.DateTime(timezone=True), nullable=False),
+    )
+    return md
+
+
+def _migrate_1(conn: Any, sa: Any) -> None:
+    """Create the v1 tables."""
+    _v1_metadata(sa).create_all(conn)
+
+
+def _migrate_2(conn: Any, sa: Any) -> None:
+    """v2: campaign names, parent campaigns (a lab run's child studies), artifacts."""
+    conn.execute(sa.text("ALTER TABLE campaigns ADD COLUMN name VARCHAR(200) NOT NULL DEFAULT ''"))
+    conn.execute(sa.text("ALTER TABLE campaigns ADD COLUMN parent_id INTEGER REFERENCES campaigns(id)"))
+    conn.execute(sa.text("CREATE INDEX ix_measurements_campaign ON measurements (campaign_id)"))
+    conn.execute(sa.text("CREATE INDEX ix_campaigns_parent ON campaigns (parent_id)"))
+    md = sa.MetaData()
+    sa.Table("campaigns", md, sa.Column("id", sa.Integer, primary_key=True))
+    sa.Table(
+        "artifacts", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id", ondelete="CASCADE"),
+                  nullable=False, index=True),
+        sa.Column("kind", sa.String(64), nullable=False),
+        sa.Column("path", sa.Text, nullable=False),
+        sa.Column("sha256", sa.String(64)),
+        sa.Column("size", sa.BigInteger),
+        sa.Column("meta", sa.JSON),
+        sa.Column("created", sa.DateTime(timezone=True), nullable=False),
+    )
+    md.tables["artifacts"].create(conn)
+
+
+MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2}
+assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
+
+
+def current_tables(sa: Any) -> dict[str, Any]:
+    """Table objects describing the schema at SCHEMA_VERSION, for queries (not for DDL)."""
+    md = _v1_metadata(sa)
+    campaigns = md.tables["campaigns"]
+    campaigns.append_column(sa.Column("name", sa.String(200), nullable=False, default=""))
+    campaigns.append_column(sa.Column("parent_id", sa.Integer, sa.ForeignKey("campaigns.id")))
+    sa.Table(
+        "artifacts", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False),
+        sa.Column("kind", sa.String(64), nullable=False),
+        sa.Column("path", sa.Text, nullable=False),
+        sa.Column("sha256", sa.String(64)),
+        sa.Column("size", sa.BigInteger),
+        sa.Column("meta", sa.JSON),
+        sa.Column("created", sa.DateTime(timezone=True), nullable=False),
+    )
+    sa.Table(
+        "schema_version", md,
+        sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("applied", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("perflab_version", sa.String(32)),
+    )
+    return dict(md.tables)
+
+
+def version_table(sa: Any) -> Any:
+    md = sa.MetaData()
+    return sa.Table(
+        "schema_version", md,
+        sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("applied", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("perflab_version", sa.String(32)),
+    )
