@@ -1,0 +1,127 @@
+"""`perflab results [ID]`: list stored campaigns, or one campaign's runs."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from perflab.cli.common import json_option, store_option
+
+
+def _fmt_s(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x >= 1:
+        return f"{x:.3f} s"
+    if x >= 1e-3:
+        return f"{x * 1e3:.2f} ms"
+    return f"{x * 1e6:.1f} us"
+
+
+def _fmt_num(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _params(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(params.items())) or "-"
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+@click.command(name="results")
+@click.argument("campaign_id", required=False, type=int)
+@click.option("--study", "-s", metavar="NAME", help="Only campaigns of this study (e.g. instances).")
+@click.option("--all-runs", "-a", is_flag=True, help="With ID: list every run, not one row per configuration.")
+@store_option
+@json_option
+def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: str | None,
+            json_path: str | None) -> None:
+    """List stored campaigns; with a campaign ID, summarise its measurements."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from perflab.store import open_store
+    from perflab.store.listing import campaign_row, group_measurements
+
+    # Tables go to stderr when the JSON goes to stdout, so `--json -` stays parseable.
+    import sys
+
+    # Piped output gets a wide fixed width rather than rich's 80-column fallback.
+    width = None if sys.stdout.isatty() else 132
+    console = Console(markup=False, highlight=False, stderr=json_path == "-", width=width)
+    with open_store(db_url) as store:
+        if campaign_id is None:
+            rows = [campaign_row(c) for c in store.campaigns(study=study)]
+            table = Table(title=f"campaigns in {store.display}")
+            for col in ("id", "study", "status", "runs", "started", "duration", "parent", "verdict"):
+                table.add_column(col, justify="right" if col in ("id", "runs", "duration", "parent") else "left")
+            for r in rows:
+                table.add_row(
+                    str(r["id"]), r["study"] + (f" ({r['name']})" if r["name"] else ""), r["status"],
+                    str(r["measurements"]), r["started"].replace("T", " ")[:16],
+                    _fmt_s(r["duration_s"]), str(r["parent_id"] or ""), _short(r["verdict"]),
+                )
+            if rows:
+                console.print(table)
+            else:
+                console.print(f"no campaigns{' of study ' + study if study else ''} in {store.display}")
+            payload: object = rows
+        else:
+            camp = store.campaign(campaign_id)
+            ms = store.measurements(campaign_id)
+            row = campaign_row(camp)
+            console.print(
+                f"campaign {camp.id}: {camp.study}{' (' + camp.name + ')' if camp.name else ''}, "
+                f"{camp.status}, {len(ms)} runs, started {row['started']}  [{store.display}]"
+            )
+            if row["verdict"]:
+                console.print(f"verdict: {row['verdict']}")
+            children = store.campaigns(parent_id=camp.id)
+            if children:
+                console.print("child campaigns: " + ", ".join(f"{c.id} {c.study} ({c.status})" for c in children))
+            if all_runs:
+                table = Table()
+                for col in ("run", "label", "params", "rep", "wall", "exit", "metrics"):
+                    table.add_column(col)
+                for m in ms:
+                    r = m.result
+                    exit_ = str(r.exit_code) if r.exit_code is not None else f"signal {r.signal}"
+                    if r.timed_out:
+                        exit_ += " (timeout)"
+                    table.add_row(str(m.id), m.label, _params(m.params), str(m.rep),
+                                  _fmt_s(r.wall_s), exit_,
+                                  ", ".join(f"{k}={_fmt_num(v)}" for k, v in sorted(r.metrics.items())))
+                payload = {"campaign": row, "runs": [
+                    {"id": m.id, "label": m.label, "params": m.params, "rep": m.rep, **m.result.as_dict()}
+                    for m in ms]}
+            else:
+                groups = group_measurements(ms)
+                table = Table()
+                for col in ("label", "params", "runs", "failed", "median wall", "min", "max",
+                            "max RSS", "metrics (median)"):
+                    table.add_column(col, justify="left" if col in ("label", "params", "metrics (median)") else "right")
+                for g in groups:
+                    table.add_row(
+                        g.label, _params(g.params), str(g.n), str(g.failed),
+                        _fmt_s(g.wall_median_s), _fmt_s(g.wall_min_s), _fmt_s(g.wall_max_s),
+                        f"{g.maxrss_median_kb / 1024:.1f} MiB" if g.maxrss_median_kb is not None else "-",
+                        ", ".join(f"{k}={_fmt_num(v)}" for k, v in g.metrics.items()),
+                    )
+                from dataclasses import asdict
+
+                payload = {"campaign": row, "summary": camp.summary, "groups": [asdict(g) for g in groups]}
+            if ms:
+                console.print(table)
+    if json_path:
+        from perflab.store import dumps
+
+        text = dumps(payload)
+        if json_path == "-":
+            click.echo(text)
+        else:
+            with open(json_path, "w") as f:
+                f.write(text + "\n")

@@ -1,0 +1,47 @@
+"""`perflab results`: campaign list, one campaign's runs, JSON, and a missing campaign."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from perflab.measure.spec import RunResult
+from perflab.store import open_store
+
+
+def _perflab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_results_lists_and_groups(tmp_path):
+    db = str(tmp_path / "r.db")
+    with open_store(db) as s:
+        cid = s.start_campaign("cores", {"cpus": [0, 1]})
+        for cpu in (0, 1):
+            for rep in range(3):
+                r = RunResult(wall_ns=(cpu + 1) * 10_000_000 + rep * 100_000, user_s=0, sys_s=0,
+                              maxrss_kb=1024, minflt=0, majflt=0, nvcsw=0, nivcsw=0, exit_code=0,
+                              metrics={"events_per_s": 100.0 / (cpu + 1)})
+                s.add_measurement(cid, r, {"cpu": cpu}, rep=rep, label="w")
+        s.finish_campaign(cid, summary={"verdict": "cpu 1 is slower"})
+        s.start_campaign("instances", {})
+    out = _perflab("results", "--db", db)
+    assert out.returncode == 0, out.stderr
+    assert "cores" in out.stdout and "instances" in out.stdout and "cpu 1 is slower" in out.stdout
+    out = _perflab("results", "--db", db, "--study", "instances")
+    assert "cores" not in out.stdout
+    out = _perflab("results", "--db", db, str(cid), "--json", "-")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    groups = {g["params"]["cpu"]: g for g in data["groups"]}
+    assert groups[0]["wall_median_s"] == 0.0101 and groups[1]["wall_median_s"] == 0.0201
+    assert groups[1]["metrics"] == {"events_per_s": 50.0} and groups[0]["n"] == 3
+    assert "20.10 ms" in out.stderr  # the table went to stderr
+
+
+def test_results_unknown_campaign(tmp_path):
+    out = _perflab("results", "--db", str(tmp_path / "r.db"), "7")
+    assert out.returncode == 2
+    assert out.stderr.strip() == (f"perflab: error: no campaign 7 in results store {tmp_path / 'r.db'}; "
+                                  "list them with 'perflab results'")
