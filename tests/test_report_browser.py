@@ -1,0 +1,70 @@
+"""Render the HTML report in headless Chromium (no network) and check it visibly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from perflab.measure.spec import RunResult
+from perflab.report.build import build_report, select_campaigns
+from perflab.report.render import to_html
+from perflab.store import open_store
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
+
+
+def chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def console_errors(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+
+
+def check_rendered(tmp_path, html_path: str, section_ids: list[str]) -> None:
+    """DOM has every section, the screenshot is not blank, the console stayed quiet."""
+    url = "file://" + os.path.abspath(html_path)
+    dom = chromium(tmp_path, "--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for sid in section_ids:
+        assert f'id="{sid}"' in dom.stdout, sid
+    assert console_errors(dom.stderr) == []
+    png = tmp_path / "shot.png"
+    shot = chromium(tmp_path, f"--screenshot={png}", "--window-size=1200,2400", url)
+    assert shot.returncode == 0 and png.exists(), shot.stderr[-2000:]
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(str(png))
+    assert img.shape[0] >= 2000 and img.shape[1] >= 1100
+    # Non-blank: a real page has text and plots, so many pixels differ from the background.
+    background = img[5, 5, :3]
+    differing = (abs(img[:, :, :3] - background).sum(axis=2) > 0.1).mean()
+    assert differing > 0.01, f"screenshot looks blank ({differing:.4f} of pixels differ)"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (scripts/install-system-packages.sh installs it)")
+def test_report_renders_in_headless_chromium(tmp_path):
+    store = open_store(str(tmp_path / "r.db"))
+    host = store.add_host({"hostname": "testhost", "cpu_model": "Test CPU"},
+                          {"counts": {"sockets": 1, "cores": 2, "threads": 2, "numa_nodes": 1}})
+    cid = store.start_campaign("run", {}, host_id=host)
+    for i, w in enumerate([1.0, 1.1, 1.05, 0.98]):
+        store.add_measurement(cid, RunResult(int(w * 1e9), w, 0.0, 1000, 1, 0, 1, 1, 0), {}, i, "sleep 1")
+    store.finish_campaign(cid, "done", {"verdict": "sleep 1 took 1.03 s",
+                                        "results": [{"command": "sleep 1", "median": 1.03}]})
+    report = build_report(store, select_campaigns(store, []))
+    # a plot, so the screenshot has graphics as well as text
+    from perflab.report.model import Plot
+    from perflab.report.plots import bars_with_ci
+
+    report.sections[0].plots.append(Plot("t", bars_with_ci(["a", "b"], [1.0, 1.2], [0.9, 1.1], [1.1, 1.3])))
+    path = tmp_path / "report.html"
+    path.write_text(to_html(report))
+    check_rendered(tmp_path, str(path), ["machine", f"run-{cid}"])
