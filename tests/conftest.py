@@ -87,3 +87,50 @@ def store_url(request, tmp_path):
         return str(tmp_path / "perflab.db")
     return request.getfixturevalue("postgres_url")
 # ---- end of results store block ---------------------------------------------------------------
+
+
+# ---- machine topology trees (engineer B) ------------------------------------------------------
+# `topology_root(name) -> Root` extracts ../shared/topologies/<name>.tar.bz2 once per session
+# (tarfile filter="data") and returns a Root at the tarball's single top directory; `name` is
+# the tarball name without .tar.bz2, e.g. topology_root("64amd64-4s2n4ca2co").
+# `TOPOLOGY_NAMES` lists the tarballs present. PERFLAB_TOPOLOGIES overrides the directory.
+import pathlib as _topo_pathlib
+
+
+def _topologies_dir() -> _topo_pathlib.Path:
+    env = _pg_os.environ.get("PERFLAB_TOPOLOGIES")
+    if env:
+        return _topo_pathlib.Path(env)
+    here = _topo_pathlib.Path(__file__).resolve().parents[2] / "shared" / "topologies"
+    return here if here.is_dir() else _topo_pathlib.Path("/work/shared/topologies")
+
+
+TOPOLOGY_NAMES = sorted(p.name[: -len(".tar.bz2")] for p in _topologies_dir().glob("*.tar.bz2"))
+
+
+@_pg_pytest.fixture(scope="session")
+def topology_root(tmp_path_factory):
+    """name -> perflab.platform.sysfs.Root of that unpacked fixture tree (extracted once)."""
+    import tarfile
+
+    from perflab.platform.sysfs import Root
+
+    src = _topologies_dir()
+    base = tmp_path_factory.mktemp("topologies")
+    roots: dict[str, Root] = {}
+
+    def get(name: str) -> Root:
+        if name not in roots:
+            tarball = src / f"{name}.tar.bz2"
+            if not tarball.exists():
+                _pg_pytest.skip(f"topology fixture {tarball} not found")
+            dest = base / name
+            dest.mkdir()
+            with tarfile.open(tarball) as tf:
+                tf.extractall(dest, filter="data")
+            (top,) = [p for p in dest.iterdir() if p.is_dir()]
+            roots[name] = Root(str(top))
+        return roots[name]
+
+    return get
+# ---- end of topology block --------------------------------------------------------------------
