@@ -1,0 +1,92 @@
+"""`perf stat` counters around one run: argv wrapping and CSV parsing.
+
+Software counters work everywhere perf works; hardware counters need a PMU (absent in most
+VMs). When perf answers ``<not supported>`` for an event we say so once per process and stop
+asking for it, so later runs pay only for what this machine can count.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from typing import Sequence
+
+SOFTWARE_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
+HARDWARE_EVENTS = ("cycles", "instructions", "branches", "branch-misses")
+DEFAULT_EVENTS = SOFTWARE_EVENTS + HARDWARE_EVENTS
+
+_unsupported: set[str] = set()  # events perf said it cannot count here (per process)
+_noted: set[str] = set()  # one-line notes already printed
+
+
+def note_once(key: str, message: str) -> None:
+    """Print ``perflab: note: message`` to stderr the first time ``key`` is seen."""
+    if key in _noted:
+        return
+    _noted.add(key)
+    print(f"perflab: note: {message}", file=sys.stderr, flush=True)
+
+
+def perf_binary() -> str | None:
+    return shutil.which("perf")
+
+
+def requested_events(events: Sequence[str]) -> tuple[str, ...]:
+    """The events to ask perf for: the default set for an empty request, minus known-unsupported."""
+    wanted = tuple(events) or DEFAULT_EVENTS
+    return tuple(e for e in wanted if e not in _unsupported) or SOFTWARE_EVENTS
+
+
+def wrap(argv: Sequence[str], events: Sequence[str], output_path: str) -> tuple[str, ...] | None:
+    """``perf stat -x, -o FILE -e EVENTS -- argv``, or None (noted once) when perf is missing."""
+    perf = perf_binary()
+    if perf is None:
+        note_once("perf-missing", "perf is not installed: runs go on without counters "
+                  "(install linux-perf for them)")
+        return None
+    evs = requested_events(events)
+    return (perf, "stat", "-x,", "-o", output_path, "-e", ",".join(evs), "--", *argv)
+
+
+def parse(text: str) -> tuple[dict[str, float], list[str]]:
+    """Parse ``perf stat -x,`` output into {event: value} and the list of unsupported events."""
+    counters: dict[str, float] = {}
+    unsupported: list[str] = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            continue
+        value, event = fields[0].strip(), fields[2].strip()
+        if not event:
+            continue
+        if value.startswith("<not supported>"):
+            unsupported.append(event)
+            continue
+        if value.startswith("<"):  # <not counted>: multiplexed out or the command ended first
+            continue
+        try:
+            counters[event] = float(value)
+        except ValueError:
+            continue
+    return counters, unsupported
+
+
+def record_unsupported(events: Sequence[str]) -> None:
+    """Remember unsupported events and say so in one line (once per process)."""
+    new = [e for e in events if e not in _unsupported]
+    if not new:
+        return
+    _unsupported.update(new)
+    hw = [e for e in new if e in HARDWARE_EVENTS]
+    if hw:
+        note_once(
+            "hw-counters",
+            f"hardware counters are not supported on this machine ({', '.join(hw)}): "
+            "carrying on with software counters",
+        )
+    other = [e for e in new if e not in HARDWARE_EVENTS]
+    if other:
+        note_once("unsupported:" + ",".join(other),
+                  f"perf cannot count {', '.join(other)} here: carrying on without them")
