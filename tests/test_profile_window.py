@@ -1,0 +1,146 @@
+"""End-to-end windowed profiling with real perf: only event K is recorded; diffs across builds."""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perflab.cli import main as cli_main
+from perflab.config import Workload
+from perflab.studies.profile import ProfileConfig, ProfileDiffConfig, run_profile, run_profile_diff
+from perflab.studies.profile_parse import read_samples
+from perflab.studies.profile_window import Window, event_markers, record_window
+
+SRC = Path(__file__).parent / "data" / "profile_events.c"
+N = "20000000"  # iterations of event K's hot loop: ~50 ms at -O2
+
+pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+
+
+@pytest.fixture(scope="module")
+def progs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("profile_progs")
+    out = {}
+    for opt in ("-O0", "-O2"):
+        exe = d / f"ev{opt}"
+        subprocess.run(["gcc", opt, "-o", str(exe), str(SRC)], check=True)
+        out[opt] = str(exe)
+    return out
+
+
+def _marker_times(log_text: str) -> dict[tuple[str, int], int]:
+    return {(m[1], int(m[2])): int(m[3]) for m in
+            re.finditer(r"(start|done) processing event #(\d+) t=(\d+)", log_text)}
+
+
+def test_only_event_k_is_recorded(progs, tmp_path):
+    """Every sample lies inside the window; none comes from the other events' code."""
+    start, stop = event_markers(2)
+    rec = record_window([progs["-O2"], "5", "2", N, "150"], str(tmp_path / "perf.data"),
+                        Window(start, stop), output_log=str(tmp_path / "out.log"))
+    assert rec.exit_code == 0 and rec.opened and rec.closed_by == "stop marker"
+    assert rec.start_line.startswith("start processing event #2 ")
+    times = _marker_times((tmp_path / "out.log").read_text())
+    samples = read_samples(rec.perf_data)
+    assert len(samples) >= 20, "the hot event should give tens of samples at 4 kHz"
+    lo, hi = rec.sample_bounds
+    # perf clock is CLOCK_MONOTONIC (-k): comparable with the program's own marker times.
+    assert all(lo <= s.time_ns <= hi for s in samples)
+    assert all(s.time_ns >= times[("start", 2)] for s in samples)
+    assert times[("start", 2)] <= rec.start_marker_ns <= rec.enabled_ns
+    # event 2 runs hot_kernel only; events 0, 1, 3, 4 run other_work: none of it may leak in.
+    syms = {s.sym for s in samples}
+    assert not any("other_work" in x for x in syms)
+    assert any(x.startswith("hot_kernel") for x in syms)
+    assert rec.enable_latency_ns is not None and rec.enable_latency_ns > 0
+
+
+def test_forking_workload_children_followed(progs, tmp_path):
+    """The workload is perf's child: processes it starts are recorded too (inherit)."""
+    script = f"{progs['-O2']} 3 1 {N} 0 - & {progs['-O2']} 3 1 {N} 0 -; wait"
+    rec = record_window(["/bin/sh", "-c", script], str(tmp_path / "perf.data"),
+                        Window(start=r"start processing event #0\b", stop=None))
+    samples = read_samples(rec.perf_data)
+    pids = {s.pid for s in samples if s.sym.startswith("hot_kernel")}
+    assert len(pids) == 2, f"both children should be sampled, got pids {pids}"
+
+
+def test_log_file_window_with_inotify(progs, tmp_path):
+    log = tmp_path / "job.log"
+    start, stop = event_markers(1)
+    rec = record_window([progs["-O2"], "3", "1", N, "100", str(log)], str(tmp_path / "perf.data"),
+                        Window(start, stop), log_file=str(log))
+    assert rec.opened and rec.closed_by == "stop marker"
+    times = _marker_times(log.read_text())
+    samples = read_samples(rec.perf_data)
+    assert samples and all(s.time_ns >= times[("start", 1)] for s in samples)
+    assert not any("other_work" in s.sym for s in samples)
+
+
+def test_time_window(progs, tmp_path):
+    rec = record_window([progs["-O2"], "4", "9", N, "100"], str(tmp_path / "perf.data"),
+                        Window(after=0.15, duration=0.1))
+    assert rec.opened and rec.closed_by == "duration"
+    assert rec.enabled_ns - rec.launch_ns >= 150_000_000
+    lo, hi = rec.sample_bounds
+    assert all(lo <= s.time_ns <= hi for s in read_samples(rec.perf_data))
+
+
+def test_never_opened_window(progs, tmp_path, capsys):
+    db = tmp_path / "p.db"
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["profile", "--db", str(db), "--out", str(tmp_path / "out"),
+                  "--start", "no such marker", "--", progs["-O2"], "2", "9", "1000", "0"])
+    assert exc.value.code == 1
+    out = capsys.readouterr().out
+    assert "the window never opened (start marker /no such marker/ not seen)" in out
+
+
+def test_bad_regex_exit_2(progs, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["profile", "--db", str(tmp_path / "p.db"), "--start", "event #(",
+                  "--", progs["-O2"]])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perflab: error: --start 'event #(' is not a valid regular expression")
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "p.db").exists()  # refused before any store or run was opened
+
+
+def test_diff_across_builds_folds_clones(progs, tmp_path):
+    """-O0 vs -O2: hot_kernel (O0) and hot_kernel.constprop.0 (O2) match; it explains the extra."""
+    from perflab.store import open_store
+
+    store = open_store(str(tmp_path / "p.db"))
+    start, stop = event_markers(1)
+    ids = {}
+    for opt in ("-O2", "-O0"):
+        cfg = ProfileConfig(workload=Workload(name=opt, argv=(progs[opt], "3", "1", N, "0")),
+                            window=Window(start, stop), repeat=2, out_dir=str(tmp_path / "out"))
+        res = run_profile(cfg, None, store)
+        assert res.opened and res.campaign_id is not None
+        ids[opt] = res.campaign_id
+    arts = store.artifacts(ids["-O2"])
+    assert sum(a.kind == "perf.data" for a in arts) == 2
+    # A = -O0 (slower) on purpose: the diff turns it around and explains the slower one.
+    diff = run_profile_diff(ProfileDiffConfig(str(ids["-O0"]), str(ids["-O2"]), threshold=0.0), None, store)
+    assert diff.swapped and diff.b_label == str(ids["-O0"])
+    raw = {n for a in store.artifacts(ids["-O2"]) if a.kind == "perf.data"
+           for n in (s.sym for s in read_samples(a.path))}
+    assert "hot_kernel.constprop.0" in raw  # the -O2 build really has the clone
+    top = diff.rows[0]
+    assert top.symbol == "hot_kernel"
+    assert top.a_samples > 0 and top.b_samples > top.a_samples
+    assert top.share_of_extra > 0.5
+    assert top.lo is not None and top.lo <= top.share_of_extra <= top.hi
+    assert [r.symbol for r in diff.rows].count("hot_kernel") == 1
+    # the stored campaign summary is ready for the report
+    summary = store.campaign(ids["-O2"]).summary
+    assert summary["top"][0]["symbol"] == "hot_kernel" and summary["window_opened"]
+    # the CLI form with perf.data paths
+    paths = [a.path for a in store.artifacts(ids["-O0"]) if a.kind == "perf.data"]
+    cli_main(["profile", "diff", paths[0], [a.path for a in arts if a.kind == "perf.data"][0],
+              "--db", str(tmp_path / "p.db")])
