@@ -1,0 +1,457 @@
+"""Footprint study: which files does a workload really need? (seed 004: strace on a running HLT)
+
+The workload runs under ``strace -f`` tracing file and exec calls, pinned with strace on one CPU
+(unpinned, the tracer and the traced process ping-pong between CPUs and strace costs up to 5x)
+and with ``--seccomp-bpf`` where strace has it, so untraced calls do not stop the process. Every
+path opened, stat-ed, executed or read as a link is listed with its symlinks resolved; failed
+look-ups are listed apart. Files the kernel opens itself (the ELF interpreter, a script's ``#!``
+interpreter) never appear in a trace, so they are added by reading the executables.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import stat as stat_mod
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from perflab.config import Workload
+from perflab.errors import PerflabError
+from perflab.platform import strace
+
+OPEN_CALLS = {"open", "openat", "openat2", "creat", "open_by_handle_at"}
+STAT_CALLS = {"stat", "lstat", "stat64", "lstat64", "newfstatat", "fstatat64", "statx", "access",
+              "faccessat", "faccessat2", "statfs", "statfs64", "oldstat", "oldlstat", "getxattr",
+              "lgetxattr", "listxattr", "llistxattr"}
+EXEC_CALLS = {"execve", "execveat"}
+READLINK_CALLS = {"readlink", "readlinkat"}
+# *at calls: argument 0 is a directory fd, the path is argument 1
+AT_CALLS = {"openat", "openat2", "newfstatat", "fstatat64", "statx", "faccessat", "faccessat2",
+            "execveat", "readlinkat", "mkdirat", "unlinkat", "fchmodat", "fchownat", "utimensat",
+            "futimesat", "mknodat", "name_to_handle_at", "renameat", "renameat2", "linkat"}
+FORK_CALLS = {"clone", "clone3", "fork", "vfork"}
+WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
+VIRTUAL_ROOTS = ("/proc", "/sys", "/dev", "/run")
+
+
+@dataclass(frozen=True)
+class FootprintConfig:
+    """What to trace and how."""
+
+    workload: Workload
+    cpu: int | None = None  # CPU strace and the workload share; None: the last allowed CPU
+    seccomp: bool = True  # strace --seccomp-bpf where supported
+    reps: int = 3  # traced and untraced runs each, interleaved, for the overhead ratio
+    timeout: float | None = 600.0
+    keep_trace: str | None = None  # copy the raw strace output here
+
+
+@dataclass(frozen=True)
+class FileUse:
+    """One path the workload used, as it named it, and what it is on disk now."""
+
+    path: str
+    uses: tuple[str, ...]  # sorted subset of open, stat, exec, readlink, chdir, interp, other
+    real_path: str  # after every symlink on the way
+    links: tuple[tuple[str, str], ...]  # (symlink, its target text) met while resolving
+    kind: str  # file, dir, virtual (/proc, /sys, /dev), gone (no longer there), other
+    size: int
+    written: bool  # opened for writing (an output, not an input)
+
+
+@dataclass(frozen=True)
+class FailedLookup:
+    path: str
+    uses: tuple[str, ...]
+    errno: str
+
+
+@dataclass(frozen=True)
+class TopDir:
+    top: str
+    files: int
+    bytes: int
+
+
+@dataclass
+class FootprintResult:
+    workload: str
+    argv: tuple[str, ...]
+    cwd: str
+    cpu: int | None
+    seccomp: bool
+    files: list[FileUse]
+    failed: list[FailedLookup]
+    by_top: list[TopDir]
+    total_files: int
+    total_bytes: int
+    traced_wall_s: list[float] = field(default_factory=list)
+    untraced_wall_s: list[float] = field(default_factory=list)
+    overhead: float | None = None  # median traced / median untraced wall time
+    overhead_ci: tuple[float, float] | None = None
+    campaign_id: int | None = None
+    trace_path: str | None = None
+    syscalls: int = 0
+
+    def needed(self) -> list[FileUse]:
+        """Existing regular files read, executed or loaded: what a bundle must carry."""
+        return [f for f in self.files if f.kind == "file" and not (f.written and set(f.uses) <= {"open"})]
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def default_cpu() -> int:
+    """The last CPU this process may use (CPU 0 takes most interrupts)."""
+    return max(os.sched_getaffinity(0))
+
+
+def _join(base: str, path: str) -> str:
+    return os.path.normpath(os.path.join(base, path)) if not path.startswith("/") else os.path.normpath(path)
+
+
+def resolve_links(path: str, limit: int = 40) -> tuple[str, list[tuple[str, str]]]:
+    """Resolve every symlink of an absolute path component by component.
+
+    Returns the real path and each (link, target text) met, where every link's parent is
+    itself a real directory, so a bundle can recreate the links where they really are.
+    """
+    links: list[tuple[str, str]] = []
+    parts = [p for p in path.split("/") if p]
+    real = "/"
+    hops = 0
+    while parts:
+        part = parts.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            real = os.path.dirname(real) or "/"
+            continue
+        candidate = os.path.join(real, part)
+        try:
+            st = os.lstat(candidate)
+        except OSError:
+            # missing: keep the rest as written
+            return os.path.normpath(os.path.join(candidate, *parts)), links
+        if stat_mod.S_ISLNK(st.st_mode):
+            hops += 1
+            if hops > limit:
+                return candidate, links
+            target = os.readlink(candidate)
+            if (candidate, target) not in links:
+                links.append((candidate, target))
+            new = [p for p in target.split("/") if p]
+            if target.startswith("/"):
+                real = "/"
+            parts = new + parts
+            continue
+        real = candidate
+    return real, links
+
+
+def interpreters(path: str) -> list[str]:
+    """Files the kernel itself opens to exec `path`: ELF PT_INTERP or a script's #! line."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            if head.startswith(b"#!"):
+                line = head[2:].split(b"\n", 1)[0].strip()
+                return [line.split()[0].decode(errors="replace")] if line else []
+            if head[:4] != b"\x7fELF":
+                return []
+            is64 = head[4] == 2
+            little = head[5] == 1
+            order = "little" if little else "big"
+            num = lambda off, n: int.from_bytes(head[off:off + n], order)  # noqa: E731
+            if is64:
+                phoff, phentsize, phnum = num(32, 8), num(54, 2), num(56, 2)
+            else:
+                phoff, phentsize, phnum = num(28, 4), num(42, 2), num(44, 2)
+            for i in range(phnum):
+                f.seek(phoff + i * phentsize)
+                ph = f.read(phentsize)
+                p = lambda off, n: int.from_bytes(ph[off:off + n], order)  # noqa: E731
+                if p(0, 4) != 3:  # PT_INTERP
+                    continue
+                off, size = (p(8, 8), p(32, 8)) if is64 else (p(4, 4), p(16, 4))
+                f.seek(off)
+                return [f.read(size).rstrip(b"\0").decode(errors="replace")]
+    except OSError:
+        return []
+    return []
+
+
+def analyse(calls: Sequence[strace.Syscall], cwd: str) -> tuple[list[FileUse], list[FailedLookup]]:
+    """Turn parsed syscalls into the files used and the failed look-ups."""
+    cwds: dict[int, str] = {}
+    first_pid = calls[0].pid if calls else 0
+    cwds[first_pid] = cwd
+    used: dict[str, set[str]] = {}
+    written: set[str] = set()
+    failed: dict[str, tuple[set[str], str]] = {}
+
+    for c in calls:
+        here = cwds.get(c.pid, cwd)
+        if c.name in FORK_CALLS:
+            child = c.ret_int
+            if child and child > 0:
+                cwds[child] = here
+            continue
+        if c.name in AT_CALLS:
+            dir_path = c.fd_path(0)
+            if c.args and c.args[0].startswith("AT_FDCWD") and dir_path:
+                cwds[c.pid] = here = dir_path  # strace -y shows the cwd: trust it
+            raw = c.string_arg(1)
+            base = dir_path or here
+        else:
+            raw = c.string_arg(0)
+            base = here
+        if c.name == "fchdir":
+            p = c.fd_path(0)
+            if p and not c.failed:
+                cwds[c.pid] = p
+            continue
+        if raw is None or raw == "":
+            continue  # fstatat(fd, "", AT_EMPTY_PATH): a call on an open fd, not a look-up
+        path = _join(base, raw)
+        if c.name == "chdir":
+            if not c.failed:
+                cwds[c.pid] = path
+            use = "chdir"
+        elif c.name in OPEN_CALLS:
+            use = "open"
+            if any(flag in " ".join(c.args[1:]) for flag in WRITE_FLAGS):
+                written.add(path)
+        elif c.name in STAT_CALLS:
+            use = "stat"
+        elif c.name in EXEC_CALLS:
+            use = "exec"
+        elif c.name in READLINK_CALLS:
+            use = "readlink"
+        else:
+            use = "other"
+        if c.failed:
+            uses, errno = failed.setdefault(path, (set(), c.errno or "error"))
+            uses.add(use)
+        else:
+            used.setdefault(path, set()).add(use)
+
+    # The kernel maps the ELF interpreter (and runs #! interpreters) without a traced open.
+    for path in [p for p, u in used.items() if "exec" in u]:
+        todo = interpreters(path)
+        while todo:
+            interp = todo.pop()
+            if interp not in used:
+                used[interp] = {"interp"}
+                todo.extend(interpreters(interp))
+
+    files = [_describe(path, tuple(sorted(uses)), path in written) for path, uses in sorted(used.items())]
+    # A path that failed once but worked later is not a failed look-up.
+    lost = [FailedLookup(p, tuple(sorted(u)), e) for p, (u, e) in sorted(failed.items()) if p not in used]
+    return files, lost
+
+
+def _describe(path: str, uses: tuple[str, ...], written: bool) -> FileUse:
+    if path == "/" or any(path == r or path.startswith(r + "/") for r in VIRTUAL_ROOTS):
+        return FileUse(path, uses, path, (), "virtual" if path != "/" else "dir", 0, written)
+    real, links = resolve_links(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return FileUse(path, uses, real, tuple(links), "gone", 0, written)
+    if stat_mod.S_ISREG(st.st_mode):
+        kind, size = "file", st.st_size
+    elif stat_mod.S_ISDIR(st.st_mode):
+        kind, size = "dir", 0
+    else:
+        kind, size = "other", 0
+    if any(real == r or real.startswith(r + "/") for r in VIRTUAL_ROOTS):
+        kind = "virtual"
+    return FileUse(path, uses, real, tuple(links), kind, size, written)
+
+
+def by_top_dir(files: Sequence[FileUse]) -> list[TopDir]:
+    """Count and size of the needed regular files per top directory of their real path."""
+    acc: dict[str, list[int]] = {}
+    seen: set[str] = set()
+    for f in files:
+        if f.kind != "file" or f.real_path in seen:
+            continue
+        seen.add(f.real_path)
+        top = "/" + f.real_path.strip("/").split("/", 1)[0]
+        a = acc.setdefault(top, [0, 0])
+        a[0] += 1
+        a[1] += f.size
+    return [TopDir(t, n, b) for t, (n, b) in sorted(acc.items(), key=lambda kv: -kv[1][1])]
+
+
+def trace(workload: Workload, executor: Any, cpu: int | None, seccomp: bool, out_path: str,
+          timeout: float | None = None) -> tuple[Any, list[strace.Syscall]]:
+    """One traced run through the executor; returns its RunResult and the parsed calls."""
+    if strace.strace_path() is None:
+        raise PerflabError("strace is not installed: apt-get install strace (or run make lab)")
+    spec = workload.spec(
+        argv=tuple(strace.strace_argv(out_path, seccomp)) + _argv(workload),
+        shell=False, cpus=(cpu,) if cpu is not None else None, timeout=timeout,
+    )
+    result = executor.run(spec)
+    try:
+        text = Path(out_path).read_text(errors="replace")
+    except OSError:
+        text = ""
+    return result, strace.parse(text)
+
+
+def _argv(workload: Workload) -> tuple[str, ...]:
+    if workload.shell:
+        return ("/bin/sh", "-c", " ".join(workload.argv))
+    return tuple(workload.argv)
+
+
+def run_footprint(config: FootprintConfig, executor: Any, store: Any, console: Any = None) -> FootprintResult:
+    """Trace the workload, list its files, and measure the tracing overhead."""
+    wl = config.workload
+    cpu = config.cpu if config.cpu is not None else default_cpu()
+    cwd = os.path.abspath(wl.cwd or os.getcwd())
+    seccomp = config.seccomp and strace.seccomp_bpf_supported()
+    if config.seccomp and not seccomp and console is not None:
+        console.print("strace has no --seccomp-bpf here: tracing stops the workload at every system call")
+    campaign = store.start_campaign("footprint", {
+        "workload": wl.name, "argv": list(_argv(wl)), "cwd": cwd, "cpu": cpu, "seccomp": seccomp,
+        "reps": config.reps,
+    })
+    tmpdir = tempfile.mkdtemp(prefix="perflab-strace-")
+    traced: list[float] = []
+    untraced: list[float] = []
+    calls: list[strace.Syscall] = []
+    first_trace: str | None = None
+    try:
+        # Interleave traced and untraced runs, order shuffled per round, so drift hits both.
+        rng = random.Random(0)
+        for rep in range(max(1, config.reps)):
+            order = ["traced", "untraced"]
+            rng.shuffle(order)
+            for mode in order:
+                if mode == "traced":
+                    out = os.path.join(tmpdir, f"trace{rep}.txt")
+                    res, parsed = trace(wl, executor, cpu, seccomp, out, config.timeout)
+                    if not calls:
+                        calls, first_trace = parsed, out
+                else:
+                    res = executor.run(wl.spec(cpus=(cpu,), timeout=config.timeout))
+                store.add_measurement(campaign, res, {"mode": mode, "cpu": cpu}, rep=rep, label=wl.name)
+                if not res.ok:
+                    detail = (res.stderr_tail or "").strip().splitlines()[-1:] or [""]
+                    raise PerflabError(
+                        f"{mode} run of {wl.name} failed (exit {res.exit_code}, signal {res.signal}): "
+                        f"{detail[0]}; check that the workload runs on its own first"
+                    )
+                (traced if mode == "traced" else untraced).append(res.wall_s)
+        files, failed = analyse(calls, cwd)
+        top = by_top_dir(files)
+        ratio = ci = None
+        if traced and untraced and min(untraced) > 0:
+            from perflab.stats import ratio_of_medians
+
+            r = ratio_of_medians(traced, untraced)
+            ratio, ci = r.ratio, (r.lo, r.hi)
+        trace_path = None
+        if config.keep_trace and first_trace:
+            import shutil
+
+            shutil.copyfile(first_trace, config.keep_trace)
+            trace_path = os.path.abspath(config.keep_trace)
+            store.add_artifact(campaign, "strace", trace_path, {"syscalls": len(calls)})
+        result = FootprintResult(
+            workload=wl.name, argv=_argv(wl), cwd=cwd, cpu=cpu, seccomp=seccomp, files=files,
+            failed=failed, by_top=top, total_files=sum(t.files for t in top),
+            total_bytes=sum(t.bytes for t in top), traced_wall_s=traced, untraced_wall_s=untraced,
+            overhead=ratio, overhead_ci=ci, campaign_id=campaign, trace_path=trace_path,
+            syscalls=len(calls),
+        )
+        store.finish_campaign(campaign, "done", summary_of(result))
+        return result
+    except KeyboardInterrupt:
+        store.finish_campaign(campaign, "interrupted")
+        raise
+    except BaseException:
+        store.finish_campaign(campaign, "failed")
+        raise
+    finally:
+        import shutil
+
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def summary_of(result: FootprintResult) -> dict[str, Any]:
+    d = result.to_dict()
+    d["verdict"] = (
+        f"{result.total_files} files, {_mib(result.total_bytes)} needed; "
+        f"{len(result.failed)} failed look-ups"
+        + (f"; tracing costs {result.overhead:.2f}x" if result.overhead else "")
+    )
+    return d
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def render(result: FootprintResult, console: Any, show_all: bool = False, limit: int = 40) -> None:
+    """Files used, failed look-ups, size by top directory, tracing overhead."""
+    from rich.table import Table
+
+    files = [f for f in result.files if show_all or f.kind in ("file", "gone")]
+    t = Table(title=f"files used by {result.workload} ({len(result.files)} paths, {result.syscalls} calls traced)")
+    for col in ("path", "uses", "kind", "size", "resolves to"):
+        t.add_column(col, justify="right" if col == "size" else "left")
+    for f in files[:limit]:
+        t.add_row(f.path, ",".join(f.uses), f.kind + (" (written)" if f.written else ""),
+                  _size(f.size) if f.kind == "file" else "",
+                  f.real_path if f.real_path != f.path else "")
+    if len(files) > limit:
+        t.add_row(f"... {len(files) - limit} more (--all, --json)", "", "", "", "")
+    console.print(t)
+    if result.failed:
+        ft = Table(title=f"failed look-ups ({len(result.failed)})")
+        for col in ("path", "uses", "errno"):
+            ft.add_column(col)
+        for f in result.failed[:limit]:
+            ft.add_row(f.path, ",".join(f.uses), f.errno)
+        if len(result.failed) > limit:
+            ft.add_row(f"... {len(result.failed) - limit} more", "", "")
+        console.print(ft)
+    tt = Table(title="needed files by top directory")
+    for col in ("directory", "files", "size"):
+        tt.add_column(col, justify="left" if col == "directory" else "right")
+    for d in result.by_top:
+        tt.add_row(d.top, str(d.files), _size(d.bytes))
+    tt.add_row("total", str(result.total_files), _size(result.total_bytes))
+    console.print(tt)
+    if result.overhead is not None:
+        lo, hi = result.overhead_ci or (result.overhead, result.overhead)
+        from perflab.stats import median
+
+        console.print(
+            f"tracing overhead: {result.overhead:.2f}x wall time (95% CI {lo:.2f}-{hi:.2f}; median "
+            f"{median(result.traced_wall_s) * 1e3:.1f} ms traced vs {median(result.untraced_wall_s) * 1e3:.1f} ms, "
+            f"{len(result.traced_wall_s)} runs each, pinned to CPU {result.cpu}"
+            f"{', seccomp-bpf' if result.seccomp else ''})"
+        )
+    console.print(f"campaign {result.campaign_id}")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def with_cwd(workload: Workload, cwd: str | None) -> Workload:
+    return replace(workload, cwd=cwd) if cwd else workload
