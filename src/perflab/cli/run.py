@@ -1,0 +1,196 @@
+"""`perflab run`: parse options into a RunConfig and call the run study."""
+
+from __future__ import annotations
+
+import click
+
+from perflab.cli.common import json_option, store_option, target_options
+from perflab.errors import PerflabError
+
+
+class _RunCommand(click.Command):
+    """Remembers how many trailing arguments followed ``--`` (one command's argv)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["perflab.run.tail"] = len(args) - args.index("--") - 1 if "--" in args else None
+        return super().parse_args(ctx, args)
+
+
+def _percent(text: str | None) -> float | None:
+    if text is None:
+        return None
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise PerflabError(f"--precision '{text}' is not a number: write it like 1% or 0.01") from None
+    if not 0 < value < 1:
+        raise PerflabError(f"--precision {text} is out of range: give a share between 0 and 100%")
+    return value
+
+
+def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
+    try:
+        nums = [float(lo), float(hi), float(step) if step else 1.0]
+    except ValueError:
+        raise PerflabError(f"--parameter-scan bounds '{lo} {hi}' must be numbers") from None
+    a, b, s = nums
+    if s <= 0 or b < a:
+        raise PerflabError("--parameter-scan needs MIN <= MAX and a positive --parameter-step-size")
+    integral = all(float(x).is_integer() for x in nums)
+    out, i = [], 0
+    while a + i * s <= b + 1e-9 * max(1.0, abs(b)):
+        v = a + i * s
+        out.append(str(int(round(v))) if integral else f"{v:g}")
+        i += 1
+    return tuple(out)
+
+
+@click.command(cls=_RunCommand, context_settings={"ignore_unknown_options": True},
+               short_help="Time one or more commands, hyperfine-style.")
+@target_options
+@click.option("--warmup", default=0, show_default=True, type=click.IntRange(0),
+              help="Untimed runs of each command first.")
+@click.option("--runs", "-r", type=click.IntRange(1), help="Exactly N timed runs per command.")
+@click.option("--precision", metavar="P%",
+              help="Adaptive: run until the 95% CI of the median is within +-P of it.")
+@click.option("--min-runs", "-m", default=10, show_default=True, type=click.IntRange(2))
+@click.option("--max-runs", "-M", type=click.IntRange(1))
+@click.option("--max-time", type=click.FloatRange(0, min_open=True), metavar="S",
+              help="Stop the measured phase after S seconds (at least 2 runs each).")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Seed of the per-round shuffle and the bootstrap.")
+@click.option("--parameter-list", "-L", "param_lists", nargs=2, multiple=True,
+              metavar="NAME A,B,C", help="Substitute {NAME} in the commands by each value.")
+@click.option("--parameter-scan", "-P", "param_scan", nargs=3, multiple=False, default=None,
+              metavar="NAME MIN MAX", help="Substitute {NAME} by MIN..MAX.")
+@click.option("--parameter-step-size", "-D", "step", metavar="STEP", help="Step of --parameter-scan.")
+@click.option("--metric", "metric_regexes", multiple=True, metavar="REGEX",
+              help="Named-group regex on the output, e.g. '(?P<events_per_s>[0-9.]+) events/s'.")
+@click.option("--cpus", metavar="LIST", help="Pin the commands to these CPUs (e.g. 0 or 0,2-3).")
+@click.option("--perf-stat", is_flag=True, help="Collect perf stat counters per run.")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), metavar="S",
+              help="Kill a run after S seconds.")
+@click.option("--ignore-failure", "-i", is_flag=True, help="Keep going when a command fails.")
+@click.option("--prepare", "-p", metavar="CMD", help="Shell command run before every timed run.")
+@click.option("--export-json", metavar="PATH", help="hyperfine-schema JSON.")
+@click.option("--export-csv", metavar="PATH", help="hyperfine-style CSV.")
+@click.option("--export-markdown", metavar="PATH", help="hyperfine-style Markdown table.")
+@click.option("--command-name", "-n", "names", multiple=True, metavar="NAME",
+              help="Display name of each command, in order.")
+@store_option
+@json_option
+@click.pass_context
+def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, precision,
+            min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
+            cpus, perf_stat, timeout, ignore_failure, prepare, export_json, export_csv,
+            export_markdown, names, db_url, json_path):
+    """Time CMD (after --) or several quoted commands, hyperfine-style.
+
+    \b
+    perflab run --runs 30 -- sleep 0.01
+    perflab run 'gzip -1 -k -f big' 'gzip -9 -k -f big'
+    perflab run -L n 1,2,4 -- ./work --threads {n}
+    """
+    import shlex
+
+    from perflab.measure.metrics import compile_patterns
+    from perflab.studies.run import Command, RunConfig
+
+    tail = ctx.meta.get("perflab.run.tail")
+    args = tuple(command_args)
+    commands: list[Command] = []
+    if tail:
+        positional, argv = args[: len(args) - tail], args[len(args) - tail:]
+    else:
+        positional, argv = args, ()
+    for text in positional:
+        if shell:
+            commands.append(Command(text, (text,), shell=True))
+        else:
+            try:
+                parts = tuple(shlex.split(text))
+            except ValueError as exc:
+                raise PerflabError(f"cannot split command {text!r} ({exc}): fix the quoting") from None
+            if not parts:
+                raise PerflabError("an empty command was given: remove it")
+            commands.append(Command(text, parts))
+    if argv:
+        name = " ".join(argv) if shell else shlex.join(argv)
+        commands.append(Command(name, (" ".join(argv),) if shell else argv, shell=shell))
+
+    metrics = compile_patterns(metric_regexes)
+    primary = None
+    if workload_name:
+        if commands:
+            raise PerflabError("give either --workload NAME or commands, not both")
+        from perflab.cli.common import resolve_target
+
+        wl = resolve_target(workload_name, (), shell, config_path)
+        commands.append(Command(wl.name, tuple(wl.argv), shell=wl.shell))
+        metrics = tuple(wl.metrics) + metrics
+        primary = wl.primary_metric
+    if not commands:
+        raise PerflabError("nothing to run: give -- CMD [ARGS...], quoted commands, or --workload NAME")
+    if names:
+        if len(names) > len(commands):
+            raise PerflabError(f"{len(names)} --command-name for {len(commands)} commands: give one per command")
+        commands = [Command(n, c.argv, c.shell) for n, c in zip(names, commands)] + commands[len(names):]
+
+    parameters: list[tuple[str, tuple[str, ...]]] = []
+    for pname, values in param_lists:
+        vals = tuple(v for v in values.split(","))
+        if not vals or any(v == "" for v in vals):
+            raise PerflabError(f"--parameter-list {pname} '{values}' has an empty value: write a,b,c")
+        parameters.append((pname, vals))
+    if param_scan:
+        parameters.append((param_scan[0], _scan_values(param_scan[1], param_scan[2], step)))
+    elif step:
+        raise PerflabError("--parameter-step-size needs --parameter-scan")
+    if runs is not None and precision is not None:
+        raise PerflabError("give either --runs N or --precision P%, not both")
+    if max_runs is not None and max_runs < min_runs and runs is None:
+        min_runs = max_runs
+
+    cpu_tuple = None
+    if cpus is not None:
+        from perflab.measure.executor import check_cpus
+
+        cpu_tuple = check_cpus(cpus)
+
+    config = RunConfig(
+        commands=tuple(commands), metrics=metrics, primary_metric=primary, warmup=warmup,
+        runs=runs, precision=_percent(precision), min_runs=min_runs, max_runs=max_runs,
+        max_time=max_time, seed=seed, parameters=tuple(parameters), cpus=cpu_tuple,
+        perf_stat=perf_stat, timeout=timeout, ignore_failure=ignore_failure, prepare=prepare,
+        workload=workload_name,
+    )
+
+    from rich.console import Console
+
+    from perflab.measure.executor import default_executor
+    from perflab.store import open_store
+    from perflab.studies.run import run_run
+
+    console = Console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
+    store = open_store(db_url)
+    executor = default_executor()
+    try:
+        result = run_run(config, executor, store, console=console)
+    finally:
+        executor.close()
+    from perflab.report import export
+
+    if export_json:
+        export.export_json(result, export_json)
+    if export_csv:
+        export.export_csv(result, export_csv)
+    if export_markdown:
+        export.export_markdown(result, export_markdown)
+    if json_path:
+        import json
+
+        from perflab.store.db import dumps
+
+        text = json.dumps(json.loads(dumps(result.to_dict())), indent=2) + "\n"
+        export._write(json_path, text)
