@@ -308,6 +308,8 @@ def _build_pgo(target, v, compiler, cflags, ldflags, train_argv, train_timeout, 
             "PGO here drives gcc's -fprofile-generate/-fprofile-use; for clang build the profile "
             "with llvm-profdata yourself and pass -fprofile-use=FILE as a plain flag"
         )
+    target = BuildTarget(target.name, tuple(Path(s).resolve() for s in target.sources), target.language,
+                         target.cflags, target.ldflags, tuple(Path(s).resolve() for s in target.extra_inputs))
     key = build_key(target.sources, compiler,
                     ["pgo", *cflags, "|", *ldflags, "|train", *train_argv], target.extra_inputs)
     root = (cache_dir or cache_root()) / "pgo" / key

@@ -135,6 +135,9 @@ def _platform_probe(name: str):
     return fn() if fn else None
 
 
+X32_REFUSED = ("cannot run -mx32: exec format error: x32 is not supported by this kernel "
+               "(CONFIG_X86_X32_ABI not set)")
+
 _PROBE_C = r"""
 int main(void) {
 #ifdef PERFLAB_LEVEL
@@ -169,7 +172,7 @@ def default_probe(v: Variant, vb: VariantBuild | None) -> VariantProbe:
     if v.abi == "mx32":
         p = _platform_probe("x32_runnable")
         if p is not None and not p.available:
-            return VariantProbe(False, f"cannot run -mx32: {p.reason}")
+            return VariantProbe(False, X32_REFUSED if "CONFIG_X86_X32" in p.reason else f"cannot run -mx32: {p.reason}")
     flags = [f for f in v.cflags if f.startswith(("-m", "-static"))]
     level = next((f.split("=", 1)[1] for f in v.cflags if f.startswith("-march=x86-64-v")), None)
     with tempfile.TemporaryDirectory(prefix="perflab-probe-") as tmp:
@@ -186,8 +189,7 @@ def default_probe(v: Variant, vb: VariantBuild | None) -> VariantProbe:
         except OSError as exc:
             if exc.errno == errno.ENOEXEC:
                 if v.abi == "mx32":
-                    return VariantProbe(False, "cannot run -mx32: exec format error: x32 is not "
-                                        "supported by this kernel (CONFIG_X86_X32_ABI not set)")
+                    return VariantProbe(False, X32_REFUSED)
                 return VariantProbe(False, f"cannot run: exec format error ({exc})")
             if exc.errno == errno.ENOENT:
                 return VariantProbe(False, "cannot run: the program's loader is missing "
@@ -305,6 +307,8 @@ def run_variants(
 
         runnable = [v.name for v in variants if v.name in builds]
         samples: dict[str, list[RunResult]] = {n: [] for n in runnable}
+        say(f"measuring {len(runnable)} variants x {config.rounds} rounds, interleaved in shuffled order "
+            f"(+{config.warmup} warm-up)")
         rng = random.Random(config.seed)
         order_log: list[list[str]] = []
         total = config.warmup + config.rounds
@@ -331,8 +335,6 @@ def run_variants(
                     _fail(rows[name], res, runnable)
                     say(f"{name}: failed: {rows[name].reason}")
             runnable = [n for n in runnable if rows[n].status != "failed"]
-            if not warm:
-                say(f"round {rnd - config.warmup + 1}/{config.rounds} done", style="dim")
         if base_name not in runnable or len(samples[base_name]) < 2:
             raise PerflabError(f"the baseline '{base_name}' failed to run: {rows[base_name].reason}")
 
@@ -511,6 +513,10 @@ def with_common_flags(variants: Sequence[Variant], cflags: Sequence[str]) -> tup
 # Terminal output
 
 
+def _size(n: int) -> str:
+    return f"{n}" if n < 10240 else f"{n / 1024:.0f}K"
+
+
 def _kb(x: float | None) -> str:
     return "-" if x is None else f"{x / 1024:.1f} MiB"
 
@@ -529,7 +535,7 @@ def print_table(result: VariantsResult, console) -> None:
             continue
         el = f"{r.wall_median:.3f} [{r.wall_ci[0]:.3f}, {r.wall_ci[1]:.3f}]"
         met = "-" if r.metric_median is None else f"{r.metric_median:.4g} [{r.metric_ci[0]:.4g}, {r.metric_ci[1]:.4g}]"
-        size = "-" if r.text is None else f"{r.text // 1024}K/{r.data // 1024}K/{r.bss // 1024}K"
+        size = "-" if r.text is None else f"{_size(r.text)}/{_size(r.data)}/{_size(r.bss)}"
         tr = ("-" if r.time_ratio is None else
               f"{r.time_ratio[0]:.3f} [{r.time_ratio[1]:.3f}, {r.time_ratio[2]:.3f}] "
               f"{'*' if r.time_significant else ''}p={r.time_p:.2g}")
