@@ -166,7 +166,8 @@ def split_args(text: str) -> tuple[tuple[str, ...], str]:
 _LINE = re.compile(r"^(?:(?:\[pid\s+)?(?P<pid>\d+)\]?\s+)?(?P<rest>.*)$", re.S)
 _CALL = re.compile(r"^(?P<name>[a-z_0-9]+)\((?P<tail>.*)$", re.S)
 _RESUMED = re.compile(r"^<\.\.\. (?P<name>[a-z_0-9]+) resumed>\s?(?P<tail>.*)$", re.S)
-_RET = re.compile(r"^\s*=\s*(?P<ret>\S+)(?:\s+(?P<errno>E[A-Z0-9]+)\b.*)?$", re.S)
+# "= 3</path with spaces>", "= -1 ENOENT (No such file or directory)", "= 0x7f..", "= ?"
+_RET = re.compile(r"^\s*=\s*(?P<ret>-?\w+<.*>|\S+)(?:\s+(?P<errno>E[A-Z0-9]+)\b.*)?$", re.S)
 
 
 def parse(text: str) -> list[Syscall]:

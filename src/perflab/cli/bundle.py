@@ -1,0 +1,116 @@
+"""`perflab bundle -o OUT.tar.gz (--workload NAME | -- CMD)` and `perflab bundle verify OUT.tar.gz`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.errors import PerflabError
+
+
+def _budget(value: str | None) -> int | None:
+    if value is None:
+        return None
+    from perflab.platform.sysfs import parse_size
+
+    size = parse_size(value)
+    if size is None:
+        raise PerflabError(f"--budget {value!r} is not a size: write it like 700MiB or 1GiB")
+    return size
+
+
+def _write_json(json_path: str | None, payload: object) -> None:
+    if not json_path:
+        return
+    from perflab.store import dumps
+
+    text = dumps(payload)
+    if json_path == "-":
+        click.echo(text)
+    else:
+        with open(json_path, "w") as f:
+            f.write(text + "\n")
+
+
+@click.command(name="verify")
+@click.argument("archive", type=click.Path(dir_okay=False))
+@click.option("--dir", "workdir", metavar="DIR", help="Unpack here (must be empty or absent); kept afterwards.")
+@click.option("--isolation", type=click.Choice(["bwrap", "unshare", "chroot"]),
+              help="Force the isolation run.sh uses (default: the first that works).")
+@click.option("--keep", is_flag=True, help="Keep the temporary unpacked directory.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per run.")
+@store_option
+@json_option
+def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> None:
+    """Unpack a bundle into a fresh directory, run it isolated, compare with a normal run."""
+    from rich.console import Console
+
+    from perflab.store import open_store
+    from perflab.studies.bundle import VerifyConfig, run_verify
+
+    console = Console(highlight=False, stderr=json_path == "-")
+    with open_store(db_url) as store:
+        result = run_verify(VerifyConfig(archive=archive, workdir=workdir, isolation=isolation,
+                                         timeout=timeout, keep=keep), store, console)
+    console.print(f"unpacked into {result.workdir}{'' if keep or workdir else ' (removed)'}; "
+                  f"ran isolated with {result.isolation} in {result.bundle_wall_s * 1e3:.1f} ms")
+    console.print(f"compared {result.compared} with the {result.normal_source}:")
+    console.print(f"  bundle: {result.bundle_value}\n  normal: {result.normal_value}")
+    console.print(("OK: same output" if result.same else "MISMATCH: the bundle's output differs")
+                  + f"  (campaign {result.campaign_id})")
+    _write_json(json_path, result.__dict__)
+    if not result.same:
+        sys.exit(1)
+
+
+class _BundleCommand(click.Command):
+    """`perflab bundle ...` packs; `perflab bundle verify ...` is handed to the verify command."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
+        if args and args[0] == "verify":
+            return verify.make_context(f"{info_name} verify", list(args[1:]), parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@click.command(name="bundle", cls=_BundleCommand, context_settings={"ignore_unknown_options": True},
+               epilog="Check a bundle with: perflab bundle verify OUT.tar.gz [--isolation bwrap|unshare|chroot]")
+@target_options
+@click.option("--output", "-o", required=True, metavar="OUT.tar.gz", type=click.Path(dir_okay=False),
+              help="The bundle to write.")
+@click.option("--budget", metavar="SIZE", help="Fail if the unpacked bundle is larger (e.g. 1GiB).")
+@click.option("--include", multiple=True, metavar="PATH", help="Also carry this file or directory (repeatable).")
+@click.option("--cpu", type=int, metavar="N", help="CPU that strace and the workload share.")
+@click.option("--no-seccomp", is_flag=True, help="Do not use strace --seccomp-bpf.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per run.")
+@store_option
+@json_option
+def command(workload_name, command_args, shell, config_path, output, budget, include, cpu, no_seccomp,
+            timeout, db_url, json_path) -> None:
+    """Pack the files a workload really uses (strace) with a one-touch run.sh into OUT.tar.gz."""
+    from rich.console import Console
+
+    from perflab.measure.executor import check_cpus, default_executor
+    from perflab.store import open_store
+    from perflab.studies.bundle import BundleConfig, run_bundle
+    from perflab.studies.footprint import _size
+
+    workload = resolve_target(workload_name, command_args, shell, config_path)
+    if cpu is not None:
+        check_cpus([cpu])
+    config = BundleConfig(workload=workload, output=output, budget_bytes=_budget(budget), cpu=cpu,
+                          seccomp=not no_seccomp, include=tuple(include), timeout=timeout)
+    console = Console(highlight=False, stderr=json_path == "-")
+    with open_store(db_url) as store:
+        console.print(f"results store: {store.display}")
+        result = run_bundle(config, default_executor(), store, console)
+    console.print(f"wrote {result.output}: {result.files} files, {result.links} symlinks, "
+                  f"{_size(result.unpacked_bytes)} unpacked, {_size(result.archive_bytes)} compressed"
+                  + (f" (budget {_size(config.budget_bytes)})" if config.budget_bytes else ""))
+    for t in result.by_top:
+        console.print(f"  {t['top']:<8} {t['files']:>5} files {_size(t['bytes']):>10}")
+    console.print(f"run it: tar xzf {output} -C DIR && DIR/run.sh   "
+                  f"(isolation here: {result.isolation_here or 'none available'})")
+    console.print(f"check it: perflab bundle verify {output}   (campaign {result.campaign_id})")
+    _write_json(json_path, result.__dict__)
