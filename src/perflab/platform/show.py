@@ -35,7 +35,7 @@ def _size(n: int | None) -> str:
     for unit, mult in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if n >= mult:
             v = n / mult
-            return f"{v:.0f} {unit}" if n % mult == 0 else f"{v:.1f} {unit}"
+            return f"{v:.1f} {unit}"
     return f"{n} B"
 
 
