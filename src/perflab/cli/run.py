@@ -173,6 +173,8 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     from perflab.studies.run import run_run
 
     console = Console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
+    if not console.is_terminal:
+        console.width = max(console.width, 130)  # files and pipes get the whole table
     store = open_store(db_url)
     executor = default_executor()
     try:

@@ -1,0 +1,207 @@
+"""`perflab run`: scheduler on the MockExecutor (exact numbers), exports, CLI end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perflab.errors import PerflabError
+from perflab.measure.executor import MockExecutor
+from perflab.measure.spec import RunResult
+from perflab.report import export
+from perflab.store import open_store
+from perflab.studies.run import Command, RunConfig, run_run
+
+PERFLAB = str(Path(sys.executable).with_name("perflab"))
+HYPERFINE_KEYS = {"command", "mean", "stddev", "median", "user", "system", "min", "max",
+                  "times", "memory_usage_byte", "exit_codes"}
+
+
+def cmd(text: str) -> Command:
+    return Command(text, tuple(text.split()))
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(str(tmp_path / "r.db"))
+    yield s
+    s.close()
+
+
+def test_fixed_runs_interleaved_and_stored(store):
+    ex = MockExecutor()
+    cfg = RunConfig(commands=(cmd("sleep 0.2"), cmd("sleep 0.1")), runs=5, warmup=2, seed=1)
+    res = run_run(cfg, ex, store)
+    # 2 warmups each, then 5 rounds of both commands, each round in a shuffled order
+    assert len(ex.calls) == 2 * 2 + 5 * 2
+    rounds = [tuple(s.label for s in ex.calls[4 + 2 * k: 6 + 2 * k]) for k in range(5)]
+    assert all(sorted(r) == ["sleep 0.1", "sleep 0.2"] for r in rounds)
+    assert len(set(rounds)) == 2  # both orders occur with seed 1
+    a, b = res.benchmarks
+    assert a.summary.median == pytest.approx(0.2) and b.summary.median == pytest.approx(0.1)
+    assert b.relative == (1.0, 1.0, 1.0)
+    assert a.relative[0] == pytest.approx(2.0)
+    assert res.fastest is b
+    stored = store.measurements(res.campaign_id)
+    assert len(stored) == 10 and {m.label for m in stored} == {"sleep 0.1", "sleep 0.2"}
+    assert sorted(m.rep for m in stored if m.label == "sleep 0.1") == [0, 1, 2, 3, 4]
+    assert store.campaign(res.campaign_id).status == "done"
+
+
+def test_parameter_scan_substitutes(store):
+    ex = MockExecutor()
+    cfg = RunConfig(commands=(Command("sleep {t}", ("sleep", "{t}")),), runs=2,
+                    parameters=(("t", ("0.1", "0.3")),))
+    res = run_run(cfg, ex, store)
+    assert [b.command for b in res.benchmarks] == ["sleep 0.1", "sleep 0.3"]
+    assert [b.params for b in res.benchmarks] == [{"t": "0.1"}, {"t": "0.3"}]
+    assert [b.summary.median for b in res.benchmarks] == pytest.approx([0.1, 0.3])
+
+
+def test_adaptive_precision_stops_quiet_command_early(store):
+    # 'quiet' has 0.1% jitter, 'noisy' +-20%: precision 1% stops quiet at min_runs, noisy at max.
+    counter = {"quiet": 0, "noisy": 0}
+
+    def model(spec):
+        k = counter[spec.label]
+        counter[spec.label] += 1
+        if spec.label == "quiet":
+            return 0.1 * (1 + 0.001 * ((k % 3) - 1))
+        return 0.1 * (1 + 0.2 * ((k * 7 % 5) - 2) / 2)
+
+    cfg = RunConfig(commands=(Command("quiet", ("q",)), Command("noisy", ("n",))),
+                    precision=0.01, min_runs=5, max_runs=40)
+    res = run_run(cfg, MockExecutor(model), store)
+    quiet, noisy = res.benchmarks
+    assert len(quiet.results) == 5
+    assert len(noisy.results) == 40
+
+
+def test_default_time_budget(store):
+    # without --runs: enough runs for 3 s of measuring, at least min_runs
+    res = run_run(RunConfig(commands=(cmd("sleep 0.5"),)), MockExecutor(), store)
+    assert len(res.benchmarks[0].results) == 10
+    res = run_run(RunConfig(commands=(cmd("sleep 0.01"),)), MockExecutor(), store)
+    assert len(res.benchmarks[0].results) == 300
+
+
+def test_max_time(store):
+    res = run_run(RunConfig(commands=(cmd("sleep 1"),), runs=100, max_time=4.5), MockExecutor(), store)
+    assert len(res.benchmarks[0].results) == 5 and res.stopped_by == "max-time"
+
+
+def test_failure_stops_with_message_and_keeps_runs(store):
+    def model(spec):
+        n = len([c for c in ex.calls])
+        code = 0 if n < 3 else 4
+        return RunResult(wall_ns=1000, user_s=0, sys_s=0, maxrss_kb=1, minflt=0, majflt=0,
+                         nvcsw=0, nivcsw=0, exit_code=code, stderr_tail="boom\nlast words")
+
+    ex = MockExecutor(model)
+    with pytest.raises(PerflabError, match=r"command 'x' exited with status 4 \(stderr: last words\)"):
+        run_run(RunConfig(commands=(cmd("x"),), runs=10), ex, store)
+    camp = store.campaigns(study="run")[-1]
+    assert camp.status == "failed"
+    assert len(store.measurements(camp.id)) == 3  # the failing run is stored too
+    ex2 = MockExecutor(model)
+    res = run_run(RunConfig(commands=(cmd("x"),), runs=10, ignore_failure=True), ex2, store)
+    assert res.benchmarks[0].results[-1].exit_code == 4
+
+
+def test_exports_hyperfine_schema(store, tmp_path):
+    cfg = RunConfig(commands=(Command("sleep {t}", ("sleep", "{t}")),), runs=3,
+                    parameters=(("t", ("0.1", "0.2")),))
+    res = run_run(cfg, MockExecutor(), store)
+    export.export_json(res, str(tmp_path / "e.json"))
+    data = json.loads((tmp_path / "e.json").read_text())
+    r0 = data["results"][0]
+    assert HYPERFINE_KEYS <= set(r0)
+    assert r0["parameters"] == {"t": "0.1"}
+    assert r0["mean"] == pytest.approx(0.1) and r0["times"] == pytest.approx([0.1] * 3)
+    assert r0["memory_usage_byte"] == [1024 * 1024] * 3 and r0["exit_codes"] == [0, 0, 0]
+    assert r0["user"] == pytest.approx(0.09) and "median_ci" in r0
+    export.export_csv(res, str(tmp_path / "e.csv"))
+    rows = list(csv.reader((tmp_path / "e.csv").open()))
+    assert rows[0][:9] == ["command", "mean", "stddev", "median", "user", "system", "min", "max",
+                           "parameter_t"]
+    assert rows[2][0] == "sleep 0.2"
+    export.export_markdown(res, str(tmp_path / "e.md"))
+    md = (tmp_path / "e.md").read_text().splitlines()
+    assert md[0].startswith("| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |")
+    assert "| `sleep 0.1` | 100.0 ± 0.0 | 100.0 | 100.0 | 1.00 |" in md[2]
+
+
+# --- the CLI end to end (real processes) ---------------------------------------------------
+def perflab(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([PERFLAB, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_cli_sleep_median_within_1_5_ms(tmp_path):
+    out = tmp_path / "s.json"
+    p = perflab("run", "--db", str(tmp_path / "r.db"), "--runs", "30", "--export-json", str(out),
+                "--", "sleep", "0.01")
+    assert p.returncode == 0, p.stderr
+    med = json.loads(out.read_text())["results"][0]["median"]
+    assert abs(med - 0.010) <= 0.0015, med
+    assert "campaign 1" in p.stdout and "r.db" in p.stdout
+
+
+def test_cli_compare_two_commands_and_metrics(tmp_path):
+    out = tmp_path / "c.json"
+    p = perflab("run", "--db", str(tmp_path / "r.db"), "--runs", "5", "--export-json", str(out),
+                "--metric", r"(?P<n>\d+) done", "sh -c 'echo 12 done'", "sh -c 'sleep 0.05; echo 3 done'")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(out.read_text())["results"]
+    assert [r["metrics"]["n"] for r in data] == [12.0, 3.0]
+    assert data[1]["relative"][0] > 1.0 and data[0]["relative"] == [1.0, 1.0, 1.0]
+    assert "fastest" in p.stdout
+
+
+def test_cli_pinned_and_perf_stat(tmp_path):
+    cpu = max(os.sched_getaffinity(0))
+    out = tmp_path / "p.json"
+    p = perflab("run", "--db", str(tmp_path / "r.db"), "--runs", "2", "--cpus", str(cpu),
+                "--perf-stat", "--metric", r"\[(?P<cpu>\d+)\]", "--export-json", str(out), "--",
+                sys.executable, "-S", "-c", "import os; print(sorted(os.sched_getaffinity(0)))")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())["results"][0]
+    assert r["metrics"]["cpu"] == cpu
+    assert "task-clock" in r["counters"]
+    assert p.stderr.count("hardware counters") <= 1
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--", "no-such-cmd-xyz"], "command 'no-such-cmd-xyz' not found: check the name or PATH"),
+    (["--metric", "(?P<x>[0-9", "--", "true"], "does not compile"),
+    (["--cpus", "4095", "--", "true"], "offline"),
+    (["--timeout", "0.2", "--", "sleep", "3"], "timed out after 0.2 s"),
+    (["--", "sh", "-c", "echo dying >&2; kill -SEGV $$"], "signal 11 (SIGSEGV) (stderr: dying)"),
+    (["--", "sh", "-c", "echo nope >&2; exit 3"], "exited with status 3 (stderr: nope)"),
+])
+def test_cli_bad_input_exit_2(tmp_path, args, msg):
+    db = tmp_path / "r.db"
+    p = perflab("run", "--db", str(db), "--runs", "3", *args)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert lines[-1].startswith("perflab: error: ") and msg in lines[-1]
+    assert "Traceback" not in p.stderr
+
+
+def test_cli_failure_keeps_measurements(tmp_path):
+    db = tmp_path / "r.db"
+    flag = tmp_path / "n"
+    script = f"n=$(cat {flag} 2>/dev/null || echo 0); echo $((n+1)) > {flag}; [ $n -lt 2 ]"
+    p = perflab("run", "--db", str(db), "--runs", "5", "--shell", "--", script)
+    assert p.returncode == 2 and "exited with status 1" in p.stderr
+    s = open_store(str(db))
+    camp = s.campaigns(study="run")[-1]
+    assert camp.status == "failed" and len(s.measurements(camp.id)) == 3
+    s.close()
+    p = perflab("run", "--db", str(db), "--runs", "3", "--ignore-failure", "--shell", "--", script)
+    assert p.returncode == 0, p.stderr
