@@ -1,0 +1,126 @@
+"""perflab cost: numbers computed by hand, the choice, campaign throughput, bad input, the plot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import resources
+
+import pytest
+
+from perflab.errors import PerflabError
+from perflab.store import open_store
+from perflab.studies.cost import load_platforms, run_cost
+
+TOML = """
+[requirement]
+target_events_per_s = 10000
+power_envelope_kw = 5
+currency = "EUR"
+
+[[platform]]
+name = "A"
+sockets = 2
+tdp_w = 100
+throughput_per_node = 300
+prices = { board = 500, memory = 300, psu = 100, cpu = 1000, chassis = 100 }
+
+[[platform]]
+name = "B"
+sockets = 1
+tdp_w = 50
+throughput_per_node = 120
+measured_power_w = 70
+prices = { board = 300, memory = 200, psu = 50, cpu = 400, chassis = 50 }
+
+[[platform]]
+name = "C"
+sockets = 2
+tdp_w = 150
+throughput_from_campaign = 1
+prices = { board = 500, memory = 600, psu = 100, cpu = 2000, chassis = 100 }
+"""
+
+
+def test_costs_by_hand(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(TOML)
+    with open_store(str(tmp_path / "s.db")) as store:
+        inst = store.start_campaign("instances", {})
+        store.finish_campaign(inst, "done", {"optimum_throughput": 1000.0})
+        res = run_cost(load_platforms(str(f)), store)
+        c = {p.name: p for p in res.platforms}
+        # A: ceil(10000/300) = 34 nodes; node 500+300+100+100 + 2*1000 = 3000 -> 102,000
+        #    power 1.6*100*2 = 320 W -> 34*320 = 10.88 kW > 5 kW
+        assert c["A"].nodes == 34 and c["A"].node_price == 3000 and c["A"].total_cost == 102_000
+        assert c["A"].node_power_w == pytest.approx(320) and c["A"].total_power_kw == pytest.approx(10.88)
+        assert not c["A"].fits_power and c["A"].power_source.startswith("1.6")
+        # B: ceil(10000/120) = 84 nodes; node 300+200+50+50+400 = 1000 -> 84,000; 84*70 W = 5.88 kW
+        assert c["B"].nodes == 84 and c["B"].total_cost == 84_000
+        assert c["B"].total_power_kw == pytest.approx(5.88) and not c["B"].fits_power
+        assert c["B"].power_source == "measured"
+        assert c["B"].cost_per_event_s == pytest.approx(8.4) and c["B"].watts_per_event_s == pytest.approx(0.588)
+        # C: throughput 1000 from the instances campaign: 10 nodes; node 1300 + 2*2000 = 5300 -> 53,000;
+        #    power 1.6*150*2 = 480 W -> 4.8 kW: fits, and it is the only one that does
+        assert c["C"].throughput_source == "campaign 1" and c["C"].nodes == 10
+        assert c["C"].total_cost == 53_000 and c["C"].total_power_kw == pytest.approx(4.8) and c["C"].fits_power
+        assert res.best == "C"
+        assert "A needs 10.9 kW > 5 kW" in res.why and "B needs 5.9 kW > 5 kW" in res.why
+        camp = store.campaign(res.campaign_id)
+        assert camp.status == "done" and camp.summary["best"] == "C"
+
+
+def test_cheapest_inside_envelope_and_budget(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(TOML.replace("power_envelope_kw = 5", "power_envelope_kw = 20\nbudget = 60000")
+                 .replace("throughput_from_campaign = 1", "throughput_per_node = 1000"))
+    with open_store(str(tmp_path / "s.db")) as store:
+        res = run_cost(load_platforms(str(f)), store)
+    c = {p.name: p for p in res.platforms}
+    assert all(p.fits_power for p in res.platforms)
+    # B (84,000) and A (102,000) are over the 60,000 budget; C (53,000) is not
+    assert not c["A"].fits_budget and not c["B"].fits_budget and res.best == "C"
+
+
+def test_no_platform_fits(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(TOML.replace("power_envelope_kw = 5", "power_envelope_kw = 1")
+                 .replace("throughput_from_campaign = 1", "throughput_per_node = 1000"))
+    with open_store(str(tmp_path / "s.db")) as store:
+        res = run_cost(load_platforms(str(f)), store)
+    assert res.best is None and res.why.startswith("no platform fits: the least power-hungry, C, needs 4.8 kW")
+
+
+def test_seed_example_picks_e5_2630(tmp_path):
+    path = resources.files("perflab") / "examples" / "seed004-platforms.toml"
+    plot = tmp_path / "cost.svg"
+    out = subprocess.run([sys.executable, "-m", "perflab", "cost", str(path), "--db", str(tmp_path / "s.db"),
+                          "--plot", str(plot)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "best: E5-2630 v3" in out.stdout
+    assert plot.read_text().lstrip().startswith(("<?xml", "<svg")) and "envelope" in plot.read_text()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("[[platform]]\nname='x'", "no \\[requirement\\] table"),
+    ("[requirement]\ntarget_events_per_s=1\npower_envelope_kw=1\n[[platform]]\nname='x'\nsockets=1\ntdp_w=1",
+     "missing 'throughput_per_node'"),
+    ("[requirement]\ntarget_events_per_s=-1\npower_envelope_kw=1", "must be positive"),
+    ("[requirement\n", "not valid TOML"),
+    ("[requirement]\ntarget_events_per_s=1\npower_envelope_kw=1\n[[platform]]\nname='x'\nsockets=1\ntdp_w=1\n"
+     "throughput_per_node=1\nprices={gpu=1}", "unknown price 'gpu'"),
+])
+def test_bad_platform_files(tmp_path, text, message):
+    f = tmp_path / "p.toml"
+    f.write_text(text)
+    with pytest.raises(PerflabError, match=message):
+        load_platforms(str(f))
+
+
+def test_campaign_must_be_instances(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(TOML)
+    with open_store(str(tmp_path / "s.db")) as store:
+        store.start_campaign("cores", {})
+        with pytest.raises(PerflabError, match="is a 'cores' campaign, not 'instances'"):
+            run_cost(load_platforms(str(f)), store)
