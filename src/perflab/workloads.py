@@ -1,0 +1,400 @@
+"""Workload names: the built-in ones (minihlt) and those defined in a perflab.toml.
+
+``resolve`` turns ``--workload NAME`` or ``-- CMD ARGS`` into a typed ``Workload`` once, at the
+edge. A perflab.toml looks like::
+
+    [workload.sim]
+    command = ["{binary}", "--events", "50"]   # or one string, split like a shell would
+    metrics = ['(?m)^events/s: (?P<events_per_s>[\\d.]+)$']
+    primary_metric = "events_per_s"
+    higher_is_better = true
+    env = { OMP_NUM_THREADS = "1" }
+    cwd = "run"                                # relative to the perflab.toml
+    [workload.sim.build]
+    sources = ["src/sim.cpp"]                  # relative to the perflab.toml
+    cflags = ["-O2"]
+    language = "c++"
+
+Names in perflab.toml shadow built-in names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from perflab.config import BuildRecipe, Workload
+from perflab.errors import PerflabError
+from perflab.measure.spec import MetricPattern
+
+DEFAULT_CONFIG = "perflab.toml"
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    """One known workload name, without building anything."""
+
+    name: str
+    source: str  # "builtin" or the perflab.toml path
+    description: str
+    command: str
+
+
+def _minihlt(**kw: Any) -> Workload:
+    from perflab.kernels import minihlt
+
+    return minihlt.workload(**kw)
+
+
+def _minihlt_quick(**kw: Any) -> Workload:
+    from perflab.kernels import minihlt
+
+    return minihlt.quick_workload(**kw)
+
+
+# name -> (factory, description, command shown by `perflab workload list`)
+BUILTIN: dict[str, tuple[Callable[..., Workload], str, str]] = {
+    "minihlt": (
+        _minihlt,
+        "reference event-processing job: 100 events, 120 MB static data, ~2-3 s",
+        "minihlt --events 100 --static-mb 120",
+    ),
+    "minihlt-quick": (
+        _minihlt_quick,
+        "short minihlt run: 20 events, 32 MB static data, < 1 s",
+        "minihlt --events 20 --static-mb 32",
+    ),
+}
+
+_ALLOWED_KEYS = {
+    "command", "metrics", "primary_metric", "higher_is_better", "env", "cwd", "shell", "build",
+    "fork_arg", "event_arg", "checksum_metric", "description",
+}
+_BUILD_KEYS = {"sources", "cflags", "ldflags", "language", "output", "compiler"}
+
+
+# ---- perflab.toml ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TomlWorkload:
+    """A perflab.toml entry, validated but not yet built."""
+
+    name: str
+    path: Path
+    command: tuple[str, ...]
+    metrics: tuple[MetricPattern, ...]
+    primary_metric: str | None
+    higher_is_better: bool
+    env: dict[str, str]
+    cwd: str | None
+    shell: bool
+    build: BuildRecipe | None
+    compiler: str
+    fork_arg: tuple[str, ...] | None
+    event_arg: tuple[str, ...] | None
+    checksum_metric: str | None
+    description: str
+
+
+class _Toml:
+    """A parsed perflab.toml with line lookup for error messages."""
+
+    def __init__(self, path: Path) -> None:
+        import tomllib
+
+        self.path = path
+        self.label = path.name if path.name == DEFAULT_CONFIG else str(path)
+        try:
+            self.text = path.read_text()
+        except OSError as exc:
+            raise PerflabError(f"{path}: cannot read it ({exc.strerror}): check the --config path") from None
+        try:
+            self.data = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as exc:
+            msg = str(exc)
+            m = re.search(r"\(at line (\d+), column \d+\)", msg)
+            what = re.sub(r"\s*\(at line \d+, column \d+\)", "", msg) or "invalid TOML"
+            line = m.group(1) if m else "?"
+            raise PerflabError(f"{self.label}: {what[0].lower() + what[1:]}: fix the TOML syntax (line {line})") from None
+
+    def line_of(self, name: str, key: str | None = None, section: str = "") -> int:
+        """Line of ``[workload.NAME<section>]`` (or of ``key =`` inside it); 0 when unknown."""
+        lines = self.text.splitlines()
+        qname = rf"(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}')"
+        header = re.compile(rf"^\s*\[\s*workload\s*\.\s*{qname}{re.escape(section)}\s*\]")
+        start = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
+        if start is None:
+            # inline tables ([workload] name = {...}) or dotted keys: find the name anywhere
+            start = next((i for i, ln in enumerate(lines) if re.search(rf"\b{re.escape(name)}\b", ln)), None)
+            if start is None:
+                return 0
+        if key is None:
+            return start + 1
+        for i in range(start + 1, len(lines)):
+            if re.match(r"^\s*\[", lines[i]):
+                break
+            if re.match(rf"^\s*{re.escape(key)}\s*=", lines[i]):
+                return i + 1
+        return start + 1
+
+    def error(self, what: str, name: str, key: str | None = None, section: str = "") -> PerflabError:
+        return PerflabError(f"{self.label}: {what} (line {self.line_of(name, key, section)})")
+
+
+def _str_list(t: _Toml, name: str, key: str, value: Any, section: str = "", split: bool = True) -> tuple[str, ...]:
+    if isinstance(value, str) and split:
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise t.error(f"workload '{name}': {key} is not a valid command line ({exc})", name, key, section)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise t.error(f"workload '{name}': {key} must be a list of strings", name, key, section)
+
+
+def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
+    if not isinstance(raw, dict):
+        raise t.error(f"workload '{name}' must be a table: [workload.{name}]", name)
+    unknown = sorted(set(raw) - _ALLOWED_KEYS)
+    if unknown:
+        raise t.error(
+            f"workload '{name}': unknown key '{unknown[0]}' (known: {', '.join(sorted(_ALLOWED_KEYS))})",
+            name, unknown[0],
+        )
+    recipe = None
+    compiler = ""
+    if "build" in raw:
+        b = raw["build"]
+        if not isinstance(b, dict):
+            raise t.error(f"workload '{name}': build must be a table [workload.{name}.build]", name, "build")
+        bad = sorted(set(b) - _BUILD_KEYS)
+        if bad:
+            raise t.error(
+                f"workload '{name}': unknown build key '{bad[0]}' (known: {', '.join(sorted(_BUILD_KEYS))})",
+                name, bad[0], ".build",
+            )
+        if "sources" not in b:
+            raise t.error(f"workload '{name}': build needs sources = [\"file.cpp\", ...]", name, None, ".build")
+        srcs = _str_list(t, name, "sources", b["sources"], ".build", split=False)
+        if not srcs:
+            raise t.error(f"workload '{name}': build sources is empty", name, "sources", ".build")
+        for s in srcs:
+            if not (t.path.parent / s).is_file():
+                raise t.error(f"workload '{name}': source file '{s}' not found next to {t.label}", name, "sources", ".build")
+        lang = b.get("language", "c" if all(s.endswith(".c") for s in srcs) else "c++")
+        if lang not in ("c", "c++"):
+            raise t.error(f"workload '{name}': language must be \"c\" or \"c++\", not {lang!r}", name, "language", ".build")
+        compiler = b.get("compiler", "gcc" if lang == "c" else "g++")
+        if not isinstance(compiler, str):
+            raise t.error(f"workload '{name}': compiler must be a string", name, "compiler", ".build")
+        output = b.get("output", name)
+        if not isinstance(output, str) or "/" in output or not output:
+            raise t.error(f"workload '{name}': output must be a file name", name, "output", ".build")
+        recipe = BuildRecipe(
+            sources=srcs,
+            language=lang,
+            cflags=_str_list(t, name, "cflags", b.get("cflags", ["-O2"]), ".build"),
+            ldflags=_str_list(t, name, "ldflags", b.get("ldflags", []), ".build"),
+            output=output,
+        )
+    if "command" in raw:
+        command = _str_list(t, name, "command", raw["command"])
+    elif recipe is not None:
+        command = ("{binary}",)
+    else:
+        raise t.error(f"workload '{name}' has no command: add command = [\"prog\", \"arg\", ...]", name)
+    if not command:
+        raise t.error(f"workload '{name}': command is empty", name, "command")
+    if "{binary}" in " ".join(command) and recipe is None:
+        raise t.error(f"workload '{name}': command uses {{binary}} but there is no [workload.{name}.build]", name, "command")
+
+    metrics_raw = raw.get("metrics", [])
+    if isinstance(metrics_raw, str):
+        metrics_raw = [metrics_raw]
+    if not isinstance(metrics_raw, list) or not all(isinstance(m, str) for m in metrics_raw):
+        raise t.error(f"workload '{name}': metrics must be a list of regex strings", name, "metrics")
+    groups: list[str] = []
+    metrics: list[MetricPattern] = []
+    for rx in metrics_raw:
+        stream, body = "both", rx
+        head, sep, rest = rx.partition(":")
+        if sep and head in ("stdout", "stderr"):
+            stream, body = head, rest
+        try:
+            compiled = re.compile(body, re.MULTILINE)
+        except re.error as exc:
+            raise t.error(f"workload '{name}': metric regex {rx!r} does not compile ({exc})", name, "metrics")
+        if not compiled.groupindex:
+            raise t.error(
+                f"workload '{name}': metric regex {rx!r} has no named group: use (?P<name>...)", name, "metrics"
+            )
+        groups.extend(compiled.groupindex)
+        metrics.append(MetricPattern(regex=body, stream=stream))
+
+    primary = raw.get("primary_metric")
+    if primary is not None and (not isinstance(primary, str) or primary not in groups):
+        raise t.error(
+            f"workload '{name}': primary_metric {primary!r} is not a named group of its metrics "
+            f"({', '.join(groups) or 'none defined'})",
+            name, "primary_metric",
+        )
+    hib = raw.get("higher_is_better", True)
+    if not isinstance(hib, bool):
+        raise t.error(f"workload '{name}': higher_is_better must be true or false", name, "higher_is_better")
+    shell = raw.get("shell", False)
+    if not isinstance(shell, bool):
+        raise t.error(f"workload '{name}': shell must be true or false", name, "shell")
+    env = raw.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in env.items()):
+        raise t.error(f"workload '{name}': env must be a table of NAME = \"value\"", name, "env")
+    cwd = raw.get("cwd")
+    if cwd is not None:
+        if not isinstance(cwd, str):
+            raise t.error(f"workload '{name}': cwd must be a string path", name, "cwd")
+        full = (t.path.parent / cwd).resolve()
+        if not full.is_dir():
+            raise t.error(f"workload '{name}': cwd '{cwd}' is not a directory", name, "cwd")
+        cwd = str(full)
+    checksum = raw.get("checksum_metric")
+    if checksum is not None and checksum not in groups:
+        raise t.error(f"workload '{name}': checksum_metric {checksum!r} is not a named group of its metrics", name, "checksum_metric")
+
+    def template(key: str) -> tuple[str, ...] | None:
+        return _str_list(t, name, key, raw[key]) if key in raw else None
+
+    desc = raw.get("description", "")
+    return TomlWorkload(
+        name=name, path=t.path, command=command, metrics=tuple(metrics), primary_metric=primary,
+        higher_is_better=hib, env={k: str(v) for k, v in env.items()}, cwd=cwd, shell=shell,
+        build=recipe, compiler=compiler, fork_arg=template("fork_arg"), event_arg=template("event_arg"),
+        checksum_metric=checksum, description=desc if isinstance(desc, str) else "",
+    )
+
+
+def load_config(config_path: str | os.PathLike | None = None) -> dict[str, TomlWorkload]:
+    """The workloads of ``config_path`` (or ./perflab.toml when present), validated."""
+    if config_path is None:
+        path = Path(DEFAULT_CONFIG)
+        if not path.is_file():
+            return {}
+    else:
+        path = Path(config_path)
+        if not path.is_file():
+            raise PerflabError(f"config file {path} not found: check the --config path")
+    t = _Toml(path.resolve() if config_path is None else path)
+    t.path = path.resolve()
+    unknown_top = sorted(set(t.data) - {"workload", "variants"})
+    # other sections (e.g. [variants]) belong to studies; we only own [workload.*]
+    del unknown_top
+    section = t.data.get("workload", {})
+    if not isinstance(section, dict):
+        raise PerflabError(f"{t.label}: 'workload' must be a table of [workload.NAME] sections (line 1)")
+    return {name: _parse_entry(t, name, raw) for name, raw in section.items()}
+
+
+# ---- resolution ------------------------------------------------------------------------------
+
+def list_workloads(config_path: str | os.PathLike | None = None) -> list[WorkloadInfo]:
+    """Built-in and perflab.toml workloads (the latter shadow the former), without building."""
+    out: dict[str, WorkloadInfo] = {
+        name: WorkloadInfo(name, "builtin", desc, cmd) for name, (_, desc, cmd) in BUILTIN.items()
+    }
+    for name, tw in load_config(config_path).items():
+        cmd = " ".join(shlex.quote(a) for a in tw.command)
+        if tw.build is not None:
+            cmd = cmd.replace("{binary}", f"{{binary: {' '.join(tw.build.sources)}}}")
+        out[name] = WorkloadInfo(name, str(tw.path), tw.description, cmd)
+    return list(out.values())
+
+
+def build_toml_workload(tw: TomlWorkload, cflags: Sequence[str] | None = None):
+    """Build a perflab.toml workload's recipe through the build cache; returns a BuildResult."""
+    from perflab.kernels.build import build
+
+    assert tw.build is not None
+    base = tw.path.parent
+    return build(
+        [base / s for s in tw.build.sources],
+        tw.build.output or tw.name,
+        compiler=tw.compiler,
+        cflags=tuple(cflags) if cflags is not None else tw.build.cflags,
+        ldflags=tw.build.ldflags,
+    )
+
+
+def _from_toml(tw: TomlWorkload) -> Workload:
+    argv = tw.command
+    if tw.build is not None:
+        exe = str(build_toml_workload(tw).path)
+        argv = tuple(a.replace("{binary}", exe) for a in argv)
+    if not tw.shell:
+        check_executable(argv[0], cwd=tw.cwd)
+    else:
+        argv = (" ".join(argv),) if len(argv) > 1 else argv
+    return Workload(
+        name=tw.name, argv=argv, metrics=tw.metrics, primary_metric=tw.primary_metric,
+        higher_is_better=tw.higher_is_better, shell=tw.shell, env=dict(tw.env), cwd=tw.cwd,
+        build=tw.build, source=str(tw.path), fork_arg=tw.fork_arg, event_arg=tw.event_arg,
+        checksum_metric=tw.checksum_metric,
+    )
+
+
+def check_executable(exe: str, cwd: str | None = None) -> str:
+    """The full path of ``exe`` (PATH lookup unless it has a slash), or a PerflabError."""
+    if "/" in exe:
+        p = Path(exe) if os.path.isabs(exe) or cwd is None else Path(cwd) / exe
+        if not p.exists():
+            raise PerflabError(f"command '{exe}' not found: no such file; check the path")
+        if p.is_dir() or not os.access(p, os.X_OK):
+            raise PerflabError(f"command '{exe}' is not executable: chmod +x it or give another program")
+        return str(p)
+    found = shutil.which(exe)
+    if found is None:
+        raise PerflabError(
+            f"command '{exe}' not found: it is not on PATH; check the spelling, install it or give its full path"
+        )
+    return found
+
+
+def known_names(config_path: str | os.PathLike | None = None) -> list[str]:
+    return [w.name for w in list_workloads(config_path)]
+
+
+def lookup(name: str, config_path: str | os.PathLike | None = None) -> TomlWorkload | None:
+    """The perflab.toml entry for ``name``, None for a built-in; PerflabError when unknown."""
+    toml = load_config(config_path)
+    if name in toml:
+        return toml[name]
+    if name in BUILTIN:
+        return None
+    known = ", ".join(known_names(config_path))
+    where = "" if toml else " (or define it in perflab.toml as [workload.NAME])"
+    raise PerflabError(f"unknown workload '{name}': known workloads are {known}{where}")
+
+
+def resolve(
+    name: str | None,
+    command_args: Sequence[str] = (),
+    shell: bool = False,
+    config_path: str | os.PathLike | None = None,
+) -> Workload:
+    """``--workload NAME`` (built-in or perflab.toml) or ``-- CMD ARGS`` as a Workload."""
+    if name:
+        tw = lookup(name, config_path)
+        if tw is None:
+            return BUILTIN[name][0]()
+        return _from_toml(tw)
+    args = tuple(command_args)
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        raise PerflabError("nothing to run: give --workload NAME (e.g. minihlt) or -- CMD [ARGS...]")
+    if shell:
+        return Workload(name=" ".join(args), argv=(" ".join(args),), shell=True, source="command")
+    check_executable(args[0])
+    return Workload(name=" ".join(args), argv=args, source="command")
