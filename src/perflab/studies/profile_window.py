@@ -180,6 +180,7 @@ def record_window(
     output_log: str | None = None,
     on_line: Callable[[str], None] | None = None,
     perf: str = "perf",
+    realtime: bool = True,
 ) -> WindowRecording:
     """Run the workload under `perf record -D -1` and enable perf only inside the window."""
     start_re = compile_marker(window.start, "--start")
@@ -206,6 +207,11 @@ def record_window(
         workload = ["stdbuf", "-oL", "-eL", *workload]
     argv = perf_record_argv(perf_path, perf_data, ctl, ack, workload, event=event, freq=freq,
                             call_graph=call_graph)
+    rt = realtime and _can_realtime()
+    if rt:
+        # On a busy machine the enable/ack round trip waits for a CPU twice (perf, then perflab):
+        # run perf (and perflab's reader, below) SCHED_FIFO; -R keeps the workload SCHED_OTHER.
+        argv = ["chrt", "-f", "-R", str(RT_PRIORITY), *argv]
     if use_pty:
         import pty
         import tty
@@ -232,11 +238,13 @@ def record_window(
         start_new_session=True,
     )
     os.close(slave)
+    saved_policy = _enter_realtime() if rt else None
     rec = WindowRecording(perf_data=perf_data, exit_code=None, launch_ns=launch, end_ns=0)
     state = {"open": False, "closed": False}
     deadline = launch + int(timeout * 1e9) if timeout else None
 
-    def command(cmd: bytes) -> int:
+    def command(cmd: bytes) -> int | None:
+        """Send a control command; the ack time, or None when perf has already exited."""
         if cmd == b"enable":
             rec.enable_sent_ns = time.monotonic_ns()
         os.write(ctl_fd, cmd + b"\n")
@@ -244,7 +252,9 @@ def record_window(
         got = b""
         while b"\n" not in got:
             left = end - time.monotonic()
-            if left <= 0 or proc.poll() is not None:
+            if proc.poll() is not None:
+                return None  # the run (and perf) ended first: a marker printed at the very end
+            if left <= 0:
                 raise PerflabError(
                     f"perf record did not acknowledge '{cmd.decode()}' within {ACK_TIMEOUT_S:g} s; "
                     "check that perf supports --control (perf >= 5.10)")
@@ -260,12 +270,16 @@ def record_window(
         rec.start_marker_ns = t_read
         rec.start_line = line or ""
         rec.enabled_ns = command(b"enable")
+        if rec.enabled_ns is None:
+            state["closed"] = True
+            rec.closed_by = "run ended before perf acknowledged enable"
+            return
         state["open"] = True
 
     def close_window(how: str, line: str | None, t_read: int) -> None:
         rec.stop_marker_ns = t_read if how == "stop marker" else None
         rec.stop_line = line or ""
-        rec.disabled_ns = command(b"disable")
+        rec.disabled_ns = command(b"disable") or time.monotonic_ns()
         rec.closed_by = how
         state["open"], state["closed"] = False, True
 
@@ -360,6 +374,8 @@ def record_window(
             proc.wait()
         raise
     finally:
+        if saved_policy is not None:
+            _leave_realtime(saved_policy)
         for fd in (master, ctl_fd, ack_fd):
             try:
                 os.close(fd)
@@ -373,6 +389,38 @@ def record_window(
             out_fh.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return rec
+
+
+RT_PRIORITY = 10
+
+
+def _can_realtime() -> bool:
+    """SCHED_FIFO needs root or CAP_SYS_NICE (and chrt); without it the window still works."""
+    if shutil.which("chrt") is None or not hasattr(os, "SCHED_FIFO"):
+        return False
+    try:
+        policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(RT_PRIORITY))
+        os.sched_setscheduler(0, policy, param)
+        return True
+    except (OSError, PermissionError):
+        return False
+
+
+def _enter_realtime() -> tuple[int, os.sched_param] | None:
+    try:
+        saved = (os.sched_getscheduler(0), os.sched_getparam(0))
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(RT_PRIORITY))
+        return saved
+    except OSError:
+        return None
+
+
+def _leave_realtime(saved: tuple[int, os.sched_param]) -> None:
+    try:
+        os.sched_setscheduler(0, saved[0], saved[1])
+    except OSError:
+        pass
 
 
 def perf_failure_hint(messages: Sequence[str]) -> str | None:
