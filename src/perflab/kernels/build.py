@@ -121,6 +121,8 @@ def build(
             first = next((ln for ln in log.splitlines() if "error" in ln.lower()), log.strip()[:300])
             raise BuildError(f"build of {output_name} failed ({' '.join(cflags)}): {first.strip()}", log)
         (tmp / "build.log").write_text(log)
+        # Record the command as if run in its final place, so it can be pasted and rerun.
+        cmd = [c.replace(str(tmp), str(root)) for c in cmd]
         (tmp / "command").write_text("\0".join(cmd))
         try:
             os.rename(tmp, root)  # atomic publish; a concurrent builder may have won the race
