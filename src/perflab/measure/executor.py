@@ -13,6 +13,8 @@ import os
 import re
 import select
 import shlex
+import signal
+import struct
 import sys
 import tempfile
 import time
@@ -103,22 +105,21 @@ def _decode_status(status: int) -> tuple[int | None, int | None]:
 
 
 class RealExecutor:
-    """Runs specs as real processes on this machine (through the spawnrun trampoline)."""
+    """Runs specs as real processes: one at a time through the spawn server, concurrent
+    copies through the gate trampoline."""
 
     def __init__(self) -> None:
         # memfds: in-memory files the child writes into; reused (truncated) run after run.
         self._out = os.memfd_create("perflab-stdout")
         self._err = os.memfd_create("perflab-stderr")
         self._devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
-        # One report pipe for sequential runs: the trampoline writes one record per run.
-        self._rep_r, self._rep_w = os.pipe()
-        os.set_blocking(self._rep_r, False)
-        os.set_inheritable(self._rep_w, True)
         self._tmpdir: str | None = None
         self._tramp: tuple[str, ...] | None | bool = False  # False: not looked up yet
+        self._srv: _Server | None | bool = False
 
     def close(self) -> None:
-        for fd in (self._out, self._err, self._devnull, self._rep_r, self._rep_w):
+        self._stop_server()
+        for fd in (self._out, self._err, self._devnull):
             try:
                 os.close(fd)
             except OSError:
@@ -205,13 +206,47 @@ class RealExecutor:
 
     def run(self, spec: RunSpec) -> RunResult:
         argv, perf_out = self._argv(spec)
-        tramp = self._trampoline()
-        if tramp is not None:
-            argv = (*tramp, "-1", str(self._rep_w), *argv)
         out_fd = self._out if spec.capture_output else self._devnull
         if spec.capture_output:
             _reset(self._out)
         _reset(self._err)
+        server = self._server()
+        if server is None:
+            return self._run_direct(spec, argv, perf_out, out_fd)
+        env = os.environ if not spec.env else {**os.environ, **spec.env}
+        fields = [
+            str(-1 if spec.timeout is None else max(0, int(spec.timeout * 1000))),
+            ",".join(map(str, spec.cpus)) if spec.cpus is not None else "",
+            # absolute: the server's own cwd is wherever perflab was when it started it
+            os.path.abspath(spec.cwd) if spec.cwd else os.getcwd(),
+            os.path.abspath(spec.stdin) if spec.stdin else "",
+            "1" if spec.capture_output else "0",
+            str(len(env)), *[f"{k}={v}" for k, v in env.items()],
+            str(len(argv)), *argv,
+        ]
+        payload = "\0".join(fields).encode("utf-8", "surrogateescape") + b"\0"
+        try:
+            os.write(server.req, struct.pack("=I", len(payload)) + payload)
+            line = server.read_line()
+        except BaseException:
+            # Ctrl-C (or a dead server): SIGTERM makes the server kill the command's group.
+            self._stop_server()
+            raise
+        parts = line.split()
+        if not parts or parts[0] not in ("R", "E"):
+            self._stop_server()
+            raise PerflabError("perflab's spawn server stopped unexpectedly: rerun; "
+                               "measurements so far are stored")
+        if parts[0] == "E":
+            _raise_server_error(int(parts[1]), int(parts[2]), argv[0], spec)
+        record = ["R", "0", *parts[1:11]]
+        return self._finish(spec, 0, None, 0, 0, parts[11] == "1", out_fd, self._err,
+                            perf_out, record)
+
+    def _run_direct(self, spec: RunSpec, argv: tuple[str, ...], perf_out: str | None,
+                    out_fd: int) -> RunResult:
+        """posix_spawn from Python itself (no compiler for the server): max RSS then includes
+        the harness's own peak RSS, because the vfork child shares its mm until exec."""
         start = time.monotonic_ns()
         pid = spawn(argv, env=spec.env, cwd=spec.cwd, cpus=spec.cpus, stdin_path=spec.stdin,
                     stdout_fd=out_fd, stderr_fd=self._err)
@@ -228,13 +263,25 @@ class RealExecutor:
             os.waitpid(pid, 0)
             raise
         end = time.monotonic_ns()
-        record = None
-        if tramp is not None:
-            records = _parse_records(_drain(self._rep_r))
-            record = records.get(("R", pid))
-            _raise_spawn_error(records.get(("E", pid)), argv[len(tramp) + 2])
-        return self._finish(spec, status, ru, start, end, timed_out, out_fd, self._err,
-                            perf_out, record)
+        return self._finish(spec, status, ru, start, end, timed_out, out_fd, self._err, perf_out)
+
+    # --- the spawn server --------------------------------------------------------------
+    def _server(self) -> "_Server | None":
+        if self._srv is False:
+            self._srv = None
+            path = build_helper("spawnserver")
+            if path is None:
+                perfstat.note_once(
+                    "no-server", "spawn helper not built (no gcc?): measuring from Python; "
+                    "max RSS then includes perflab's own (install gcc to fix)")
+            else:
+                self._srv = _Server.start(path, self._out, self._err, self._devnull)
+        return self._srv  # type: ignore[return-value]
+
+    def _stop_server(self) -> None:
+        if isinstance(self._srv, _Server):
+            self._srv.stop()
+            self._srv = False  # a later run starts a fresh one
 
     # --- concurrent copies -------------------------------------------------------------
     def run_concurrent(self, specs: Sequence[RunSpec], gate: bool = True) -> ConcurrentResult:
@@ -419,25 +466,95 @@ _PY_TRAMPOLINE = (
 )
 
 
-def spawnrun_trampoline() -> tuple[str, ...] | None:
-    """argv prefix of the C spawn trampoline (built once, cached), or None without a compiler."""
+def build_helper(name: str) -> str | None:
+    """Path of a C helper from perflab/kernels/NAME.c (static if possible), or None."""
     from importlib import resources
 
     from perflab.kernels.build import build
 
-    src = resources.files("perflab.kernels").joinpath("spawnrun.c")
+    src = resources.files("perflab.kernels").joinpath(f"{name}.c")
     with resources.as_file(src) as path:
         for flags in (("-O2", "-static"), ("-O2",)):
             try:
-                return (str(build([path], "perflab-spawnrun", compiler="gcc", cflags=flags).path),)
-            except PerflabError as exc:
-                last = exc
-    perfstat.note_once(
-        "no-trampoline",
-        f"spawn trampoline not built ({last}): measuring without it; max RSS then includes "
-        "perflab's own (install gcc to fix)",
-    )
+                return str(build([path], f"perflab-{name}", compiler="gcc", cflags=flags).path)
+            except PerflabError:
+                continue
     return None
+
+
+def spawnrun_trampoline() -> tuple[str, ...] | None:
+    """argv prefix of the C gate trampoline, or None (then a Python stand-in is used)."""
+    path = build_helper("spawnrun")
+    if path is None:
+        perfstat.note_once(
+            "no-trampoline", "gate trampoline not built (no gcc?): using a Python one; "
+            "max RSS of concurrent copies then includes perflab's own (install gcc to fix)")
+        return None
+    return (path,)
+
+
+class _Server:
+    """The running spawn server (kernels/spawnserver.c) and its request/response pipes."""
+
+    def __init__(self, pid: int, req: int, resp: int) -> None:
+        self.pid, self.req, self.resp = pid, req, resp
+        self._buf = b""
+
+    @classmethod
+    def start(cls, path: str, out: int, err: int, devnull: int) -> "_Server":
+        import fcntl
+
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        # Duplicate every source above 9 first so the dup2s into 0..5 cannot clobber a source.
+        src = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (req_r, resp_w, out, err, devnull)]
+        actions = [(os.POSIX_SPAWN_DUP2, s, t) for s, t in zip(src, (0, 1, 3, 4, 5))]
+        try:
+            pid = os.posix_spawn(path, [path], os.environ, file_actions=actions,
+                                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+        finally:
+            for fd in (*src, req_r, resp_w):
+                os.close(fd)
+        return cls(pid, req_w, resp_r)
+
+    def read_line(self) -> str:
+        while b"\n" not in self._buf:
+            data = os.read(self.resp, 4096)
+            if not data:
+                return ""
+            self._buf += data
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode()
+
+    def stop(self) -> None:
+        for fd in (self.req, self.resp):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _raise_server_error(err: int, stage: int, prog: str, spec: RunSpec) -> None:
+    if stage == 1:
+        raise PerflabError(f"cannot pin to CPUs {list(spec.cpus or ())} ({os.strerror(err)}): "
+                           "choose CPUs that are online and allowed (see perflab machine)")
+    if stage == 2:
+        raise PerflabError(f"working directory '{spec.cwd}' is unusable ({os.strerror(err)}): fix it")
+    if stage == 3:
+        raise PerflabError(f"stdin file '{spec.stdin}' cannot be opened ({os.strerror(err)}): fix the path")
+    if err == 2:
+        raise PerflabError(f"command '{prog}' not found: check the name or PATH")
+    if err == 13:
+        raise PerflabError(f"command '{prog}' is not executable: chmod +x it or fix the path")
+    raise PerflabError(f"cannot start '{prog}': {os.strerror(err)}")
 
 
 # --- the deterministic mock -------------------------------------------------------------

@@ -1,0 +1,215 @@
+/* perflab spawn server: a small long-lived process that starts and times commands for perflab.
+ *
+ * Why: a child spawned straight from Python shares Python's address space until exec (vfork),
+ * and the kernel folds that mm's peak RSS into the child's ru_maxrss, so every command would
+ * "use" at least the harness's memory. Spawning from this tiny process gives the command's own
+ * rusage, and it costs no extra exec per run (a per-run trampoline costs ~0.5 ms).
+ *
+ * fds at start: 0 requests, 1 responses, 2 perflab's stderr, 3 stdout memfd, 4 stderr memfd,
+ * 5 /dev/null. A request is a 4-byte native length then NUL-terminated fields:
+ *   timeout_ms  cpus(comma list or "")  cwd  stdin_path  capture(0/1)  envc  env...  argc  argv...
+ * (envc 0 means: keep this server's environment). The response is one line:
+ *   R START_NS END_NS STATUS UTIME_US STIME_US MAXRSS_KB MINFLT MAJFLT NVCSW NIVCSW TIMED_OUT
+ *   E ERRNO STAGE            (the command could not be started; STAGE names the failing step)
+ * Times are CLOCK_MONOTONIC (Python's time.monotonic_ns). The command runs in its own process
+ * group with default signal dispositions; SIGTERM to this server kills that group first.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+static volatile pid_t current = 0;
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void on_term(int sig) {
+    (void)sig;
+    if (current > 0) kill(-current, SIGKILL);
+    _exit(143);
+}
+
+static int read_full(int fd, void *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r == 0) return 0;
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+static void write_all(int fd, const char *s, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static char *next_field(char **p, char *end) {
+    char *s = *p;
+    if (s >= end) return NULL;
+    char *z = memchr(s, '\0', (size_t)(end - s));
+    if (!z) return NULL;
+    *p = z + 1;
+    return s;
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, SIG_IGN); /* perflab decides: it sends SIGTERM, which kills the command too */
+    signal(SIGTERM, on_term);
+    signal(SIGHUP, on_term);
+    char *buf = NULL;
+    size_t cap = 0;
+    for (;;) {
+        uint32_t len;
+        if (read_full(0, &len, sizeof len) <= 0) return 0;
+        if (len + 1 > cap) {
+            cap = len + 1;
+            buf = realloc(buf, cap);
+            if (!buf) return 1;
+        }
+        if (read_full(0, buf, len) <= 0) return 0;
+        buf[len] = '\0';
+        char *p = buf, *stop = buf + len;
+        char *f_timeout = next_field(&p, stop), *f_cpus = next_field(&p, stop);
+        char *f_cwd = next_field(&p, stop), *f_stdin = next_field(&p, stop);
+        char *f_capture = next_field(&p, stop), *f_envc = next_field(&p, stop);
+        if (!f_envc) return 2;
+        int envc = atoi(f_envc);
+        char **envp = environ;
+        char **env_own = NULL;
+        if (envc > 0) {
+            env_own = calloc((size_t)envc + 1, sizeof(char *));
+            for (int i = 0; i < envc; i++) env_own[i] = next_field(&p, stop);
+            envp = env_own;
+        }
+        char *f_argc = next_field(&p, stop);
+        if (!f_argc) return 2;
+        int argc = atoi(f_argc);
+        char **argv = calloc((size_t)argc + 1, sizeof(char *));
+        for (int i = 0; i < argc; i++) argv[i] = next_field(&p, stop);
+        long timeout_ms = atol(f_timeout);
+        cpu_set_t set;
+        int pin = f_cpus[0] != '\0';
+        if (pin) {
+            CPU_ZERO(&set);
+            for (char *c = f_cpus; *c;) {
+                CPU_SET(atoi(c), &set);
+                while (*c && *c != ',') c++;
+                if (*c == ',') c++;
+            }
+        }
+        int capture = atoi(f_capture);
+
+        /* vfork child: only syscalls and exec; failures go back through shared memory. */
+        volatile int child_err = 0;
+        volatile int child_stage = 0;
+        long long start = now_ns();
+        pid_t pid = vfork();
+        if (pid == 0) {
+            setpgid(0, 0);
+            signal(SIGPIPE, SIG_DFL);
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+            signal(SIGHUP, SIG_DFL);
+            if (pin && sched_setaffinity(0, sizeof set, &set) != 0) {
+                child_err = errno; child_stage = 1; _exit(127);
+            }
+            if (f_cwd[0] && chdir(f_cwd) != 0) { child_err = errno; child_stage = 2; _exit(127); }
+            int in = open(f_stdin[0] ? f_stdin : "/dev/null", O_RDONLY);
+            if (in < 0) { child_err = errno; child_stage = 3; _exit(127); }
+            dup2(in, 0);
+            if (in != 0) close(in);
+            dup2(capture ? 3 : 5, 1);
+            dup2(4, 2);
+            close(3); close(4); close(5);
+            execvpe(argv[0], argv, envp);
+            child_err = errno;
+            child_stage = 4;
+            _exit(127);
+        }
+        char line[320];
+        int n;
+        if (pid < 0) {
+            n = snprintf(line, sizeof line, "E %d 0\n", errno);
+            write_all(1, line, (size_t)n);
+            free(argv); free(env_own);
+            continue;
+        }
+        current = pid;
+        int status = 0, timed_out = 0;
+        struct rusage ru;
+        if (timeout_ms >= 0) {
+            int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+            if (pfd >= 0) {
+                struct pollfd pf = {pfd, POLLIN, 0};
+                int r;
+                do {
+                    r = poll(&pf, 1, (int)timeout_ms);
+                } while (r < 0 && errno == EINTR);
+                if (r == 0) {
+                    kill(-pid, SIGKILL);
+                    timed_out = 1;
+                }
+                close(pfd);
+            } else { /* no pidfd: poll the child every millisecond */
+                long long deadline = start + timeout_ms * 1000000LL;
+                struct timespec ms = {0, 1000000};
+                while (waitpid(pid, &status, WNOHANG | WNOWAIT) == 0 && !timed_out) {
+                    if (now_ns() >= deadline) {
+                        kill(-pid, SIGKILL);
+                        timed_out = 1;
+                    } else {
+                        nanosleep(&ms, NULL);
+                    }
+                }
+            }
+        }
+        while (wait4(pid, &status, 0, &ru) < 0) {
+            if (errno != EINTR) break;
+        }
+        long long end = now_ns();
+        current = 0;
+        if (child_stage != 0) {
+            n = snprintf(line, sizeof line, "E %d %d\n", child_err, child_stage);
+        } else {
+            n = snprintf(line, sizeof line,
+                         "R %lld %lld %d %lld %lld %ld %ld %ld %ld %ld %d\n", start, end, status,
+                         (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
+                         (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec,
+                         ru.ru_maxrss, ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw,
+                         timed_out);
+        }
+        write_all(1, line, (size_t)n);
+        free(argv);
+        free(env_own);
+    }
+}
