@@ -121,6 +121,7 @@ def test_hybrid(topo):
     assert l2[(12, 13, 14, 15)] == 2048 * 1024 and l2[(16, 17, 18, 19)] == 2048 * 1024
     assert l2[(0, 1)] == 1280 * 1024
     assert t.cpu(4).max_freq_khz == 5200000 and t.cpu(12).max_freq_khz == 3900000
+    assert any("6 with 2, 8 with 1 threads" in n for n in t.rule_notes)
 
 
 def test_16em64t_old_kernel_masks(topo):
@@ -157,3 +158,32 @@ def test_live_machine():
 def test_bad_root(tmp_path):
     with pytest.raises(PerflabError, match="--root"):
         read_topology(Root(str(tmp_path)))
+
+
+def _write(base, rel, text):
+    path = base / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_synthetic_arm_like_tree(tmp_path):
+    """No model name, package id -1, lists only, NUL bytes in a cpulist, no caches, a CPU-less node."""
+    _write(tmp_path, "proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 50.00\n\nprocessor\t: 1\n")
+    _write(tmp_path, "sys/devices/system/cpu/online", "0-3\n")
+    for cpu in range(4):
+        topo = f"sys/devices/system/cpu/cpu{cpu}/topology"
+        _write(tmp_path, f"{topo}/physical_package_id", "-1\n")
+        _write(tmp_path, f"{topo}/core_cpus_list", f"{cpu}\n")
+    _write(tmp_path, "sys/devices/system/node/online", "0-1\n")
+    _write(tmp_path, "sys/devices/system/node/node0/cpulist", "0-3\x00\n")
+    _write(tmp_path, "sys/devices/system/node/node0/distance", "10 20\n")
+    _write(tmp_path, "sys/devices/system/node/node1/cpulist", "\n")
+    _write(tmp_path, "sys/devices/system/node/node1/distance", "20 10\n")
+    t = read_topology(Root(str(tmp_path)))
+    assert (len(t.sockets), len(t.cores), len(t.cpus), len(t.nodes)) == (1, 4, 4, 2)
+    assert t.sockets == (0,) and t.caches == ()
+    assert t.nodes[1].cpus == () and t.distances[(0, 1)] == 20
+    from perflab.platform.metadata import collect
+
+    md = collect(Root(str(tmp_path)))
+    assert md["cpu_model"] is None and md["logical_cpus_in_cpuinfo"] == 2

@@ -372,6 +372,15 @@ def read_topology(root: Root = Root("/")) -> Topology:
             "their cpuN/nodeM entry names, which is offline"
         )
 
+    shapes = sorted({len(g) for g in groups})
+    if len(shapes) > 1:
+        # Hybrid parts (P-cores with SMT beside E-cores without) or partly offlined SMT pairs:
+        # per-core results must not assume every core is alike.
+        desc = ", ".join(f"{sum(len(g) == k for g in groups)} with {k}" for k in reversed(shapes))
+        freqs = sorted({f for f in max_freq.values() if f})
+        extra = f"; max frequencies {', '.join(f'{f / 1e6:g} GHz' for f in freqs)}" if len(freqs) > 1 else ""
+        notes.append(f"cores differ in thread count ({desc} threads: hybrid or partly offline){extra}")
+
     cores = []
     core_index: dict[int, int] = {}
     for i, cpus in enumerate(groups):
