@@ -118,8 +118,8 @@ class _Toml:
         except tomllib.TOMLDecodeError as exc:
             msg = str(exc)
             m = re.search(r"\(at line (\d+), column \d+\)", msg)
-            what = re.sub(r"\s*\(at line \d+, column \d+\)", "", msg) or "invalid TOML"
-            line = m.group(1) if m else "?"
+            line = m.group(1) if m else str(max(1, len(self.text.splitlines())))  # "at end of document"
+            what = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", msg) or "invalid TOML"
             raise PerflabError(f"{self.label}: {what[0].lower() + what[1:]}: fix the TOML syntax (line {line})") from None
 
     def line_of(self, name: str, key: str | None = None, section: str = "") -> int:
@@ -350,7 +350,7 @@ def check_executable(exe: str, cwd: str | None = None) -> str:
         p = Path(exe) if os.path.isabs(exe) or cwd is None else Path(cwd) / exe
         if not p.exists():
             raise PerflabError(f"command '{exe}' not found: no such file; check the path")
-        if p.is_dir() or not os.access(p, os.X_OK):
+        if p.is_dir() or not (p.stat().st_mode & 0o111) or not os.access(p, os.X_OK):
             raise PerflabError(f"command '{exe}' is not executable: chmod +x it or give another program")
         return str(p)
     found = shutil.which(exe)
