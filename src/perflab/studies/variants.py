@@ -164,6 +164,11 @@ def default_probe(v: Variant, vb: VariantBuild | None) -> VariantProbe:
             clang = _platform_probe("clang_available") if compiler.startswith("clang") else None
             why = clang.reason if clang is not None and not clang.available else f"{compiler} not installed"
             return VariantProbe(False, f"cannot build: {why}")
+        if v.abi == "mx32":
+            # no point building what this kernel will refuse to run
+            p = _platform_probe("x32_runnable")
+            if p is not None and not p.available and "CONFIG_X86_X32" in p.reason:
+                return VariantProbe(False, X32_REFUSED)
         if v.abi == "m32":
             p = _platform_probe("m32_buildable")
             if p is not None and not p.available:
@@ -229,7 +234,7 @@ def resolve_baseline(variants: Sequence[Variant], baseline: str | None) -> tuple
     for v in vs:
         if is_baseline_like(v):
             return vs, v.name
-    base = Variant("base", ("-m64", "-O2"))
+    base = Variant("base", ("-O2", "-m64"))  # the order --matrix uses, so both share one build
     if "base" in names:
         raise PerflabError("a variant is called 'base' but is not -m64 -O2: pass --baseline NAME")
     return [base, *vs], "base"
