@@ -161,6 +161,7 @@ def run_cores(config: CoresConfig, executor, store, console=None, topology: Topo
             f"need 2 <= --min-rounds ({config.min_rounds}) <= --rounds ({config.rounds})"
         )
     cpus = select_cpus(topology, config.cpus, config.physical)
+    load_note = _load_note(len(topology.cpus))
     host_id = _add_host(store, topology)
     campaign = store.start_campaign("cores", config.as_dict(), host_id=host_id)
     costs: dict[int, list[float]] = {c: [] for c in cpus}
@@ -201,6 +202,8 @@ def run_cores(config: CoresConfig, executor, store, console=None, topology: Topo
         result.stopped = stopped
         result.elapsed_s = time.monotonic() - started
         result.unit = unit_of(config.workload)
+        if load_note:
+            result.notes.append(load_note)
         if stopped == "max-time" and not _precise(costs, config.precision):
             result.notes.append(
                 f"stopped at --max-time {config.max_time:g} s before every CI was within "
@@ -229,6 +232,21 @@ def _add_host(store, topology: Topology) -> int | None:
     except Exception:  # noqa: BLE001 - metadata is context, never a reason to lose a study
         metadata = {}
     return store.add_host(metadata, asdict(topology))
+
+
+def _load_note(ncpu: int, root=None) -> str | None:
+    """A warning when other work already keeps the CPUs busy (a busy CPU looks like a slow one)."""
+    from perflab.platform.sysfs import Root
+
+    text = (root or Root("/")).read("/proc/loadavg")
+    try:
+        load1 = float(text.split()[0]) if text else 0.0
+    except ValueError:
+        return None
+    if load1 > 0.5 * ncpu:
+        return (f"load average {load1:.1f} on {ncpu} CPUs at the start: other work competes, and a CPU "
+                "it is pinned to looks slow; rerun on a quiet machine to confirm a slow CPU")
+    return None
 
 
 def _ci(xs: list[float]) -> tuple[float, float]:
