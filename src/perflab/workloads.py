@@ -305,9 +305,8 @@ def list_workloads(config_path: str | os.PathLike | None = None) -> list[Workloa
         name: WorkloadInfo(name, "builtin", desc, cmd) for name, (_, desc, cmd) in BUILTIN.items()
     }
     for name, tw in load_config(config_path).items():
-        cmd = " ".join(shlex.quote(a) for a in tw.command)
-        if tw.build is not None:
-            cmd = cmd.replace("{binary}", f"{{binary: {' '.join(tw.build.sources)}}}")
+        shown = f"<{tw.build.output or name} built from {' '.join(tw.build.sources)}>" if tw.build else ""
+        cmd = " ".join(shown if a == "{binary}" else shlex.quote(a) for a in tw.command)
         out[name] = WorkloadInfo(name, str(tw.path), tw.description, cmd)
     return list(out.values())
 
@@ -373,7 +372,7 @@ def lookup(name: str, config_path: str | os.PathLike | None = None) -> TomlWorkl
     if name in BUILTIN:
         return None
     known = ", ".join(known_names(config_path))
-    where = "" if toml else " (or define it in perflab.toml as [workload.NAME])"
+    where = " (perflab workload list shows them)" if toml else " (or define it in perflab.toml as [workload.NAME])"
     raise PerflabError(f"unknown workload '{name}': known workloads are {known}{where}")
 
 
