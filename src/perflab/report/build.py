@@ -11,34 +11,64 @@ from perflab.report.model import Report, Section, Table
 from perflab.report.sections import build_section
 
 
+def _counts(topo: dict) -> dict:
+    """Socket/core/thread/node/L3 counts, from the stored counts or the raw lists."""
+    if topo.get("counts"):
+        return dict(topo["counts"])
+    if not topo.get("cpus"):
+        return {}
+    l3 = {tuple(c.get("cpus") or ()) for c in topo.get("caches") or [] if c.get("level") == 3}
+    return {"sockets": len(topo.get("sockets") or []), "cores": len(topo.get("cores") or []),
+            "threads": len(topo.get("cpus") or []), "numa_nodes": len(topo.get("nodes") or []) or 1,
+            "l3_groups": len(l3)}
+
+
+def _cache_rows(topo: dict) -> list[list[object]]:
+    """One row per cache level and type: size, instances, CPUs sharing one instance."""
+    groups: dict[tuple[int, str], list[dict]] = {}
+    for c in topo.get("caches") or []:
+        groups.setdefault((c.get("level"), c.get("type")), []).append(c)
+    rows = []
+    for (level, typ), cs in sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, str(kv[0][1]))):
+        size = cs[0].get("size_bytes")
+        rows.append([f"L{level} {typ}", f"{size // 1024} KiB" if size else "?", len(cs),
+                     max(len(c.get("cpus") or ()) for c in cs)])
+    return rows
+
+
+_MACHINE_KEYS = ("cpu_model", "vendor", "family", "model", "stepping", "microcode", "virtualisation",
+                 "kernel", "governors", "scaling_driver", "turbo", "thp", "smt_control",
+                 "perf_event_paranoid", "perf_version", "compilers", "mem_total_bytes", "hugepages",
+                 "loadavg", "steal")
+
+
 def machine_section(host: dict) -> Section:
     """The machine and its topology, from the host row a campaign points at."""
     md = host.get("metadata") or {}
     topo = host.get("topology") or {}
     facts: list[list[object]] = [["host", host.get("hostname", "")]]
-    for key in ("cpu_model", "microcode", "kernel", "governor", "thp", "perf_event_paranoid",
-                "hw_counters", "gcc", "clang", "perf_version", "mem_total_bytes", "hypervisor",
-                "load", "steal"):
-        if key in md and md[key] not in (None, "", {}):
+    for key in _MACHINE_KEYS:
+        if md.get(key) not in (None, "", {}, []):
             facts.append([key.replace("_", " "), _flat(md[key])])
-    for key, val in md.items():
-        if key not in {f[0].replace(" ", "_") for f in facts} and isinstance(val, (str, int, float)) \
-                and len(facts) < 30 and key not in ("hostname",):
-            facts.append([key.replace("_", " "), val])
-    sec = Section(key="machine", title="Machine", verdict=_machine_sentence(host), tables=[
+    for name, p in (md.get("probes") or {}).items():
+        if isinstance(p, dict):
+            facts.append([f"probe: {name}", ("yes" if p.get("available") else "no") + f" ({p.get('reason', '')})"])
+    counts = _counts(topo)
+    sec = Section(key="machine", title="Machine", verdict=_machine_sentence(host, counts), tables=[
         Table("Metadata", ["quantity", "value"], facts)])
-    counts = topo.get("counts") or {}
     if counts:
-        sec.tables.append(Table("Topology", list(counts), [list(counts.values())]))
+        sec.tables.append(Table("Topology", [k.replace("_", " ") for k in counts], [list(counts.values())]))
     nodes = topo.get("nodes") or []
     if nodes and isinstance(nodes, list):
-        sec.tables.append(Table("NUMA nodes", ["node", "CPUs", "memory"],
-                                [[n.get("id"), n.get("cpulist") or _flat(n.get("cpus")), n.get("mem_bytes")]
+        from perflab.platform.sysfs import format_cpulist
+
+        sec.tables.append(Table("NUMA nodes", ["node", "CPUs", "memory [GiB]"],
+                                [[n.get("id"), format_cpulist(n.get("cpus") or []),
+                                  round(n["mem_bytes"] / 2**30, 1) if n.get("mem_bytes") else None]
                                  for n in nodes if isinstance(n, dict)]))
-    caches = topo.get("cache_summary") or topo.get("caches_summary") or []
-    if caches and isinstance(caches, list) and isinstance(caches[0], dict):
-        cols = list(caches[0])
-        sec.tables.append(Table("Caches", cols, [[c.get(k) for k in cols] for c in caches]))
+    caches = _cache_rows(topo)
+    if caches:
+        sec.tables.append(Table("Caches", ["cache", "size", "instances", "CPUs sharing one"], caches))
     for note in topo.get("rule_notes") or []:
         sec.notes.append(str(note))
     return sec
@@ -46,15 +76,14 @@ def machine_section(host: dict) -> Section:
 
 def _flat(v: Any) -> Any:
     if isinstance(v, dict):
-        return ", ".join(f"{k}={v2}" for k, v2 in v.items())
+        return ", ".join(f"{k}={_flat(v2)}" for k, v2 in v.items() if v2 not in (None, ""))
     if isinstance(v, (list, tuple)):
         return ", ".join(str(x) for x in v)
     return v
 
 
-def _machine_sentence(host: dict) -> str:
+def _machine_sentence(host: dict, c: dict) -> str:
     md = host.get("metadata") or {}
-    c = (host.get("topology") or {}).get("counts") or {}
     model = md.get("cpu_model") or "unknown CPU"
     if c:
         return (f"{host.get('hostname', 'this host')}: {model}, {c.get('sockets', '?')} socket(s), "
@@ -98,16 +127,17 @@ def lab_children(store: Any, lab: Any) -> list[Any]:
 
 def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None) -> Report:
     sections: list[Section] = []
-    host_id = None
+    hosts: list[dict] = []
     for c in campaigns:
-        host_id = host_id or c.host_id
         sections.append(build_section(c, store.measurements(c.id)))
-    machine = None
-    if host_id is not None:
-        try:
-            machine = machine_section(store.host(host_id))
-        except PerflabError:
-            machine = None
+        if c.host_id is not None and c.host_id not in [h["id"] for h in hosts]:
+            try:
+                hosts.append(store.host(c.host_id))
+            except PerflabError:
+                pass
+    # Studies record the host with or without its topology: prefer the fullest record.
+    hosts.sort(key=lambda h: (bool(_counts(h.get("topology") or {})), len(h.get("metadata") or {})), reverse=True)
+    machine = machine_section(hosts[0]) if hosts else None
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     return Report(title=title or "perflab report", generated=now, version=__version__,
                   machine=machine, sections=sections)

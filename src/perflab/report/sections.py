@@ -119,3 +119,191 @@ def build_section(campaign: Any, measurements: list) -> Section:
     if fn is None:
         return generic(campaign, summary)
     return fn(campaign, summary, measurements)
+
+
+# -- study builders -----------------------------------------------------------------------------
+
+def _pct(r: float | None) -> str:
+    return "—" if r is None else f"{100 * (r - 1):+.1f} %"
+
+
+def _ci_text(lo: Any, hi: Any, fmt: str = "{:.4g}") -> str:
+    if lo is None or hi is None:
+        return "—"
+    return "[" + fmt.format(lo) + ", " + fmt.format(hi) + "]"
+
+
+@builder("run")
+def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    from perflab.report import plots
+
+    sec = generic(campaign, {"notes": summary.get("warnings", [])})
+    benches = summary.get("benchmarks") or []
+    if not benches:
+        return sec
+    rows = []
+    for b in benches:
+        s = b.get("summary") or {}
+        m = b.get("metrics") or {}
+        rel = b.get("relative")
+        rows.append([b.get("command"), s.get("n"), s.get("median"), _ci_text(*(b.get("median_ci") or (None, None))),
+                     s.get("mean"), s.get("stddev"), b.get("user_mean"), b.get("system_mean"),
+                     b.get("maxrss_kb_max"), m.get("events_per_s"),
+                     "1.00 (fastest)" if not rel else f"{rel[0]:.3f} {_ci_text(rel[1], rel[2], '{:.3f}')}"])
+    sec.tables = [Table("Wall time per command [s]", ["command", "runs", "median", "95% CI", "mean", "stddev",
+                                                       "user", "sys", "max RSS [KiB]", "events/s", "relative"], rows)]
+    fastest = summary.get("fastest")
+    b0 = min(benches, key=lambda b: (b.get("summary") or {}).get("median") or 0)
+    med = (b0.get("summary") or {}).get("median")
+    eps = (b0.get("metrics") or {}).get("events_per_s")
+    sec.verdict = (f"{fastest or b0.get('command')}: median {med:.4g} s"
+                   + (f" {_ci_text(*b0['median_ci'])}" if b0.get("median_ci") else "")
+                   + (f", {eps:.4g} events/s" if eps else "")
+                   + (f"; fastest of {len(benches)} commands" if len(benches) > 1 else "") + ".")
+    _plot(sec, "Median wall time with 95% CI", lambda: plots.bars_with_ci(
+        [str(b.get("command"))[:30] for b in benches], [(b.get("summary") or {}).get("median") for b in benches],
+        [(b.get("median_ci") or (None, None))[0] for b in benches],
+        [(b.get("median_ci") or (None, None))[1] for b in benches], ylabel="seconds"))
+    return sec
+
+
+@builder("cores")
+def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    from perflab.report import plots
+
+    sec = generic(campaign, {"notes": summary.get("notes", [])})
+    cpus = summary.get("cpus") or []
+    unit = summary.get("unit", "")
+    slow = summary.get("slow") or []
+    if slow:
+        parts = [f"core {s.get('core')} (CPUs {', '.join(map(str, s.get('cpus') or []))}, socket {s.get('socket')}, "
+                 f"node {s.get('node')}) is {_pct(s.get('ratio'))} slower than the rest "
+                 f"{_ci_text(s.get('ratio_lo'), s.get('ratio_hi'), '{:.3f}')}, p={s.get('p_adjusted', 1):.2g} (Holm)"
+                 for s in slow]
+        sec.verdict = "Slow: " + "; ".join(parts) + "."
+    elif cpus:
+        sec.verdict = f"No CPU of the {len(cpus)} scanned is significantly slower than the rest."
+    sec.tables = [Table(f"Per CPU ({unit})", ["CPU", "socket", "core", "node", "siblings", "runs", "median",
+                                              "95% CI", "vs rest", "p (Holm)", "slow"],
+                        [[c.get("cpu"), c.get("socket"), c.get("core"), c.get("node"), _cell(c.get("siblings")),
+                          c.get("n"), c.get("median"), _ci_text(c.get("lo"), c.get("hi")), _pct(c.get("ratio")),
+                          c.get("p_adjusted"), bool(c.get("slow"))] for c in cpus],
+                        note=f"{summary.get('rounds', '?')} rounds, stopped by {summary.get('stopped', '?')}; "
+                             "CPU order shuffled each round.")]
+    if cpus:
+        _plot(sec, f"Per-CPU {unit} (slow CPUs in red)", lambda: plots.bars_with_ci(
+            [str(c["cpu"]) for c in cpus], [c["median"] for c in cpus], [c.get("lo") for c in cpus],
+            [c.get("hi") for c in cpus], ylabel=unit, highlight=[bool(c.get("slow")) for c in cpus]))
+    return sec
+
+
+@builder("instances")
+def instances_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    from perflab.report import plots
+
+    sec = generic(campaign, {"notes": summary.get("notes", [])})
+    unit = summary.get("unit", "throughput")
+    scans = summary.get("scans") or []
+    if scans:
+        best = max(scans, key=lambda s: s.get("optimum_throughput") or 0)
+        sec.verdict = (f"Most throughput: {summary.get('optimum_throughput', 0):.4g} {unit} with "
+                       f"{summary.get('optimum_n')} copies (policy {summary.get('optimum_policy')}); "
+                       f"{best.get('within_1pct_n')} copies already give 99 % of it.")
+    rows = []
+    for s in scans:
+        for p in s.get("points") or []:
+            rows.append([s.get("policy"), p.get("n"), p.get("throughput"), _ci_text(p.get("lo"), p.get("hi")),
+                         p.get("per_copy"), p.get("gain_per_copy"), p.get("start_spread_us")])
+    sec.tables = [Table(f"Throughput against copies ({unit})",
+                        ["policy", "copies", "throughput", "CI", "per copy", "gain per added copy",
+                         "start spread [us]"], rows)]
+    fork = summary.get("fork") or []
+    if fork:
+        sec.tables.append(Table("Forked master without and with NUMA placement (seed 004's table)",
+                                ["workers", f"no NUMA ({unit})", f"NUMA ({unit})", "NUMA gain"],
+                                [[f.get("n"), f.get("no_numa"), f.get("numa"), f.get("gain")] for f in fork]))
+    if scans:
+        _plot(sec, "Machine throughput against number of copies", lambda: plots.lines(
+            {s["policy"]: ([p["n"] for p in s["points"]], [p["throughput"] for p in s["points"]]) for s in scans},
+            "copies", unit))
+        _plot(sec, "Gain in throughput per added copy", lambda: plots.lines(
+            {s["policy"]: ([p["n"] for p in s["points"] if p.get("gain_per_copy") is not None],
+                           [p["gain_per_copy"] for p in s["points"] if p.get("gain_per_copy") is not None])
+             for s in scans}, "copies", f"{unit} per added copy"))
+    return sec
+
+
+@builder("variants")
+def variants_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    from perflab.report import plots
+
+    sec = generic(campaign, {"notes": summary.get("notes", [])})
+    rows = summary.get("variants") or []
+    measured = [v for v in rows if v.get("status") == "measured"]
+    base = summary.get("baseline")
+    metric = summary.get("metric")
+    lines = [f"{v['name']}: {v['verdict']}" for v in measured if v.get("name") != base and v.get("verdict")]
+    sec.verdict = (f"Against {base}: " + "; ".join(lines) + ".") if lines else f"baseline {base} only."
+    sec.tables = [Table("Variants", ["variant", "flags", "status", "median wall [s]", "95% CI",
+                                     f"{metric or 'metric'}", "max RSS [KiB]", "text [B]", "checksum",
+                                     "verdict"],
+                        [[v.get("name"), v.get("flags"), v.get("status") if v.get("status") == "measured"
+                          else f"{v.get('status')}: {v.get('reason', '')}", v.get("wall_median"),
+                          _ci_text(*(v.get("wall_ci") or (None, None))), v.get("metric_median"),
+                          v.get("maxrss_kb_median"), v.get("text"),
+                          None if v.get("checksum_ok") is None else ("same" if v.get("checksum_ok") else "DIFFERS"),
+                          v.get("verdict")] for v in rows])]
+    for s in summary.get("skipped") or []:
+        sec.notes.append(f"skipped: {s}")
+    if measured:
+        _plot(sec, "Wall time per variant (median, 95% CI)", lambda: plots.bars_with_ci(
+            [v["name"] for v in measured], [v["wall_median"] for v in measured],
+            [(v.get("wall_ci") or (None, None))[0] for v in measured],
+            [(v.get("wall_ci") or (None, None))[1] for v in measured], ylabel="seconds",
+            highlight=[bool(v.get("time_significant")) for v in measured]))
+        _plot(sec, "Max RSS per variant (median)", lambda: plots.bars_with_ci(
+            [v["name"] for v in measured], [(v.get("maxrss_kb_median") or 0) / 1024 for v in measured],
+            ylabel="MiB", highlight=[bool(v.get("rss_significant")) for v in measured]))
+    return sec
+
+
+@builder("profile")
+def profile_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    sec = generic(campaign, {k: v for k, v in summary.items() if k in ("verdict", "notes")})
+    top = summary.get("top") or []
+    sec.tables = [Table(f"Top functions ({summary.get('event', '?')})", ["share", "samples", "symbol", "shared object"],
+                        [[f"{100 * (t.get('share') or 0):.2f} %", t.get("samples"), t.get("symbol"), t.get("dso")]
+                         for t in top])]
+    lat = summary.get("enable_latency_us") or []
+    if lat:
+        sec.notes.append(f"marker-to-enabled latency: {', '.join(f'{x:.0f} us' for x in lat[:6])}")
+    if summary.get("event_reason"):
+        sec.notes.append(str(summary["event_reason"]))
+    for a in summary.get("annotations") or []:
+        hint = " — front-end hint: samples pile on the first instructions" if a.get("front_end_hint") else ""
+        sec.notes.append(f"{a.get('symbol')}: {100 * (a.get('head_share') or 0):.0f} % of its samples on its "
+                         f"{a.get('head', 'first instructions')}{hint}")
+    if summary.get("window_opened") is False:
+        sec.verdict = summary.get("verdict") or "the window never opened"
+    return sec
+
+
+@builder("profile-diff")
+def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    return generic(campaign, summary)
+
+
+@builder("cost")
+def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    from perflab.report import plots
+
+    sec = generic(campaign, summary)
+    pts = summary.get("platforms") or summary.get("rows") or []
+    env = summary.get("envelope_kw") or (summary.get("requirement") or {}).get("envelope_kw")
+    if pts and all(isinstance(p, dict) for p in pts):
+        def make() -> str:
+            return plots.scatter_labeled(
+                [(p["name"], p["total_power_kw"], p["total_cost"], bool(p.get("fits", True))) for p in pts],
+                "total power [kW]", "total cost", ("power envelope", env) if env else None)
+        _plot(sec, "Cost against power", make)
+    return sec

@@ -1,0 +1,182 @@
+"""The studies ``perflab lab`` runs, each turned from the lab's options into its own config.
+
+Quick mode keeps every study but shrinks it (fewer rounds, a 20-event minihlt, fewer sizes)
+so the whole lab finishes in a few minutes on a 2-CPU machine; the default is thorough.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from typing import Any
+
+from perflab.errors import PerflabError, Unsupported
+from perflab.studies.lab import LabContext, step
+
+
+def topology_dict(topo: Any) -> dict:
+    return topo.to_dict()
+
+
+def prepare(ctx: LabContext) -> None:
+    """Resolve (and build) the workload once; minihlt is sized by --quick."""
+    cfg = ctx.config
+    name, config_path = cfg.workload, cfg.config_path
+    if name and name.endswith(".toml"):
+        config_path = name
+        from perflab.workloads import list_workloads
+
+        names = [w.name for w in list_workloads(config_path) if w.source != "builtin"]
+        if not names:
+            raise PerflabError(f"{name} defines no workload: add a [workload.NAME] table")
+        name = names[0]
+    if name in (None, "minihlt"):
+        from perflab.kernels import minihlt
+
+        ctx.say("building minihlt (cached after the first time)...")
+        ctx.workload = minihlt.quick_workload() if cfg.quick else minihlt.workload()
+        ctx.minihlt = True
+    else:
+        from perflab.workloads import resolve
+
+        ctx.workload = resolve(name, (), config_path=config_path)
+    ctx.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
+
+
+def _console(ctx: LabContext) -> Any:
+    return ctx.console
+
+
+@step("run")
+def run_step(ctx: LabContext, store: Any) -> None:
+    from perflab.studies.run import Command, RunConfig, print_result, run_run
+
+    wl = ctx.workload
+    config = RunConfig(
+        commands=(Command(wl.name, tuple(wl.argv), wl.shell),), metrics=wl.metrics,
+        primary_metric=wl.primary_metric, warmup=1,
+        runs=None, precision=0.02, min_runs=5 if ctx.config.quick else 10,
+        max_runs=10 if ctx.config.quick else 40, max_time=20 if ctx.config.quick else 120,
+        seed=ctx.config.seed, workload=wl.name, env=tuple((wl.env or {}).items()), cwd=wl.cwd,
+    )
+    result = run_run(config, ctx.executor, store, _console(ctx))
+    if ctx.console is not None:
+        print_result(result, ctx.console)
+
+
+@step("cores")
+def cores_step(ctx: LabContext, store: Any) -> None:
+    from perflab.studies.cores import CoresConfig, render, run_cores
+
+    q = ctx.config.quick
+    config = CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
+                         max_time=40 if q else 600, seed=ctx.config.seed)
+    result = run_cores(config, ctx.executor, store, _console(ctx))
+    if ctx.console is not None:
+        render(result, ctx.console, ctx.workload.name)
+
+
+@step("instances")
+def instances_step(ctx: LabContext, store: Any) -> None:
+    import os
+
+    from perflab.studies.instances import InstancesConfig, render, run_instances
+
+    q = ctx.config.quick
+    ncpu = len(os.sched_getaffinity(0))
+    ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
+    config = InstancesConfig(workload=ctx.workload, ns=ns, reps=1 if q else 3,
+                             fork_master=ctx.workload.fork_arg is not None, seed=ctx.config.seed)
+    result = run_instances(config, ctx.executor, store, _console(ctx))
+    if ctx.console is not None:
+        render(result, ctx.console, ctx.workload.name)
+
+
+@step("variants")
+def variants_step(ctx: LabContext, store: Any) -> None:
+    from pathlib import Path
+
+    from perflab.studies import variant_build as vbm
+    from perflab.studies import variants as vs
+
+    if not ctx.minihlt:
+        raise Unsupported(f"workload {ctx.workload.name} has no build recipe perflab can vary")
+    from perflab.config import Workload
+    from perflab.kernels import minihlt
+
+    q = ctx.config.quick
+    target = vbm.BuildTarget("minihlt", tuple(Path(s) for s in minihlt.cpp_sources()), "c++",
+                             cflags=("-std=c++17",), ldflags=("-lm",),
+                             extra_inputs=tuple(Path(s) for s in minihlt.headers()))
+    args = tuple(ctx.workload.argv[1:])
+    wl = Workload(name="minihlt", argv=("{exe}", *args), metrics=ctx.workload.metrics,
+                  primary_metric="events_per_s", checksum_metric="checksum")
+    specs = ["m64-O2=-m64 -O2", "m32-O2=-m32 -msse2 -mfpmath=sse -O2", "mx32-O2=-mx32 -O2",
+             "O3-native=-m64 -O3 -march=native", "lto=-m64 -O2 -flto", "pgo=-m64 -O2 pgo"]
+    variants = [vbm.parse_variant(s) for s in specs]
+    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(variants), baseline="m64-O2",
+                               rounds=5 if q else 10, warmup=1, seed=ctx.config.seed,
+                               train_argv=("{exe}", *args, "--seed", "12345"))
+    result = vs.run_variants(config, ctx.executor, store, _console(ctx))
+    if ctx.console is not None:
+        vs.print_table(result, ctx.console)
+
+
+_DONE = re.compile(r"done processing event #(\d+) in ([\d.]+) ms")
+
+
+def slowest_event(argv: tuple[str, ...], timeout: float = 300) -> tuple[int, float] | None:
+    """Run the workload once and return its slowest event (number, ms) from its log lines."""
+    try:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    events = [(int(m.group(1)), float(m.group(2))) for m in _DONE.finditer(out.stdout + out.stderr)]
+    return max(events, key=lambda e: e[1]) if events else None
+
+
+@step("profile")
+def profile_step(ctx: LabContext, store: Any) -> None:
+    import os
+
+    from perflab.studies.profile import ProfileConfig, render_profile, run_profile
+    from perflab.studies.profile_window import Window
+
+    wl = ctx.workload
+    slow = slowest_event(tuple(wl.argv)) if wl.event_arg else None
+    if slow is not None:
+        k, ms = slow
+        ctx.say(f"profiling the slowest event: #{k} ({ms:.1f} ms)")
+        window = Window(start=rf"start processing event #{k}\b", stop=rf"done processing event #{k}\b")
+    else:
+        ctx.say("the workload prints no event markers: profiling the whole run")
+        window = Window()
+    config = ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3,
+                           out_dir=os.path.join(ctx.config.out_dir, "profiles"))
+    result = run_profile(config, ctx.executor, store, _console(ctx))
+    if ctx.console is not None:
+        render_profile(result, ctx.console)
+
+
+@step("frontend")
+def frontend_step(ctx: LabContext, store: Any) -> None:
+    try:
+        from perflab.studies import frontend as fe
+    except ImportError as exc:
+        raise Unsupported(f"frontend study not available in this build ({exc})") from None
+    config = fe.lab_config(quick=ctx.config.quick, seed=ctx.config.seed)
+    result = fe.run_frontend(config, ctx.executor, store, _console(ctx))
+    if ctx.console is not None and hasattr(fe, "render"):
+        fe.render(result, ctx.console)
+
+
+@step("micro")
+def micro_step(ctx: LabContext, store: Any) -> None:
+    try:
+        from perflab.studies import micro as mi
+    except ImportError as exc:
+        raise Unsupported(f"micro study not available in this build ({exc})") from None
+    config = mi.lab_config(quick=ctx.config.quick, seed=ctx.config.seed)
+    result = mi.run_micro(config, ctx.executor, store, _console(ctx))
+    if ctx.console is not None and hasattr(mi, "render"):
+        mi.render(result, ctx.console)
