@@ -1,0 +1,75 @@
+"""perflab frontend: runtime against hot code size, 4 KiB vs 2 MiB text pages (seed 001)."""
+
+from __future__ import annotations
+
+import click
+
+from perflab.cli.common import json_option, store_option
+
+
+def _size(ctx, param, value):
+    from perflab.errors import PerflabError
+    from perflab.platform.sysfs import parse_size
+
+    size = parse_size(value)
+    if size is None:
+        raise PerflabError(f"{param.opts[0]} {value!r} is not a size; write it like 16K, 512K or 4M")
+    return size
+
+
+def _cpulist(ctx, param, value):
+    if value is None:
+        return None
+    from perflab.measure.executor import check_cpus
+
+    return check_cpus(value)
+
+
+@click.command(name="frontend")
+@click.option("--kind", type=click.Choice(["switch", "calls"]), default="switch", show_default=True,
+              help="switch: pseudo-random opcodes mod n over n blocks (seed's B); calls: many small "
+                   "functions called in a pseudo-random order (seed's A).")
+@click.option("--min-size", default="16K", show_default=True, callback=_size, help="Smallest hot code size.")
+@click.option("--max-size", default="4M", show_default=True, callback=_size, help="Largest hot code size.")
+@click.option("--points-per-octave", default=2, show_default=True, help="Geometric steps per doubling.")
+@click.option("--iters", default=2_000_000, show_default=True, help="Dispatches per run (same at every size).")
+@click.option("--reps", default=3, show_default=True, help="Rounds; each runs every (size, mode) once, shuffled.")
+@click.option("--modes", default="4k,2m", show_default=True, help="Page modes for text: 4k, 2m or both.")
+@click.option("--block-bytes", default=64, show_default=True, help="Bytes of work per case.")
+@click.option("--per-cpu", "per_cpu", callback=_cpulist, metavar="LIST",
+              help="Run the scan pinned to each of these CPUs in turn (the seed's per-core test).")
+@click.option("--perf-span/--no-perf-span", default=True, show_default=True,
+              help="Also measure the hot code span from perf-sampled instruction addresses.")
+@click.option("--allow-system-changes", is_flag=True,
+              help="May switch THP from never to madvise during the scan (restored afterwards).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the shuffled run order.")
+@store_option
+@json_option
+def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, block_bytes, per_cpu,
+            perf_span, allow_system_changes, seed, db_url, json_path):
+    """Is the front end (i-cache, iTLB) the bottleneck, and do 2 MiB text pages cure it?
+
+    Generates a program whose hot code grows with n, scans its runtime over code sizes under
+    4 KiB and 2 MiB text pages (shuffled rounds, medians with bootstrap CIs), finds the knee of
+    runtime against code size and sets it beside this CPU's iTLB reach (cpuid) and L1i/L2 sizes.
+    """
+    from rich.console import Console
+
+    from perflab.cli.cores import write_json
+    from perflab.measure.executor import default_executor
+    from perflab.store import open_store
+    from perflab.studies.frontend import FrontendConfig, render, run_frontend
+
+    config = FrontendConfig(
+        kind=kind, min_bytes=min_size, max_bytes=max_size, points_per_octave=points_per_octave,
+        iters=iters, reps=reps, modes=tuple(m.strip().lower() for m in modes.split(",") if m.strip()),
+        block_bytes=block_bytes, per_cpu=per_cpu, perf_span=perf_span,
+        allow_system_changes=allow_system_changes, seed=seed,
+    )
+    console = Console(stderr=json_path == "-")
+    store = open_store(db_url)
+    result = run_frontend(config, default_executor(), store, console=console)
+    render(result, console)
+    console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
+    if json_path:
+        write_json(json_path, result.as_dict())
