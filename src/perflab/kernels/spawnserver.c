@@ -82,6 +82,15 @@ static char *next_field(char **p, char *end) {
 }
 
 int main(void) {
+    /* Wake up promptly when the command exits, even on a busy machine, so the end timestamp is
+     * not delayed by other load: a higher priority (nice -10, where allowed) that
+     * SCHED_RESET_ON_FORK keeps from leaking into the command (it starts at nice 0). */
+    if (getenv("PERFLAB_SERVER_NICE") == NULL || atoi(getenv("PERFLAB_SERVER_NICE")) != 0) {
+        struct sched_param sp = {0};
+        if (sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) == 0) {
+            setpriority(PRIO_PROCESS, 0, -10);
+        }
+    }
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, SIG_IGN); /* perflab decides: it sends SIGTERM, which kills the command too */
     signal(SIGTERM, on_term);
