@@ -204,10 +204,11 @@ def run_cores(config: CoresConfig, executor, store, console=None, topology: Topo
         result.unit = unit_of(config.workload)
         if load_note:
             result.notes.append(load_note)
-        if stopped == "max-time" and not _precise(costs, config.precision):
+        if stopped != "precision" and not _precise(costs, config.precision):
+            limit = f"--max-time {config.max_time:g} s" if stopped == "max-time" else f"--rounds {config.rounds}"
             result.notes.append(
-                f"stopped at --max-time {config.max_time:g} s before every CI was within "
-                f"{config.precision:.1%}; rerun with a larger --max-time for a firmer verdict"
+                f"stopped at {limit} before every CI was within {config.precision:.1%} of its median; "
+                f"raise {limit.split()[0]} for a firmer verdict"
             )
         store.finish_campaign(campaign, "done", summary=result.as_dict())
         return result
@@ -333,13 +334,15 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
 
     scale, unit = _display_scale(result)
     table = Table(title=f"perflab cores {workload_name}".strip(), title_justify="left")
-    for col in ("cpu", "socket", "core", "node", "smt siblings", "n", f"median [{unit}]",
+    from rich.markup import escape
+
+    for col in ("cpu", "socket", "core", "node", "smt siblings", "n", escape(f"median [{unit}]"),
                 "95% CI", "vs others", "p (Holm)", ""):
         table.add_column(col, justify="right" if col not in ("smt siblings", "") else "left")
     from perflab.platform.sysfs import format_cpulist
 
     for st in result.cpus:
-        ratio = "" if st.ratio is None else f"{st.ratio:.3f} [{st.ratio_lo:.3f}, {st.ratio_hi:.3f}]"
+        ratio = "" if st.ratio is None else escape(f"{st.ratio:.3f} [{st.ratio_lo:.3f}, {st.ratio_hi:.3f}]")
         p = "" if st.p_adjusted is None else f"{st.p_adjusted:.2g}"
         table.add_row(
             str(st.cpu), str(st.socket), str(st.core), str(st.node), format_cpulist(st.siblings),
@@ -357,7 +360,7 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
         console.print(
             f"verdict: [bold red]slow core[/] {sc.core} (socket {sc.socket}, node {sc.node}, "
             f"threads {format_cpulist(sc.siblings)}; flagged {format_cpulist(sc.cpus)}): "
-            f"{(sc.ratio - 1):+.1%} [{(sc.ratio_lo - 1):+.1%}, {(sc.ratio_hi - 1):+.1%}] vs the rest, "
+            + escape(f"{(sc.ratio - 1):+.1%} [{(sc.ratio_lo - 1):+.1%}, {(sc.ratio_hi - 1):+.1%}]") + " vs the rest, "
             f"p = {sc.p_adjusted:.2g} (Holm)"
         )
 

@@ -323,7 +323,9 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
 
     for note in result.notes:
         console.print(f"note: {note}", highlight=False)
-    table = Table(title=f"perflab instances {workload_name}: aggregate throughput [{result.unit}]".strip(),
+    from rich.markup import escape
+
+    table = Table(title=escape(f"perflab instances {workload_name}: aggregate throughput [{result.unit}]"),
                   title_justify="left")
     table.add_column("N", justify="right")
     for scan in result.scans:
@@ -335,7 +337,7 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
         for scan in result.scans:
             p = scan.points[i]
             mark = "*" if n == scan.optimum_n else ""
-            row.append(f"{_fmt(p.throughput)} [{_fmt(p.lo)}, {_fmt(p.hi)}]{mark}")
+            row.append(escape(f"{_fmt(p.throughput)} [{_fmt(p.lo)}, {_fmt(p.hi)}]{mark}"))
             row.append("" if p.gain_per_copy is None else f"{_fmt(p.gain_per_copy, sign=True)}")
         row.append(f"{result.scans[0].points[i].start_spread_us:.0f} us")
         table.add_row(*row)
