@@ -131,3 +131,15 @@ def test_event_markers_do_not_match_longer_numbers():
 def test_bad_regex_is_one_line_error():
     with pytest.raises(PerflabError, match=r"--start 'event \(' is not a valid regular expression"):
         compile_marker("event (", "--start")
+
+
+@pytest.mark.parametrize("name,stripped", [
+    ("mh::Tube::distanceToOut(double const*, double const*) const", "mh::Tube::distanceToOut"),
+    ("std::vector<std::pair<int, int> >::push_back(std::pair<int, int>&&)",
+     "std::vector<std::pair<int, int> >::push_back"),
+    ("__sin_fma", "__sin_fma"),
+])
+def test_strip_params_for_perf_annotate(name, stripped):
+    from perflab.studies.profile_parse import strip_params
+
+    assert strip_params(name) == stripped

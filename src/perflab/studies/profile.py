@@ -287,6 +287,7 @@ def _merge(profiles: list[Profile]) -> Profile:
 
 
 def render_profile(result: ProfileResult, console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     if not result.opened:
@@ -296,13 +297,13 @@ def render_profile(result: ProfileResult, console: Any) -> None:
     for col in ("share", "samples", "symbol", "shared object"):
         t.add_column(col, justify="right" if col in ("share", "samples") else "left")
     for r in result.top:
-        t.add_row(f"{r.share:.2%}", str(r.samples), r.symbol, r.dso)
+        t.add_row(f"{r.share:.2%}", str(r.samples), escape(r.symbol), escape(r.dso))
     console.print(t)
     for a in result.annotations:
         hot = sorted(a.instructions, key=lambda x: -x[2])[:3]
-        hot_txt = "; ".join(f"{i} {s:.0%}" for _, i, s in hot)
+        hot_txt = escape("; ".join(f"{' '.join(i.split())} {s:.0%}" for _, i, s in hot))
         flag = "  <- front-end hint" if a.front_end_hint else ""
-        console.print(f"  {a.symbol}: {a.head_share:.0%} on its {a.head_desc}{flag}; hottest: {hot_txt}")
+        console.print(f"  {escape(a.symbol)}: {a.head_share:.0%} on its {a.head_desc}{flag}; hottest: {hot_txt}")
     console.print(result.message)
 
 
@@ -335,6 +336,7 @@ class ProfileDiffResult:
                            if self.rows else "none")),
             "a": self.a_label, "b": self.b_label, "swapped": self.swapped,
             "a_period": self.a_period, "b_period": self.b_period,
+            "extra_fraction": self.extra_fraction,
             "n_recordings": list(self.n_recordings),
             "contributors": [r.as_dict() for r in self.rows],
         }
@@ -405,12 +407,13 @@ def _mean_profile(profiles: list[Profile]) -> Profile:
     m = _merge(profiles)
     k = len(profiles)
     for f in m.functions.values():
-        f.period = round(f.period / k)
-        f.samples = round(f.samples / k)
-    return Profile(round(m.samples / k), round(m.period / k), m.functions)
+        f.period = f.period / k  # type: ignore[assignment]
+        f.samples = f.samples / k  # type: ignore[assignment]
+    return Profile(m.samples / k, m.period / k, m.functions)  # type: ignore[arg-type]
 
 
 def render_diff(result: ProfileDiffResult, console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     if result.swapped:
@@ -425,7 +428,13 @@ def render_diff(result: ProfileDiffResult, console: Any) -> None:
         cells = [f"{r.share_of_extra:.2%}"]
         if ci:
             cells.append(f"[{r.lo:.1%}, {r.hi:.1%}]" if r.lo is not None else "")
-        cells += [f"{r.extra_ms:.1f}", str(r.a_samples), str(r.b_samples), r.symbol, r.dso]
+        cells += [f"{r.extra_ms:.1f}", f"{r.a_samples:.1f}", f"{r.b_samples:.1f}", escape(r.symbol), escape(r.dso)]
         t.add_row(*cells)
     console.print(t)
+    if result.n_recordings[0] > 1 or result.n_recordings[1] > 1:
+        console.print(f"samples are means per recording ({result.n_recordings[0]} and "
+                      f"{result.n_recordings[1]} recordings); CI: bootstrap over recording pairs")
+    if abs(result.extra_fraction) < 0.05:
+        console.print(f"warning: the profiles differ by only {result.extra_fraction:.1%}: shares of so "
+                      "small an extra are dominated by sampling noise (record longer windows or --repeat)")
     console.print(result.summary()["verdict"])

@@ -182,6 +182,19 @@ def top_functions(profile: Profile, threshold: float = 0.01) -> list[TopRow]:
     return sorted(rows, key=lambda r: (-r.share, r.symbol))
 
 
+def strip_params(name: str) -> str:
+    """'ns::f<int>(double) const' -> 'ns::f<int>' (perf report's spelling of C++ names)."""
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0 and i > 0 and not name[:i].endswith("operator"):
+            return name[:i]
+    return name
+
+
 # --- annotation and the seed's first-instructions pattern -----------------------------------
 
 _ANNOT = re.compile(r"^\s*(?P<pct>\d+\.\d+)\s*:\s+(?P<addr>[0-9a-f]+):\s+(?P<insn>.*)$")
@@ -228,7 +241,10 @@ def annotate(perf_data: str, func: Function, *, head_insns: int = 4, head_bytes:
     (from perf annotate) or, without a disassembly, on the first `head_bytes` bytes.
     """
     rows: list[tuple[int, str, float]] = []
-    for raw in sorted(func.raw_names, key=len):
+    # perf annotate -s matches perf's own spelling: demangled without the parameter list.
+    names = demangle(func.raw_names)
+    candidates = sorted(func.raw_names, key=len) + sorted({strip_params(names[n]) for n in func.raw_names})
+    for raw in candidates:
         res = subprocess.run(
             [perf, "annotate", "--stdio", "--no-source", "-i", perf_data, "-s", raw],
             capture_output=True, text=True, errors="replace",
@@ -255,8 +271,8 @@ def annotate(perf_data: str, func: Function, *, head_insns: int = 4, head_bytes:
 class DiffRow:
     symbol: str
     dso: str
-    a_samples: int
-    b_samples: int
+    a_samples: float  # mean per recording when profiles hold several recordings
+    b_samples: float
     extra_ms: float  # B - A, in ms of cpu-clock period (cycles/1e6 for a cycles profile)
     share_of_extra: float  # (B_f - A_f) / (B_total - A_total)
     lo: float | None = None  # bootstrap CI of share_of_extra over repeated recordings
