@@ -77,7 +77,7 @@ def _minihlt_target(events, static_mb):
         kwargs["static_mb"] = static_mb
     if hasattr(minihlt, "sources") and hasattr(minihlt, "workload"):
         srcs = tuple(Path(s) for s in minihlt.sources())
-        wl = minihlt.workload(**kwargs)
+        wl = minihlt.workload(build=False, **kwargs)  # argv[0] is replaced by each variant's binary
     else:
         # stop-gap while the Python side of minihlt is not in this checkout: its sources and
         # the summary lines it prints
@@ -94,7 +94,9 @@ def _minihlt_target(events, static_mb):
         )
     headers = tuple(s for s in srcs if s.suffix in (".h", ".hpp"))
     cpp = tuple(s for s in srcs if s.suffix not in (".h", ".hpp"))
-    return BuildTarget("minihlt", cpp, "c++", ldflags=("-lm",), extra_inputs=headers), wl
+    # C++17 for every compiler (clang 14 defaults to C++14)
+    return BuildTarget("minihlt", cpp, "c++", cflags=("-std=c++17",), ldflags=("-lm",),
+                       extra_inputs=headers), wl
 
 
 @click.command(name="variants")
