@@ -151,7 +151,8 @@ def profile_step(ctx: LabContext, store: Any) -> None:
     else:
         ctx.say("the workload prints no event markers: profiling the whole run")
         window = Window()
-    config = ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3,
+    # A quick event lasts a few ms: sample faster so the table has enough samples to read.
+    config = ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3, freq=20000,
                            out_dir=os.path.join(ctx.config.out_dir, "profiles"))
     result = run_profile(config, ctx.executor, store, _console(ctx))
     if ctx.console is not None:
@@ -164,7 +165,10 @@ def frontend_step(ctx: LabContext, store: Any) -> None:
         from perflab.studies import frontend as fe
     except ImportError as exc:
         raise Unsupported(f"frontend study not available in this build ({exc})") from None
-    config = fe.lab_config(quick=ctx.config.quick, seed=ctx.config.seed)
+    q = ctx.config.quick
+    config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
+                               points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
+                               reps=2 if q else 3, perf_span=not q, seed=ctx.config.seed)
     result = fe.run_frontend(config, ctx.executor, store, _console(ctx))
     if ctx.console is not None and hasattr(fe, "render"):
         fe.render(result, ctx.console)
