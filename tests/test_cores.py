@@ -68,6 +68,15 @@ def test_mock_cpu3_of_8_is_flagged_once_with_its_sibling(store):
     assert camp.status == "done"
     assert camp.summary["slow"][0]["cpus"] == [3]
     assert len(store.measurements(res.campaign_id)) == 8 * res.rounds
+    from rich.console import Console
+
+    from perflab.studies.cores import render
+
+    con = Console(record=True, width=160)
+    render(res, con, "mock")
+    text = con.export_text()
+    assert "slow core 3 (socket 0, node 0, threads 3,7; flagged 3)" in text
+    assert text.count("SLOW") == 1
 
 
 def test_mock_slow_physical_core_reported_once(store):

@@ -67,6 +67,15 @@ def test_mock_wall_time_throughput_gain_and_optimum(store):
     assert camp.summary["optimum_throughput"] == pytest.approx(2.14)
     assert len(store.measurements(res.campaign_id)) == len(ex.calls)
     assert any("oversubscribes" in n for n in res.notes)
+    from rich.console import Console
+
+    from perflab.studies.instances import render
+
+    con = Console(record=True, width=160)
+    render(res, con, "mock")
+    text = con.export_text()
+    assert "optimum N = 4 (2.14 copies/s); smallest N within 1%: 3" in text
+    assert "2.14 (2.14-2.14)*" in text
 
 
 def test_mock_metric_summed_and_numa_binding(store):

@@ -333,20 +333,21 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
     from rich.table import Table
 
     scale, unit = _display_scale(result)
-    table = Table(title=f"perflab cores {workload_name}".strip(), title_justify="left")
     from rich.markup import escape
 
-    for col in ("cpu", "socket", "core", "node", "smt siblings", "n", escape(f"median [{unit}]"),
-                "95% CI", "vs others", "p (Holm)", ""):
-        table.add_column(col, justify="right" if col not in ("smt siblings", "") else "left")
     from perflab.platform.sysfs import format_cpulist
 
+    table = Table(title=escape(f"perflab cores {workload_name}: median {unit} per CPU".replace("  ", " ")),
+                  title_justify="left")
+    for col in ("cpu", "socket", "core", "node", "siblings", "n", "median", "95% CI", "vs rest (CI)",
+                "p Holm", "verdict"):
+        table.add_column(col, justify="left" if col in ("siblings", "verdict") else "right")
     for st in result.cpus:
-        ratio = "" if st.ratio is None else escape(f"{st.ratio:.3f} [{st.ratio_lo:.3f}, {st.ratio_hi:.3f}]")
+        ratio = "" if st.ratio is None else f"{st.ratio:.3f} ({st.ratio_lo:.3f}-{st.ratio_hi:.3f})"
         p = "" if st.p_adjusted is None else f"{st.p_adjusted:.2g}"
         table.add_row(
             str(st.cpu), str(st.socket), str(st.core), str(st.node), format_cpulist(st.siblings),
-            str(st.n), f"{st.median * scale:.4g}", f"{st.lo * scale:.4g} - {st.hi * scale:.4g}",
+            str(st.n), f"{st.median * scale:.4g}", f"{st.lo * scale:.4g}-{st.hi * scale:.4g}",
             ratio, p, "[bold red]SLOW[/]" if st.slow else "",
         )
     console.print(table)

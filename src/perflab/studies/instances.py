@@ -329,7 +329,7 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
                   title_justify="left")
     table.add_column("N", justify="right")
     for scan in result.scans:
-        table.add_column(scan.policy, justify="right")
+        table.add_column(f"{scan.policy} (95% CI)", justify="right")
         table.add_column("gain/copy", justify="right")
     table.add_column("start spread", justify="right")
     for i, n in enumerate(result.ns):
@@ -337,8 +337,8 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
         for scan in result.scans:
             p = scan.points[i]
             mark = "*" if n == scan.optimum_n else ""
-            row.append(escape(f"{_fmt(p.throughput)} [{_fmt(p.lo)}, {_fmt(p.hi)}]{mark}"))
-            row.append("" if p.gain_per_copy is None else f"{_fmt(p.gain_per_copy, sign=True)}")
+            row.append(f"{_fmt(p.throughput)} ({_fmt(p.lo, 3)}-{_fmt(p.hi, 3)}){mark}")
+            row.append("" if p.gain_per_copy is None else _fmt(p.gain_per_copy, sign=True))
         row.append(f"{result.scans[0].points[i].start_spread_us:.0f} us")
         table.add_row(*row)
     console.print(table)
@@ -360,6 +360,5 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
         console.print(ft)
 
 
-def _fmt(x: float, sign: bool = False) -> str:
-    s = f"{x:+.4g}" if sign else f"{x:.4g}"
-    return s
+def _fmt(x: float, digits: int = 4, sign: bool = False) -> str:
+    return f"{x:+.{digits}g}" if sign else f"{x:.{digits}g}"
