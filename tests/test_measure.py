@@ -188,3 +188,17 @@ def test_mock_model():
     assert r.wall_ns == 300_000_000
     c = m.run_concurrent([RunSpec(argv=("x",), params={"n": k}) for k in (1, 2)])
     assert [x.wall_ns for x in c.results] == [100_000_000, 200_000_000] and c.start_spread_ns == 0
+
+
+def test_command_runs_at_nice_zero_and_relative_cwd(ex, tmp_path, monkeypatch):
+    # the spawn server's own priority must not leak into the measured command
+    r = ex.run(RunSpec(argv=("sh", "-c", "cut -d' ' -f19 /proc/self/stat"),
+                       metrics=compile_patterns([r"^(?P<nice>-?\d+)$"])))
+    assert r.metrics == {"nice": 0.0}
+    # a relative cwd / stdin is relative to perflab's cwd at run time, not the server's start
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.txt").write_text("5\n")
+    monkeypatch.chdir(tmp_path)
+    r = ex.run(RunSpec(argv=("cat",), cwd="d", stdin="d/x.txt",
+                       metrics=compile_patterns([r"(?P<v>\d+)"])))
+    assert r.ok and r.metrics == {"v": 5.0}

@@ -121,6 +121,8 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
     metrics = compile_patterns(metric_regexes)
     primary = None
+    wl_env: tuple[tuple[str, str], ...] = ()
+    wl_cwd = None
     if workload_name:
         if commands:
             raise PerflabError("give either --workload NAME or commands, not both")
@@ -130,6 +132,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         commands.append(Command(wl.name, tuple(wl.argv), shell=wl.shell))
         metrics = tuple(wl.metrics) + metrics
         primary = wl.primary_metric
+        wl_env, wl_cwd = tuple(dict(wl.env).items()), wl.cwd
     if not commands:
         raise PerflabError("nothing to run: give -- CMD [ARGS...], quoted commands, or --workload NAME")
     if names:
@@ -163,7 +166,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         runs=runs, precision=_percent(precision), min_runs=min_runs, max_runs=max_runs,
         max_time=max_time, seed=seed, parameters=tuple(parameters), cpus=cpu_tuple,
         perf_stat=perf_stat, timeout=timeout, ignore_failure=ignore_failure, prepare=prepare,
-        workload=workload_name,
+        workload=workload_name, env=wl_env, cwd=wl_cwd,
     )
 
     from rich.console import Console

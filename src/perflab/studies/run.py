@@ -376,9 +376,6 @@ def print_result(result: RunStudyResult, console) -> None:
                 "maxRSS"):
         table.add_column(col, justify="left" if col == "command" else "right",
                          no_wrap=col != "command")
-    metric_names = sorted({k for b in result.benchmarks for r in b.results for k in r.metrics})
-    for name in metric_names:
-        table.add_column(name, justify="right")
     many = len(result.benchmarks) > 1
     if many:
         table.add_column("relative [95% CI]", justify="right")
@@ -399,13 +396,22 @@ def print_result(result: RunStudyResult, console) -> None:
             f"{fmt_time(user, u).split()[0]}/{fmt_time(sys_, u).split()[0]}",
             f"{rss / 1024:.1f} MiB",
         ]
-        meds = metric_medians(b)
-        row += [f"{meds[m]:.6g}" if m in meds else "-" for m in metric_names]
         if many and b.relative:
             r, lo, hi = b.relative
             row.append("1.00" if r == 1.0 and lo == hi == 1.0 else f"{r:.2f} [{lo:.2f}, {hi:.2f}]")
         table.add_row(*row)
     console.print(table)
+    metric_names = sorted({k for b in result.benchmarks for r in b.results for k in r.metrics})
+    if metric_names:
+        # A table of its own: a workload like minihlt reports half a dozen metrics.
+        mt = Table(title="metrics (median per run)")
+        mt.add_column("command")
+        for name in metric_names:
+            mt.add_column(name, justify="right")
+        for b in result.benchmarks:
+            meds = metric_medians(b)
+            mt.add_row(b.command, *(f"{meds[m]:.6g}" if m in meds else "-" for m in metric_names))
+        console.print(mt)
     counters = sorted({k for b in result.benchmarks for r in b.results for k in r.counters})
     if counters:
         from perflab.stats import median
