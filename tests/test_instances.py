@@ -176,3 +176,17 @@ def test_real_minihlt_scan(store):
     assert scan.optimum_throughput == max(p.throughput for p in scan.points)
     assert len(store.measurements(res.campaign_id)) == 2 * (1 + 2 + 3 + 4)
     assert all(m.result.ok for m in store.measurements(res.campaign_id))
+
+
+def test_cli_plan_on_a_snapshot_and_bad_input(topology_root, capsys):
+    from perflab.cli import main
+
+    root = topology_root("48amd64-4pa2n6c-sparse").path
+    main(["instances", "--plan", "--root", root, "--n", "8", "--policy", "numa"])
+    out = capsys.readouterr().out
+    assert "NUMA nodes 0, 1, 2, 33, 34, 45, 72, 73" in out
+    assert "5:30-35[m45]" in out and "7:42-47[m73]" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["instances", "--root", root, "--", "true"])
+    assert exc.value.code == 2
+    assert "--root only applies to --plan" in capsys.readouterr().err

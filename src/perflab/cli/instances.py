@@ -33,12 +33,16 @@ def _nlist(ctx, param, value):
 @click.option("--fork-master", is_flag=True,
               help="Also compare one unbound forking master with one bound master per NUMA node.")
 @click.option("--reps", default=3, show_default=True, help="Repetitions of every (policy, N) point.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print where each copy would run (CPUs, memory node) for each policy and N; run nothing.")
+@click.option("--root", "root_dir", metavar="DIR",
+              help="With --plan: read the topology from this sysfs/proc snapshot instead of /.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the shuffled point order.")
 @click.option("--timeout", type=float, default=None, metavar="S", help="Kill a copy after S seconds.")
 @target_options
 @store_option
 @json_option
-def command(ns, max_n, policies, numa_pin, fork_master, reps, seed, timeout,
+def command(ns, max_n, policies, numa_pin, fork_master, reps, plan_only, root_dir, seed, timeout,
             workload_name, config_path, shell, command_args, db_url, json_path):
     """How many concurrent copies give the most throughput, and where should they run?
 
@@ -56,6 +60,23 @@ def command(ns, max_n, policies, numa_pin, fork_master, reps, seed, timeout,
 
     if ns and max_n:
         raise PerflabError("give either --n LIST or --max N, not both")
+    if root_dir and not plan_only:
+        raise PerflabError("--root only applies to --plan (runs happen on this machine); add --plan")
+    if plan_only:
+        import os
+
+        from perflab.platform.sysfs import Root
+        from perflab.platform.topology import read_topology
+        from perflab.studies import placement
+        from perflab.studies.instances import default_ns, default_policies, render_plans
+
+        if root_dir and not os.path.isdir(root_dir):
+            raise PerflabError(f"--root {root_dir}: no such directory (give an unpacked sysfs snapshot)")
+        topology = read_topology(Root(root_dir or "/"))
+        ncpu = len(placement.usable_cpus(topology))
+        chosen = list(policies) or [p for p in placement.POLICIES if p != "none"]
+        render_plans(topology, ns or default_ns(max_n or 2 * ncpu), chosen, Console(), numa_pin)
+        return
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = InstancesConfig(
         workload=workload, ns=ns, max_n=max_n, policies=tuple(policies) or None, reps=reps,

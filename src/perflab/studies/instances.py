@@ -362,3 +362,29 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
 
 def _fmt(x: float, digits: int = 4, sign: bool = False) -> str:
     return f"{x:+.{digits}g}" if sign else f"{x:.{digits}g}"
+
+
+def render_plans(topology: Topology, ns: Sequence[int], policies: Sequence[str], console,
+                 numa_pin: bool = False) -> None:
+    """The placement of every copy for each policy and N, without running anything."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from perflab.platform.sysfs import format_cpulist
+
+    nodes = placement.numa_nodes_with_cpus(topology)
+    console.print(f"{len(placement.usable_cpus(topology))} usable CPUs, {len(topology.cores)} cores, "
+                  f"{len(topology.sockets)} sockets, NUMA nodes {', '.join(map(str, nodes))}", highlight=False)
+    for policy in policies:
+        table = Table(title=f"policy {policy}", title_justify="left")
+        table.add_column("N", justify="right")
+        table.add_column(escape("copy:cpus [mem node]"))
+        for n in ns:
+            slots = placement.plan(topology, n, policy, numa_pin=numa_pin)
+            cells = []
+            for s in slots:
+                where = format_cpulist(s.cpus) if s.cpus else "any"
+                cells.append(f"{s.copy}:{where}" + (f"[m{s.mem_node}]" if s.mem_node is not None else ""))
+            notes = placement.plan_notes(topology, n, policy)
+            table.add_row(str(n), escape("  ".join(cells) + (f"  ({'; '.join(notes)})" if notes else "")))
+        console.print(table)
