@@ -127,6 +127,7 @@ class FrontendResult:
     points: list[Point] = field(default_factory=list)
     ratios: list[PageRatio] = field(default_factory=list)
     knees: list[KneeReport] = field(default_factory=list)
+    verdict: str = ""
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
@@ -175,11 +176,36 @@ def references(tlbs: list[dict], topology) -> dict[str, int]:
 
 
 def nearest_reference(knee_bytes: int, refs: dict[str, int]) -> str | None:
-    """The reference size closest to the knee on a log scale, if within a factor of 2."""
-    best = min(refs.items(), key=lambda kv: abs(math.log2(kv[1] / knee_bytes)), default=None)
-    if best is None or abs(math.log2(best[1] / knee_bytes)) > 1.0:
+    """The reference sizes within a factor of 2 of the knee, nearest first (log scale), or None.
+
+    All of them are named, not just the nearest: with geometric steps a knee often sits between
+    two references an octave apart, and picking one would claim a precision the scan lacks.
+    """
+    near = sorted((abs(math.log2(b / knee_bytes)), name, b) for name, b in refs.items()
+                  if abs(math.log2(b / knee_bytes)) <= 1.0)
+    if not near:
         return None
-    return best[0]
+    return ", ".join(f"{name} ({b / knee_bytes:.2g}x)" for _, name, b in near)
+
+
+def verdict(knees: list["KneeReport"], ratios: list["PageRatio"]) -> str:
+    """One line: does the knee move or vanish with 2 MiB text pages?"""
+    k4 = [k for k in knees if k.mode == "4k"]
+    k2 = {k.cpu: k for k in knees if k.mode == "2m"}
+    if not k4 or not any(k.knee_bytes for k in k4):
+        return "no knee with 4 KiB pages in this range: the front end is not a bottleneck up to this size"
+    if not k2:
+        return "knee with 4 KiB pages; 2 MiB text pages could not be compared here"
+    cured = [r for r in ratios if r.lo > 1.0]
+    same = all(k2.get(k.cpu) and k2[k.cpu].knee_bytes and k.knee_bytes
+               and abs(math.log2(k2[k.cpu].knee_bytes / k.knee_bytes)) <= 0.5 for k in k4 if k.knee_bytes)
+    if same and not cured:
+        return ("the knee is the same with 2 MiB text pages and no size runs faster with them: "
+                "instruction caches, not the iTLB, set the slowdown here")
+    if cured:
+        return (f"2 MiB text pages run faster at {len(cured)} size(s) (4K/2M CI above 1): "
+                "iTLB misses cost time here")
+    return "the knee moves with 2 MiB text pages: the iTLB plays a part"
 
 
 # --- 2 MiB text pages ---------------------------------------------------------------------------
@@ -392,6 +418,7 @@ def run_frontend(config: FrontendConfig, executor, store, console=None, topology
                 result.notes.append("sampled code span skipped: " + probes.perf_status().reason)
             result.points, result.ratios, result.knees = analyse(
                 samples, sizes_n, cpus, modes, refs, spans, huge_kb)
+            result.verdict = verdict(result.knees, result.ratios)
             result.elapsed_s = time.monotonic() - started
             store.finish_campaign(campaign, "done", summary=result.as_dict())
         except KeyboardInterrupt:
@@ -466,7 +493,7 @@ def render(result: FrontendResult, console) -> None:
         if k.knee_bytes is None:
             console.print(f"knee ({where}{k.mode} pages): no knee in range", highlight=False)
         else:
-            near = f"; nearest reference: {k.nearest}" if k.nearest else "; no reference size within 2x"
+            near = f"; near: {k.nearest}" if k.nearest else "; no reference size within 2x"
             console.print(
                 f"knee ({where}{k.mode} pages): {fmt_bytes(k.knee_bytes)} "
                 f"(slope {k.slope_before:.2f} -> {k.slope_after:.2f} ns per doubling, "
@@ -475,6 +502,8 @@ def render(result: FrontendResult, console) -> None:
         console.print("references: " + ", ".join(f"{name} = {fmt_bytes(b)}"
                                                   for name, b in result.references.items()),
                       highlight=False)
+    if result.verdict:
+        console.print(f"verdict: {result.verdict}", highlight=False)
     for note in result.notes:
         console.print(f"note: {note}", highlight=False)
     console.print(f"{result.elapsed_s:.1f} s", highlight=False)
