@@ -238,6 +238,16 @@ def run_micro(config: MicroConfig, executor, store, console=None) -> MicroResult
                 samples.setdefault((bench, abi), []).append(res)
             say(f"round {rep + 1}/{config.reps} done")
         result.cells, result.diffs = analyse(samples, benches, abis)
+        if len(abis) > 1:
+            from math import comb
+
+            # Mann-Whitney's smallest two-sided p with n vs n samples is 2 / C(2n, n); Holm
+            # multiplies it by the number of benchmarks compared
+            floor = min(1.0, 2 / comb(2 * config.reps, config.reps) * len(benches))
+            if floor >= 0.05:
+                result.notes.append(f"with {config.reps} reps no difference can reach p < 0.05 after "
+                                    f"Holm's correction over {len(benches)} benchmarks (smallest "
+                                    f"possible {floor:.2g}): use --reps 10 for significance marks")
         result.elapsed_s = time.monotonic() - started
         store.finish_campaign(campaign, "done", summary=result.as_dict())
     except KeyboardInterrupt:
