@@ -182,7 +182,7 @@ def nearest_reference(knee_bytes: int, refs: dict[str, int]) -> str | None:
     two references an octave apart, and picking one would claim a precision the scan lacks.
     """
     near = sorted((abs(math.log2(b / knee_bytes)), name, b) for name, b in refs.items()
-                  if abs(math.log2(b / knee_bytes)) <= 1.0)
+                  if abs(math.log2(b / knee_bytes)) <= 1.01)  # a step of slack: knees sit on data points
     if not near:
         return None
     return ", ".join(f"{name} ({b / knee_bytes:.2g}x)" for _, name, b in near)
