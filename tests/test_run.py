@@ -217,3 +217,22 @@ def test_cli_failure_keeps_measurements(tmp_path):
     s.close()
     p = perflab("run", "--db", str(db), "--runs", "3", "--ignore-failure", "--shell", "--", script)
     assert p.returncode == 0, p.stderr
+
+
+def test_cli_ctrl_c_marks_interrupted_and_kills_the_command(tmp_path):
+    import signal
+    import time
+
+    db = tmp_path / "r.db"
+    p = subprocess.Popen([PERFLAB, "run", "--db", str(db), "--runs", "3", "--", "sleep", "30.5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    time.sleep(2.0)
+    os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+    p.communicate(timeout=30)
+    assert p.returncode == 130
+    left = subprocess.run(["pgrep", "-f", "sleep 30.5"], capture_output=True, text=True)
+    assert left.stdout.strip() == ""
+    s = open_store(str(db))
+    assert s.campaigns(study="run")[-1].status == "interrupted"
+    s.close()

@@ -214,7 +214,8 @@ def run_run(config: RunConfig, executor, store, console=None) -> RunStudyResult:
                       capture_output=False) if config.prepare else None
     status = "failed"
     try:
-        stopped = _schedule(config, benches, executor, store, campaign_id, now, prepare)
+        with _progress(console, benches) as tick:
+            stopped = _schedule(config, benches, executor, store, campaign_id, now, prepare, tick)
         status = "done"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -244,7 +245,37 @@ def _run_prepare(prepare: RunSpec | None, executor) -> None:
         )
 
 
-def _schedule(config, benches, executor, store, campaign_id, now, prepare) -> str:
+class _progress:
+    """A transient progress line on a terminal (nothing otherwise): runs done per command."""
+
+    def __init__(self, console, benches: list[Benchmark]) -> None:
+        self.console, self.benches, self.bar = console, benches, None
+
+    def __enter__(self):
+        if self.console is None or not self.console.is_terminal:
+            return lambda: None
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
+        self.bar = Progress(TextColumn("{task.description}"), TimeElapsedColumn(),
+                            console=self.console, transient=True, refresh_per_second=4)
+        self.bar.__enter__()
+        task = self.bar.add_task("measuring")
+        benches = self.benches
+
+        def tick() -> None:
+            done = sum(len(b.results) for b in benches)
+            last = max(benches, key=lambda b: b.results[-1].end_ns if b.results else -1)
+            self.bar.update(task, description=f"measuring: {done} runs, last: {last.command}")
+
+        return tick
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def _schedule(config, benches, executor, store, campaign_id, now, prepare, tick=lambda: None) -> str:
     from perflab.stats import bootstrap_median_ci, median
 
     for b in benches:  # warmup: not stored, but a failure is still a failure
@@ -276,6 +307,7 @@ def _schedule(config, benches, executor, store, campaign_id, now, prepare) -> st
             b.results.append(res)
             if not res.ok and not config.ignore_failure:
                 raise _failure_error(b, res, config.timeout)
+            tick()
         if first and config.runs is None and config.precision is None:
             # hyperfine's rule: enough runs to fill the time budget, at least min_runs.
             for i in active:
@@ -374,11 +406,15 @@ def print_result(result: RunStudyResult, console) -> None:
     table = Table(title="perflab run", show_lines=False)
     for col in ("command", "runs", "median [95% CI]", "mean ± σ", "min…max", "user/sys",
                 "maxRSS"):
-        table.add_column(col, justify="left" if col == "command" else "right",
-                         no_wrap=col != "command")
+        if col == "command":
+            width = max((len(b.command) for b in result.benchmarks), default=8)
+            table.add_column(col, min_width=min(width, 24))
+        else:
+            table.add_column(col, justify="right")
     many = len(result.benchmarks) > 1
     if many:
         table.add_column("relative [95% CI]", justify="right")
+    narrow = console.width < 110
     for b in result.benchmarks:
         if not b.results:
             continue
@@ -387,20 +423,34 @@ def print_result(result: RunStudyResult, console) -> None:
         user = _mean([r.user_s for r in b.results]) or 0.0
         sys_ = _mean([r.sys_s for r in b.results]) or 0.0
         rss = max(r.maxrss_kb for r in b.results)
-        row = [
-            b.command, str(s.n),
-            f"{fmt_time(s.median, u)} [{fmt_time(b.median_ci[0], u).split()[0]}, "
-            f"{fmt_time(b.median_ci[1], u).split()[0]}]",
-            f"{fmt_time(s.mean, u)} ± {fmt_time(s.stddev, u).split()[0]}",
-            f"{fmt_time(s.min, u).split()[0]}…{fmt_time(s.max, u).split()[0]}",
-            f"{fmt_time(user, u).split()[0]}/{fmt_time(sys_, u).split()[0]}",
-            f"{rss / 1024:.1f} MiB",
-        ]
+        num = lambda x: fmt_time(x, u).split()[0]  # noqa: E731
+        rel = ""
         if many and b.relative:
             r, lo, hi = b.relative
-            row.append("1.00" if r == 1.0 and lo == hi == 1.0 else f"{r:.2f} [{lo:.2f}, {hi:.2f}]")
+            rel = "1.00" if r == 1.0 and lo == hi == 1.0 else f"{r:.2f} [{lo:.2f}, {hi:.2f}]"
+        if narrow:
+            # hyperfine-like block per command: a table does not fit a narrow terminal
+            console.print(f"[bold]{b.command}[/bold]", highlight=False)
+            console.print(
+                f"  median {fmt_time(s.median, u)} [{num(b.median_ci[0])}, {num(b.median_ci[1])}]"
+                f"   mean {fmt_time(s.mean, u)} ± {num(s.stddev)}   range {num(s.min)} … "
+                f"{fmt_time(s.max, u)}\n  user {num(user)} / sys {fmt_time(sys_, u)}   max RSS "
+                f"{rss / 1024:.1f} MiB   {s.n} runs" + (f"   relative {rel}" if rel else ""),
+                highlight=False)
+            continue
+        row = [
+            b.command, str(s.n),
+            f"{fmt_time(s.median, u)} [{num(b.median_ci[0])}, {num(b.median_ci[1])}]",
+            f"{fmt_time(s.mean, u)} ± {num(s.stddev)}",
+            f"{num(s.min)}…{num(s.max)}",
+            f"{num(user)}/{num(sys_)}",
+            f"{rss / 1024:.1f} MiB",
+        ]
+        if many:
+            row.append(rel)
         table.add_row(*row)
-    console.print(table)
+    if not narrow:
+        console.print(table)
     metric_names = sorted({k for b in result.benchmarks for r in b.results for k in r.metrics})
     if metric_names:
         # A table of its own: a workload like minihlt reports half a dozen metrics.
@@ -427,12 +477,13 @@ def print_result(result: RunStudyResult, console) -> None:
         console.print(ct)
     fastest = result.fastest
     if fastest is not None and len(result.benchmarks) > 1:
-        console.print(f"fastest: [bold]{fastest.command}[/bold]")
+        console.print(f"fastest: [bold]{fastest.command}[/bold]", highlight=False)
         for b in result.benchmarks:
             if b is not fastest and b.relative:
                 r, lo, hi = b.relative
-                console.print(f"  {r:.2f}x [{lo:.2f}, {hi:.2f}] slower: {b.command}")
+                console.print(f"  {r:.2f}x [{lo:.2f}, {hi:.2f}] slower: {b.command}",
+                              highlight=False, markup=False)
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     where = f", campaign {result.campaign_id}" if result.campaign_id is not None else ""
-    console.print(f"perflab: results in {result.store_display}{where}")
+    console.print(f"perflab: results in {result.store_display}{where}", highlight=False)
