@@ -117,6 +117,7 @@ def test_mock_fork_master_table(store):
     assert (row.n, row.no_numa, row.numa) == (4, pytest.approx(360.0), pytest.approx(400.0))
     assert row.gain == pytest.approx(1 / 0.9)
     assert row.masters == [(0, 2), (1, 2)]
+    assert row.gain_lo == pytest.approx(1 / 0.9) and row.gain_hi == pytest.approx(1 / 0.9)
     bound = [s for s in ex.calls if s.params.get("mode") == "numa"][:2]
     assert [(s.argv[-2:], s.cpus, s.mem_node) for s in bound] == [
         (("--fork", "2"), (0, 1), 0), (("--fork", "2"), (2, 3), 1)

@@ -74,6 +74,8 @@ class ForkRow:
     numa: float  # one bound master per NUMA node forking its share
     gain: float  # numa / no_numa
     masters: list[tuple[int, int]]  # (node, workers)
+    gain_lo: float | None = None  # bootstrap CI of the ratio of medians (needs reps >= 2)
+    gain_hi: float | None = None
 
 
 @dataclass
@@ -271,7 +273,7 @@ def _scan(policy: str, ns: Sequence[int], samples, spreads) -> PolicyScan:
 
 def _fork_scan(config, executor, store, campaign, topology, ns, rng, fork_samples, notes) -> list[ForkRow]:
     """One unbound master forking N vs one bound master per NUMA node forking its share."""
-    from perflab.stats import median
+    from perflab.stats import median, ratio_of_medians
 
     nodes = placement.numa_nodes_with_cpus(topology)
     if len(nodes) == 1:
@@ -303,7 +305,11 @@ def _fork_scan(config, executor, store, campaign, topology, ns, rng, fork_sample
         a = median(fork_samples[("no-numa", n)])
         b = median(fork_samples[("numa", n)])
         masters = [(node, share) for node, share, _ in placement.fork_masters(topology, n)]
-        rows.append(ForkRow(n, a, b, b / a if a else float("nan"), masters))
+        row = ForkRow(n, a, b, b / a if a else float("nan"), masters)
+        if config.reps >= 2:
+            r = ratio_of_medians(fork_samples[("numa", n)], fork_samples[("no-numa", n)], seed=config.seed)
+            row.gain_lo, row.gain_hi = r.lo, r.hi
+        rows.append(row)
     return rows
 
 
@@ -352,10 +358,11 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
                   f"{_fmt(result.optimum_throughput)} {result.unit}", highlight=False)
     if result.fork:
         ft = Table(title="fork-master: one unbound master vs one bound master per NUMA node", title_justify="left")
-        for col in ("workers", f"{result.unit} no NUMA", f"{result.unit} NUMA", "NUMA gain", "masters (node:workers)"):
+        for col in ("workers", f"{result.unit} no NUMA", f"{result.unit} NUMA", "NUMA gain (95% CI)", "masters (node:workers)"):
             ft.add_column(col, justify="right")
         for r in result.fork:
-            ft.add_row(str(r.n), _fmt(r.no_numa), _fmt(r.numa), f"{r.gain:.3f}",
+            ci = f" ({r.gain_lo:.3f}-{r.gain_hi:.3f})" if r.gain_lo is not None else ""
+            ft.add_row(str(r.n), _fmt(r.no_numa), _fmt(r.numa), f"{r.gain:.3f}{ci}",
                        " ".join(f"{node}:{w}" for node, w in r.masters))
         console.print(ft)
 
