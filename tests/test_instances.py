@@ -6,7 +6,7 @@ import pytest
 
 from perflab.config import Workload
 from perflab.errors import PerflabError
-from perflab.measure.spec import MetricPattern, RunResult
+from perflab.measure.spec import RunResult
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.studies.instances import (
     InstancesConfig,

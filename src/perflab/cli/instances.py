@@ -68,7 +68,7 @@ def command(ns, max_n, policies, numa_pin, fork_master, reps, plan_only, root_di
         from perflab.platform.sysfs import Root
         from perflab.platform.topology import read_topology
         from perflab.studies import placement
-        from perflab.studies.instances import default_ns, default_policies, render_plans
+        from perflab.studies.instances import default_ns, render_plans
 
         if root_dir and not os.path.isdir(root_dir):
             raise PerflabError(f"--root {root_dir}: no such directory (give an unpacked sysfs snapshot)")
