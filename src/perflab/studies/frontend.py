@@ -195,17 +195,19 @@ def verdict(knees: list["KneeReport"], ratios: list["PageRatio"]) -> str:
     if not k4 or not any(k.knee_bytes for k in k4):
         return "no knee with 4 KiB pages in this range: the front end is not a bottleneck up to this size"
     if not k2:
-        return "knee with 4 KiB pages; 2 MiB text pages could not be compared here"
+        return "knee with 4 KiB pages; 2 MiB text pages were not measured"
     cured = [r for r in ratios if r.lo > 1.0]
     same = all(k2.get(k.cpu) and k2[k.cpu].knee_bytes and k.knee_bytes
                and abs(math.log2(k2[k.cpu].knee_bytes / k.knee_bytes)) <= 0.5 for k in k4 if k.knee_bytes)
-    if same and not cured:
-        return ("the knee is the same with 2 MiB text pages and no size runs faster with them: "
-                "instruction caches, not the iTLB, set the slowdown here")
     if cured:
         return (f"2 MiB text pages run faster at {len(cured)} size(s) (4K/2M CI above 1): "
                 "iTLB misses cost time here")
-    return "the knee moves with 2 MiB text pages: the iTLB plays a part"
+    if same:
+        return ("the knee is the same with 2 MiB text pages and no size runs faster with them: "
+                "instruction caches, not the iTLB, set the slowdown here")
+    # a knee that moves while no size differs is within the noise of the fit, not an iTLB effect
+    return ("no size runs significantly faster with 2 MiB text pages (the knee positions differ "
+            "between modes, within the scan's noise): no sign that the iTLB matters here")
 
 
 # --- 2 MiB text pages ---------------------------------------------------------------------------
