@@ -208,3 +208,36 @@ def test_real_without_competitor_flags_nothing(spin, store):
         if not res.slow:
             break
     assert res.slow == [], [(s.cpu, s.median, s.ratio, s.p_adjusted) for s in res.cpus]
+
+
+def test_mock_slow_for_part_of_the_time(store):
+    """CPU 1 slowed in 7 of 10 rounds only (a competitor that came and went): still flagged."""
+    from perflab.measure.executor import MockExecutor
+
+    rng = random.Random(5)
+
+    def model(spec):
+        slow = spec.cpus[0] == 1 and spec.params["round"] < 7
+        return 0.05 * (1.5 if slow else 1.0) * (1 + rng.uniform(-0.01, 0.01))
+
+    cfg = CoresConfig(Workload("mock", ("work",)), rounds=10, min_rounds=10, max_time=1e9)
+    res = run_cores(cfg, MockExecutor(model), store, topology=smt_box(2))
+    assert [s.cpu for s in res.cpus if s.slow] == [1]
+
+
+def test_cli_json_and_bad_input(tmp_path, capsys):
+    import json
+
+    from perflab.cli import main
+
+    out = tmp_path / "cores.json"
+    main(["cores", "--cpus", "0,1", "--rounds", "3", "--min-rounds", "2", "--db", str(tmp_path / "p.db"),
+          "--json", str(out), "--", "true"])
+    data = json.loads(out.read_text())
+    assert [c["cpu"] for c in data["cpus"]] == [0, 1] and data["rounds"] >= 2
+    assert "verdict:" in capsys.readouterr().out
+    for args, msg in ((["--cpus", "0-1,999"], "offline or not allowed"), (["--cpus", "x"], "not a CPU list")):
+        with pytest.raises(SystemExit) as exc:
+            main(["cores", *args, "--db", str(tmp_path / "p.db"), "--", "true"])
+        assert exc.value.code == 2
+        assert msg in capsys.readouterr().err

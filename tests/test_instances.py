@@ -78,6 +78,19 @@ def test_mock_wall_time_throughput_gain_and_optimum(store):
     assert "2.14 (2.14-2.14)*" in text
 
 
+def test_mock_knee_where_throughput_saturates(store):
+    from perflab.measure.executor import MockExecutor
+
+    # 4 CPUs: N copies take max(1, N/4) s, so copies/s = min(N, 4): a knee at N = 4
+    ex = MockExecutor(lambda spec: max(1.0, spec.params["n"] / 4))
+    cfg = InstancesConfig(Workload("mock", ("work",)), max_n=12, policies=("compact",), reps=2)
+    res = run_instances(cfg, ex, store, topology=two_node_box())
+    (scan,) = res.scans
+    assert res.ns == [1, 2, 3, 4, 6, 8, 12]
+    assert [p.throughput for p in scan.points] == pytest.approx([1, 2, 3, 4, 4, 4, 4])
+    assert (scan.optimum_n, scan.within_1pct_n, scan.knee_n) == (4, 4, 4)
+
+
 def test_mock_metric_summed_and_numa_binding(store):
     from perflab.measure.executor import MockExecutor
 
@@ -191,3 +204,19 @@ def test_cli_plan_on_a_snapshot_and_bad_input(topology_root, capsys):
         main(["instances", "--root", root, "--", "true"])
     assert exc.value.code == 2
     assert "--root only applies to --plan" in capsys.readouterr().err
+
+
+def test_cli_real_copies_per_second_json(tmp_path, capsys):
+    import json
+
+    from perflab.cli import main
+
+    out = tmp_path / "inst.json"
+    main(["instances", "--n", "1,2", "--policy", "compact", "--reps", "2", "--db", str(tmp_path / "p.db"),
+          "--json", str(out), "--", "sleep", "0.05"])
+    data = json.loads(out.read_text())
+    assert data["unit"] == "copies/s" and data["ns"] == [1, 2]
+    tp = [p["throughput"] for p in data["scans"][0]["points"]]
+    assert 10 < tp[0] < 21 and tp[1] > 1.3 * tp[0]  # two sleeping copies overlap
+    assert data["optimum_n"] == 2
+    assert "optimum N = 2" in capsys.readouterr().out

@@ -64,6 +64,7 @@ class PolicyScan:
     optimum_n: int
     optimum_throughput: float
     within_1pct_n: int  # smallest N whose throughput is within 1% of the optimum
+    knee_n: float | None = None  # where the throughput curve bends (two-segment fit, BIC)
     notes: list[str] = field(default_factory=list)
 
 
@@ -268,7 +269,13 @@ def _scan(policy: str, ns: Sequence[int], samples, spreads) -> PolicyScan:
         prev = pt
     best = max(points, key=lambda p: p.throughput)
     within = min((p for p in points if p.throughput >= (1 - WITHIN) * best.throughput), key=lambda p: p.n)
-    return PolicyScan(policy, points, best.n, best.throughput, within.n)
+    # Every repetition is a point of the fit, so 4 values of N with 3 reps are enough for a knee.
+    from perflab.stats import knee
+
+    xs = [float(p.n) for p in points for _ in p.samples]
+    ys = [x for p in points for x in p.samples]
+    k = knee(xs, ys) if len(set(xs)) >= 3 else None
+    return PolicyScan(policy, points, best.n, best.throughput, within.n, knee_n=None if k is None else k.x)
 
 
 def _fork_scan(config, executor, store, campaign, topology, ns, rng, fork_samples, notes) -> list[ForkRow]:
@@ -351,7 +358,8 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
     for scan in result.scans:
         console.print(
             f"{scan.policy:>8}: {sparkline([p.throughput for p in scan.points])}  optimum N = {scan.optimum_n} "
-            f"({_fmt(scan.optimum_throughput)} {result.unit}); smallest N within 1%: {scan.within_1pct_n}",
+            f"({_fmt(scan.optimum_throughput)} {result.unit}); smallest N within 1%: {scan.within_1pct_n}"
+            + (f"; knee at N = {scan.knee_n:g}" if scan.knee_n is not None else ""),
             highlight=False,
         )
     console.print(f"best: policy {result.optimum_policy}, N = {result.optimum_n}, "
