@@ -193,7 +193,8 @@ def verdict(knees: list["KneeReport"], ratios: list["PageRatio"]) -> str:
     k4 = [k for k in knees if k.mode == "4k"]
     k2 = {k.cpu: k for k in knees if k.mode == "2m"}
     if not k4 or not any(k.knee_bytes for k in k4):
-        return "no knee with 4 KiB pages in this range: the front end is not a bottleneck up to this size"
+        return ("no single knee with 4 KiB pages in this range: runtime grows smoothly with code size "
+                "or the scan is too noisy to place a bend (more --reps)")
     if not k2:
         return "knee with 4 KiB pages; 2 MiB text pages were not measured"
     cured = [r for r in ratios if r.lo > 1.0]
