@@ -233,3 +233,13 @@ def test_apportion_largest_remainder():
     assert apportion(1, [1, 3]) == [0, 1]
     assert apportion(0, [5, 5]) == [0, 0]
     assert sum(apportion(17, [3, 5, 7])) == 17
+
+
+# --- 2i386: one HT core, no NUMA directory at all (counted as node 0).
+
+def test_no_numa_directory(topo):
+    t = topo("2i386-2t-hugepagesizecount")
+    assert single(plan(t, 2, "compact")) == [0, 1]
+    assert single(plan(t, 3, "smt-last")) == [0, 1, 0]
+    assert [(s.cpus, s.mem_node) for s in plan(t, 2, "numa")] == [((0, 1), 0), ((0, 1), 0)]
+    assert fork_masters(t, 4) == [(0, 4, (0, 1))]
