@@ -307,3 +307,94 @@ def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
                 "total power [kW]", "total cost", ("power envelope", env) if env else None)
         _plot(sec, "Cost against power", make)
     return sec
+
+
+@builder("frontend")
+def frontend_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    from perflab.report import plots
+
+    sec = generic(campaign, {k: summary.get(k) for k in ("verdict", "notes") if summary.get(k)})
+    points = summary.get("points") or []
+    ratios = {(r.get("bytes"), r.get("cpu")): r for r in summary.get("ratios") or []}
+    by_size: dict[tuple, dict] = {}
+    for p in points:
+        by_size.setdefault((p.get("bytes"), p.get("cpu")), {})[p.get("mode")] = p
+    rows = []
+    for (b, cpu), modes in sorted(by_size.items(), key=lambda kv: (kv[0][1] or -1, kv[0][0] or 0)):
+        p4, p2, r = modes.get("4k") or {}, modes.get("2m") or {}, ratios.get((b, cpu)) or {}
+        rows.append([f"{(b or 0) / 1024:.0f} KiB", cpu if cpu is not None else "any",
+                     p4.get("median_ns"), _ci_text(p4.get("lo_ns"), p4.get("hi_ns")), p2.get("median_ns"),
+                     _ci_text(p2.get("lo_ns"), p2.get("hi_ns")),
+                     None if not r else f"{r.get('ratio', 0):.3f} {_ci_text(r.get('lo'), r.get('hi'), '{:.3f}')}"])
+    sec.tables = [Table(f"ns per dispatch against hot code size ({summary.get('kind', '')})",
+                        ["code size", "CPU", "4 KiB pages", "95% CI", "2 MiB pages", "95% CI", "4K/2M"], rows,
+                        note=str(summary.get("huge_reason") or ""))]
+    knees = summary.get("knees") or []
+    sec.tables.append(Table("Knee of runtime against code size", ["pages", "CPU", "knee", "nearest reference",
+                                                                  "slope before", "slope after"],
+                            [[k.get("mode"), k.get("cpu") if k.get("cpu") is not None else "any",
+                              f"{k['knee_bytes'] / 1024:.0f} KiB" if k.get("knee_bytes") else "no knee in range",
+                              k.get("nearest"), k.get("slope_before"), k.get("slope_after")] for k in knees]))
+    refs = summary.get("references") or {}
+    if refs:
+        sec.tables.append(Table("This CPU's front-end reach", ["reference", "bytes"],
+                                [[k, f"{v / 1024:.0f} KiB" if v < 2**30 else f"{v / 2**30:.0f} GiB"]
+                                 for k, v in refs.items()]))
+
+    def make() -> str:
+        series = {}
+        for mode in ("4k", "2m"):
+            ps = sorted((p for p in points if p.get("mode") == mode and p.get("cpu") is None), key=lambda p: p["bytes"])
+            if ps:
+                series[f"{mode.upper()} pages"] = ([p["bytes"] / 1024 for p in ps], [p["median_ns"] for p in ps])
+        vl = {f"knee {k['mode']}": k["knee_bytes"] / 1024 for k in knees if k.get("knee_bytes")}
+        for name, v in refs.items():
+            if "iTLB reach 4K" in name and v / 1024 <= max((x for s in series.values() for x in s[0]), default=0) * 2:
+                vl[name] = v / 1024
+        return plots.lines(series, "hot code size [KiB]", "ns per dispatch", logx=True, vlines=vl)
+
+    if points:
+        _plot(sec, "Runtime against code size, 4 KiB and 2 MiB text pages", make)
+    return sec
+
+
+@builder("micro")
+def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    from perflab.report import plots
+
+    sec = generic(campaign, {"notes": summary.get("notes", [])})
+    abis = summary.get("abis") or []
+    cells = summary.get("cells") or []
+    diffs = summary.get("diffs") or []
+    benches: list[str] = []
+    for c in cells:
+        if c.get("bench") not in benches:
+            benches.append(c.get("bench"))
+    val = {(c.get("bench"), c.get("abi")): c for c in cells}
+    dif = {(d.get("bench"), d.get("abi")): d for d in diffs}
+    cols = ["operation"] + [f"{a} ns/op" for a in abis]
+    others = [a for a in abis if a != "m64"]
+    cols += [f"{a} vs m64" for a in others]
+    rows = []
+    for b in benches:
+        row: list[object] = [b] + [(val.get((b, a)) or {}).get("median_ns") for a in abis]
+        for a in others:
+            d = dif.get((b, a))
+            row.append("—" if not d else f"{d['pct']:+.1f} %" + (" *" if d.get("significant") else ""))
+        rows.append(row)
+    sec.tables = [Table("ns per operation per ABI (median)", cols, rows,
+                        note="* significant after Holm's correction; percentages are time relative to -m64.")]
+    for abi, why in (summary.get("skipped") or {}).items():
+        sec.notes.append(f"{abi}: {why}")
+    sig = [d for d in diffs if d.get("significant")]
+    if diffs:
+        sec.verdict = (f"{len(sig)} of {len(diffs)} operations differ significantly between ABIs"
+                       + (": " + "; ".join(f"{d['bench']} {d['abi']} {d['pct']:+.0f} %" for d in sig[:6]) if sig else "")
+                       + ".")
+    elif cells:
+        sec.verdict = f"{len(benches)} operations measured on {', '.join(abis)}."
+    if diffs:
+        _plot(sec, "Time difference per operation against -m64 (seed 002's figure)", lambda: plots.bars_with_ci(
+            [f"{d['bench']} ({d['abi']})" for d in diffs], [d["pct"] for d in diffs],
+            ylabel="% time vs -m64", highlight=[bool(d.get("significant")) for d in diffs], baseline=0.0))
+    return sec

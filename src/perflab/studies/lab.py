@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -121,6 +122,17 @@ def run_lab(config: LabConfig, store: Any, executor: Any, console: Any = None) -
             except Unsupported as exc:
                 ctx.say(f"[yellow]{name}: skipped: {exc}[/]")
                 st = f"skipped: {exc}"
+            except PerflabError as exc:
+                ctx.say(f"[red]{name}: failed: {exc}[/]")
+                st = f"failed: {exc}"
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except Exception as exc:  # noqa: BLE001 - one broken study must not cost the others
+                log = os.path.join(out_dir, "lab-errors.log")
+                with open(log, "a", encoding="utf-8") as fh:
+                    fh.write(f"--- {name}\n{traceback.format_exc()}\n")
+                ctx.say(f"[red]{name}: failed: {type(exc).__name__}: {exc} (traceback in {log})[/]")
+                st = f"failed: {type(exc).__name__}: {exc}"
             summary["steps"][name] = {"campaigns": proxy.started, "status": st,
                                       "seconds": round(time.monotonic() - s0, 1)}
             store.finish_campaign(lab_id, "running", summary)
@@ -147,9 +159,12 @@ def _verdict(summary: dict) -> str:
     steps = summary["steps"]
     ok = [n for n, s in steps.items() if s["status"] == "done"]
     skipped = [n for n, s in steps.items() if s["status"].startswith("skipped")]
+    failed = [n for n, s in steps.items() if s["status"].startswith("failed")]
     text = f"{len(ok)} studies done in {summary['seconds']:.0f} s"
     if skipped:
         text += f"; skipped: {', '.join(skipped)}"
+    if failed:
+        text += f"; FAILED: {', '.join(failed)}"
     return text + "."
 
 
