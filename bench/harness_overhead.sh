@@ -1,56 +1,70 @@
 #!/usr/bin/env bash
-# Per-run harness overhead: `perflab run --runs 500 -- true` against `hyperfine -N --runs 500 true`,
-# measured in the same invocation, alternating tools over ROUNDS rounds.
+# Harness overhead per run: `perflab run --runs 500 -- true` against `hyperfine -N --runs 500 true`,
+# in the same invocation of this script, tools alternating over ROUNDS rounds.
 #
-# Two numbers per tool:
-#   per-run cost  = (total wall time of the whole tool invocation) / runs   [what a user waits]
-#   reported mean = the tool's own mean time of `true` (its timer's view of one run)
-# Overhead of a tool = per-run cost - the mean time of `true` measured by that tool: the time the
-# harness itself spends per run (spawn bookkeeping, reaping, storing the result) beyond the
-# process's own life, plus the tool's start-up amortised over the runs.
-# perflab commits every measurement to its store before the next run; with the store on disk
-# that commit's fsync (SQLite synchronous=FULL) is part of perflab's per-run cost, so perflab is
-# run twice per round: store on disk ($TMPDIR) and store in memory (/dev/shm), which isolates
-# the harness itself (spawn server round trip, Python bookkeeping, SQLite insert without fsync).
-# Goal: perflab's per-run cost and overhead at most hyperfine's.
+# Definitions (all medians over the rounds):
+#   per-run cost   = total wall time of `TOOL ... --runs 500 true` / 500  (what a user waits per run,
+#                    the tool's start-up amortised over 500 runs)
+#   marginal cost  = (wall(500 runs) - wall(50 runs)) / 450: the cost of one more run, start-up
+#                    and final analysis excluded
+#   mean of true   = the tool's own reported mean time of `true`
+#   overhead       = marginal cost - mean of true: what the harness spends per run beyond the
+#                    life of the process it measures (spawn bookkeeping, reaping, storing)
+# perflab commits every measurement to its store before the next run starts. With the store on
+# disk that commit includes an fsync (the store uses SQLite synchronous=FULL), so perflab runs
+# twice: store on disk ($TMPDIR) and store in memory (/dev/shm, fsync is free there), which
+# isolates the harness itself from the disk.
+# Goal: perflab's per-run overhead at most hyperfine's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PERFLAB=${PERFLAB:-.venv/bin/perflab}
 RUNS=${RUNS:-500}
+SMALL=${SMALL:-50}
 ROUNDS=${ROUNDS:-3}
+command -v hyperfine >/dev/null || { echo "hyperfine not installed" >&2; exit 1; }
 tmp=$(mktemp -d)
 shm=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
 trap 'rm -rf "$tmp" "$shm"' EXIT
-command -v hyperfine >/dev/null || { echo "hyperfine not installed" >&2; exit 1; }
 
 now() { date +%s.%N; }
+timed() {  # timed TAG N CMD... : records wall seconds in $tmp/TAG.N.r<round>
+  local tag=$1 n=$2; shift 2
+  local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now)
+  echo "$t0 $t1" > "$tmp/$tag.$n.r$r"
+}
 for r in $(seq "$ROUNDS"); do
-  t0=$(now); "$PERFLAB" run --db "$tmp/b.db" --runs "$RUNS" --export-json "$tmp/p$r.json" -- true >/dev/null; t1=$(now)
-  echo "$t0 $t1" > "$tmp/p$r.t"
-  t0=$(now); "$PERFLAB" run --db "$shm/b.db" --runs "$RUNS" --export-json "$tmp/m$r.json" -- true >/dev/null; t1=$(now)
-  echo "$t0 $t1" > "$tmp/m$r.t"
-  t0=$(now); hyperfine -N --runs "$RUNS" --export-json "$tmp/h$r.json" true >/dev/null 2>&1; t1=$(now)
-  echo "$t0 $t1" > "$tmp/h$r.t"
+  for n in "$SMALL" "$RUNS"; do
+    timed disk "$n" "$PERFLAB" run --db "$tmp/b.db" --runs "$n" --export-json "$tmp/disk.$n.r$r.json" -- true
+    timed ram "$n" "$PERFLAB" run --db "$shm/b.db" --runs "$n" --export-json "$tmp/ram.$n.r$r.json" -- true
+    timed hf "$n" hyperfine -N --runs "$n" --export-json "$tmp/hf.$n.r$r.json" true
+  done
 done
 
-python3 - "$tmp" "$RUNS" "$ROUNDS" <<'PY'
-import json, statistics, sys
-tmp, runs, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def load(tag):
-    cost, mean = [], []
+python3 - "$tmp" "$RUNS" "$SMALL" "$ROUNDS" <<'PY'
+import json, os, statistics, sys
+tmp, runs, small, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+def wall(tag, n, r):
+    t0, t1 = map(float, open(f"{tmp}/{tag}.{n}.r{r}").read().split())
+    return t1 - t0
+def row(tag):
+    cost, marg, mean, fixed = [], [], [], []
     for r in range(1, rounds + 1):
-        t0, t1 = map(float, open(f"{tmp}/{tag}{r}.t").read().split())
-        cost.append((t1 - t0) / runs)
-        mean.append(json.load(open(f"{tmp}/{tag}{r}.json"))["results"][0]["mean"])
-    return statistics.median(cost), statistics.median(mean)
-pc, pm = load("p")
-mc, mm = load("m")
-hc, hm = load("h")
-print(f"runs per invocation: {runs}, rounds: {rounds} (medians over rounds)")
-print(f"{'tool':24} {'per-run cost':>14} {'mean of true':>14} {'overhead':>10}")
-for name, c, m in (("perflab (store on disk)", pc, pm), ("perflab (store in RAM)", mc, mm),
-                   ("hyperfine -N", hc, hm)):
-    print(f"{name:24} {c*1e3:11.3f} ms {m*1e3:11.3f} ms {(c-m)*1e3:7.3f} ms")
-print(f"per-run cost ratio perflab/hyperfine: disk store {pc/hc:.2f}, RAM store {mc/hc:.2f} "
-      "(goal <= 1)")
+        big, sm = wall(tag, runs, r), wall(tag, small, r)
+        m = (big - sm) / (runs - small)
+        cost.append(big / runs); marg.append(m); fixed.append(sm - small * m)
+        mean.append(json.load(open(f"{tmp}/{tag}.{runs}.r{r}.json"))["results"][0]["mean"])
+    med = statistics.median
+    return med(cost), med(marg), med(mean), med(fixed)
+rows = {tag: row(tag) for tag in ("disk", "ram", "hf")}
+names = {"disk": "perflab, store on disk", "ram": "perflab, store in RAM", "hf": "hyperfine -N"}
+print(f"{runs} vs {small} runs per invocation, {rounds} rounds (medians), load {os.getloadavg()[0]:.2f}")
+print(f"{'tool':24} {'per-run cost':>13} {'marginal':>10} {'mean true':>10} {'overhead':>9} {'start-up':>9}")
+for tag, (c, m, t, f) in rows.items():
+    print(f"{names[tag]:24} {c*1e3:10.3f} ms {m*1e3:7.3f} ms {t*1e3:7.3f} ms "
+          f"{(m-t)*1e3:6.3f} ms {f*1e3:6.0f} ms")
+hc, hm, ht, _ = rows["hf"]
+for tag in ("disk", "ram"):
+    c, m, t, _ = rows[tag]
+    print(f"{names[tag]}: per-run cost ratio perflab/hyperfine {c/hc:.2f}, marginal ratio "
+          f"{m/hm:.2f}, overhead {(m-t)*1e3:.3f} ms vs {(hm-ht)*1e3:.3f} ms (goal: ratios <= 1)")
 PY
