@@ -174,8 +174,8 @@ def _plan_numa(topology: Topology, n: int, numa_pin: bool) -> list[Slot]:
     by_id = sorted(zip(nodes, shares), key=lambda item: item[0][0])
     slots: list[Slot] = []
     for (node, cpus), share in by_id:
-        if numa_pin:
-            inner = [c for c in cpu_order(_restrict(topology, cpus), "smt-last")]
+        # Pinned copies take one core each before any SMT sibling of that node.
+        inner = cpu_order(_restrict(topology, cpus), "smt-last") if numa_pin else []
         for i in range(share):
             bound = (inner[i % len(inner)],) if numa_pin else cpus
             slots.append(Slot(len(slots), bound, node))
@@ -204,6 +204,7 @@ def fork_masters(topology: Topology, n: int) -> list[tuple[int, int, tuple[int, 
 
 
 def numa_nodes_with_cpus(topology: Topology) -> list[int]:
+    """Ids of the online NUMA nodes that have a usable CPU, ascending."""
     return sorted(node for node, _ in node_order(topology))
 
 
