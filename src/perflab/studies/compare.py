@@ -110,6 +110,8 @@ def run_compare(config: CompareConfig, store: Any) -> CompareResult:
             a, b = sa[key][measure], sb[key][measure]
             if len(a) < 2 or len(b) < 2:
                 continue
+            if len(set(a) | set(b)) == 1:
+                continue  # the same constant on both sides (event counts): nothing to test
             c = stats.compare(b, a, alpha=config.alpha)
             res.rows.append(CompareRow(key, measure, len(a), len(b), stats.summary(a).median,
                                        stats.summary(b).median, c.ratio, c.lo, c.hi, c.p_value))
