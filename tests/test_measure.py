@@ -202,3 +202,13 @@ def test_command_runs_at_nice_zero_and_relative_cwd(ex, tmp_path, monkeypatch):
     r = ex.run(RunSpec(argv=("cat",), cwd="d", stdin="d/x.txt",
                        metrics=compile_patterns([r"(?P<v>\d+)"])))
     assert r.ok and r.metrics == {"v": 5.0}
+
+
+def test_mem_node_binds_through_numactl(ex):
+    import shutil
+
+    if shutil.which("numactl") is None:
+        pytest.skip("numactl not installed")
+    r = ex.run(RunSpec(argv=("numactl", "--show"), mem_node=0,
+                       metrics=compile_patterns([r"membind: (?P<node>\d+)"])))
+    assert r.ok and r.metrics == {"node": 0.0}

@@ -236,3 +236,21 @@ def test_cli_ctrl_c_marks_interrupted_and_kills_the_command(tmp_path):
     s = open_store(str(db))
     assert s.campaigns(study="run")[-1].status == "interrupted"
     s.close()
+
+
+def test_cli_parameter_scan_prepare_precision(tmp_path):
+    out = tmp_path / "p.json"
+    count = tmp_path / "count"
+    p = perflab("run", "--db", str(tmp_path / "r.db"), "--runs", "3", "--warmup", "1",
+                "-P", "n", "1", "2", "-D", "0.5", "--prepare", f"echo x >> {count}",
+                "--export-json", str(out), "--", "sleep", "{n}e-3")
+    assert p.returncode == 0, p.stderr
+    res = json.loads(out.read_text())["results"]
+    assert [r["parameters"] for r in res] == [{"n": "1"}, {"n": "1.5"}, {"n": "2"}]
+    assert [r["command"] for r in res] == ["sleep 1e-3", "sleep 1.5e-3", "sleep 2e-3"]
+    # prepare ran before every warmup and timed run: 3 benchmarks x (1 + 3)
+    assert len(count.read_text().splitlines()) == 12
+    p = perflab("run", "--db", str(tmp_path / "r.db"), "--precision", "50%", "--min-runs", "3",
+                "--max-runs", "8", "--export-json", str(out), "--", "true")
+    assert p.returncode == 0, p.stderr
+    assert 3 <= len(json.loads(out.read_text())["results"][0]["times"]) <= 8

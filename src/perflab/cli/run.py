@@ -16,6 +16,14 @@ class _RunCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _display(argv: tuple[str, ...]) -> str:
+    """Shell-like display of an argv that leaves {param} placeholders unquoted."""
+    import re
+    import shlex
+
+    return " ".join(a if re.fullmatch(r"[\w@%+=:,./{}-]+", a) else shlex.quote(a) for a in argv)
+
+
 def _percent(text: str | None) -> float | None:
     if text is None:
         return None
@@ -116,7 +124,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
                 raise PerflabError("an empty command was given: remove it")
             commands.append(Command(text, parts))
     if argv:
-        name = " ".join(argv) if shell else shlex.join(argv)
+        name = " ".join(argv) if shell else _display(argv)
         commands.append(Command(name, (" ".join(argv),) if shell else argv, shell=shell))
 
     metrics = compile_patterns(metric_regexes)
