@@ -14,7 +14,7 @@ from perflab.errors import PerflabError
 from perflab.measure import perfstat
 from perflab.measure.executor import MockExecutor, RealExecutor, check_cpus
 from perflab.measure.metrics import compile_patterns, extract
-from perflab.measure.spec import MetricPattern, RunSpec
+from perflab.measure.spec import RunSpec
 from perflab.platform.sysfs import Root
 
 PY = sys.executable
@@ -157,12 +157,14 @@ def test_run_concurrent(ex, gate):
     assert all(r.maxrss_kb > 1000 for r in c.results)
 
 
-def test_gate_spreads_less_than_sequential_spawn(ex):
-    specs = [RunSpec(argv=("true",)) for _ in range(2)]
-    gated = statistics.median(ex.run_concurrent(specs, True).start_spread_ns for _ in range(15))
-    seq = statistics.median(ex.run_concurrent(specs, False).start_spread_ns for _ in range(15))
-    # the sequential spread includes one whole spawn; the gate only a wake-up
-    assert gated < seq
+def test_gate_holds_every_copy_until_release(ex):
+    # release_ns is taken after the last copy was spawned: a copy that did not wait at the gate
+    # (spawned ~0.1 ms apart, six of them) would report a start before it.
+    specs = [RunSpec(argv=("true",)) for _ in range(6)]
+    for _ in range(5):
+        c = ex.run_concurrent(specs, gate=True)
+        assert min(c.starts_ns) >= c.release_ns
+        assert all(r.ok and r.start_ns == c.release_ns for r in c.results)
 
 
 def test_concurrent_timeout(ex):
