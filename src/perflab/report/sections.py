@@ -137,10 +137,10 @@ def _ci_text(lo: Any, hi: Any, fmt: str = "{:.4g}") -> str:
 def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
     from perflab.report import plots
 
-    sec = generic(campaign, {"notes": summary.get("warnings", [])})
     benches = summary.get("benchmarks") or []
     if not benches:
-        return sec
+        return generic(campaign, summary)
+    sec = generic(campaign, {"notes": summary.get("warnings", [])})
     rows = []
     for b in benches:
         s = b.get("summary") or {}
