@@ -62,8 +62,9 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--runs", "-r", type=click.IntRange(1), help="Exactly N timed runs per command.")
 @click.option("--precision", metavar="P%",
               help="Adaptive: run until the 95% CI of the median is within +-P of it.")
-@click.option("--min-runs", "-m", default=10, show_default=True, type=click.IntRange(2))
-@click.option("--max-runs", "-M", type=click.IntRange(1))
+@click.option("--min-runs", "-m", default=10, show_default=True, type=click.IntRange(2),
+              help="Fewest runs per command without --runs.")
+@click.option("--max-runs", "-M", type=click.IntRange(1), help="Most runs per command without --runs.")
 @click.option("--max-time", type=click.FloatRange(0, min_open=True), metavar="S",
               help="Stop the measured phase after S seconds (at least 2 runs each).")
 @click.option("--seed", default=0, show_default=True, type=int,
