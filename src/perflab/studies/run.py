@@ -362,6 +362,10 @@ def analyse(benches: list[Benchmark], config: RunConfig, cpu_before: list[int] |
         if config.warmup == 0 and len(xs) >= 5 and xs[0] > 2 * b.summary.median:
             warnings.append(f"'{b.command}': the first run took {xs[0] / b.summary.median:.1f}x "
                             "the median (cold caches?): consider --warmup 1 or more")
+    if config.perf_stat:
+        warnings.append("with --perf-stat the wall times, user/sys and max RSS include perf's own "
+                        "start-up: compare the counters (duration_time is the command's own wall "
+                        "time in ns), or rerun without --perf-stat for timings")
     ok = [b for b in benches if b.results]
     if len(ok) > 1:
         fastest = min(ok, key=lambda b: b.summary.median)
@@ -397,6 +401,13 @@ def fmt_time(seconds: float, unit: str | None = None) -> str:
 
 def time_unit(seconds: float) -> str:
     return "s" if seconds >= 1 else "ms" if seconds >= 1e-3 else "µs"
+
+
+def _num(v: float) -> str:
+    """Counts and checksums in full with thousands separators, other values to 6 digits."""
+    if math.isfinite(v) and abs(v) >= 1e5 and float(v).is_integer():
+        return f"{v:,.0f}"
+    return f"{v:.6g}"
 
 
 def print_result(result: RunStudyResult, console) -> None:
@@ -460,7 +471,7 @@ def print_result(result: RunStudyResult, console) -> None:
             mt.add_column(name, justify="right")
         for b in result.benchmarks:
             meds = metric_medians(b)
-            mt.add_row(b.command, *(f"{meds[m]:.6g}" if m in meds else "-" for m in metric_names))
+            mt.add_row(b.command, *(_num(meds[m]) if m in meds else "-" for m in metric_names))
         console.print(mt)
     counters = sorted({k for b in result.benchmarks for r in b.results for k in r.counters})
     if counters:
@@ -473,7 +484,7 @@ def print_result(result: RunStudyResult, console) -> None:
         for b in result.benchmarks:
             vals = [median([r.counters[c] for r in b.results if c in r.counters] or [math.nan])
                     for c in counters]
-            ct.add_row(b.command, *(f"{v:.6g}" for v in vals))
+            ct.add_row(b.command, *(_num(v) for v in vals))
         console.print(ct)
     fastest = result.fastest
     if fastest is not None and len(result.benchmarks) > 1:
