@@ -75,23 +75,8 @@ def _minihlt_target(events, static_mb):
         kwargs["events"] = events
     if static_mb is not None:
         kwargs["static_mb"] = static_mb
-    if hasattr(minihlt, "sources") and hasattr(minihlt, "workload"):
-        srcs = tuple(Path(s) for s in minihlt.sources())
-        wl = minihlt.workload(build=False, **kwargs)  # argv[0] is replaced by each variant's binary
-    else:
-        # stop-gap while the Python side of minihlt is not in this checkout: its sources and
-        # the summary lines it prints
-        from perflab.measure.spec import MetricPattern
-
-        here = Path(minihlt.__path__[0])
-        srcs = tuple(sorted(here.glob("*.cpp"))) + tuple(sorted(here.glob("*.h")))
-        args = ["--events", str(events or 200), "--static-mb", str(static_mb or 100)]
-        wl = Workload(
-            name="minihlt", argv=("{exe}", *args), primary_metric="events_per_s", checksum_metric="checksum",
-            metrics=(MetricPattern(r"(?m)^events: (?P<events>\d+)"),
-                     MetricPattern(r"(?m)^events/s: (?P<events_per_s>[\d.]+)"),
-                     MetricPattern(r"(?m)^checksum: \S+ \((?P<checksum>\d+)\)")),
-        )
+    srcs = tuple(Path(s) for s in minihlt.sources())
+    wl = minihlt.workload(**kwargs)
     headers = tuple(s for s in srcs if s.suffix in (".h", ".hpp"))
     cpp = tuple(s for s in srcs if s.suffix not in (".h", ".hpp"))
     # C++17 for every compiler (clang 14 defaults to C++14)

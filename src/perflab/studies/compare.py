@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflab.errors import PerflabError
 
 _MEASURES_RESULT = (("wall_s", "wall time [s]", False), ("maxrss_kb", "max RSS [KiB]", False),
                     ("user_s", "user time [s]", False))
@@ -97,10 +96,8 @@ def _series(measurements: list) -> dict[str, dict[str, list[float]]]:
 def run_compare(config: CompareConfig, store: Any) -> CompareResult:
     from perflab import stats
 
+    # store.campaign raises a one-line PerflabError for an unknown id.
     ca, cb = store.campaign(config.a), store.campaign(config.b)
-    if ca is None or cb is None:
-        missing = config.a if ca is None else config.b
-        raise PerflabError(f"no campaign {missing} in {store.display}: list them with 'perflab results'")
     sa, sb = _series(store.measurements(config.a)), _series(store.measurements(config.b))
     res = CompareResult(config.a, config.b, ca.study, cb.study)
     res.unmatched_a = sorted(set(sa) - set(sb))
