@@ -9,7 +9,7 @@ PY=${PY:-.venv/bin/python}
 REPS=${REPS:-20} "$PY" - <<'PY'
 import os, statistics, time
 from perflab.measure.executor import RealExecutor
-from perflab.measure.spec import RunSpec
+from perflab.model import RunSpec
 
 reps = int(os.environ["REPS"])
 spec = RunSpec(argv=("sleep", "0.02"), capture_output=False)

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.studies.cores import CoresConfig, run_cores, select_cpus
@@ -90,7 +90,7 @@ def test_mock_slow_physical_core_reported_once(store):
 
 def test_mock_uniform_flags_nothing_and_metric_is_inverted(store):
     from perflab.measure.executor import MockExecutor
-    from perflab.measure.spec import RunResult
+    from perflab.model import RunResult
 
     rng = random.Random(3)
 

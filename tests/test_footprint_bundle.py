@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.measure.executor import RealExecutor
 from perflab.platform import strace

@@ -11,7 +11,7 @@ import pytest
 from perflab.errors import PerflabError
 from perflab.kernels.frontend.generate import KINDS, build_program, code_layout
 from perflab.measure.executor import MockExecutor, RealExecutor
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies import frontend as fe
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.studies.instances import (
     InstancesConfig,

@@ -14,7 +14,7 @@ from perflab.errors import PerflabError
 from perflab.measure import perfstat
 from perflab.measure.executor import MockExecutor, RealExecutor, check_cpus
 from perflab.measure.metrics import compile_patterns, extract
-from perflab.measure.spec import RunSpec
+from perflab.model import RunSpec
 from perflab.platform.sysfs import Root
 
 PY = sys.executable

@@ -9,7 +9,7 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.measure.executor import RealExecutor
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.platform import probes
 from perflab.store import open_store
 from perflab.studies import micro

@@ -154,7 +154,7 @@ def _max_rss_kb(argv) -> int:
     # perflab's executor, not Popen: a child forked from this (large) pytest process counts the
     # parent's pages in ru_maxrss until it execs, which would hide the ABI difference.
     from perflab.measure.executor import RealExecutor
-    from perflab.measure.spec import RunSpec
+    from perflab.model import RunSpec
 
     res = RealExecutor().run(RunSpec(argv=tuple(argv)))
     assert res.ok, res.stderr_tail

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.studies.profile import ProfileConfig, run_profile
 from perflab.studies.profile_parse import read_samples
 from perflab.studies.profile_window import Window, event_markers

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perflab.cli import main as cli_main
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.studies.profile import ProfileConfig, ProfileDiffConfig, run_profile, run_profile_diff
 from perflab.studies.profile_parse import read_samples
 from perflab.studies.profile_window import Window, event_markers, record_window

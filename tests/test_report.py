@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.report.build import build_report, select_campaigns
 from perflab.report.render import to_html, to_markdown
 from perflab.store import open_store

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.report.build import build_report, select_campaigns
 from perflab.report.render import to_html
 from perflab.store import open_store

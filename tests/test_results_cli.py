@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.store import open_store
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.measure.executor import MockExecutor
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.report import export
 from perflab.store import open_store
 from perflab.studies.run import Command, RunConfig, run_run

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from perflab.errors import PerflabError
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.store import SCHEMA_VERSION, canonical_params, open_store
 
 
@@ -97,7 +97,7 @@ def test_measurement_survives_crash(store_url):
     code = textwrap.dedent(f"""
         import os
         from perflab.store import open_store
-        from perflab.measure.spec import RunResult
+        from perflab.model import RunResult
         s = open_store({store_url!r})
         cid = s.start_campaign("run", {{"argv": ["true"]}})
         s.add_measurement(cid, RunResult(wall_ns=7, user_s=0, sys_s=0, maxrss_kb=1, minflt=0,
@@ -142,10 +142,11 @@ def _make_v1(url: str) -> None:
 def test_migrates_old_store(store_url, tmp_path):
     _make_v1(store_url)
     with open_store(store_url) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 2
+        assert store.schema_version() == SCHEMA_VERSION == 3
         old = store.campaign(1)
         assert old.study == "run" and old.config == {"x": 1} and old.name == "" and old.parent_id is None
         assert store.measurements(1)[0].result.wall_ns == 99
+        assert store.measurements(1)[0].result.suspect is False  # v3 columns default on old rows
         child = store.start_campaign("cores", {}, parent_id=1)
         assert store.campaign(child).parent_id == 1
         f = tmp_path / "a"
@@ -153,7 +154,7 @@ def test_migrates_old_store(store_url, tmp_path):
         store.add_artifact(child, "log", str(f))
         assert len(store.artifacts(child)) == 1
     with open_store(store_url) as store:  # reopening applies nothing twice
-        assert store.schema_version() == 2
+        assert store.schema_version() == SCHEMA_VERSION
 
 
 def test_newer_schema_refused(store_url):

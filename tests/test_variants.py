@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.measure.executor import MockExecutor
-from perflab.measure.spec import MetricPattern, RunResult
+from perflab.model import MetricPattern, RunResult
 from perflab.store import open_store
 from perflab.studies import variants as vs
 from perflab.studies.variant_build import (

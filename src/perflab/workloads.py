@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from perflab.config import BuildRecipe, Workload
+from perflab.model import BuildRecipe, Workload
 from perflab.errors import PerflabError
-from perflab.measure.spec import MetricPattern
+from perflab.model import MetricPattern
 
 DEFAULT_CONFIG = "perflab.toml"
 

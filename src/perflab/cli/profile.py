@@ -65,7 +65,7 @@ def _target(workload_name, command_args, shell, config_path):
             raise
         from pathlib import Path
 
-        from perflab.config import Workload
+        from perflab.model import Workload
 
         return Workload(name=Path(command_args[0]).name, argv=tuple(command_args), shell=shell)
 

@@ -34,7 +34,7 @@ def _toml_variants(config_path: str | None) -> dict[str, str]:
 
 def _target(workload_name, command_args, shell, config_path, sources, events, static_mb):
     """BuildTarget + Workload for minihlt, a perflab.toml workload with a build, or --source."""
-    from perflab.config import Workload
+    from perflab.model import Workload
     from perflab.studies.variant_build import BuildTarget
 
     if sources:
@@ -66,7 +66,7 @@ def _target(workload_name, command_args, shell, config_path, sources, events, st
 
 def _minihlt_target(events, static_mb):
     """minihlt's sources and Workload from perflab.kernels.minihlt (engineer D's API)."""
-    from perflab.config import Workload
+    from perflab.model import Workload
     from perflab.kernels import minihlt
     from perflab.studies.variant_build import BuildTarget
 

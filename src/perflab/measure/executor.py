@@ -25,7 +25,7 @@ from perflab.errors import PerflabError
 from perflab.measure import perfstat
 from perflab.measure.metrics import extract
 from perflab.measure.spawn import base_argv, kill_group, membind_argv, spawn
-from perflab.measure.spec import RunResult, RunSpec
+from perflab.model import RunResult, RunSpec
 from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist
 
 TAIL_LINES = 20

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import asdict, fields
 from typing import Any, Sequence
 
-from perflab.measure.spec import RunResult, RunSpec
+from perflab.model import RunResult, RunSpec
 
 
 def spec_key(spec: RunSpec) -> str:

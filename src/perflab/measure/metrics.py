@@ -10,7 +10,7 @@ import re
 from typing import Iterable, Sequence
 
 from perflab.errors import PerflabError
-from perflab.measure.spec import MetricPattern
+from perflab.model import MetricPattern
 
 _STREAMS = ("stdout", "stderr", "both")
 

@@ -16,7 +16,7 @@ import signal
 from typing import Mapping, Sequence
 
 from perflab.errors import PerflabError
-from perflab.measure.spec import RunSpec
+from perflab.model import RunSpec
 
 # Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec, so reset them or the
 # child would not die on a closed pipe the way it does under a shell.

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from perflab.errors import PerflabError
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
 
 DEFAULT_PATH = "perflab.db"
@@ -27,6 +27,7 @@ STATUSES = ("running", "done", "interrupted", "failed")
 _RESULT_COLUMNS = (
     "wall_ns", "user_s", "sys_s", "maxrss_kb", "minflt", "majflt", "nvcsw", "nivcsw",
     "exit_code", "signal", "timed_out", "start_ns", "end_ns", "stdout_tail", "stderr_tail",
+    "suspect",
 )
 # Metadata keys that change between two looks at the same machine: not part of its identity.
 _VOLATILE = ("load", "steal", "uptime", "time", "date", "free", "avail", "idle")
@@ -414,7 +415,9 @@ class Store:
         values.update(
             campaign_id=campaign_id, label=label or "", params=canonical_params(params), rep=int(rep),
             metrics=_jsonable(result.metrics or {}), counters=_jsonable(result.counters or {}),
-            created=_now(),
+            energy=_jsonable(result.energy) if result.energy else None,
+            health=_jsonable(result.health) if result.health else None,
+            failure=result.failure, created=_now(),
         )
         with self._write() as conn:
             # A bare insert() with a parameter dict: SQLAlchemy compiles it once and caches it,
@@ -438,6 +441,9 @@ class Store:
         known = {f.name for f in fields(RunResult)}
         kw = {name: getattr(row, name) for name in _RESULT_COLUMNS if name in known}
         kw["timed_out"] = bool(kw.get("timed_out"))
+        kw["suspect"] = bool(kw.get("suspect"))
+        kw["energy"] = {k: v for k, v in (row.energy or {}).items() if v is not None}
+        kw["health"] = dict(row.health or {})
         kw["stdout_tail"] = kw.get("stdout_tail") or ""
         kw["stderr_tail"] = kw.get("stderr_tail") or ""
         kw["metrics"] = {k: v for k, v in (row.metrics or {}).items() if v is not None}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 # Bump by appending a migration; never edit an applied one (old stores replay them).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _v1_metadata(sa: Any) -> Any:
@@ -95,7 +95,36 @@ def _migrate_2(conn: Any, sa: Any) -> None:
     md.tables["artifacts"].create(conn)
 
 
-MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2}
+def _migrate_3(conn: Any, sa: Any) -> None:
+    """v3: campaign labels (fleet, batch job ids), named baselines, per-run health/energy/failure.
+
+    One migration for several features so that parallel work never races on the numbering.
+    """
+    conn.execute(sa.text("ALTER TABLE campaigns ADD COLUMN labels JSON"))
+    for col, ddl in (("health", "JSON"), ("energy", "JSON"), ("failure", "TEXT"),
+                     ("suspect", "BOOLEAN NOT NULL DEFAULT FALSE")):
+        conn.execute(sa.text(f"ALTER TABLE measurements ADD COLUMN {col} {ddl}"))
+    md = sa.MetaData()
+    sa.Table("campaigns", md, sa.Column("id", sa.Integer, primary_key=True))
+    sa.Table("hosts", md, sa.Column("id", sa.Integer, primary_key=True))
+    _baselines_table(sa, md).create(conn)
+
+
+def _baselines_table(sa: Any, md: Any) -> Any:
+    """A name for a campaign (perflab baseline set NAME CAMPAIGN), with the machine it ran on."""
+    return sa.Table(
+        "baselines", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("name", sa.String(200), nullable=False, unique=True),
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id", ondelete="CASCADE"),
+                  nullable=False),
+        sa.Column("host_id", sa.Integer, sa.ForeignKey("hosts.id")),
+        sa.Column("note", sa.Text),
+        sa.Column("created", sa.DateTime(timezone=True), nullable=False),
+    )
+
+
+MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2, 3: _migrate_3}
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 
@@ -105,6 +134,13 @@ def current_tables(sa: Any) -> dict[str, Any]:
     campaigns = md.tables["campaigns"]
     campaigns.append_column(sa.Column("name", sa.String(200), nullable=False, default=""))
     campaigns.append_column(sa.Column("parent_id", sa.Integer, sa.ForeignKey("campaigns.id")))
+    campaigns.append_column(sa.Column("labels", sa.JSON))
+    measurements = md.tables["measurements"]
+    measurements.append_column(sa.Column("health", sa.JSON))
+    measurements.append_column(sa.Column("energy", sa.JSON))
+    measurements.append_column(sa.Column("failure", sa.Text))
+    measurements.append_column(sa.Column("suspect", sa.Boolean, nullable=False, default=False))
+    _baselines_table(sa, md)
     sa.Table(
         "artifacts", md,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),

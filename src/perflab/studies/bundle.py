@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
-from perflab.measure.spec import MetricPattern, RunResult
+from perflab.model import MetricPattern, RunResult
 from perflab.studies import footprint as fp
 
 MANIFEST = "perflab-bundle.json"

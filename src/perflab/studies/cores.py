@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.platform.topology import Topology
 

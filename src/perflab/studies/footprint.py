@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.platform import strace
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.measure.spec import MetricPattern, RunSpec
+from perflab.model import MetricPattern, RunSpec
 from perflab.platform.sysfs import Root
 
 MODES = ("4k", "2m")

@@ -101,7 +101,7 @@ def variants_step(ctx: LabContext, store: Any) -> None:
 
     if not ctx.minihlt:
         raise Unsupported(f"workload {ctx.workload.name} has no build recipe perflab can vary")
-    from perflab.config import Workload
+    from perflab.model import Workload
     from perflab.kernels import minihlt
 
     q = ctx.config.quick

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.measure.spec import MetricPattern, RunSpec
+from perflab.model import MetricPattern, RunSpec
 from perflab.platform.sysfs import Root
 
 # name -> (iterations per run at scale 1, what one op is)

@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.studies.profile_parse import (
     Annotation,
     DiffRow,

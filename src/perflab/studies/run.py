@@ -18,7 +18,7 @@ from itertools import product
 from typing import Any, Sequence
 
 from perflab.errors import PerflabError
-from perflab.measure.spec import MetricPattern, RunResult, RunSpec
+from perflab.model import MetricPattern, RunResult, RunSpec
 
 DEFAULT_TIME_BUDGET_S = 3.0  # hyperfine's default: at least 10 runs and at least 3 s
 CV_WARN = 0.05

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from perflab.config import Workload
+from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.kernels.build import BuildError, cache_root
-from perflab.measure.spec import RunResult
+from perflab.model import RunResult
 from perflab.studies.variant_build import (
     BuildTarget,
     Variant,
@@ -493,7 +493,7 @@ def linkorder_archive(cache_dir: Path | None = None, compiler: str = "gcc") -> P
 
 def linkorder_demo(iterations: int = 20_000_000, cache_dir: Path | None = None):
     """Target, workload and the two variants (objects first / archive first) of seed 003's trap."""
-    from perflab.measure.spec import MetricPattern
+    from perflab.model import MetricPattern
 
     here = Path(__file__).resolve().parent.parent / "kernels" / "linkorder"
     lib = linkorder_archive(cache_dir)

@@ -16,10 +16,10 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
-from perflab.config import BuildRecipe, Workload
+from perflab.model import BuildRecipe, Workload
 from perflab.errors import PerflabError
 from perflab.kernels.build import BuildResult, build, cache_root
-from perflab.measure.spec import MetricPattern
+from perflab.model import MetricPattern
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,0 +1,145 @@
+"""perflab's shared data types: what to run (Workload, RunSpec) and what a run measured (RunResult).
+
+Every layer speaks these; they import nothing of perflab's, so any package may import them
+without a cycle. The command line and perflab.toml map onto them at the edge.
+"""
+
+from __future__ import annotations
+
+import signal as _signal
+from dataclasses import asdict, dataclass, field
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class MetricPattern:
+    """A named-group regex applied to a run's stdout+stderr.
+
+    Every named group that matches becomes a float metric (the last match wins), e.g.
+    ``(?P<events>\\d+) events .* (?P<events_per_s>[\\d.]+) events/s``.
+    """
+
+    regex: str
+    stream: str = "both"  # "stdout", "stderr" or "both"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One process to start and measure."""
+
+    argv: tuple[str, ...]
+    shell: bool = False  # run argv[0] through /bin/sh -c (only when the user asked for --shell)
+    cpus: tuple[int, ...] | None = None  # sched_setaffinity list for the child
+    mem_node: int | None = None  # bind memory to this NUMA node (numactl --membind)
+    env: Mapping[str, str] | None = None  # added to (overriding) the inherited environment
+    cwd: str | None = None
+    stdin: str | None = None  # path to feed on stdin; None -> /dev/null
+    timeout: float | None = None  # seconds; the child is killed (SIGKILL) when it expires
+    metrics: tuple[MetricPattern, ...] = ()
+    perf_events: tuple[str, ...] | None = None  # collect `perf stat -e` counters when set
+    capture_output: bool = True  # keep stdout/stderr for metrics and the failure tail
+    label: str = ""  # the command's display name (hyperfine's "command")
+    params: Mapping[str, object] = field(default_factory=dict)  # scan parameters, cpu, n, variant
+
+
+@dataclass
+class RunResult:
+    """What one run of one process measured (rusage from wait4 on that very child)."""
+
+    wall_ns: int
+    user_s: float
+    sys_s: float
+    maxrss_kb: int
+    minflt: int
+    majflt: int
+    nvcsw: int
+    nivcsw: int
+    exit_code: int | None  # None when killed by a signal
+    signal: int | None = None
+    timed_out: bool = False
+    start_ns: int = 0  # time.monotonic_ns() at spawn (or at gate release for gated runs)
+    end_ns: int = 0
+    metrics: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
+    stdout_tail: str = ""
+    stderr_tail: str = ""  # last lines of stderr, kept when the run failed
+    energy: dict[str, float] = field(default_factory=dict)  # joules per domain, e.g. "pkg0"
+    health: dict[str, object] = field(default_factory=dict)  # what the machine said during the run
+    suspect: bool = False  # taken while the machine was disturbed; health says how
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def failure(self) -> str | None:
+        """Why the run failed, in a few words (None when it succeeded): stored and reported."""
+        if self.timed_out:
+            return "timed out"
+        if self.signal is not None:
+            try:
+                name = _signal.Signals(self.signal).name
+            except ValueError:
+                name = f"signal {self.signal}"
+            return f"killed by {name}" + (" (out of memory?)" if self.signal == 9 else "")
+        if self.exit_code not in (0, None):
+            return f"exit status {self.exit_code}"
+        if self.exit_code is None:
+            return "no exit status"
+        return None
+
+    @property
+    def wall_s(self) -> float:
+        return self.wall_ns / 1e9
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+
+@dataclass(frozen=True)
+class BuildRecipe:
+    """How to build a workload from sources (perflab.toml [workload.NAME.build])."""
+
+    sources: tuple[str, ...]
+    language: str = "c++"  # "c" or "c++"
+    cflags: tuple[str, ...] = ("-O2",)
+    ldflags: tuple[str, ...] = ()
+    output: str = ""  # binary name; defaults to the workload name
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named (or ad-hoc) command with the metrics that describe its throughput.
+
+    ``primary_metric`` names the metric studies rank by (e.g. ``events_per_s``);
+    ``higher_is_better`` says which direction is good. Without a metric, studies use wall time.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    metrics: tuple[MetricPattern, ...] = ()
+    primary_metric: str | None = None
+    higher_is_better: bool = True
+    shell: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    build: BuildRecipe | None = None
+    source: str = "command"  # "builtin", a perflab.toml path, or "command"
+    # extra argv a study may add: e.g. minihlt's "--fork {n}" or "--event {k}"
+    fork_arg: tuple[str, ...] | None = None  # template like ("--fork", "{n}")
+    event_arg: tuple[str, ...] | None = None  # template like ("--event", "{k}")
+    checksum_metric: str | None = None  # metric name holding an output checksum
+
+    def spec(self, **overrides: object) -> RunSpec:
+        """A RunSpec for this workload; keyword overrides go to RunSpec fields."""
+        base: dict[str, object] = dict(
+            argv=self.argv,
+            shell=self.shell,
+            env=dict(self.env) or None,
+            cwd=self.cwd,
+            metrics=self.metrics,
+            label=self.name,
+        )
+        base.update(overrides)
+        return RunSpec(**base)  # type: ignore[arg-type]
