@@ -48,6 +48,7 @@ class Campaign:
     started: datetime
     finished: datetime | None
     n_measurements: int = 0
+    labels: dict = field(default_factory=dict)  # fleet name, batch job ids, host label
 
 
 @dataclass(frozen=True)
@@ -331,13 +332,14 @@ class Store:
 
     def start_campaign(
         self, study: str, config: dict, host_id: int | None = None, parent_id: int | None = None,
-        name: str = "",
+        name: str = "", labels: dict | None = None,
     ) -> int:
         """Open a campaign with status 'running'; return its id."""
         with self._write() as conn:
             res = conn.execute(self.t["campaigns"].insert().values(
                 study=study, name=name or "", status="running", config=_jsonable(config or {}),
                 summary=None, host_id=host_id, parent_id=parent_id, started=_now(),
+                labels=_jsonable(labels) if labels else None,
             ))
             return int(res.inserted_primary_key[0])
 
@@ -375,7 +377,7 @@ class Store:
             id=row.id, study=row.study, name=row.name or "", status=row.status,
             config=row.config or {}, summary=row.summary, host_id=row.host_id,
             parent_id=row.parent_id, started=_utc(row.started), finished=_utc(row.finished),
-            n_measurements=int(row.n_measurements or 0),
+            n_measurements=int(row.n_measurements or 0), labels=row.labels or {},
         )
 
     def campaign(self, campaign_id: int) -> Campaign:
