@@ -1,1 +1,69 @@
-"""Studies: one module per question perflab answers (config -> run specs -> results)."""
+"""Studies: one module per question perflab answers, each with the same shape.
+
+A study module exposes ``NAME``, a frozen ``Config`` (``as_dict``/``from_dict``), ``plan(config,
+machine) -> list[RunSpec]`` (pure), ``execute(config, session, machine) -> Result`` (runs through
+the Session, which stores every run as it completes) and ``analyse(...) -> Result`` (pure), and a
+``Result`` with ``as_dict``/``from_dict``. Studies print nothing: rendering lives in report/.
+``run_study`` opens the campaign around a study; ``resume_study`` re-plans a stored one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any, Callable
+
+from perflab.errors import PerflabError
+from perflab.platform.host import Machine, batch_labels, capture
+from perflab.store import Store
+from perflab.studies.session import Session, _quiet
+
+# Study name -> module: the studies `perflab resume` can re-plan from a stored config.
+STUDIES = {
+    name: f"perflab.studies.{name}"
+    for name in ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "lab")
+}
+
+
+def study_module(name: str) -> ModuleType:
+    if name not in STUDIES:
+        raise PerflabError(f"campaigns of study '{name}' cannot be resumed; rerun the study instead")
+    module = importlib.import_module(STUDIES[name])
+    if not hasattr(module, "execute"):
+        raise PerflabError(f"study '{name}' cannot resume yet; rerun it")
+    return module
+
+
+def run_study(
+    module: ModuleType, config: Any, store: Store, executor: Any, machine: Machine | None = None,
+    progress: Callable[[str], None] = _quiet, parent_id: int | None = None, resume: int | None = None,
+    name: str = "",
+) -> Any:
+    """Capture the host, open the campaign, execute the study through a Session, keep its result."""
+    machine = machine if machine is not None else capture()
+    host_id = store.add_host(*machine.record())
+    with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
+                        name=name, labels=batch_labels(), resume=resume) as camp:
+        session = Session(executor, store, camp.id, progress, resumed=camp.resumed)
+        result = module.execute(config, session, machine)
+        result.campaign_id = camp.id
+        camp.summary = result.as_dict()
+    return result
+
+
+def resume_study(store: Store, campaign_id: int | None, executor: Any,
+                 progress: Callable[[str], None] = _quiet) -> tuple[str, Any]:
+    """Finish an interrupted campaign (default: the newest one): (study name, its result)."""
+    if campaign_id is None:
+        found = [c for c in store.campaigns() if c.status in ("interrupted", "running", "failed")
+                 and c.parent_id is None]
+        if not found:
+            raise PerflabError(f"no interrupted campaign in {store.display}; nothing to resume")
+        campaign_id = found[-1].id
+    camp = store.campaign(campaign_id)
+    if camp.status == "done":
+        raise PerflabError(f"campaign {camp.id} ({camp.study}) is already done; nothing to resume")
+    module = study_module(camp.study)
+    config = module.Config.from_dict(camp.config)
+    return camp.study, run_study(module, config, store, executor, progress=progress,
+                                 parent_id=camp.parent_id, resume=camp.id)

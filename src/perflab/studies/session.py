@@ -1,0 +1,94 @@
+"""One study's execution: every run is stored in the study's campaign as it completes, and a
+resumed campaign gets its stored runs back instead of running them again.
+
+The resume key of a run is its design key: (label, canonical params, rep). A study makes that
+key unique per run (a round number or a copy index in the params). On resume the study runs from
+the start with its stored config and seed: each run whose key is stored is answered from the
+store, so adaptive decisions (shuffled orders, precision stops) come out the same, and only runs
+that never finished are executed. Warm-up runs are not stored and are skipped on resume.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from perflab.measure.executor import ConcurrentResult, Executor
+from perflab.model import RunResult, RunSpec
+from perflab.store import Store, canonical_params
+
+Key = tuple[str, str, int]
+
+
+def _quiet(message: str) -> None:
+    """The default progress callback: say nothing."""
+
+
+def run_key(spec: RunSpec, rep: int) -> Key:
+    return (spec.label, canonical_params(dict(spec.params or {})), int(rep))
+
+
+@dataclass
+class Session:
+    """Executor + store + campaign: how a study runs things (the mock executor plugs in here)."""
+
+    executor: Executor
+    store: Store
+    campaign_id: int
+    progress: Callable[[str], None] = _quiet
+    resumed: bool = False
+    executed: int = 0
+    replayed: int = 0
+    _stored: dict[Key, deque[RunResult]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.resumed:
+            stored: dict[Key, deque[RunResult]] = defaultdict(deque)
+            for m in self.store.measurements(self.campaign_id):
+                stored[(m.label, canonical_params(m.params), int(m.rep))].append(m.result)
+            self._stored = dict(stored)
+
+    def _replay(self, key: Key) -> RunResult | None:
+        queue = self._stored.get(key)
+        if queue:
+            self.replayed += 1
+            return queue.popleft()
+        return None
+
+    def run(self, spec: RunSpec, rep: int = 0) -> RunResult:
+        """Run one spec (or replay it on resume); stored before this returns."""
+        key = run_key(spec, rep)
+        result = self._replay(key)
+        if result is not None:
+            return result
+        result = self.executor.run(spec)
+        self.executed += 1
+        self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
+                                   label=spec.label)
+        return result
+
+    def run_concurrent(self, specs: Sequence[RunSpec], rep: int = 0, gate: bool = True) -> ConcurrentResult:
+        """Start copies together; each copy's run is stored. Replayed whole, or run whole again."""
+        keys = [run_key(s, rep) for s in specs]
+        if len(set(keys)) != len(keys):
+            raise ValueError("concurrent copies need distinct params (e.g. a copy index)")
+        if self._stored and all(self._stored.get(k) for k in keys):
+            results = [self._replay(k) for k in keys]
+            starts = [r.start_ns for r in results]
+            return ConcurrentResult(results, max(starts) - min(starts), min(starts), starts, gate)
+        out = self.executor.run_concurrent(specs, gate=gate)
+        self.executed += len(specs)
+        for spec, result in zip(specs, out.results):
+            self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
+                                       label=spec.label)
+        return out
+
+    def warmup(self, spec: RunSpec) -> RunResult | None:
+        """An unrecorded run (page cache, lazy builds); skipped when resuming stored work."""
+        if self._stored:
+            return None
+        return self.executor.run(spec)
+
+    def say(self, message: str) -> None:
+        self.progress(message)
