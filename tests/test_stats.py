@@ -189,3 +189,32 @@ def test_knee_none_on_flat_linear_and_noise():
     assert knee(x, list(rng.normal(5.0, 1.0, 20))) is None
     assert knee(x, [2.0 * v + e for v, e in zip(x, rng.normal(0, 1.0, 20))]) is None
     assert knee([1, 2, 3], [1, 5, 5]) is None  # too few points to tell
+
+
+def test_median_ci_reports_the_level_it_has():
+    from perflab.stats import median_ci
+    from perflab.stats.interval import coverage
+
+    assert coverage(3, 1) == 0.75 and coverage(2, 1) == 0.5
+    ci = median_ci([3.0, 1.0, 2.0])
+    assert (ci.low, ci.high, ci.level) == (1.0, 3.0, 0.75)
+    ci = median_ci(range(1, 21))  # n=20: [x(6), x(15)] covers 95.86 %
+    assert (ci.low, ci.high) == (6.0, 15.0) and abs(ci.level - 0.958610) < 1e-6
+    assert ci.as_dict() == {"low": 6.0, "high": 15.0, "level": ci.level}
+
+
+def test_median_ci_coverage_by_simulation():
+    """The stated level is the real one: 2,000 log-normal samples of each size."""
+    import random
+
+    from perflab.stats import median_ci
+
+    rng = random.Random(1)
+    true_median = 1.0  # of lognormvariate(0, s)
+    for n in (3, 5, 10, 30):
+        hits, level = 0, None
+        for _ in range(2000):
+            ci = median_ci([rng.lognormvariate(0, 0.3) for _ in range(n)])
+            level = ci.level
+            hits += ci.low <= true_median <= ci.high
+        assert abs(hits / 2000 - level) < 0.03, (n, hits / 2000, level)

@@ -5,6 +5,7 @@ Every function names its method; see docs/sections/15-statistics.md.
 
 from perflab.stats.bootstrap import Ratio, bootstrap_median_ci, bootstrap_medians, ratio_of_medians
 from perflab.stats.changepoint import Knee, knee
+from perflab.stats.interval import CI, median_ci
 from perflab.stats.compare import (
     Comparison,
     cliffs_delta,
@@ -17,6 +18,8 @@ from perflab.stats.outliers import mad_outliers, modified_z_scores
 from perflab.stats.summary import Summary, cv, mad, median, stddev, summary
 
 __all__ = [
+    "CI",
+    "median_ci",
     "Comparison",
     "Knee",
     "Ratio",
