@@ -13,7 +13,10 @@ from perflab.errors import PerflabError
 
 
 def target_options(f: Callable) -> Callable:
-    """``--workload NAME`` or ``-- CMD ARGS...`` (with ``--shell`` to run CMD through sh -c)."""
+    """``--workload NAME [-- ARGS]`` or ``-- CMD ARGS...`` (``--shell``: CMD through sh -c).
+
+    Arguments after ``--`` with a named workload are appended to its command.
+    """
     f = click.argument("command_args", nargs=-1, type=click.UNPROCESSED)(f)
     f = click.option("--shell", is_flag=True, help="Run CMD through /bin/sh -c.")(f)
     f = click.option(
@@ -48,11 +51,9 @@ def resolve_target(
     shell: bool = False,
     config_path: str | None = None,
 ):
-    """Turn --workload / -- CMD into a Workload, or raise a one-line PerflabError."""
+    """Turn --workload NAME [-- ARGS] / -- CMD into a Workload, or raise a one-line PerflabError."""
     from perflab.workloads import resolve
 
-    if workload_name and command_args:
-        raise PerflabError("give either --workload NAME or -- CMD, not both")
     if not workload_name and not command_args:
         raise PerflabError("nothing to run: give --workload NAME (e.g. minihlt) or -- CMD [ARGS...]")
     return resolve(workload_name, command_args, shell=shell, config_path=config_path)
