@@ -7,6 +7,7 @@ import sys
 import click
 
 from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.options import OutputPath
 from perflab.errors import PerflabError
 
 
@@ -77,7 +78,7 @@ class _BundleCommand(click.Command):
 @click.command(name="bundle", cls=_BundleCommand, context_settings={"ignore_unknown_options": True},
                epilog="Check a bundle with: perflab bundle verify OUT.tar.gz [--isolation bwrap|unshare|chroot]")
 @target_options
-@click.option("--output", "-o", required=True, metavar="OUT.tar.gz", type=click.Path(dir_okay=False),
+@click.option("--output", "-o", required=True, metavar="OUT.tar.gz", type=OutputPath(dash=False),
               help="The bundle to write.")
 @click.option("--budget", metavar="SIZE", help="Fail if the unpacked bundle is larger (e.g. 1GiB).")
 @click.option("--include", multiple=True, metavar="PATH", help="Also carry this file or directory (repeatable).")

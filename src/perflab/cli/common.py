@@ -9,6 +9,7 @@ from typing import Callable
 
 import click
 
+from perflab.cli.options import OutputPath
 from perflab.errors import PerflabError
 
 
@@ -40,7 +41,7 @@ def store_option(f: Callable) -> Callable:
 
 def json_option(f: Callable) -> Callable:
     return click.option(
-        "--json", "json_path", metavar="PATH", type=click.Path(dir_okay=False),
+        "--json", "json_path", metavar="PATH", type=OutputPath(),
         help="Also write the study's result as JSON to PATH ('-' for stdout).",
     )(f)
 

@@ -185,3 +185,31 @@ PROBABILITY = Probability()
 COUNT = Count()
 DURATION = Duration()
 SIZE = Size()
+
+
+class OutputPath(click.ParamType):
+    """A file perflab will write: its directory must exist and take a new file, checked up front
+    so that no measurement is made for a result that could not be written ('-' is stdout)."""
+
+    name = "PATH"
+
+    def __init__(self, dash: bool = True) -> None:
+        self.dash = dash
+
+    def convert(self, value, param, ctx):
+        text = os.fspath(value)
+        if self.dash and text == "-":
+            return text
+        if not text or text.endswith("/") or os.path.isdir(text):
+            self.fail(f"{text!r} is a directory: give a file path", param, ctx)
+        parent = os.path.dirname(os.path.abspath(text))
+        if not os.path.isdir(parent):
+            self.fail(f"cannot write {text}: directory {parent} does not exist; create it first", param, ctx)
+        probe = os.path.join(parent, f".perflab-write-test-{os.getpid()}")
+        try:
+            fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except OSError as exc:
+            self.fail(f"cannot write {text}: {exc.strerror} in {parent}; choose another path", param, ctx)
+        os.close(fd)
+        os.unlink(probe)
+        return text

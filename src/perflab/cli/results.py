@@ -45,7 +45,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: 
     from rich.table import Table
 
     from perflab.store import open_store
-    from perflab.store.listing import campaign_row, group_measurements
+    from perflab.report.listing import campaign_row, group_measurements
 
     # Tables go to stderr when the JSON goes to stdout, so `--json -` stays parseable.
     import sys

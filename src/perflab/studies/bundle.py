@@ -375,6 +375,16 @@ def _write_archive(output: str, manifest: dict, script: str) -> None:
         info.mode &= 0o755 if info.isdir() or info.mode & 0o111 else 0o644
         return info
 
+    try:
+        _pack(partial, manifest, script, add_bytes, norm)
+        os.replace(partial, out)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise PerflabError(f"cannot write {output}: {exc.strerror or exc}; nothing was written "
+                           "(choose another --output)") from None
+
+
+def _pack(partial: Path, manifest: dict, script: str, add_bytes: Any, norm: Any) -> None:
     with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
         add_bytes(tar, RUNNER, script.encode(), 0o755)
         add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode(), 0o644)
@@ -388,7 +398,6 @@ def _write_archive(output: str, manifest: dict, script: str) -> None:
             info = tarfile.TarInfo(f"{ROOT}{link['path']}")
             info.type, info.linkname, info.mode = tarfile.SYMTYPE, link["target"], 0o777
             tar.addfile(info)
-    os.replace(partial, out)
 
 
 # --- safe unpacking --------------------------------------------------------------------------
