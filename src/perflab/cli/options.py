@@ -213,3 +213,28 @@ class OutputPath(click.ParamType):
         os.close(fd)
         os.unlink(probe)
         return text
+
+
+class Cpu(CpuList):
+    """One CPU number, checked against the CPUs this process may run on."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not re.fullmatch(r"\s*\d+\s*", str(value)):
+            self.fail(f"{value!r} is not a CPU number", param, ctx)
+        return super().convert(value, param, ctx)[0]
+
+
+class Positive(click.ParamType):
+    """A positive, finite number (an event rate, a power in kW)."""
+
+    name = "X"
+
+    def convert(self, value, param, ctx):
+        x = _finite(str(value), param, ctx, self)
+        if x <= 0:
+            self.fail(f"{value!r} must be positive", param, ctx)
+        return x
