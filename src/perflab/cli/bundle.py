@@ -8,7 +8,6 @@ import click
 
 from perflab.cli.common import json_option, resolve_target, store_option, target_options
 from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath
-from perflab.errors import PerflabError
 
 
 def _write_json(json_path: str | None, payload: object) -> None:
@@ -84,7 +83,7 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     from perflab.measure.executor import default_executor
     from perflab.store import open_store
     from perflab.studies.bundle import BundleConfig, run_bundle
-    from perflab.studies.footprint import _size
+    from perflab.report.terminal.footprint import size_text as _size
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,

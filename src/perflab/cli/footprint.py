@@ -27,7 +27,8 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
 
     from perflab.measure.executor import default_executor
     from perflab.store import dumps, open_store
-    from perflab.studies.footprint import FootprintConfig, render, run_footprint
+    from perflab.report.terminal.footprint import render
+    from perflab.studies.footprint import FootprintConfig, run_footprint
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = FootprintConfig(workload=workload, cpu=cpu, seccomp=not no_seccomp, reps=reps,
