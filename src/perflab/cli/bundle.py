@@ -83,7 +83,7 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     from perflab.measure.executor import default_executor
     from perflab.store import open_store
     from perflab.studies.bundle import BundleConfig, run_bundle
-    from perflab.report.terminal.footprint import size_text as _size
+    from perflab.platform.sysfs import format_size as _size
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,

@@ -155,3 +155,11 @@ def parse_size(text: str | None) -> int | None:
         return None
     mult = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2).upper()]
     return int(m.group(1)) * mult
+
+
+def format_size(n: int) -> str:
+    """Inverse of parse_size, for people: 1536 -> '1.5 KiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"

@@ -27,6 +27,7 @@ from perflab.errors import PerflabError
 from perflab.model import MetricPattern, Workload
 from perflab.measure.capture import isolation_available, run_captured
 from perflab.platform.files import resolve_links
+from perflab.platform.sysfs import format_size
 from perflab.studies import footprint as fp
 from perflab.studies.bundle_archive import MANIFEST, ROOT, RUNNER, safe_unpack, write_archive
 
@@ -238,10 +239,10 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
         files, links, dirs = needed_set(trace_result, config.include, cwd)
         unpacked = sum(files.values())
         if config.budget_bytes is not None and unpacked > config.budget_bytes:
-            tops = ", ".join(f"{t.top} {fp._size(t.bytes)}" for t in trace_result.by_top[:4])
+            tops = ", ".join(f"{t.top} {format_size(t.bytes)}" for t in trace_result.by_top[:4])
             raise PerflabError(
-                f"bundle needs {fp._size(unpacked)} ({len(files)} files: {tops}), over the budget of "
-                f"{fp._size(config.budget_bytes)}; raise --budget or slim the workload"
+                f"bundle needs {format_size(unpacked)} ({len(files)} files: {tops}), over the budget of "
+                f"{format_size(config.budget_bytes)}; raise --budget or slim the workload"
             )
         # The reference output, kept in the manifest for a verify where the original is gone.
         ref_res, out, err = run_captured(argv, cwd=cwd, env=dict(wl.env) or None, timeout=config.timeout)
@@ -268,8 +269,8 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
             reference=reference, campaign_id=campaign, by_top=[t.__dict__ for t in trace_result.by_top],
         )
         summary = dict(result.__dict__)
-        summary["verdict"] = (f"{len(files)} files, {fp._size(unpacked)} unpacked, "
-                              f"{fp._size(size)} archive: {result.output}")
+        summary["verdict"] = (f"{len(files)} files, {format_size(unpacked)} unpacked, "
+                              f"{format_size(size)} archive: {result.output}")
         store.finish_campaign(campaign, "done", summary)
         return result
     except KeyboardInterrupt:

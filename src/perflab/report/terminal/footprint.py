@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perflab.platform.sysfs import format_size
 from perflab.stats import median
 from perflab.studies.footprint import FootprintResult
 
@@ -18,7 +19,7 @@ def render(result: FootprintResult, console: Any, show_all: bool = False, limit:
         t.add_column(col, justify="right" if col == "size" else "left")
     for f in files[:limit]:
         t.add_row(f.path, ",".join(f.uses), f.kind + (" (written)" if f.written else ""),
-                  size_text(f.size) if f.kind == "file" else "",
+                  format_size(f.size) if f.kind == "file" else "",
                   f.real_path if f.real_path != f.path else "")
     if len(files) > limit:
         t.add_row(f"... {len(files) - limit} more (--all, --json)", "", "", "", "")
@@ -36,8 +37,8 @@ def render(result: FootprintResult, console: Any, show_all: bool = False, limit:
     for col in ("directory", "files", "size"):
         tt.add_column(col, justify="left" if col == "directory" else "right")
     for d in result.by_top:
-        tt.add_row(d.top, str(d.files), size_text(d.bytes))
-    tt.add_row("total", str(result.total_files), size_text(result.total_bytes))
+        tt.add_row(d.top, str(d.files), format_size(d.bytes))
+    tt.add_row("total", str(result.total_files), format_size(result.total_bytes))
     console.print(tt)
     if result.overhead is not None:
         lo, hi = result.overhead_ci or (result.overhead, result.overhead)
@@ -48,10 +49,3 @@ def render(result: FootprintResult, console: Any, show_all: bool = False, limit:
             f"{', seccomp-bpf' if result.seccomp else ''})"
         )
     console.print(f"campaign {result.campaign_id}")
-
-
-def size_text(n: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
