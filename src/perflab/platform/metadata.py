@@ -12,8 +12,7 @@ import shutil
 import subprocess
 import time
 
-from perflab.platform.sysfs import Root
-from perflab.platform.topology import cpuinfo_blocks
+from perflab.platform.sysfs import Root, cpuinfo_blocks
 
 FLAGS_OF_INTEREST = ("avx", "avx2", "avx512f", "fma", "sse4_2", "bmi2", "hypervisor")
 COMPILERS = ("gcc", "g++", "clang")

@@ -163,3 +163,22 @@ def format_size(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n} B"
+
+
+def cpuinfo_blocks(root: Root) -> list[dict[str, str]]:
+    """/proc/cpuinfo as one dict per "processor" block (keys as the kernel writes them)."""
+    text = root.read("proc/cpuinfo") or ""
+    blocks: list[dict[str, str]] = []
+    cur: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if cur:
+                blocks.append(cur)
+                cur = {}
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            cur[key.strip()] = value.strip()
+    if cur:
+        blocks.append(cur)
+    return blocks

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from perflab.platform.sysfs import Root, format_cpulist, parse_cpumask, parse_size
+from perflab.platform.sysfs import Root, cpuinfo_blocks, format_cpulist, parse_cpumask, parse_size
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class Topology:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading a sysfs tree. Rules (see /work/shared/topologies/README.md and docs/sections/10-machine.md):
+# Reading a sysfs tree. Rules (see tests/data/topologies/README.md and docs/machine.md):
 #  * online set from cpu/online, else per-CPU cpuN/online files (missing file = online);
 #  * never walk through symlinks: list cpu[0-9]+ / node[0-9]+ and read known file names only;
 #  * cores are the connected groups of core_cpus / thread_siblings (mask preferred, list as
@@ -171,25 +171,6 @@ def _online_cpus(root: Root, present: list[int]) -> set[int]:
         if flag is None or flag.strip() != "0":
             out.add(cpu)
     return out
-
-
-def cpuinfo_blocks(root: Root) -> list[dict[str, str]]:
-    """/proc/cpuinfo as one dict per "processor" block (keys as the kernel writes them)."""
-    text = root.read("proc/cpuinfo") or ""
-    blocks: list[dict[str, str]] = []
-    cur: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            if cur:
-                blocks.append(cur)
-                cur = {}
-            continue
-        key, sep, value = line.partition(":")
-        if sep:
-            cur[key.strip()] = value.strip()
-    if cur:
-        blocks.append(cur)
-    return blocks
 
 
 def _amd_module_family(root: Root) -> int | None:
