@@ -88,16 +88,17 @@ def _compare(store, a: int, b: int, alpha: float, fmt: str, json_path: str | Non
             click.echo(table_to_markdown(t))
         else:
             from rich.console import Console
+            from rich.markup import escape
             from rich.table import Table as RTable
 
             console = Console()
             if not console.is_terminal:
                 console.width = max(console.width, 150)  # pipes and files get whole numbers
-            rt = RTable(title=t.title)
+            rt = RTable(title=escape(t.title))
             for c in t.columns:
                 rt.add_column(c, justify="left" if c in ("point", "measure", "verdict") else "right")
             for row in t.rows:
-                rt.add_row(*[format_cell(c) for c in row])
+                rt.add_row(*[escape(format_cell(c)) for c in row])
             console.print(rt)
         click.echo(f"verdict: {result.verdict}")
         for n in result.notes:
