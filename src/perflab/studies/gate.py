@@ -189,14 +189,18 @@ def check_measures(thresholds: Sequence[Threshold], have: set[str], primary: str
                                f"{', '.join(offer)}")
 
 
-def _machines(store: Any, host_a: int | None, host_b: int | None) -> tuple[str, str, bool]:
-    """(baseline host, campaign host, same machine?) by the recorded host fingerprints."""
+def _machines(store: Any, host_a: int | None, host_b: int | None) -> tuple[str, str, bool | None]:
+    """(baseline host, campaign host, same machine?) by the recorded host fingerprints.
+
+    None when a side's machine was not recorded: then nobody can tell.
+    """
     def name(h: int | None) -> str:
         if h is None:
-            return "unrecorded"
+            return "an unrecorded machine"
         rec = store.host(h)
         return f"{rec['hostname']} (host {h})"
-    return name(host_a), name(host_b), host_a is not None and host_a == host_b
+    same = None if host_a is None or host_b is None else host_a == host_b
+    return name(host_a), name(host_b), same
 
 
 def evaluate(config: GateConfig, store: Any) -> GateResult:
@@ -213,7 +217,10 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
     warnings: list[str] = []
     host_a, host_b, same = _machines(store, base.host_id if base.host_id is not None else ca.host_id,
                                      cb.host_id)
-    if not same:
+    if same is None:
+        warnings.append(f"baseline '{config.baseline}' was measured on {host_a}, campaign {cb.id} "
+                        f"on {host_b}: cannot check they are the same machine")
+    elif not same:
         what = (f"baseline '{config.baseline}' was measured on {host_a}, campaign {cb.id} on {host_b}")
         if not config.cross_machine:
             raise PerflabError(f"{what}: a difference may be the machine's, not the code's; measure "
