@@ -24,10 +24,13 @@ DEFAULT_ALPHA = 0.05
 
 _ALIASES = {"median": "wall_s", "wall": "wall_s", "time": "wall_s", "wall_s": "wall_s",
             "rss": "maxrss_kb", "maxrss": "maxrss_kb", "memory": "maxrss_kb", "maxrss_kb": "maxrss_kb",
-            "energy": "energy_j", "energy_j": "energy_j"}
+            "energy": "energy_j", "energy_j": "energy_j",
+            # CPU time: steadier than wall time on a shared runner, blind to waiting and I/O.
+            "user": "user_s", "cpu": "user_s", "user_s": "user_s"}
 # Absolute thresholds: unit -> (measure it fits, factor to the stored unit).
 _UNITS = {
     "wall_s": {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0},
+    "user_s": {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0},
     "maxrss_kb": {"kib": 1.0, "mib": 1024.0, "gib": 1024.0 ** 2, "kb": 1000 / 1024,
                   "mb": 1e6 / 1024, "gb": 1e9 / 1024},
     "energy_j": {"mj": 1e-3, "j": 1.0, "kj": 1e3},
@@ -180,7 +183,7 @@ def check_measures(thresholds: Sequence[Threshold], have: set[str], primary: str
     for t in thresholds:
         measure = t.measure(primary)
         if measure not in have:
-            offer = ["median (wall time)", "rss (max RSS)"]
+            offer = ["median (wall time)", "user (CPU time)", "rss (max RSS)"]
             offer += ["energy"] if "energy_j" in have else []
             offer += sorted(m.removeprefix("metric:") for m in have if m.startswith("metric:"))
             why = ("the baseline has no primary metric" if t.name == "primary"
@@ -249,9 +252,12 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
                 parts.append(f"beyond {t.text} and significant: FAILS")
             elif beyond:
                 parts.append(f"beyond {t.text} but not significant: passes (noise cannot be ruled out)")
+            elif not row.significant:
+                parts.append(f"within {t.text}")
+            elif (row.ratio > 1) == (t.op == ">"):
+                parts.append(f"within {t.text} (significant, but smaller than the threshold)")
             else:
-                parts.append(f"within {t.text}" + (" (significant, but smaller than the threshold)"
-                                                   if row.significant else ""))
+                parts.append(f"within {t.text} (changed significantly the other way)")
         line.verdict = "; ".join(parts) or ("not gated; significant" if row.significant
                                             else "not gated")
         result.lines.append(line)
