@@ -28,13 +28,16 @@ def ratio_plot(rows: Sequence[CompareRow], title: str) -> str:
             ax.plot([r.ratio], [y], marker="o", ms=6, mfc="white", mec="black", ls="none")
     ax.axvline(1.0, color="grey", ls="--", lw=1)
     ax.set_xscale("log")
-    span = max([abs(math.log(max(v, 1e-12))) for r in rows for v in (r.lo, r.hi, r.ratio)] + [0.01])
+    span = max([abs(math.log(max(v, 1e-12))) for r in rows for v in (r.lo, r.hi, r.ratio)] + [0.005])
     ax.set_xlim(math.exp(-1.15 * span), math.exp(1.15 * span))  # symmetric about 1
-    from matplotlib.ticker import FuncFormatter, LogLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 0.9, 0.8, 0.7)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
-    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    # Five ticks evenly spaced in log space, 1 in the middle: readable at any zoom.
+    ticks = [math.exp(span * k / 2) for k in range(-2, 3)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.4g}"))
+    ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_yticks(ys, [r.key for r in rows])
     ax.set_xlabel(f"B/A of the median, {title} (log axis; square: significant, circle: not)")
     return _svg(plt, fig)
@@ -63,7 +66,7 @@ p.verdict { font-size: 1.15em; } .note { color: #555; }
 <table><tr><th>point</th><th class="num">n A</th><th class="num">n B</th><th class="num">median A</th><th class="num">median B</th>
 <th class="num">B/A</th><th class="num">CI (level)</th><th class="num">p (Holm)</th><th>verdict</th></tr>
 {% for r in rs %}<tr{% if r.significant %} class="sig"{% endif %}><td>{{ r.key }}</td><td class="num">{{ r.n_a }}</td><td class="num">{{ r.n_b }}</td>
-<td class="num">{{ '%.4g'|format(r.median_a) }}</td><td class="num">{{ '%.4g'|format(r.median_b) }}</td>
+<td class="num">{{ r.median_a|num }}</td><td class="num">{{ r.median_b|num }}</td>
 <td class="num">{{ '%.4f'|format(r.ratio) }}</td><td class="num">[{{ '%.4f'|format(r.lo) }}, {{ '%.4f'|format(r.hi) }}] ({{ '%.0f'|format(100 * r.level) }}%)</td>
 <td class="num">{{ '%.2g'|format(r.p_adjusted) }}</td>
 <td>{% if r.significant %}{{ r.better }} better{% else %}no significant difference{% endif %}</td></tr>{% endfor %}
@@ -83,6 +86,11 @@ times and memory as lower-is-better and rates as higher-is-better.</p>
 """
 
 
+def _num(v: float) -> str:
+    """4 significant digits; large values in full with thousands separators."""
+    return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:.4g}"
+
+
 def compare_html(result: CompareResult, campaigns: Sequence[Any], hosts: Sequence[str]) -> str:
     """The page's HTML text; campaigns and hosts are (A, B)."""
     import jinja2
@@ -90,11 +98,12 @@ def compare_html(result: CompareResult, campaigns: Sequence[Any], hosts: Sequenc
     groups: dict[str, list[CompareRow]] = {}
     for r in result.rows:
         groups.setdefault(measure_title(r.measure), []).append(r)
-    items = sorted(groups.items(), key=lambda kv: (kv[0] != "wall time [s]", kv[0]))
+    items = list(groups.items())  # rows come in measure order: wall, CPU, memory, energy, metrics
     plots = [ratio_plot(rs, m) for m, rs in items]
     title = (f"perflab compare: campaign {result.a} (A) vs {result.b} (B), {result.study_b} study, "
              f"{hosts[1]}")
     env = jinja2.Environment(autoescape=True)
+    env.filters["num"] = _num
     return env.from_string(_PAGE).render(
         title=title, result=result, groups=items, plots=plots,
         sides=[("A", campaigns[0], hosts[0]), ("B", campaigns[1], hosts[1])])

@@ -116,7 +116,7 @@ def compare_measurements(
         sb, ta, tb = {ka: sb[kb]}, {ka: tb[kb]}, {ka: tb[kb]}
     small = 0
     for key in sorted(set(sa) & set(sb), key=lambda k: ta[k]):
-        wanted = sorted(set(sa[key]) & set(sb[key]))
+        wanted = sorted(set(sa[key]) & set(sb[key]), key=_measure_order)
         if measures is not None:
             wanted = [m for m in measures if m in wanted]
         for measure in wanted:
@@ -144,6 +144,12 @@ def compare_measurements(
     only_a = sorted(ta[k] for k in set(sa) - set(sb))
     only_b = sorted(tb[k] for k in set(sb) - set(sa))
     return rows, only_a, only_b, notes
+
+
+def _measure_order(measure: str) -> tuple[int, str]:
+    """Wall time, CPU time, memory, energy, then the workload's metrics by name."""
+    fixed = ("wall_s", "user_s", "maxrss_kb", "energy_j")
+    return (fixed.index(measure), "") if measure in fixed else (len(fixed), measure)
 
 
 def check_same_kind(ca: Any, cb: Any, what_a: str = "") -> None:
