@@ -226,3 +226,22 @@ def test_gate_false_failure_rate_on_null_pairs_is_low():
     # significance requirement keeps the false-failure rate at the test's level.
     noisy = simulate(SimConfig(pairs=25, sigma=0.15, planted=0.0, seed=1))
     assert noisy.null_beyond > 0.15 and noisy.false_positive <= 0.05
+
+
+def test_a_gated_measure_missing_from_the_campaign_is_an_error_not_a_pass(tmp_path):
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        a = store.start_campaign("run", {"primary_metric": "events_per_s"})
+        b = store.start_campaign("run", {"primary_metric": "events_per_s"})
+        for i in range(6):
+            r = _result(1.0 + 0.01 * i)
+            r.metrics = {"events_per_s": 100.0 - i}
+            store.add_measurement(a, r, {}, rep=i, label="work")
+            store.add_measurement(b, _result(1.0 + 0.01 * i), {}, rep=i, label="work")
+        store.finish_campaign(a, "done")
+        store.finish_campaign(b, "done")
+        store.set_baseline("main", a)
+        ok = evaluate(GateConfig("main", b, (parse_threshold("median>+3%"),)), store)
+        assert not ok.failed and "baseline' was measured on an unrecorded machine" not in " ".join(ok.warnings)
+        assert any("cannot check they are the same machine" in w for w in ok.warnings)
+        with pytest.raises(PerflabError, match="campaign 2 has no successful run with 'primary'"):
+            evaluate(GateConfig("main", b, (parse_threshold("primary<-3%"),)), store)

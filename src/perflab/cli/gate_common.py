@@ -73,12 +73,13 @@ def write_output(path: str, text: str, what: str) -> None:
 
 def run_gate(store: Any, config: GateConfig, junit_path: str | None = None,
              markdown_path: str | None = None, json_path: str | None = None,
-             html_path: str | None = None) -> GateResult:
+             html_path: str | None = None, stdout_taken: bool = False) -> GateResult:
     """Evaluate the gate, print one line per compared measure, write the requested files."""
     result = evaluate(config, store)
     for w in result.warnings:
         click.echo(f"perflab: warning: {w}", err=True)
-    quiet = "-" in (json_path, markdown_path, junit_path)
+    # When a file goes to stdout (PATH '-'), the verdict lines go to stderr.
+    quiet = stdout_taken or "-" in (json_path, markdown_path, junit_path)
     out = sys.stderr if quiet else sys.stdout
     m = len(result.lines)
     for ln in result.lines:
@@ -142,14 +143,14 @@ class RunGate:
         if self.baseline:
             precheck(store, self.baseline, self.thresholds, study="run")
 
-    def after(self, store: Any, campaign_id: int | None) -> None:
+    def after(self, store: Any, campaign_id: int | None, stdout_taken: bool = False) -> None:
         """Gate the finished campaign, then save it as a baseline (only when it passed)."""
         if campaign_id is None:
             return
         failed = False
         if self.baseline:
             cfg = GateConfig(self.baseline, campaign_id, self.thresholds, cross_machine=self.cross_machine)
-            failed = run_gate(store, cfg, *self.files).failed
+            failed = run_gate(store, cfg, *self.files, stdout_taken=stdout_taken).failed
         if self.save:
             if failed:
                 click.echo(f"perflab: baseline '{self.save}' not moved: campaign {campaign_id} failed "

@@ -214,4 +214,4 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
         text = json.dumps(json.loads(dumps(result.to_dict())), indent=2) + "\n"
         export._write(json_path, text)
-    gate.after(store, result.campaign_id)
+    gate.after(store, result.campaign_id, stdout_taken=console.stderr)

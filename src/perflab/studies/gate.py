@@ -217,6 +217,14 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
     primary = primary_metric(cb.config)[0] or primary_metric(ca.config)[0]
     samples_a, _ = series(ca.study, meas_a)
     check_measures(config.thresholds, {m for v in samples_a.values() for m in v}, primary)
+    samples_b, _ = series(cb.study, meas_b)
+    have_b = {m for v in samples_b.values() for m in v}
+    for t in config.thresholds:
+        if t.measure(primary) not in have_b:
+            # A gated measure that vanished is no pass: the workload's output or the run broke.
+            raise PerflabError(f"--fail-if {t.text!r}: campaign {cb.id} has no successful run with "
+                               f"'{t.name}' although the baseline has; check its failed runs "
+                               "('perflab results') or the workload's metric patterns")
     warnings: list[str] = []
     host_a, host_b, same = _machines(store, base.host_id if base.host_id is not None else ca.host_id,
                                      cb.host_id)
