@@ -1,8 +1,9 @@
 """The regression gate: real `sleep` runs gated against a baseline, noise that must not fail,
 JUnit checked against a schema, bad input, baselines on SQLite and PostgreSQL, the null rate.
 
-Thresholds in the end-to-end tests are 10 %: on this shared 2-CPU machine the cost of starting
-a process moves by about a millisecond between campaigns, 5 % of a 20 ms sleep.
+Thresholds in the end-to-end tests are 20 %: on this shared 2-CPU machine (load 6-13 while
+other engineers test) the cost of starting a process and waking it moves by 1-3 ms between
+campaigns, 5-15 % of a 20 ms sleep; the slower sleep is +50 %.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "baseline 'main' -> campaign 1" in p.stderr
     junit, md, js = tmp_path / "gate.xml", tmp_path / "gate.md", tmp_path / "gate.json"
-    p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+10%",
+    p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%",
                 "--junit", str(junit), "--gate-markdown", str(md), "--gate-json", str(js),
                 "--", "sleep", "0.03", cwd=tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr
@@ -64,13 +65,13 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     assert [c.find("failure") is not None for c in cases].count(True) == 1
     assert "| ❌ | work | wall time [s] |" in md.read_text()
     # the same command again passes, and the compare command gates a stored campaign alike
-    p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+10%",
+    p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%",
                 "--", "sleep", "0.02", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "gate: pass" in p.stdout
-    p = perflab("compare", "--baseline", "main", "2", "--fail-if", "median>+10%", cwd=tmp_path)
+    p = perflab("compare", "--baseline", "main", "2", "--fail-if", "median>+20%", cwd=tmp_path)
     assert p.returncode == 1 and "gate: FAIL" in p.stdout
-    p = perflab("compare", "--baseline", "main", "3", "--fail-if", "median>+10%", cwd=tmp_path)
+    p = perflab("compare", "--baseline", "main", "3", "--fail-if", "median>+20%", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
 
 
