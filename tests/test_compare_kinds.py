@@ -218,3 +218,15 @@ def test_compare_page_renders_in_headless_chromium(tmp_path, store):
     # every measure's section (an h2 with an id) has its plot
     assert dom.stdout.count("<svg") == dom.stdout.count("<h2 id=") == 3
     assert "variant=m32" in dom.stdout and "A better" in dom.stdout
+
+
+def test_energy_per_run_counts_no_domain_twice():
+    from perflab.studies.compare_keys import energy_j
+
+    r = _result(1.0)
+    r.energy = {"rapl:package-0": 10.0, "rapl:package-0/core": 6.0, "rapl:package-0/dram": 2.0}
+    assert energy_j(r) == 12.0
+    r.energy = {"ipmi:node": 40.0, "rapl:package-0": 10.0}
+    assert energy_j(r) == 40.0
+    r.energy = {}
+    assert energy_j(r) is None

@@ -76,10 +76,14 @@ def _text(v: Any) -> str:
 
 
 def energy_j(result: Any) -> float | None:
-    """Joules of one run summed over its energy domains (None when none was read)."""
-    values = [float(v) for v in (getattr(result, "energy", None) or {}).values()
-              if isinstance(v, (int, float))]
-    return sum(values) if values else None
+    """A run's joules: the node meter where recorded (it covers everything), else the top-level
+    domains plus DRAM (sub-domains such as a package's cores are inside it: not added again)."""
+    e = {k: float(v) for k, v in (getattr(result, "energy", None) or {}).items()
+         if isinstance(v, (int, float))}
+    if "ipmi:node" in e:
+        return e["ipmi:node"]
+    tops = [v for k, v in e.items() if k.count("/") == 0 or k.endswith("/dram")]
+    return sum(tops) if tops else None
 
 
 def _observation(results: list[Any]) -> dict[str, float]:
