@@ -247,3 +247,23 @@ def test_a_gated_measure_missing_from_the_campaign_is_an_error_not_a_pass(tmp_pa
         assert any("cannot check they are the same machine" in w for w in ok.warnings)
         with pytest.raises(PerflabError, match="campaign 2 has no successful run with 'primary'"):
             evaluate(GateConfig("main", b, (parse_threshold("primary<-3%"),)), store)
+
+
+def test_energy_is_compared_where_recorded_and_can_be_gated(tmp_path):
+    rng = random.Random(3)
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        cids = []
+        for joules in (10.0, 12.0):  # B costs 20 % more energy per run at the same speed
+            cid = store.start_campaign("run", {})
+            for i in range(12):
+                r = _result(1.0 * rng.lognormvariate(0, 0.01))
+                r.energy = {"rapl:package-0": joules * rng.lognormvariate(0, 0.01)}
+                store.add_measurement(cid, r, {}, rep=i, label="work")
+            store.finish_campaign(cid, "done")
+            cids.append(cid)
+        store.set_baseline("main", cids[0])
+        res = evaluate(GateConfig("main", cids[1], (parse_threshold("energy>+10%"),
+                                                    parse_threshold("median>+10%"))), store)
+        by = {ln.row.measure: ln for ln in res.lines}
+        assert by["energy_j"].failed and 1.15 < by["energy_j"].row.ratio < 1.25
+        assert not by["wall_s"].failed and res.failed
