@@ -30,7 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cost": ("perflab.cli.cost", "Choose a platform for a target event rate inside a power envelope."),
     "lab": ("perflab.cli.lab", "Run the default studies on a workload and write one report."),
     "report": ("perflab.cli.report", "Write an HTML or Markdown report of stored campaigns."),
-    "compare": ("perflab.cli.compare", "Compare two campaigns side by side."),
+    "compare": ("perflab.cli.compare", "Compare two campaigns side by side, or gate one against a baseline."),
+    "baseline": ("perflab.cli.baseline", "Name stored campaigns as baselines for the regression gate."),
     "results": ("perflab.cli.results", "List stored campaigns and their measurements."),
     "resume": ("perflab.cli.resume", "Finish an interrupted campaign without repeating stored runs."),
 }

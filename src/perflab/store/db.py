@@ -22,6 +22,7 @@ from typing import Any, Iterator
 from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.store import tx
+from perflab.store.baselines import BaselineMethods
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
 
 DEFAULT_PATH = "perflab.db"
@@ -243,7 +244,7 @@ class OpenCampaign:
     summary: dict | None = None
 
 
-class Store:
+class Store(BaselineMethods):
     """Campaigns, measurements, hosts and artifacts; every method commits before returning."""
 
     def __init__(self, engine: Any, display: str, sqlite_path: str | None = None) -> None:
