@@ -29,8 +29,9 @@ from perflab.cli.common import json_option, store_option
 def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, db_url, json_path):
     """What do single operations cost per ABI (-m64, -m32, -mx32)?
 
-    ns per operation (cycles where counters exist) with a bootstrap CI over shuffled rounds, and
-    each ABI's percentage difference from -m64 with its CI and a Holm-corrected p-value.
+    ns per operation (cycles where counters exist) with an order-statistic CI over shuffled rounds
+    (its level shown), each ABI's percentage difference from -m64 with its CI and a Holm-corrected
+    p-value, and malloc's mmap threshold per ABI (seed 000).
     """
     from rich.console import Console
 
@@ -38,21 +39,23 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
     from perflab.errors import PerflabError
     from perflab.measure.executor import default_executor
     from perflab.platform.sysfs import parse_size
+    from perflab.report.terminal.micro import render
     from perflab.store import open_store
-    from perflab.studies.micro import DEFAULT_BENCHES, MicroConfig, render, run_micro
+    from perflab.studies import micro, run_study
 
     total = parse_size(shm_total)
     if total is None:
         raise PerflabError(f"--shm-total {shm_total!r} is not a size; write it like 512M or 5G")
-    config = MicroConfig(
-        benches=tuple(benches) or DEFAULT_BENCHES,
+    config = micro.MicroConfig(
+        benches=tuple(benches) or micro.DEFAULT_BENCHES,
         abis=tuple(a.strip().lstrip("-") for a in abis.split(",") if a.strip()),
         reps=reps, scale=scale, io_dir=io_dir, shm="on" if with_shm else shm, shm_total=total, seed=seed,
     )
     console = Console(stderr=json_path == "-")
-    store = open_store(db_url)
-    result = run_micro(config, default_executor(), store, console=console)
-    render(result, console)
-    console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
+    with open_store(db_url) as store, default_executor() as executor:
+        result = run_study(micro, config, store, executor,
+                           progress=lambda text: console.print(text, highlight=False))
+        render(result, console)
+        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
     if json_path:
         write_json(json_path, result.as_dict())
