@@ -26,6 +26,7 @@ from perflab.errors import PerflabError
 from perflab.kernels.build import cache_root
 from perflab.kernels.frontend.facts import ThpChange, read_tlb, references, sampled_span, thp_mode
 from perflab.kernels.frontend.generate import build_program, code_layout, per_case_bytes
+from perflab.measure import perfstat
 from perflab.measure.executor import check_cpus
 from perflab.model import MetricPattern, RunResult, RunSpec
 from perflab.platform import probes
@@ -343,8 +344,9 @@ def _failure(params: dict, res: RunResult) -> str | None:
 
 
 def _per_dispatch(got: list[tuple[int, RunResult]], event: str, iters: int) -> float | None:
-    vals = [r.counters[event] / iters for _, r in got if event in r.counters]
-    return float(median(vals)) if vals and len(vals) == len(got) else None
+    """Median over runs of event / dispatches (the warm-up's n dispatches are not counted in)."""
+    vals = [perfstat.per_unit(r.counters, event, iters) for _, r in got]
+    return float(median(vals)) if vals and None not in vals else None
 
 
 def _hw_counters(machine: Any) -> tuple[bool, str]:
