@@ -192,4 +192,4 @@ def micro_step(ctx: LabContext, store: Any) -> None:
     result = run_study(mi, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
                        name="micro")
     store.started.append(result.campaign_id)
-    ctx.say(f"micro: {len(result.cells)} operations measured on {', '.join(result.abis)}")
+    ctx.say(f"micro: {len({c.bench for c in result.cells})} operations measured on {', '.join(result.abis)}")
