@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from importlib import resources
 
 import pytest
@@ -124,3 +125,20 @@ def test_campaign_must_be_instances(tmp_path):
         store.start_campaign("cores", {})
         with pytest.raises(PerflabError, match="is a 'cores' campaign, not 'instances'"):
             run_cost(load_platforms(str(f)), store)
+
+
+def test_report_cost_plot_reads_the_stored_summary(tmp_path):
+    """The envelope line and the red/green marks come from the keys the study really stores."""
+    from perflab.report.sections import cost_points
+    from perflab.studies.cost import load_platforms, run_cost
+    from perflab.store import open_store
+
+    example = Path(__file__).resolve().parent.parent / "src/perflab/examples/seed004-platforms.toml"
+    with open_store(str(tmp_path / "s.db")) as store:
+        result = run_cost(load_platforms(str(example)), store)
+        summary = store.campaign(result.campaign_id).summary
+    pts, env = cost_points(summary)
+    assert env == result.requirement.power_envelope_kw
+    fits = {name: ok for name, _, _, ok in pts}
+    assert fits == {p.name: p.fits_power and p.fits_budget for p in result.platforms}
+    assert not all(fits.values())  # the seed's envelope rules some platforms out

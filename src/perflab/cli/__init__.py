@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("perflab.cli.report", "Write an HTML or Markdown report of stored campaigns."),
     "compare": ("perflab.cli.compare", "Compare two campaigns side by side."),
     "results": ("perflab.cli.results", "List stored campaigns and their measurements."),
+    "resume": ("perflab.cli.resume", "Finish an interrupted campaign without repeating stored runs."),
 }
 
 
@@ -90,9 +91,14 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("perflab: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # One line with a hint, not click's usage block: scripts and people read the first line.
+        cmd = exc.ctx.command_path if exc.ctx is not None else "perflab"
+        click.echo(f"perflab: error: {exc.format_message()} (see '{cmd} --help')", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        click.echo(f"perflab: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
     except KeyboardInterrupt:
         click.echo("perflab: interrupted; measurements so far are in the store", err=True)
         sys.exit(130)
