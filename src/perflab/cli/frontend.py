@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, store_option
+from perflab.cli.common import emit_json, json_option, store_option
 from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction
 
 
@@ -51,7 +51,6 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
     """
     from rich.console import Console
 
-    from perflab.cli.cores import write_json
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.frontend import render
     from perflab.store import open_store
@@ -71,4 +70,4 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
         render(result, console)
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
     if json_path:
-        write_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, store_option
+from perflab.cli.common import emit_json, json_option, store_option
 from perflab.cli.options import COUNT, SIZE, Count, Positive
 
 
@@ -40,7 +40,6 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
     """
     from rich.console import Console
 
-    from perflab.cli.cores import write_json
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.micro import render
     from perflab.store import open_store
@@ -58,4 +57,4 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
         render(result, console)
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
     if json_path:
-        write_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict())
