@@ -274,3 +274,27 @@ def test_kill_9_then_resume(tmp_path):
         assert len([k for k in keys if "probe" not in k[1]]) == 3 * len(modes) * 4  # nothing lost
         assert store.campaign(camp.id).status == "done" and len(res.points) == 3 * len(modes)
         assert set(res.as_dict()) == set(fe.FrontendResult().as_dict())
+
+
+def test_counters_asked_but_not_supported_say_so():
+    cfg = fe.FrontendConfig(perf_span=False)
+    ctx = fe.Context(counters_reason="iTLB and L1i misses counted with perf stat")
+    res = fe.analyse(cfg, _runs(cfg, planted=False), ctx)
+    assert "could not count iTLB-load-misses" in res.counters_reason
+    assert any("could not count" in e for e in res.evidence)
+
+
+@pytest.mark.skipif(perfstat.perf_binary() is None, reason="perf is not installed")
+def test_real_perf_stat_wrapper_without_pmu_goes_on_with_time():
+    from perflab.platform import probes
+
+    if probes.hw_counters().available:
+        pytest.skip("this machine has a PMU: the absence path is not reachable here")
+    prog, built = build_program("switch", 16 << 10)
+    spec = fe.plan(fe.FrontendConfig(**SMALL, reps=1, modes=("4k",)), _machine(), str(built.path),
+                   counters=True)[0]
+    assert spec.perf_events == fe.COUNTER_EVENTS
+    with RealExecutor() as ex:
+        res = ex.run(spec)
+    assert res.ok and res.metrics["ns_per_iter"] > 0
+    assert not set(fe.COUNTER_EVENTS) & set(res.counters)  # perf said <not supported>

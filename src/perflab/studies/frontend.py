@@ -255,10 +255,10 @@ def execute(config: FrontendConfig, session: Any, machine: Any) -> FrontendResul
         specs = plan(config, machine, str(built.path), modes, counting)
         session.say(f"{config.kind} program: {layout.cases} cases, {layout.total_bytes} bytes of code "
                     f"(nm -S); {len(specs)} runs")
+        # unrecorded: page cache, frequency ramp, at the largest size so all of the text is read
+        session.warmup(max(specs, key=lambda sp: sp.params["n"]))
         runs = []
         for spec in specs:
-            if spec.params["round"] == 0 and not runs:
-                session.warmup(spec)  # page cache, frequency ramp
             runs.append((dict(spec.params), session.run(spec, rep=spec.params["round"])))
             if len(runs) % max(1, len(specs) // config.reps) == 0:
                 session.say(f"{len(runs)}/{len(specs)} runs")
@@ -319,6 +319,10 @@ def analyse(config: FrontendConfig, runs: Iterable[tuple[dict, RunResult]],
     for r, p in zip(result.ratios, holm([r.p_value for r in result.ratios])):
         r.p_adjusted = p
         r.helps = p < config.alpha and r.ratio >= 1 + config.min_effect
+    if ctx.counters_reason.startswith("iTLB and L1i misses counted") and not any(
+            p.itlb_per_dispatch is not None for p in result.points):
+        result.counters_reason = ("perf stat could not count iTLB-load-misses or L1-icache-load-misses "
+                                  "on this CPU (<not supported>); time only")
     result.verdict, result.evidence = verdict(config, result)
     result.notes += design_notes(config, result)
     return result
