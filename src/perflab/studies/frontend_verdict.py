@@ -123,6 +123,12 @@ def design_notes(config: Any, result: Any) -> list[str]:
                      "confidence: use --reps 5 or more for 90 %")
     m = len(result.ratios)
     if m:
+        widths = sorted((r.ci.high - r.ci.low) / 2 for r in result.ratios)
+        half = widths[len(widths) // 2]
+        if half > config.min_effect:
+            notes.append(f"noise: the 4K/2M intervals reach +-{half:.0%} around the median ratio at a "
+                         f"typical size, wider than the {config.min_effect:.0%} minimum effect: a gain "
+                         "that small cannot be told from this machine's noise (more --reps, a quieter machine)")
         need = math.ceil(math.log2(m / config.alpha))
         if min(r.pairs for r in result.ratios) < need:
             notes.append(f"with fewer than {need} paired rounds no size can pass Holm's correction "
