@@ -21,7 +21,6 @@ from perflab.kernels.frontend import facts
 from perflab.kernels.frontend.generate import KINDS, build_program, code_layout
 from perflab.measure import perfstat
 from perflab.measure.executor import MockExecutor, RealExecutor
-from perflab.model import RunResult
 from perflab.platform.host import Machine
 from perflab.platform.sysfs import Root
 from perflab.platform.topology import Topology
@@ -298,3 +297,17 @@ def test_real_perf_stat_wrapper_without_pmu_goes_on_with_time():
         res = ex.run(spec)
     assert res.ok and res.metrics["ns_per_iter"] > 0
     assert not set(fe.COUNTER_EVENTS) & set(res.counters)  # perf said <not supported>
+
+
+def test_per_cpu_scan_tests_each_cpu_and_corrects_across_all():
+    cfg = fe.FrontendConfig(min_bytes=256 << 10, max_bytes=4 << 20, per_cpu=(0, 1), perf_span=False)
+    specs = fe.plan(cfg, _machine())
+    assert {s.cpus for s in specs} == {(0,), (1,)} and len(specs) == 2 * 2 * 10 * len(cfg.sizes_n())
+    planted = model(True, len(specs), random.Random(3))
+    null = model(False, len(specs), random.Random(4))
+    ex = MockExecutor(model=lambda s: (planted if s.params["cpu"] == 1 else null)(s))
+    res = fe.analyse(cfg, [(dict(s.params), ex.run(s)) for s in specs])
+    assert len(res.ratios) == 2 * len(cfg.sizes_n())  # Holm ran over both CPUs' sizes
+    assert {r.cpu for r in res.ratios if r.helps} == {1}
+    assert all(r.bytes > 512 << 10 for r in res.ratios if r.helps)
+    assert res.verdict.startswith("2 MiB text pages run faster on CPU 1 at ") and "(CPU, size) pairs" in res.verdict

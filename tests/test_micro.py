@@ -15,9 +15,7 @@ from perflab.errors import PerflabError
 from perflab.kernels.micro import build_micro
 from perflab.measure.executor import MockExecutor, RealExecutor
 from perflab.model import RunResult
-from perflab.platform.host import Machine
 from perflab.platform.sysfs import Root
-from perflab.platform.topology import Topology
 from perflab.report.terminal.micro import render
 from perflab.store import open_store
 from perflab.studies import micro, resume_study, run_study

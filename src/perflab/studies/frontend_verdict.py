@@ -62,7 +62,10 @@ def verdict(config: Any, result: Any) -> tuple[str, list[str]]:
     counted = any(p.itlb_per_dispatch is not None for p in result.points)
     if helped:
         best = max(helped, key=lambda r: r.ratio)
-        text = (f"2 MiB text pages run faster at {len(helped)} of {m} sizes (from "
+        cpus = sorted({r.cpu for r in helped if r.cpu is not None})
+        where = f" on CPU {', '.join(map(str, cpus))}" if cpus else ""
+        what = "(CPU, size) pairs" if any(r.cpu is not None for r in ratios) else "sizes"
+        text = (f"2 MiB text pages run faster{where} at {len(helped)} of {m} {what} (from "
                 f"{fmt_bytes(min(r.bytes for r in helped))}; up to {(best.ratio - 1) * 100:.1f} % at "
                 f"{fmt_bytes(best.bytes)}, {best.ci.label()} {(best.ci.low - 1) * 100:.1f}.."
                 f"{(best.ci.high - 1) * 100:.1f} %)")
