@@ -4,6 +4,7 @@ counters (recorded perf stat outputs, absence path), THP restore, snapshot, kill
 from __future__ import annotations
 
 import math
+import json
 import os
 import random
 import re
@@ -27,7 +28,7 @@ from perflab.platform.topology import Topology
 from perflab.report.terminal.frontend import render
 from perflab.store import open_store
 from perflab.studies import frontend as fe
-from perflab.studies import resume_study, run_study
+from perflab.studies import run_study
 from perflab.studies.frontend_check import model, verdict_check
 from perflab.studies.frontend_verdict import find_knee
 
@@ -263,11 +264,15 @@ def test_kill_9_then_resume(tmp_path):
     with open_store(str(db)) as store:
         camp = store.campaigns()[-1]
         before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
-        with RealExecutor() as ex:
-            study, res = resume_study(store, None, ex)
+    out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
+                          str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "verdict: " in out.stdout
+    res = fe.FrontendResult.from_dict(json.loads((tmp_path / "r.json").read_text()))
+    with open_store(str(db)) as store:
         after = store.measurements(camp.id)
         keys = [(m.label, str(m.params), m.rep) for m in after]
-        assert study == "frontend" and len(keys) == len(set(keys))  # nothing repeated
+        assert len(keys) == len(set(keys))  # nothing repeated
         assert all(k in keys and dict(zip(keys, (m.id for m in after)))[k] == i for k, i in before.items())
         modes = {p.mode for p in res.points}
         assert len([k for k in keys if "probe" not in k[1]]) == 3 * len(modes) * 4  # nothing lost

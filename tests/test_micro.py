@@ -3,10 +3,12 @@ seed 000 threshold probe, the paired ABI analysis, snapshot, kill -9 and resume,
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from perflab.model import RunResult
 from perflab.platform.sysfs import Root
 from perflab.report.terminal.micro import render
 from perflab.store import open_store
-from perflab.studies import micro, resume_study, run_study
+from perflab.studies import micro, run_study
 from tests.test_frontend import kill_after
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "micro.txt"
@@ -172,11 +174,15 @@ def test_kill_9_then_resume(tmp_path):
     with open_store(str(db)) as store:
         camp = store.campaigns()[-1]
         before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
-        with RealExecutor() as ex:
-            study, res = resume_study(store, None, ex)
+    out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
+                          str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "perflab micro" in out.stdout
+    res = micro.MicroResult.from_dict(json.loads((tmp_path / "r.json").read_text()))
+    with open_store(str(db)) as store:
         after = store.measurements(camp.id)
         keys = [(m.label, str(m.params), m.rep) for m in after]
-        assert study == "micro" and len(keys) == len(set(keys)) == 2 * 8 + 1
+        assert len(keys) == len(set(keys)) == 2 * 8 + 1
         assert all(dict(zip(keys, (m.id for m in after)))[k] == i for k, i in before.items())
         assert store.campaign(camp.id).status == "done" and [c.n for c in res.cells] == [8, 8]
         assert set(res.as_dict()) == set(micro.MicroResult().as_dict())
