@@ -174,6 +174,7 @@ def test_kill_9_then_resume(tmp_path):
     with open_store(str(db)) as store:
         camp = store.campaigns()[-1]
         before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
+        assert camp.status == "running" and len(before) < 2 * 8 + 1  # killed mid-study
     out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
                           str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
