@@ -317,3 +317,10 @@ def test_per_cpu_scan_tests_each_cpu_and_corrects_across_all():
     assert {r.cpu for r in res.ratios if r.helps} == {1}
     assert all(r.bytes > 512 << 10 for r in res.ratios if r.helps)
     assert res.verdict.startswith("2 MiB text pages run faster on CPU 1 at ") and "(CPU, size) pairs" in res.verdict
+
+
+def test_one_page_mode_gives_no_verdict_on_2m():
+    for modes in (("4k",), ("2m",)):
+        cfg = fe.FrontendConfig(perf_span=False, modes=modes, reps=3)
+        res = fe.analyse(cfg, _runs(cfg, planted=True))
+        assert not res.ratios and "no verdict on 2 MiB pages" in res.verdict

@@ -53,8 +53,9 @@ def verdict(config: Any, result: Any) -> tuple[str, list[str]]:
         why = "; ".join(f"{k} ({v})" for k, v in result.failures.items())
         return f"the scan failed: every run failed: {why}", []
     if not ratios:
-        if "2m" not in config.modes:
-            return "2 MiB text pages were not asked for (--modes 4k): no verdict on them", []
+        if "2m" not in config.modes or "4k" not in config.modes:
+            return (f"only {'4 KiB' if '4k' in config.modes else '2 MiB'} text pages were asked for "
+                    "(--modes): no comparison, no verdict on 2 MiB pages"), []
         return ("no verdict on 2 MiB text pages: " + (result.huge_reason or "fewer than 2 paired rounds "
                 "per size")), ["without 2 MiB runs the scan cannot separate the iTLB from the caches"]
     evidence = [f"test: {method}"]
