@@ -324,3 +324,12 @@ def test_one_page_mode_gives_no_verdict_on_2m():
         cfg = fe.FrontendConfig(perf_span=False, modes=modes, reps=3)
         res = fe.analyse(cfg, _runs(cfg, planted=True))
         assert not res.ratios and "no verdict on 2 MiB pages" in res.verdict
+
+
+def test_thp_never_gives_no_verdict_with_the_reason():
+    cfg = fe.FrontendConfig(perf_span=False, reps=3)
+    ctx = fe.Context(huge_reason="2 MiB text pages: THP is 'never' here; rerun with --allow-system-changes")
+    runs = [(p, r) for p, r in _runs(cfg, planted=True) if p["mode"] == "4k"]
+    res = fe.analyse(cfg, runs, ctx)
+    assert res.verdict == ("no verdict on 2 MiB text pages: THP is 'never' here; rerun with "
+                           "--allow-system-changes")

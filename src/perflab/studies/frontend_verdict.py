@@ -56,8 +56,9 @@ def verdict(config: Any, result: Any) -> tuple[str, list[str]]:
         if "2m" not in config.modes or "4k" not in config.modes:
             return (f"only {'4 KiB' if '4k' in config.modes else '2 MiB'} text pages were asked for "
                     "(--modes): no comparison, no verdict on 2 MiB pages"), []
-        return ("no verdict on 2 MiB text pages: " + (result.huge_reason or "fewer than 2 paired rounds "
-                "per size")), ["without 2 MiB runs the scan cannot separate the iTLB from the caches"]
+        why = result.huge_reason.removeprefix("2 MiB text pages: ") or "fewer than 2 paired rounds per size"
+        return (f"no verdict on 2 MiB text pages: {why}",
+                ["without 2 MiB runs the scan cannot separate the iTLB from the caches"])
     evidence = [f"test: {method}"]
     helped = [r for r in ratios if r.helps]
     counted = any(p.itlb_per_dispatch is not None for p in result.points)
