@@ -62,8 +62,9 @@ class MockWindowRecorder(MockExecutor):
             lines = []
             for i, (sym, dso, period, off) in enumerate(w.samples):
                 t = rec.enabled_ns + i * step
+                name = sym if sym == "[unknown]" else f"{sym}+0x{off:x}"  # as perf script prints
                 lines.append(f" 100/100 {t // 10**9}.{t % 10**9:09d}: {period} {0x400000 + off:x} "
-                             f"{sym}+0x{off:x} ({dso})")
+                             f"{name} ({dso})")
             self._scripts[request.perf_data] = "\n".join(lines) + "\n"
         else:
             self._scripts[request.perf_data] = ""

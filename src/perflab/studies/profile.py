@@ -136,9 +136,9 @@ def validate(config: ProfileConfig) -> None:
     if config.pid is not None:
         if config.workload is not None:
             raise PerflabError("give --pid PID or a workload to launch, not both")
+        attach_targets(config.pid, config.children)
         if config.log_file is None and config.window.start is not None:
             raise PerflabError("--pid needs --log FILE: the markers of a running job come from its log")
-        attach_targets(config.pid, config.children)
     elif config.workload is None:
         raise PerflabError("nothing to profile: give --workload NAME, -- CMD, or --pid PID")
 
