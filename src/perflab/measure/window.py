@@ -140,7 +140,11 @@ def perf_record_argv(perf: str, request: WindowRequest, ctl: str, ack: str,
                      workload_argv: Sequence[str] = (), clockid: str = "CLOCK_MONOTONIC") -> list[str]:
     """`perf record` started with events disabled, controlled through two fifos."""
     argv = [perf, "record", "-o", request.perf_data, "-e", request.event, "-F", str(request.freq),
-            "-k", clockid, "--control", f"fifo:{ctl},{ack}", "-D", "-1"]
+            "-k", clockid, "--control", f"fifo:{ctl},{ack}"]
+    if not request.window.whole_run:
+        # Events disabled until perflab enables them. A whole run records from the exec (or the
+        # attach) on: enabling through the fifo would lose perf's own start-up (~150 ms here).
+        argv += ["-D", "-1"]
     if request.call_graph:
         argv += ["--call-graph", request.call_graph]
     if request.attach:

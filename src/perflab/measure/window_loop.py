@@ -208,6 +208,9 @@ def record(perf: str, spec: RunSpec, request: WindowRequest, realtime: bool = Tr
     rec = WindowRecording(perf_data=request.perf_data, exit_code=None, launch_ns=launch, end_ns=0,
                           attached=tuple(request.attach))
     loop = _Loop(proc, ctl_fd, ack_fd, request, rec)
+    if request.window.whole_run:
+        rec.enable_sent_ns = rec.enabled_ns = launch  # perf counts from the exec / the attach
+        rec.closed_by, loop.open = "end of run", True
     deadline = launch + int(request.timeout * 1e9) if request.timeout else None
     src = _LineSource()
 
