@@ -223,8 +223,11 @@ def test_diff_units_cis_and_refusals():
     assert top.symbol == "hot_kernel" and top.extra == pytest.approx(44.333 * 0.25, rel=1e-3)
     assert top.ci["level"] == 0.95 and top.ci["low"] <= top.share_of_extra <= top.ci["high"]
     assert "unpaired percentile bootstrap over recordings (3 and 3" in d.ci_note
+    assert d.extra_ci["level"] == 0.95 and d.extra_ci["low"] <= d.extra_fraction <= d.extra_ci["high"]
+    assert d.extra_ci["low"] > 0.2  # 145 vs 100.7 hot samples of 150: clearly more
+    assert "(95% CI " in d.verdict
     two = diff(ProfileDiffConfig("a", "b"), _side("a", [(100, 50), (101, 50)]), b)
-    assert all(r.ci is None for r in two.rows)
+    assert all(r.ci is None for r in two.rows) and two.extra_ci is None
     assert two.ci_note.startswith("no CI: 2 and 3 recording(s); an interval needs >= 3 per side")
     with pytest.raises(PerflabError, match="recorded with cpu-clock and b with cycles"):
         diff(ProfileDiffConfig("a", "b"), _side("a", [(1, 1)]), _side("b", [(2, 1)], "cycles"))

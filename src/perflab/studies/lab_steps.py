@@ -154,9 +154,7 @@ def profile_step(ctx: LabContext, store: Any) -> None:
     # A quick event lasts a few ms: sample faster so the table has enough samples to read.
     config = profile.ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3,
                                    freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
-    result = run_study(profile, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
-                       name="profile")
-    ctx.say(result.message)
+    run_study(profile, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id, name="profile")
 
 
 @step("frontend")

@@ -76,6 +76,7 @@ class ProfileDiffResult:
     rows: list[DiffRow] = field(default_factory=list)
     n_recordings: tuple[int, int] = (0, 0)
     ci_note: str = ""  # how the intervals were made, or why there are none
+    extra_ci: dict[str, float] | None = None  # {"low", "high", "level"} of extra_fraction
     campaign_id: int | None = None
 
     @property
@@ -86,7 +87,9 @@ class ProfileDiffResult:
     def verdict(self) -> str:
         top = (f"{self.rows[0].symbol} ({self.rows[0].share_of_extra:.1%} of the extra)"
                if self.rows else "none above the threshold")
-        return (f"{self.b_label} has {self.extra_fraction:.1%} more {self.event} period than "
+        ci = (f" ({self.extra_ci['level']:.0%} CI {self.extra_ci['low']:.1%} .. {self.extra_ci['high']:.1%})"
+              if self.extra_ci else "")
+        return (f"{self.b_label} has {self.extra_fraction:.1%}{ci} more {self.event} period than "
                 f"{self.a_label} per recording; top contributor {top}")
 
     def as_dict(self) -> dict[str, Any]:
@@ -146,9 +149,11 @@ def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
         a, b, pa, pb, ma, mb = b, a, pb, pa, mb, ma
     rows = diff_profiles(ma, mb)
     na, nb = len(pa), len(pb)
+    extra_ci = None
     if min(na, nb) >= MIN_CI_RECORDINGS:
-        cis = _bootstrap(pa, pb, [r.symbol for r in rows], config)
+        cis, extra = _bootstrap(pa, pb, [r.symbol for r in rows], config)
         rows = [DiffRow(**{**r.as_dict(), "ci": cis[r.symbol].as_dict()}) for r in rows]
+        extra_ci = extra.as_dict()
         note = (f"{config.level:.0%} CI: unpaired percentile bootstrap over recordings "
                 f"({na} and {nb}, {config.n_boot} resamples)")
         if min(na, nb) < NOMINAL_RECORDINGS:
@@ -159,12 +164,13 @@ def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
                 "(perflab profile --repeat 3 or more)")
     rows = [r for r in rows if r.share_of_extra >= config.threshold][: config.top]
     return ProfileDiffResult(a.label, b.label, event, unit_of(event), ma.period, mb.period, swapped,
-                             rows, (na, nb), note)
+                             rows, (na, nb), note, extra_ci)
 
 
 def _bootstrap(pa: Sequence[Profile], pb: Sequence[Profile], symbols: list[str],
-               config: ProfileDiffConfig) -> dict[str, CI]:
-    """Percentile intervals of each function's share of the extra, A and B resampled apart."""
+               config: ProfileDiffConfig) -> tuple[dict[str, CI], CI]:
+    """Percentile intervals of each function's share of the extra, and of the extra itself
+    (B over A), with A and B resampled apart."""
     import numpy as np
 
     index = {s: i for i, s in enumerate(symbols)}
@@ -182,7 +188,8 @@ def _bootstrap(pa: Sequence[Profile], pb: Sequence[Profile], symbols: list[str],
     rng = np.random.default_rng(config.seed)
     ia = rng.integers(0, len(pa), size=(config.n_boot, len(pa)))
     ib = rng.integers(0, len(pb), size=(config.n_boot, len(pb)))
-    extra = tb[ib].mean(axis=1) - ta[ia].mean(axis=1)  # (n_boot,)
+    base = ta[ia].mean(axis=1)
+    extra = tb[ib].mean(axis=1) - base  # (n_boot,)
     dfun = fb[ib].mean(axis=1) - fa[ia].mean(axis=1)  # (n_boot, symbols)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = dfun / extra[:, None]
@@ -190,4 +197,6 @@ def _bootstrap(pa: Sequence[Profile], pb: Sequence[Profile], symbols: list[str],
     alpha = (1 - config.level) / 2
     lo, hi = np.quantile(share, [alpha, 1 - alpha], axis=0) if len(share) else (
         np.full(len(symbols), np.nan), np.full(len(symbols), np.nan))
-    return {s: CI(float(lo[i]), float(hi[i]), config.level) for s, i in index.items()}
+    xlo, xhi = np.quantile(extra / base, [alpha, 1 - alpha])
+    return ({s: CI(float(lo[i]), float(hi[i]), config.level) for s, i in index.items()},
+            CI(float(xlo), float(xhi), config.level))
