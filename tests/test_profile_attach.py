@@ -96,6 +96,8 @@ def test_children_of_a_forking_master(minihlt, tmp_path):
             res = run_study(profile, cfg, store, PerfWindowRecorder())
             assert res.opened and res.recordings[0]["closed_by"] == "duration"
             pids[children] = {s.pid for s in read_samples(res.perf_data[0])}
+            if not children and not pids[children]:
+                assert res.message.endswith("(a forking master waits while its workers work: add --children)")
             assert job.poll() is None
     finally:
         _stop(job)

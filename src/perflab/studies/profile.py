@@ -285,7 +285,11 @@ def analyse(config: ProfileConfig, runs: list[RunResult]) -> ProfileResult:
              if config.window.whole_run else f"{len(ok)} window(s) {config.window.describe()}")
     msg = f"{merged.samples} samples ({res.event}) in {scope}"
     named = [t for t in res.top if not t.symbol.startswith("[unknown]")]
-    if res.unknown_share > UNKNOWN_MOST:
+    if not merged.samples:
+        msg += "; no samples: what perf recorded did not run on a CPU in the window"
+        if config.pid is not None and not config.children:
+            msg += " (a forking master waits while its workers work: add --children)"
+    elif res.unknown_share > UNKNOWN_MOST:
         dsos = sorted({f.dso_name for k, f in merged.functions.items() if k.startswith("[unknown]")
                        and f.period >= 0.05 * merged.period})
         res.symbol_hint = (f"{res.unknown_share:.0%} of the samples have no symbol (in {', '.join(dsos)}): "

@@ -37,6 +37,9 @@ def render(result: ProfileResult, console: Any) -> None:
     if not result.opened:
         console.print(f"perflab: {escape(result.message)}")
         return
+    if not result.samples:
+        console.print(escape(result.message))
+        return
     what = "the whole run" if result.whole_run else "the window"
     t = Table(title=f"top functions of {what} ({result.event})")
     for col in ("share", "samples", "symbol", "shared object"):
