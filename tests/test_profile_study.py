@@ -119,6 +119,15 @@ def test_mostly_unknown_symbols_are_not_named_top(tmp_path):
     assert "--call-graph dwarf" in res.symbol_hint and "gnugo" in res.symbol_hint
 
 
+def test_partly_unknown_symbols_make_the_ranking_incomplete(tmp_path):
+    res, _, _ = _run(tmp_path, lambda s, r: MockWindow(_samples(50, 20, unknown=30)), window=Window())
+    assert res.message.endswith("top: hot_kernel 50.0%, but 30% of the samples have no symbol: "
+                                "the ranking is incomplete")
+    assert res.symbol_hint.startswith("30% of the samples have no symbol (in gnugo)")
+    clean, _, _ = _run(tmp_path / "c", lambda s, r: MockWindow(_samples(50, 45, unknown=5)), window=Window())
+    assert clean.message.endswith("top: hot_kernel 50.0%") and not clean.symbol_hint
+
+
 def test_window_never_opened(tmp_path):
     res, _, _ = _run(tmp_path, lambda s, r: MockWindow(opened=False))
     assert not res.opened

@@ -33,6 +33,7 @@ from perflab.studies.session import Session
 NAME = "profile"
 DEFAULT_OUT = "perflab-out/profiles"
 UNKNOWN_MOST = 0.5  # above this share of unnamed samples the table cannot say where time goes
+UNKNOWN_NOTE = 0.1  # above this share the ranking of named functions is incomplete: say so
 
 
 @dataclass(frozen=True)
@@ -289,23 +290,31 @@ def analyse(config: ProfileConfig, runs: list[RunResult]) -> ProfileResult:
         msg += "; no samples: what perf recorded did not run on a CPU in the window"
         if config.pid is not None and not config.children:
             msg += " (a forking master waits while its workers work: add --children)"
-    elif res.unknown_share > UNKNOWN_MOST:
-        dsos = sorted({f.dso_name for k, f in merged.functions.items() if k.startswith("[unknown]")
-                       and f.period >= 0.05 * merged.period})
-        res.symbol_hint = (f"{res.unknown_share:.0%} of the samples have no symbol (in {', '.join(dsos)}): "
-                           "the binary is stripped or has no symbol table. Install the distribution's "
-                           "debug-symbol package (e.g. apt-get install PKG-dbgsym), rebuild with -g "
-                           "(and without -s), or record with --call-graph dwarf to see which named "
-                           "callers the unnamed code runs under")
-        msg += f"; most samples ({res.unknown_share:.0%}) have no symbol, so no top function can be named"
-        if named:
-            msg += f" (largest named: {named[0].symbol} {named[0].share:.1%})"
-    elif named:
-        msg += f"; top: {named[0].symbol} {named[0].share:.1%}"
     else:
-        msg += f"; no function above {config.threshold:.0%}"
+        if res.unknown_share >= UNKNOWN_NOTE:
+            res.symbol_hint = _symbol_hint(merged, res.unknown_share)
+        if res.unknown_share > UNKNOWN_MOST:
+            msg += f"; most samples ({res.unknown_share:.0%}) have no symbol, so no top function can be named"
+            if named:
+                msg += f" (largest named: {named[0].symbol} {named[0].share:.1%})"
+        elif named:
+            msg += f"; top: {named[0].symbol} {named[0].share:.1%}"
+            if res.unknown_share >= UNKNOWN_NOTE:
+                msg += (f", but {res.unknown_share:.0%} of the samples have no symbol: the ranking "
+                        "is incomplete")
+        else:
+            msg += f"; no function above {config.threshold:.0%}"
     if failed:
         msg += f"; {len(failed)} of {len(runs)} recording(s) failed and are left out ({'; '.join(sorted(set(failed)))})"
     res.message = msg
     return res
 
+
+def _symbol_hint(merged: Profile, share: float) -> str:
+    """How to get names for the samples perf could not name, naming the objects they fell in."""
+    dsos = sorted({f.dso_name for k, f in merged.functions.items()
+                   if k.startswith("[unknown]") and f.period >= 0.05 * merged.period})
+    return (f"{share:.0%} of the samples have no symbol (in {', '.join(dsos) or 'several objects'}): "
+            "the binary is stripped or has no symbol table. Install the distribution's debug-symbol "
+            "package (e.g. apt-get install PKG-dbgsym), rebuild with -g (and without -s), or record "
+            "with --call-graph dwarf to see which named callers the unnamed code runs under")
