@@ -240,6 +240,10 @@ def test_diff_units_cis_and_refusals():
     assert two.ci_note.startswith("no CI: 2 and 3 recording(s); an interval needs >= 3 per side")
     with pytest.raises(PerflabError, match="recorded with cpu-clock and b with cycles"):
         diff(ProfileDiffConfig("a", "b"), _side("a", [(1, 1)]), _side("b", [(2, 1)], "cycles"))
+    null = diff(ProfileDiffConfig("a", "b"), _side("a", [(100, 50), (110, 50), (95, 50)]),
+                _side("b", [(104, 50), (97, 50), (108, 50)]))
+    assert null.extra_ci["low"] < 0 < null.extra_ci["high"]
+    assert null.verdict.startswith("no evidence that b spends more cpu-clock period than a: +0.9% (95% CI ")
     cyc = diff(ProfileDiffConfig("a", "b"), _side("a", [(1, 1)], "cycles"), _side("b", [(3, 1)], "cycles"))
     assert cyc.unit == "Mcycles"
     con = _console()

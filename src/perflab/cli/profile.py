@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -165,7 +166,9 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
                            progress=lambda m: console.print(m, style="dim"))
         display = store.display
     render(result, console)
-    console.print(f"perf.data: {', '.join(result.perf_data)}; campaign {result.campaign_id} in {display}")
+    folders = sorted({os.path.dirname(p) for p in result.perf_data if p})
+    console.print(f"perf.data: {len(result.perf_data)} file(s) in {', '.join(folders)}; "
+                  f"campaign {result.campaign_id} in {display}")
     _write_json(json_path, result.as_dict())
     if not result.opened:
         sys.exit(1)

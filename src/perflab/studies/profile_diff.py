@@ -89,6 +89,10 @@ class ProfileDiffResult:
                if self.rows else "none above the threshold")
         ci = (f" ({self.extra_ci['level']:.0%} CI {self.extra_ci['low']:.1%} .. {self.extra_ci['high']:.1%})"
               if self.extra_ci else "")
+        if self.extra_ci and self.extra_ci["low"] <= 0:
+            return (f"no evidence that {self.b_label} spends more {self.event} period than {self.a_label}: "
+                    f"{self.extra_fraction:+.1%}{ci} per recording, an interval that holds 0; the "
+                    "shares of the extra are noise")
         return (f"{self.b_label} has {self.extra_fraction:.1%}{ci} more {self.event} period than "
                 f"{self.a_label} per recording; top contributor {top}")
 
