@@ -20,7 +20,8 @@ gcc -O2 -o "$WORK/ev" tests/data/profile_events.c
 "$PY" - "$WORK" "$REPS" "$ITER" <<'EOF'
 import os, pty, re, select, signal, subprocess, sys, time, tty
 import numpy as np
-from perflab.measure.window import PerfWindowRecorder, Window, WindowRequest
+from perflab.measure.window import Window, WindowRequest
+from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import RunSpec
 from perflab.studies.profile_parse import read_samples
 from perflab.studies.profile_window import event_markers

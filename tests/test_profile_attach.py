@@ -14,7 +14,8 @@ import pytest
 from perflab.cli import main as cli_main
 from perflab.errors import PerflabError
 from perflab.kernels.minihlt import build_minihlt
-from perflab.measure.window import PerfWindowRecorder, Window
+from perflab.measure.window import Window
+from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.platform.sysfs import Root
 from perflab.store import open_store
 from perflab.studies import profile, run_study

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from perflab.kernels.minihlt import build_minihlt
-from perflab.measure.window import PerfWindowRecorder, Window
+from perflab.measure.window import Window
+from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import Workload
 from perflab.store import open_store
 from perflab.studies import profile, run_study

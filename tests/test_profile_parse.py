@@ -19,7 +19,7 @@ from perflab.studies.profile_parse import (
 )
 from perflab.studies.profile_window import compile_marker, event_markers
 from perflab.errors import PerflabError
-from perflab.measure.window import PerfWindowRecorder
+from perflab.measure.window_perf import PerfWindowRecorder
 
 
 @pytest.mark.parametrize("raw,folded", [

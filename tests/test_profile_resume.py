@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab.measure.window import PerfWindowRecorder
+from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.store import open_store
 from perflab.studies import resume_study
 

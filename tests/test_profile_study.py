@@ -10,9 +10,9 @@ import pytest
 from rich.console import Console
 
 from perflab.errors import PerflabError
-from perflab.measure.window import Window, WindowRequest
+from perflab.measure.window import Window
 from perflab.measure.window_mock import MockWindow, MockWindowRecorder
-from perflab.model import RunSpec, Workload
+from perflab.model import Workload
 from perflab.platform.host import Machine
 from perflab.platform.topology import Topology
 from perflab.report.terminal.profile import render, render_diff

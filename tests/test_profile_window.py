@@ -1,6 +1,5 @@
 """End-to-end windowed profiling with real perf: only event K is recorded; diffs across builds."""
 
-import os
 import re
 import shutil
 import subprocess
@@ -9,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from perflab.cli import main as cli_main
-from perflab.measure.window import PerfWindowRecorder, Window, WindowRequest
+from perflab.measure.window import Window, WindowRequest
+from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import RunSpec, Workload
 from perflab.store import open_store
 from perflab.studies import profile, run_study

@@ -51,7 +51,7 @@ def diff_command(a: str, b: str, threshold: float, top: int, db_url: str | None,
     .lto_priv.N, .cold) folded, so rebuilds match. Campaigns recorded with --repeat 3 or more
     give an unpaired bootstrap CI over recordings.
     """
-    from perflab.measure.window import PerfWindowRecorder
+    from perflab.measure.window_perf import PerfWindowRecorder
     from perflab.report.terminal.profile import render_diff
     from perflab.store import open_store
     from perflab.studies.profile_diff import ProfileDiffConfig, diff, load_side
@@ -125,7 +125,8 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
     marker. --pid PID --log FILE does the same for a job already running. Without markers
     the window is the whole run. Also: `perflab profile diff A B`.
     """
-    from perflab.measure.window import PerfWindowRecorder, Window
+    from perflab.measure.window import Window
+    from perflab.measure.window_perf import PerfWindowRecorder
     from perflab.report.terminal.profile import render
     from perflab.store import open_store
     from perflab.studies import profile, run_study

@@ -2,9 +2,9 @@
 
 A window recorder is the executor-style interface of profiling: ``record_window(spec, request)``
 records one window of a run (or of a running process) and returns a WindowRecording;
-``perf_script`` and ``perf_annotate`` read a recording back. PerfWindowRecorder does it with the
-real perf (the loop that watches the markers is in window_loop); MockWindowRecorder
-(window_mock) plays it in tests, so the profile study's logic runs without perf.
+``perf_script``, ``perf_annotate`` and ``perf_event`` read a recording back. PerfWindowRecorder
+(window_perf) does it with the real perf; MockWindowRecorder (window_mock) plays it in tests, so
+the profile study's logic runs without perf.
 
 Two ways to record a window:
 - launch: ``perf record -D -1 ... -- CMD``: perf starts first with its events disabled and the
@@ -17,7 +17,6 @@ Two ways to record a window:
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol, Sequence
 
@@ -135,6 +134,8 @@ class WindowRecorder(Protocol):
 
     def perf_annotate(self, perf_data: str, symbol: str) -> str: ...
 
+    def perf_event(self, perf_data: str) -> str | None: ...
+
 
 def perf_record_argv(perf: str, request: WindowRequest, ctl: str, ack: str,
                      workload_argv: Sequence[str] = (), clockid: str = "CLOCK_MONOTONIC") -> list[str]:
@@ -173,46 +174,3 @@ def perf_path(perf: str = "perf") -> str:
     if path is None:
         raise PerflabError("perf is not installed: install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)")
     return path
-
-
-class PerfWindowRecorder:
-    """Records windows with the real perf (see window_loop for the marker loop)."""
-
-    def __init__(self, perf: str = "perf", realtime: bool = True) -> None:
-        self.perf = perf
-        self.realtime = realtime
-
-    def __enter__(self) -> "PerfWindowRecorder":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """Nothing to release: each recording cleans up its own fifos and processes."""
-
-    def record_window(self, spec: RunSpec, request: WindowRequest) -> WindowRecording:
-        from perflab.measure.window_loop import record
-
-        return record(perf_path(self.perf), spec, request, realtime=self.realtime)
-
-    def perf_script(self, perf_data: str, fields_: str) -> str:
-        """`perf script` text of a recording (names left mangled, call chains hidden)."""
-        res = subprocess.run(
-            [perf_path(self.perf), "script", "-i", perf_data, "--ns", "--no-demangle", "-G",
-             "-F", fields_], capture_output=True, text=True, errors="replace",
-        )
-        if res.returncode != 0 and "no samples" not in res.stderr:
-            raise PerflabError(f"perf script could not read {perf_data}: {res.stderr.strip()[:200]}")
-        return res.stdout
-
-    def perf_annotate(self, perf_data: str, symbol: str) -> str:
-        res = subprocess.run(
-            [perf_path(self.perf), "annotate", "--stdio", "--no-source", "-i", perf_data, "-s", symbol],
-            capture_output=True, text=True, errors="replace",
-        )
-        return res.stdout
-
-    def perf_event(self, perf_data: str) -> str | None:
-        """The event a perf.data file was recorded with (`perf evlist`), or None."""
-        res = subprocess.run([perf_path(self.perf), "evlist", "-i", perf_data],
-                             capture_output=True, text=True, errors="replace")
-        names = [ln.strip() for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("#")]
-        return names[0].split(":")[0] if res.returncode == 0 and names else None

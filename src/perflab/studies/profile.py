@@ -16,9 +16,8 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.measure.metrics import extract
-from perflab.measure.window import (
-    PerfWindowRecorder, Window, WindowRecorder, WindowRequest, perf_failure_hint,
-)
+from perflab.measure.window import Window, WindowRecorder, WindowRequest, perf_failure_hint
+from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import BuildRecipe, MetricPattern, RunResult, RunSpec, Workload
 from perflab.platform.host import Machine
 from perflab.studies.profile_parse import (

@@ -124,7 +124,7 @@ class Side:
 def load_side(ref: str, store: Store | None, recorder: WindowRecorder) -> Side:
     """A perf.data path, or a stored profile campaign id -> its recordings' profiles."""
     if os.path.exists(ref):
-        return Side(ref, [aggregate(read_samples(ref, recorder))], recorder.perf_event(ref))  # type: ignore[attr-defined]
+        return Side(ref, [aggregate(read_samples(ref, recorder))], recorder.perf_event(ref))
     if not ref.isdigit() or store is None:
         raise PerflabError(f"{ref}: neither a perf.data file nor a stored campaign id")
     camp = store.campaign(int(ref))

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from perflab.errors import PerflabError
-from perflab.measure.window import PerfWindowRecorder, WindowRecorder
+from perflab.measure.window import WindowRecorder
+from perflab.measure.window_perf import PerfWindowRecorder
 
 SCRIPT_FIELDS = "pid,tid,time,period,ip,sym,symoff,dso"
 # " 9162/9162    313.802672848:     250000      7ff9aedbc3e0 sym+0x270 (/usr/lib/ld.so)"

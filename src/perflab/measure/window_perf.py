@@ -1,4 +1,5 @@
-"""The marker loop of a perf record window: read lines, write enable/disable, wait for the ack.
+"""The real window recorder: perf record, and the marker loop that reads lines, writes
+enable/disable to perf's control fifo and waits for the ack.
 
 perflab reads the workload's output live, through a pty (C stdio then line-buffers, as on a
 terminal) or a log file watched with inotify, and writes ``enable`` / ``disable`` to perf's control
@@ -23,7 +24,9 @@ from pathlib import Path
 
 from perflab.errors import PerflabError
 from perflab.measure.spawn import base_argv
-from perflab.measure.window import ACK_TIMEOUT_S, WindowRecording, WindowRequest, perf_record_argv
+from perflab.measure.window import (
+    ACK_TIMEOUT_S, WindowRecording, WindowRequest, perf_path, perf_record_argv,
+)
 from perflab.model import RunSpec
 
 RT_PRIORITY = 10
@@ -327,3 +330,44 @@ def _leave_realtime(saved: tuple[int, os.sched_param]) -> None:
         os.sched_setscheduler(0, saved[0], saved[1])
     except OSError:
         pass
+
+
+class PerfWindowRecorder:
+    """Records windows with the real perf (see window_loop for the marker loop)."""
+
+    def __init__(self, perf: str = "perf", realtime: bool = True) -> None:
+        self.perf = perf
+        self.realtime = realtime
+
+    def __enter__(self) -> "PerfWindowRecorder":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Nothing to release: each recording cleans up its own fifos and processes."""
+
+    def record_window(self, spec: RunSpec, request: WindowRequest) -> WindowRecording:
+        return record(perf_path(self.perf), spec, request, realtime=self.realtime)
+
+    def perf_script(self, perf_data: str, fields_: str) -> str:
+        """`perf script` text of a recording (names left mangled, call chains hidden)."""
+        res = subprocess.run(
+            [perf_path(self.perf), "script", "-i", perf_data, "--ns", "--no-demangle", "-G",
+             "-F", fields_], capture_output=True, text=True, errors="replace",
+        )
+        if res.returncode != 0 and "no samples" not in res.stderr:
+            raise PerflabError(f"perf script could not read {perf_data}: {res.stderr.strip()[:200]}")
+        return res.stdout
+
+    def perf_annotate(self, perf_data: str, symbol: str) -> str:
+        res = subprocess.run(
+            [perf_path(self.perf), "annotate", "--stdio", "--no-source", "-i", perf_data, "-s", symbol],
+            capture_output=True, text=True, errors="replace",
+        )
+        return res.stdout
+
+    def perf_event(self, perf_data: str) -> str | None:
+        """The event a perf.data file was recorded with (`perf evlist`), or None."""
+        res = subprocess.run([perf_path(self.perf), "evlist", "-i", perf_data],
+                             capture_output=True, text=True, errors="replace")
+        names = [ln.strip() for ln in res.stdout.splitlines() if ln.strip() and not ln.startswith("#")]
+        return names[0].split(":")[0] if res.returncode == 0 and names else None
