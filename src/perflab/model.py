@@ -15,12 +15,14 @@ from typing import Mapping
 class MetricPattern:
     """A named-group regex applied to a run's stdout+stderr.
 
-    Every named group that matches becomes a float metric (the last match wins), e.g.
-    ``(?P<events>\\d+) events .* (?P<events_per_s>[\\d.]+) events/s``.
+    Every named group that matches becomes a float metric, e.g.
+    ``(?P<events>\\d+) events .* (?P<events_per_s>[\\d.]+) events/s``. Repeated matches
+    (progress lines) are combined by ``aggregate``: last (default), first, sum, max, min, count.
     """
 
     regex: str
     stream: str = "both"  # "stdout", "stderr" or "both"
+    aggregate: str = "last"
 
 
 @dataclass(frozen=True)
