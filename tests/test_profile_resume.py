@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.store import open_store
-from perflab.studies import resume_study
 
 SRC = Path(__file__).parent / "data" / "profile_events.c"
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
@@ -77,12 +75,18 @@ def test_kill_9_then_resume(tmp_path):
         time.sleep(0.1)
     before = store.measurements(1)
     assert store.campaign(1).status == "running" and 2 <= len(before) < 5
-    name, res = resume_study(store, 1, PerfWindowRecorder())
+    out = subprocess.run(_cli("resume", "1", "--db", str(db), "--json", str(tmp_path / "r.json")),
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "recording 1/5 was stored: not recorded again" in out.stdout
+    import json
+
+    res = json.loads((tmp_path / "r.json").read_text())
     after = store.measurements(1)
-    assert name == "profile" and store.campaign(1).status == "done"
+    assert store.campaign(1).status == "done"
     assert [m.rep for m in after] == [0, 1, 2, 3, 4]  # none repeated, none lost
     assert [m.id for m in after[: len(before)]] == [m.id for m in before]
     assert [m.result.health for m in after[: len(before)]] == [m.result.health for m in before]
-    assert res.opened and len(res.recordings) == 5 and res.top[0].symbol == "hot_kernel"
+    assert res["window_opened"] and len(res["recordings"]) == 5 and res["top"][0]["symbol"] == "hot_kernel"
     perf_data = [a.path for a in store.artifacts(1) if a.kind == "perf.data"]
     assert len(perf_data) == 5 and all(os.path.exists(p) for p in perf_data)

@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import sys
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, resolve_target, store_option, target_options
+from perflab.cli.options import DURATION, Count, Cpu
 from perflab.errors import PerflabError
 
 _DIFF = "perflab_profile_diff_args"
-
-
-def _write_json(path: str | None, data: dict) -> None:
-    if not path:
-        return
-    text = json.dumps(data, indent=2, default=str)
-    if path == "-":
-        click.echo(text)
-        return
-    try:
-        with open(path, "w") as f:
-            f.write(text + "\n")
-    except OSError as exc:
-        raise PerflabError(f"--json {path}: cannot write it ({exc.strerror}); give a writable path") from None
 
 
 def _console():
@@ -40,7 +27,7 @@ def _console():
 @click.argument("b")
 @click.option("--threshold", default=1.0, show_default=True, metavar="PCT",
               help="Show contributors with at least PCT %% of the extra samples.")
-@click.option("--top", default=15, show_default=True, help="At most this many rows.")
+@click.option("--top", default=15, show_default=True, type=Count(1, 10_000), help="At most this many rows.")
 @store_option
 @json_option
 def diff_command(a: str, b: str, threshold: float, top: int, db_url: str | None, json_path: str | None) -> None:
@@ -56,8 +43,8 @@ def diff_command(a: str, b: str, threshold: float, top: int, db_url: str | None,
     from perflab.store import open_store
     from perflab.studies.profile_diff import ProfileDiffConfig, diff, load_side
 
-    if not 0 <= threshold <= 100 or top < 1:
-        raise PerflabError("--threshold is a percentage in 0..100 and --top at least 1")
+    if not 0 <= threshold <= 100:  # also refuses nan
+        raise PerflabError(f"--threshold {threshold}: give a percentage from 0 to 100")
     config = ProfileDiffConfig(a, b, threshold / 100.0, top)
     recorder = PerfWindowRecorder()
     with open_store(db_url) as store:
@@ -67,7 +54,8 @@ def diff_command(a: str, b: str, threshold: float, top: int, db_url: str | None,
             result.campaign_id = camp.id
             camp.summary = result.as_dict()
     render_diff(result, _console())
-    _write_json(json_path, result.as_dict())
+    if json_path:
+        emit_json(json_path, result.as_dict())
 
 
 class _ProfileCommand(click.Command):
@@ -88,30 +76,31 @@ class _ProfileCommand(click.Command):
 
 @click.command(name="profile", cls=_ProfileCommand)
 @target_options
-@click.option("--pid", type=int, metavar="PID", help="Attach to this running process (markers from --log).")
+@click.option("--pid", type=Count(1, 2**31 - 1), metavar="PID", help="Attach to this running process (markers from --log).")
 @click.option("--children", is_flag=True,
               help="With --pid: also its descendants (running now, and those started later).")
 @click.option("--start", metavar="REGEX", help="Open the window at the first output line matching REGEX.")
 @click.option("--stop", metavar="REGEX", help="Close it at the next line matching REGEX.")
-@click.option("--event", "event_n", type=int, metavar="N",
+@click.option("--event", "event_n", type=Count(0, 2**62), metavar="N",
               help="Window = event N: 'start processing event #N' .. 'done processing event #N'.")
 @click.option("--after", type=float, metavar="S", help="Time window: open S seconds after launch.")
-@click.option("--duration", type=float, metavar="S", help="Close the window S seconds after it opened.")
+@click.option("--duration", type=DURATION, metavar="S", help="Close the window S seconds after it opened.")
 @click.option("--log", "log_file", metavar="FILE", help="Watch FILE (inotify) for the markers instead of the output.")
 @click.option("--pipe", is_flag=True, help="Read the output through a pipe (with stdbuf -oL) instead of a pty.")
 @click.option("--perf-event", "-e", "perf_event", metavar="EV",
               help="perf event (default: cycles where the PMU counts them, else cpu-clock).")
-@click.option("--freq", "-F", default=4000, show_default=True, help="Sampling frequency (Hz).")
+@click.option("--freq", "-F", default=4000, show_default=True, type=Count(1, 1_000_000),
+              help="Sampling frequency (Hz).")
 @click.option("--call-graph", metavar="MODE", help="Record call graphs: fp, dwarf or lbr.")
-@click.option("--cpu", type=int, metavar="N", help="Pin the workload to CPU N (taskset).")
-@click.option("--repeat", default=1, show_default=True, help="Record the window K times (3+ for CIs in diff).")
+@click.option("--cpu", type=Cpu(), metavar="N", help="Pin the workload to CPU N (taskset).")
+@click.option("--repeat", default=1, show_default=True, type=Count(1, 100_000), help="Record the window K times (3+ for CIs in diff).")
 @click.option("--threshold", default=1.0, show_default=True, metavar="PCT",
               help="List functions with at least PCT %% of the samples.")
-@click.option("--annotate", "annotate_top", default=5, show_default=True, metavar="N",
+@click.option("--annotate", "annotate_top", default=5, show_default=True, metavar="N", type=Count(0, 1000),
               help="Annotate the top N functions instruction by instruction.")
 @click.option("--out", "out_dir", default="perflab-out/profiles", show_default=True,
               help="Where perf.data files are kept (one folder per campaign).")
-@click.option("--timeout", type=float, metavar="S",
+@click.option("--timeout", type=DURATION, metavar="S",
               help="Kill the workload after S seconds (with --pid: stop recording).")
 @store_option
 @json_option
@@ -142,12 +131,10 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         raise PerflabError("--after is for time windows: drop it, or drop --start")
     if children and pid is None:
         raise PerflabError("--children goes with --pid: a launched workload's children are always followed")
-    for name, value in (("--freq", freq), ("--repeat", repeat)):
-        if value < 1:
-            raise PerflabError(f"{name} {value}: give at least 1")
-    for name, value in (("--after", after), ("--duration", duration), ("--timeout", timeout)):
-        if value is not None and not 0 <= value < float("inf"):
-            raise PerflabError(f"{name} {value}: give a finite number of seconds >= 0")
+    if after is not None and not (math.isfinite(after) and after >= 0):
+        raise PerflabError(f"--after {after}: give a finite number of seconds >= 0")
+    if not 0 <= threshold <= 100:  # also refuses nan
+        raise PerflabError(f"--threshold {threshold}: give a percentage from 0 to 100")
     if pid is not None:
         if workload_name or command_args:
             raise PerflabError("give --pid PID or a workload to launch, not both")
@@ -157,7 +144,9 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
     config = profile.ProfileConfig(
         workload=workload, window=Window(start, stop, after, duration), event=perf_event,
         freq=freq, call_graph=call_graph, cpu=cpu, repeat=repeat, threshold=threshold / 100.0,
-        annotate_top=annotate_top, log_file=log_file, use_pty=not pipe, out_dir=out_dir,
+        # absolute: `perflab resume` may run from another directory
+        annotate_top=annotate_top, log_file=os.path.abspath(log_file) if log_file else None,
+        use_pty=not pipe, out_dir=os.path.abspath(out_dir),
         timeout=timeout, pid=pid, children=children,
     )
     profile.validate(config)  # before a store or campaign exists
@@ -170,6 +159,7 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
     folders = sorted({os.path.dirname(p) for p in result.perf_data if p})
     console.print(f"perf.data: {len(result.perf_data)} file(s) in {', '.join(folders)}; "
                   f"campaign {result.campaign_id} in {display}")
-    _write_json(json_path, result.as_dict())
+    if json_path:
+        emit_json(json_path, result.as_dict())
     if not result.opened:
         sys.exit(1)
