@@ -149,3 +149,21 @@ def test_log_in_a_missing_directory(tmp_path, capsys):
     assert err == (f"perflab: error: --log {tmp_path}/nope/job.log: directory {tmp_path}/nope does not "
                    "exist; give the path of the log file the job writes\n")
     assert not (tmp_path / "nope").exists() and not (tmp_path / "p.db").exists()
+
+
+def test_attach_whole_run_until_timeout(minihlt, tmp_path):
+    """No markers: the window is the whole attach; --timeout ends the recording, not the job."""
+    log = tmp_path / "job.log"
+    job = _job([minihlt, "--events", "1000000", "--seconds", "60", "--static-mb", "16"], log)
+    try:
+        cfg = profile.ProfileConfig(pid=job.pid, timeout=0.8, event="cpu-clock", annotate_top=0,
+                                    out_dir=str(tmp_path / "out"))
+        res = run_study(profile, cfg, open_store(str(tmp_path / "p.db")), PerfWindowRecorder())
+        assert job.poll() is None, "the job must outlive the recording"
+    finally:
+        _stop(job)
+    row = res.recordings[0]
+    assert res.whole_run and row["closed_by"] == "timeout" and row["enable_latency_us"] is None
+    assert 700 <= row["window_ms"] <= 3000
+    assert res.samples > 0 and "in the whole run" in res.message
+    assert {s.pid for s in read_samples(res.perf_data[0])} == {job.pid}
