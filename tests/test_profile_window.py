@@ -172,3 +172,20 @@ def test_diff_refuses_different_events(progs, tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "recorded with cpu-clock" in err[0] and "with task-clock" in err[0]
+
+
+def test_crash_and_timeout_are_failed_recordings(progs, tmp_path):
+    """A workload killed by a signal or by --timeout: stored as failed, never profiled as done."""
+    store = open_store(str(tmp_path / "p.db"))
+    crash = profile.ProfileConfig(workload=Workload(name="crash", argv=("sh", "-c", "kill -SEGV $$")),
+                                  repeat=2, out_dir=str(tmp_path / "out"), annotate_top=0)
+    res = run_study(profile, crash, store, PerfWindowRecorder())
+    assert not res.opened and res.failed == ["killed by SIGSEGV"] * 2
+    assert res.message == "all 2 recording(s) failed (killed by SIGSEGV): no profile"
+    slow = profile.ProfileConfig(workload=Workload(name="slow", argv=(progs["-O2"], "5", "4", N, "2000")),
+                                 window=Window(*event_markers(4)), timeout=0.5, out_dir=str(tmp_path / "out"))
+    res = run_study(profile, slow, store, PerfWindowRecorder())
+    assert res.failed == ["timed out"] and not res.opened
+    (m,) = store.measurements(res.campaign_id)
+    assert m.result.timed_out and m.result.failure == "timed out"
+    assert m.result.wall_ns < 3e9

@@ -87,6 +87,7 @@ class WindowRecording:
     output_tail: list[str] = field(default_factory=list)
     perf_messages: list[str] = field(default_factory=list)
     attached: tuple[int, ...] = ()  # the processes perf was attached to (attach mode)
+    timed_out: bool = False  # the request's timeout ended it (a launched workload was killed)
 
     @property
     def opened(self) -> bool:

@@ -236,6 +236,7 @@ def record(perf: str, spec: RunSpec, request: WindowRequest, realtime: bool = Tr
             now = time.monotonic_ns()
             wait = loop.timed(now)
             if deadline and now > deadline:
+                rec.timed_out = True
                 if attach:
                     if loop.open:
                         loop.close_window("timeout", None, now)

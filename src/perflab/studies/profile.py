@@ -192,11 +192,17 @@ class _Recordings:
         metrics: dict[str, float] = {"samples": float(prof.samples)}
         if rec.enable_latency_ns is not None:
             metrics["enable_latency_us"] = rec.enable_latency_ns / 1e3
-        if rec.output_tail and spec.metrics:
-            metrics.update(extract(spec.metrics, "\n".join(rec.output_tail), ""))
+        if spec.metrics:
+            log = Path(req.output_log) if req.output_log else None
+            text = log.read_text(errors="replace") if log and log.exists() else "\n".join(rec.output_tail)
+            metrics.update(extract(spec.metrics, text, ""))
+        rc = rec.exit_code
+        # perf passes the workload's status through; a negative one is a signal (Popen's spelling)
+        exit_code, signal = (rc, None) if rc is None or rc >= 0 else (None, -rc)
         return RunResult(
             wall_ns=rec.end_ns - rec.launch_ns, user_s=0.0, sys_s=0.0, maxrss_kb=0, minflt=0,
-            majflt=0, nvcsw=0, nivcsw=0, exit_code=rec.exit_code, start_ns=rec.launch_ns,
+            majflt=0, nvcsw=0, nivcsw=0, exit_code=exit_code, signal=signal, start_ns=rec.launch_ns,
+            timed_out=rec.timed_out and not req.attach,
             end_ns=rec.end_ns, metrics=metrics, stdout_tail="\n".join(rec.output_tail[-10:]),
             health={"event": self.event, "event_reason": self.reason,
                     "window": window_figures(rec, prof.first_ns, outside),
