@@ -277,3 +277,13 @@ def test_cli_bad_input_one_line_exit_2(tmp_path, capsys, args, msg):
     err = capsys.readouterr().err
     assert err.startswith(f"perflab: error: {msg}") and err.count("\n") == 1
     assert "Traceback" not in err
+
+
+def test_config_round_trip_through_json():
+    import json
+
+    from perflab.kernels import minihlt
+
+    for cfg in (profile.ProfileConfig(workload=minihlt.workload(), window=Window(*event_markers(7)), cpu=1),
+                profile.ProfileConfig(pid=123, children=True, log_file="/tmp/j.log", window=Window(after=1.0))):
+        assert profile.ProfileConfig.from_dict(json.loads(json.dumps(cfg.as_dict()))) == cfg
