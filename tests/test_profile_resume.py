@@ -90,3 +90,13 @@ def test_kill_9_then_resume(tmp_path):
     assert res["window_opened"] and len(res["recordings"]) == 5 and res["top"][0]["symbol"] == "hot_kernel"
     perf_data = [a.path for a in store.artifacts(1) if a.kind == "perf.data"]
     assert len(perf_data) == 5 and all(os.path.exists(p) for p in perf_data)
+
+
+def test_perf_missing_one_line_before_the_store(tmp_path):
+    (tmp_path / "bin").mkdir()
+    out = subprocess.run(_cli("profile", "--db", str(tmp_path / "p.db"), "--event", "3", "--", "/bin/true"),
+                         capture_output=True, text=True, env={**os.environ, "PATH": str(tmp_path / "bin")})
+    assert out.returncode == 2
+    assert out.stderr == ("perflab: error: perf is not installed: install linux-perf (Debian) or "
+                          "linux-tools-$(uname -r) (Ubuntu)\n")
+    assert not (tmp_path / "p.db").exists()

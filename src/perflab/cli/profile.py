@@ -114,7 +114,7 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
     marker. --pid PID --log FILE does the same for a job already running. Without markers
     the window is the whole run. Also: `perflab profile diff A B`.
     """
-    from perflab.measure.window import Window
+    from perflab.measure.window import Window, perf_path
     from perflab.measure.window_perf import PerfWindowRecorder
     from perflab.report.terminal.profile import render
     from perflab.store import open_store
@@ -150,6 +150,7 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         timeout=timeout, pid=pid, children=children,
     )
     profile.validate(config)  # before a store or campaign exists
+    perf_path()
     console = _console()
     with open_store(db_url) as store, PerfWindowRecorder() as recorder:
         result = run_study(profile, config, store, recorder,
