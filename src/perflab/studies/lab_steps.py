@@ -140,8 +140,8 @@ def slowest_event(argv: tuple[str, ...], timeout: float = 300) -> tuple[int, flo
 def profile_step(ctx: LabContext, store: Any) -> None:
     import os
 
-    from perflab.studies.profile import ProfileConfig, render_profile, run_profile
-    from perflab.studies.profile_window import Window
+    from perflab.measure.window import Window
+    from perflab.studies import profile, run_study
 
     wl = ctx.workload
     slow = slowest_event(tuple(wl.argv)) if wl.event_arg else None
@@ -153,11 +153,9 @@ def profile_step(ctx: LabContext, store: Any) -> None:
         ctx.say("the workload prints no event markers: profiling the whole run")
         window = Window()
     # A quick event lasts a few ms: sample faster so the table has enough samples to read.
-    config = ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3, freq=20000,
-                           out_dir=os.path.join(ctx.config.out_dir, "profiles"))
-    result = run_profile(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        render_profile(result, ctx.console)
+    config = profile.ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3,
+                                   freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
+    run_study(profile, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id, name="profile")
 
 
 @step("frontend")
