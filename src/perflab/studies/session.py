@@ -80,6 +80,8 @@ class Session:
         out = self.executor.run_concurrent(specs, gate=gate)
         self.executed += len(specs)
         for spec, result in zip(specs, out.results):
+            # Incidental, so not a design key (it would break resume and compare's matching).
+            result.health.setdefault("start_spread_ns", out.start_spread_ns)
             self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
                                        label=spec.label)
         return out
