@@ -159,7 +159,9 @@ def _fork_model(ex, gain: float):
         workers = int(argv[argv.index("--fork") + 1]) if "--fork" in argv else 1
         per_event = 0.01 / (1 + gain) if spec.mem_node is not None else 0.01
         wall = 0.2 + events / workers * per_event
-        return result(wall, ex.clock_ns, {"events": float(events), "events_per_s": events / wall})
+        # a forking master's workers share its static data: 40 MiB once, 8 MiB per worker
+        pss = 40960.0 + 8192.0 * workers
+        return result(wall, ex.clock_ns, {"events": float(events), "events_per_s": events / wall, "pss_kb": pss})
     return model
 
 
@@ -189,6 +191,21 @@ def test_fork_master_does_equal_work(store):
     assert single.argv[-6:] == ("--fork", "3", "--first", "0", "--events", "100")
     assert single.cpus is None and single.mem_node is None
     assert res.fork[0].masters == [[0, 2, 67], [1, 1, 33]]
+
+
+def test_memory_per_copy_and_per_node_at_the_optimum(store):
+    ex = MockExecutor()
+    ex.model = _fork_model(ex, gain=0.10)
+    cfg = InstancesConfig(_fork_workload(), ns=(2, 4), policies=("numa",), reps=3, fork_master=True)
+    res = run_study(instances, cfg, store, ex, machine=machine(two_node_topology(2)))
+    assert (res.optimum_policy, res.optimum_n) == ("numa", 4)
+    assert res.memory == {"policy": "numa", "n": 4, "per_copy_kb": 49152.0,
+                          "per_node_kb": {"0": 2 * 49152.0, "1": 2 * 49152.0}, "total_kb": 4 * 49152.0}
+    row4 = res.fork[1]
+    assert (row4.no_numa_pss_kb, row4.numa_pss_kb) == (40960.0 + 4 * 8192, 2 * (40960.0 + 2 * 8192))
+    con = Console(record=True, width=200)
+    render(res, con, "mock")
+    assert "peak PSS: 48.0 MiB per copy; node 0: 96.0 MiB, node 1: 96.0 MiB; 192.0 MiB in all" in con.export_text()
 
 
 def test_fork_master_finds_a_planted_gain(store):
@@ -308,6 +325,26 @@ def test_real_minihlt_first_splits_events_disjointly():
         b = steps("--fork", "1", "--first", "4", "--events", "4")
     assert whole[1] == a[1] + b[1] == 8
     assert whole[0] == a[0] + b[0]
+
+
+def test_real_pss_counts_a_fork_masters_shared_pages_once():
+    """PSS of concurrent copies through the real executor: a master with 2 forked workers holds
+    its static data once, where 2 separate copies hold it twice (max RSS counts it per worker)."""
+    from perflab.measure.executor import default_executor
+    from perflab.workloads import resolve
+
+    wl = resolve("minihlt-quick", ())
+    with default_executor() as ex:
+        two = ex.run_concurrent([wl.spec(argv=wl.argv + ("--events", "6"), sample_pss=True, params={"copy": k})
+                                 for k in range(2)]).results
+        forked = ex.run_concurrent([wl.spec(argv=wl.argv + ("--fork", "2", "--events", "6"),
+                                            sample_pss=True)]).results[0]
+        plain = ex.run_concurrent([wl.spec(argv=wl.argv + ("--events", "6"))]).results[0]
+    assert all(r.ok for r in (*two, forked, plain))
+    copies = sum(r.metrics["pss_kb"] for r in two)
+    assert 32 * 1024 < two[0].metrics["pss_kb"] < 4 * 32 * 1024  # 32 MB of static data and more
+    assert forked.metrics["pss_kb"] < 0.75 * copies
+    assert "pss_kb" not in plain.metrics  # sampled only when asked
 
 
 def test_cli_real_copies_per_second_json(tmp_path, capsys):

@@ -19,39 +19,25 @@ from itertools import groupby
 from typing import Any, Sequence
 
 from perflab.errors import PerflabError
-from perflab.model import BuildRecipe, MetricPattern, RunResult, RunSpec, Workload
+from perflab.model import RunResult, RunSpec, Workload
 from perflab.platform.host import Machine
 from perflab.platform.topology import Topology
 from perflab.stats import knee, median, median_ci
 from perflab.studies import placement
 from perflab.studies.instances_result import (
     MIN_LEVEL,
-    ForkRow,
     InstancesResult,
     Point,
     PolicyScan,
+    fork_rows,
     fork_verdict,
+    memory_at,
+    point_throughput,
+    points_of,
 )
 
 NAME = "instances"
 WITHIN = 0.01  # "smallest N within 1% of the optimum"
-
-
-def workload_as_dict(w: Workload) -> dict[str, Any]:
-    return asdict(w)
-
-
-def workload_from_dict(d: dict[str, Any]) -> Workload:
-    d = dict(d)
-    d["argv"] = tuple(d["argv"])
-    d["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics", ()))
-    if d.get("build"):
-        b = dict(d["build"])
-        d["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in b.items()})
-    for key in ("fork_arg", "event_arg"):
-        if d.get(key) is not None:
-            d[key] = tuple(d[key])
-    return Workload(**d)
 
 
 @dataclass(frozen=True)
@@ -69,13 +55,13 @@ class InstancesConfig:
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["workload"] = workload_as_dict(self.workload)
+        d["workload"] = self.workload.as_dict()
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "InstancesConfig":
         d = dict(d)
-        d["workload"] = workload_from_dict(d["workload"])
+        d["workload"] = Workload.from_dict(d["workload"])
         for key in ("ns", "policies"):
             if d.get(key) is not None:
                 d[key] = tuple(d[key])
@@ -209,14 +195,14 @@ def _fork_specs(config: InstancesConfig, topology: Topology, mode: str, n: int, 
     wl = config.workload
     label = f"fork-{mode}/n={n}"
     if mode == "no-numa":
-        return [wl.spec(argv=_fork_argv(wl, n, 0, events), timeout=config.timeout, label=label,
+        return [wl.spec(argv=_fork_argv(wl, n, 0, events), timeout=config.timeout, label=label, sample_pss=True,
                         params={"mode": mode, "n": n, "master": 0, "round": rnd})]
     masters = placement.fork_masters(topology, n)
     shares = placement.apportion(events, [workers for _, workers, _ in masters])
     specs, first = [], 0
     for i, ((node, workers, cpus), share) in enumerate(zip(masters, shares)):
         specs.append(wl.spec(argv=_fork_argv(wl, workers, first, share), cpus=cpus, mem_node=node,
-                             timeout=config.timeout, label=label,
+                             timeout=config.timeout, label=label, sample_pss=True,
                              params={"mode": mode, "n": n, "master": i, "round": rnd}))
         first += share
     return specs
@@ -241,7 +227,7 @@ def plan(config: InstancesConfig, machine: Machine) -> list[RunSpec]:
             slots = placement.plan(topology, n, what, numa_pin=config.numa_pin,
                                    threads=config.threads_per_copy)
             specs.extend(config.workload.spec(
-                cpus=s.affinity, mem_node=s.mem_node, timeout=config.timeout, label=f"{what}/n={n}",
+                cpus=s.affinity, mem_node=s.mem_node, timeout=config.timeout, label=f"{what}/n={n}", sample_pss=True,
                 params={"policy": what, "n": n, "copy": s.copy, "round": rnd}) for s in slots)
     return specs
 
@@ -272,31 +258,13 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         masters = placement.fork_masters(machine.topology, row.n)
         shares = placement.apportion(d.fork_events, [w for _, w, _ in masters])
         row.masters = [[node, w, e] for (node, w, _), e in zip(masters, shares)]
+    if not result.failed:
+        slots = placement.plan(machine.topology, result.optimum_n, result.optimum_policy,
+                               numa_pin=config.numa_pin, threads=config.threads_per_copy)
+        nodes = {s.copy: s.mem_node if s.mem_node is not None else
+                 machine.topology.cpu(s.cpus[0]).node if s.cpus else "any" for s in slots}
+        result.memory = memory_at(runs, nodes, result.optimum_policy, result.optimum_n)
     return result
-
-
-def point_throughput(results: Sequence[RunResult], work: str | None) -> tuple[float | None, str | None]:
-    """(total work / makespan, None) for one point, or (None, why) when a copy failed."""
-    for r in results:
-        if not r.ok:
-            return None, r.failure or "failed"
-        if work is not None and work not in r.metrics:
-            return None, f"no '{work}' metric"
-    makespan = (max(r.end_ns for r in results) - min(r.start_ns for r in results)) / 1e9
-    if makespan <= 0:
-        return None, "no duration"
-    total = sum(float(r.metrics[work]) for r in results) if work else float(len(results))
-    return total / makespan, None
-
-
-def _points_of(runs: Sequence[Any], key_name: str) -> dict[tuple[Any, int, int], list[RunResult]]:
-    """(policy or mode, n, round) -> its copies' results."""
-    out: dict[tuple[Any, int, int], list[RunResult]] = {}
-    for r in runs:
-        p = r.params
-        if key_name in p:
-            out.setdefault((p[key_name], int(p["n"]), int(p["round"])), []).append(r.result)
-    return out
 
 
 def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | None = None,
@@ -304,7 +272,7 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
     """Throughput per point, its CI, optimum and knee per policy; fork rows and verdict. Pure."""
     wl = config.workload
     work = work_metric(wl)
-    scan_pts = _points_of(runs, "policy")
+    scan_pts = points_of(runs, "policy")
     ns = list(ns) if ns is not None else sorted({n for _, n, _ in scan_pts})
     policies = list(policies) if policies is not None else list(dict.fromkeys(p for p, _, _ in scan_pts))
     failures: dict[str, int] = {}
@@ -312,28 +280,28 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         if not r.result.ok:
             reason = r.result.failure or "failed"
             failures[reason] = failures.get(reason, 0) + 1
-    samples: dict[tuple[str, int], list[float]] = {}
-    own: dict[tuple[str, int], list[float]] = {}
-    spreads: dict[tuple[str, int], list[float]] = {}
+    acc: dict[tuple[str, int], dict[str, list[float]]] = {}
     failed_pts: dict[tuple[str, int], int] = {}
-    for (policy, n, _rnd), results in sorted(scan_pts.items(), key=lambda kv: kv[0][2]):
+    for (policy, n, _rnd), point in sorted(scan_pts.items(), key=lambda kv: kv[0][2]):
+        results = [r.result for r in point]
         tp, why = point_throughput(results, work)
         if tp is None:
             failed_pts[(policy, n)] = failed_pts.get((policy, n), 0) + 1
             if why and why.startswith("no "):
                 failures[why] = failures.get(why, 0) + 1
             continue
-        samples.setdefault((policy, n), []).append(tp)
-        if wl.primary_metric:
-            own.setdefault((policy, n), []).extend(
-                float(r.metrics[wl.primary_metric]) for r in results if wl.primary_metric in r.metrics)
+        a = acc.setdefault((policy, n), {"tp": [], "own": [], "spread": [], "pss": []})
+        a["tp"].append(tp)
+        a["own"].extend(float(r.metrics[wl.primary_metric]) for r in results
+                        if wl.primary_metric and wl.primary_metric in r.metrics)
+        a["pss"].extend(float(r.metrics["pss_kb"]) for r in results if "pss_kb" in r.metrics)
         spread = results[0].health.get("start_spread_ns")
         if spread is not None:
-            spreads.setdefault((policy, n), []).append(float(spread))
-    scans = [_scan(p, ns, samples, own, spreads, failed_pts) for p in policies]
+            a["spread"].append(float(spread))
+    scans = [_scan(p, ns, acc, failed_pts) for p in policies]
     done = [s for s in scans if s.optimum_n is not None]
     best = max(done, key=lambda s: s.optimum_throughput) if done else None
-    fork = _fork_rows(ns, _points_of(runs, "mode"), work) if config.fork_master else None
+    fork = fork_rows(ns, points_of(runs, "mode"), work) if config.fork_master else None
     notes = []
     if failures:
         notes.append(f"{sum(failures.values())} runs failed or gave no result and are left out: "
@@ -347,21 +315,22 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
     )
 
 
-def _scan(policy: str, ns: Sequence[int], samples, own, spreads, failed_pts) -> PolicyScan:
+def _scan(policy: str, ns: Sequence[int], acc, failed_pts) -> PolicyScan:
     points: list[Point] = []
     prev: Point | None = None
     for n in ns:
-        xs = samples.get((policy, n), [])
+        a = acc.get((policy, n))
         failed = failed_pts.get((policy, n), 0)
-        if not xs:
+        if not a:
             points.append(Point(n, None, None, None, 0, failed))
             continue
+        xs = a["tp"]
         t = median(xs)
         gain = None if prev is None else (t - prev.throughput) / (n - prev.n)
-        sp = spreads.get((policy, n))
         pt = Point(n, t, median_ci(xs), t / n, len(xs), failed, gain,
-                   median(own[(policy, n)]) if own.get((policy, n)) else None,
-                   median(sp) / 1e3 if sp else None, list(xs))
+                   median(a["own"]) if a["own"] else None,
+                   median(a["spread"]) / 1e3 if a["spread"] else None, list(xs),
+                   median(a["pss"]) if a["pss"] else None)
         points.append(pt)
         prev = pt
     ok = [p for p in points if p.throughput is not None]
@@ -375,23 +344,3 @@ def _scan(policy: str, ns: Sequence[int], samples, own, spreads, failed_pts) -> 
     k = knee(xs, ys) if len(set(xs)) >= 3 else None
     return PolicyScan(policy, points, top.n, top.throughput, within.n,
                       knee_n=None if k is None else k.x)
-
-
-def _fork_rows(ns: Sequence[int], pts, work: str | None) -> list[ForkRow]:
-    """Per N: both modes' median throughput and the per-round ratios NUMA / no NUMA."""
-    rows = []
-    for n in ns:
-        per_mode: dict[str, dict[int, float]] = {"no-numa": {}, "numa": {}}
-        for (mode, k, rnd), results in pts.items():
-            if k != n:
-                continue
-            tp, _ = point_throughput(results, work)
-            if tp is not None:
-                per_mode[mode][rnd] = tp
-        paired = sorted(set(per_mode["no-numa"]) & set(per_mode["numa"]))
-        ratios = [per_mode["numa"][r] / per_mode["no-numa"][r] for r in paired]
-        a = median(list(per_mode["no-numa"].values())) if per_mode["no-numa"] else None
-        b = median(list(per_mode["numa"].values())) if per_mode["numa"] else None
-        rows.append(ForkRow(n, a, b, median(ratios) if ratios else None,
-                            median_ci(ratios) if ratios else None, ratios))
-    return rows

@@ -1,4 +1,5 @@
-"""What an instances study found: throughput points per policy, the fork-master rows and verdict.
+"""What an instances study found (throughput points per policy, memory, the fork-master rows and
+verdict) and the figures it is computed from: a point's throughput over its makespan.
 
 The fork-master verdict pools every paired round of every N into one exact two-sided sign test
 of "NUMA-bound masters and one unbound master give the same throughput" (one hypothesis, so no
@@ -13,6 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+from perflab.model import RunResult
 from perflab.stats import CI, median, median_ci
 
 MIN_LEVEL = 0.90  # the default repetitions must give at least this interval (or a note says so)
@@ -39,6 +41,7 @@ class Point:
     own_metric: float | None = None  # the workload's own per-copy metric, median (never summed)
     start_spread_us: float | None = None  # median gate start spread (incidental, not a design key)
     samples: list[float] = field(default_factory=list)
+    pss_kb: float | None = None  # median peak PSS of one copy's process tree
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -78,6 +81,8 @@ class ForkRow:
     ci: CI | None  # order-statistic CI of that median, with its level
     ratios: list[float] = field(default_factory=list)
     masters: list[list[int]] = field(default_factory=list)  # [node, workers, events] per master
+    no_numa_pss_kb: float | None = None  # all masters' and workers' PSS together, median
+    numa_pss_kb: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -155,6 +160,7 @@ class InstancesResult:
     failures: dict[str, int] = field(default_factory=dict)  # why runs failed -> how many
     notes: list[str] = field(default_factory=list)
     level: float = 0.0  # the level of a point's CI at the configured rounds
+    memory: dict[str, Any] | None = None  # PSS per copy and per NUMA node at the optimum
     campaign_id: int | None = None
 
     @property
@@ -176,3 +182,90 @@ class InstancesResult:
         d["fork"] = [ForkRow.from_dict(r) for r in d["fork"]] if d.get("fork") is not None else None
         d["fork_verdict"] = ForkVerdict.from_dict(d["fork_verdict"]) if d.get("fork_verdict") else None
         return cls(**d)
+
+
+def point_throughput(results: Sequence[RunResult], work: str | None) -> tuple[float | None, str | None]:
+    """(total work / makespan, None) for one point, or (None, why) when a copy failed.
+
+    The makespan runs from the first start to the last finish of the point's copies (SPEC
+    rate's definition), so copies that do not overlap in time do not add up.
+    """
+    for r in results:
+        if not r.ok:
+            return None, r.failure or "failed"
+        if work is not None and work not in r.metrics:
+            return None, f"no '{work}' metric"
+    makespan = (max(r.end_ns for r in results) - min(r.start_ns for r in results)) / 1e9
+    if makespan <= 0:
+        return None, "no duration"
+    total = sum(float(r.metrics[work]) for r in results) if work else float(len(results))
+    return total / makespan, None
+
+
+def points_of(runs: Sequence[Any], key_name: str) -> dict[tuple[Any, int, int], list[Any]]:
+    """(policy or mode, n, round) -> the point's runs (objects with .params and .result)."""
+    out: dict[tuple[Any, int, int], list[Any]] = {}
+    for r in runs:
+        p = r.params
+        if key_name in p:
+            out.setdefault((p[key_name], int(p["n"]), int(p["round"])), []).append(r)
+    return out
+
+
+def pss_total(results: Sequence[RunResult]) -> float | None:
+    """Summed peak PSS of a point's copies, or None unless every copy has a figure."""
+    values = [r.metrics.get("pss_kb") for r in results]
+    return float(sum(values)) if values and all(v is not None for v in values) else None
+
+
+def fork_rows(ns: Sequence[int], pts, work: str | None) -> list[ForkRow]:
+    """Per N: both modes' median throughput and PSS, and the per-round ratios NUMA / no NUMA."""
+    rows = []
+    for n in ns:
+        per_mode: dict[str, dict[int, float]] = {"no-numa": {}, "numa": {}}
+        pss: dict[str, list[float]] = {"no-numa": [], "numa": []}
+        for (mode, k, rnd), runs in pts.items():
+            if k != n:
+                continue
+            results = [r.result for r in runs]
+            tp, _ = point_throughput(results, work)
+            if tp is not None:
+                per_mode[mode][rnd] = tp
+                kb = pss_total(results)
+                if kb is not None:
+                    pss[mode].append(kb)
+        paired = sorted(set(per_mode["no-numa"]) & set(per_mode["numa"]))
+        ratios = [per_mode["numa"][r] / per_mode["no-numa"][r] for r in paired]
+        a = median(list(per_mode["no-numa"].values())) if per_mode["no-numa"] else None
+        b = median(list(per_mode["numa"].values())) if per_mode["numa"] else None
+        rows.append(ForkRow(n, a, b, median(ratios) if ratios else None,
+                            median_ci(ratios) if ratios else None, ratios,
+                            no_numa_pss_kb=median(pss["no-numa"]) if pss["no-numa"] else None,
+                            numa_pss_kb=median(pss["numa"]) if pss["numa"] else None))
+    return rows
+
+
+def memory_at(runs: Sequence[Any], node_of_copy: dict[int, Any], policy: str, n: int) -> dict[str, Any] | None:
+    """PSS at one point: per copy (median over copies and rounds) and per node (median over rounds
+    of the summed PSS of the copies placed there; 'any' for unbound copies)."""
+    per_copy: list[float] = []
+    per_node: dict[str, list[float]] = {}
+    for (p, k, _rnd), point in points_of(runs, "policy").items():
+        if (p, k) != (policy, n) or not all(r.result.ok for r in point):
+            continue
+        sums: dict[str, float] = {}
+        for r in point:
+            kb = r.result.metrics.get("pss_kb")
+            if kb is None:
+                break
+            per_copy.append(float(kb))
+            node = str(node_of_copy.get(int(r.params["copy"]), "any"))
+            sums[node] = sums.get(node, 0.0) + float(kb)
+        else:
+            for node, kb in sums.items():
+                per_node.setdefault(node, []).append(kb)
+    if not per_copy:
+        return None
+    nodes = {node: median(v) for node, v in sorted(per_node.items())}
+    return {"policy": policy, "n": n, "per_copy_kb": median(per_copy), "per_node_kb": nodes,
+            "total_kb": sum(nodes.values())}

@@ -80,21 +80,31 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
     else:
         console.print(f"best: policy {result.optimum_policy}, N = {result.optimum_n}, "
                       f"{_fmt(result.optimum_throughput)} {result.unit}", highlight=False)
+    mem = result.memory
+    if mem:
+        nodes = ", ".join(f"node {k}: {_mib(v)}" for k, v in mem["per_node_kb"].items())
+        console.print(f"memory at the optimum ({mem['policy']}, N = {mem['n']}), peak PSS: {_mib(mem['per_copy_kb'])} "
+                      f"per copy; {nodes}; {_mib(mem['total_kb'])} in all", highlight=False)
     if result.fork:
         _render_fork(result, console)
+
+
+def _mib(kb: float | None) -> str:
+    return "-" if kb is None else f"{kb / 1024:.1f} MiB"
 
 
 def _render_fork(result: InstancesResult, console) -> None:
     ft = Table(title="fork-master at equal work: one unbound master vs one bound master per NUMA node",
                title_justify="left")
     for col in ("workers", f"{result.unit} no NUMA", f"{result.unit} NUMA", "NUMA gain (CI)",
-                "masters (node:workers:events)"):
+                "masters (node:workers:events)", "PSS no NUMA / NUMA"):
         ft.add_column(escape(col), justify="right")
     for r in result.fork:
         ci = f" ({r.ci.low:.3f}-{r.ci.high:.3f}, {r.ci.level:.0%})" if r.ci is not None else ""
         gain = "-" if r.gain is None else f"{r.gain:.3f}{ci}"
         ft.add_row(str(r.n), _fmt(r.no_numa), _fmt(r.numa), gain,
-                   " ".join(":".join(map(str, m)) for m in r.masters))
+                   " ".join(":".join(map(str, m)) for m in r.masters),
+                   f"{_mib(r.no_numa_pss_kb)} / {_mib(r.numa_pss_kb)}")
     console.print(ft)
     if result.fork_verdict is not None:
         console.print(f"verdict: {result.fork_verdict.text}", highlight=False)
