@@ -90,8 +90,9 @@ def instances_step(ctx: LabContext, store: Any) -> None:
                                        seed=ctx.config.seed)
     result = run_study(instances, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
                        name="instances")
-    ctx.say(f"instances: best policy {result.optimum_policy}, N = {result.optimum_n}, "
-            f"{result.optimum_throughput} {result.unit}")
+    ctx.say("instances: every point failed" if result.failed else
+            f"instances: best policy {result.optimum_policy}, N = {result.optimum_n}, "
+            f"{result.optimum_throughput:.4g} {result.unit}")
 
 
 @step("variants")
