@@ -373,7 +373,15 @@ def test_cli_plan_on_a_snapshot_and_bad_input(topology_root, capsys):
     main(["instances", "--plan", "--root", root, "--n", "2", "--policy", "numa", "--threads-per-copy", "3"])
     assert "0:0-2[m0]" in capsys.readouterr().out
     for argv, msg in ((["--root", root, "--", "true"], "--root only applies to --plan"),
-                      (["--threads-per-copy", "64", "--", "true"], "larger than a NUMA node")):
+                      (["--threads-per-copy", "64", "--", "true"], "larger than a NUMA node"),
+                      (["--threads-per-copy", "0", "--", "true"], "at least 1"),
+                      (["--reps", "0", "--", "true"], "--reps must be at least 1"),
+                      (["--max", "0", "--", "true"], "--max must be between 1"),
+                      (["--n", "1-999999999", "--", "true"], "at most 65536 copies"),
+                      (["--n", "0,2", "--", "true"], "not a list of copy counts"),
+                      (["--timeout", "nan", "--", "true"], "finite number of seconds"),
+                      (["--fork-master", "--", "true"], "no fork argument"),
+                      (["--n", "2", "--max", "3", "--", "true"], "not both")):
         with pytest.raises(SystemExit) as exc:
             main(["instances", *argv])
         assert exc.value.code == 2

@@ -145,6 +145,10 @@ def design(config: InstancesConfig, topology: Topology) -> Design:
     """The points to run (N values, policies) and notes; bad input raises PerflabError."""
     if config.reps < 1:
         raise PerflabError(f"--reps must be at least 1, got {config.reps}")
+    if config.max_n is not None and config.max_n < 1:
+        raise PerflabError(f"--max must be at least 1, got {config.max_n}")
+    if config.timeout is not None and not 0 < config.timeout < float("inf"):
+        raise PerflabError(f"--timeout must be a finite number of seconds > 0, got {config.timeout}")
     if config.fork_master and config.workload.fork_arg is None:
         raise PerflabError(
             f"workload '{config.workload.name}' has no fork argument, so --fork-master cannot apply; "
