@@ -77,6 +77,10 @@ def test_mock_throughput_gain_optimum_and_stored_copies(store):
     # design keys only: the gate's start spread lives in the run's health, not in its params
     assert {tuple(sorted(m.params)) for m in stored} == {("copy", "n", "policy", "round")}
     assert all("start_spread_ns" in m.result.health for m in stored)
+    # the analysis is pure: the stored runs give the same result
+    stored_res = instances.analyse(cfg, stored)
+    assert [p.throughput for s in stored_res.scans for p in s.points] == \
+        [p.throughput for s in res.scans for p in s.points]
     summary = store.campaign(res.campaign_id).summary
     again = InstancesResult.from_dict(json.loads(json.dumps(summary)))
     assert again.as_dict() == summary and again.scans[0].points[1].ci.level == pytest.approx(0.75)

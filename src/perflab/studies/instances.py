@@ -38,6 +38,7 @@ from perflab.studies.instances_result import (
 
 NAME = "instances"
 WITHIN = 0.01  # "smallest N within 1% of the optimum"
+Result = InstancesResult
 
 
 @dataclass(frozen=True)
