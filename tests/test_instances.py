@@ -212,6 +212,39 @@ def test_memory_per_copy_and_per_node_at_the_optimum(store):
     assert "peak PSS: 48.0 MiB per copy; node 0: 96.0 MiB, node 1: 96.0 MiB; 192.0 MiB in all" in con.export_text()
 
 
+def test_counters_where_the_pmu_has_them(store):
+    """Issue 14 item 7: IPC and LLC misses per event against copies, from perf stat counters."""
+    def model(spec):
+        n = spec.params["n"]
+        r = result(1.0, ex.clock_ns, {"events": 10.0, "events_per_s": 10.0})
+        if spec.perf_events:
+            r.counters = {"cycles": 2e9, "instructions": 3e9 / n, "LLC-load-misses": 1000.0 * n}
+        return r
+
+    wl = Workload("m", ("work",), metrics=(MetricPattern(r"(?P<events>\d+) (?P<events_per_s>[\d.]+)"),),
+                  primary_metric="events_per_s")
+    with_pmu = Machine(two_node_topology(2), {"probes": {"hw_counters": {"available": True, "reason": "ok"}}})
+    ex = MockExecutor(model)
+    res = run_study(instances, InstancesConfig(wl, ns=(1, 2, 4), policies=("compact",), reps=2), store, ex,
+                    machine=with_pmu)
+    assert all(s.perf_events == instances.COUNTERS for s in ex.calls)
+    pts = res.scans[0].points
+    assert [p.ipc for p in pts] == pytest.approx([1.5, 0.75, 0.375])
+    assert [p.llc_per_unit for p in pts] == pytest.approx([100.0, 200.0, 400.0])  # misses per event
+    con = Console(record=True, width=120)
+    render(res, con, "m")
+    assert "LLC misses/event" in con.export_text()
+    assert not any("not measured" in n for n in res.notes)
+    # no PMU (this VM): no perf around the copies, one line saying so, the study goes on with time
+    no_pmu = Machine(two_node_topology(2), {"probes": {"hw_counters": {"available": False,
+                                                                      "reason": "no hardware counters"}}})
+    ex = MockExecutor(model)
+    res = run_study(instances, InstancesConfig(wl, ns=(1, 2), policies=("compact",), reps=2), store, ex,
+                    machine=no_pmu)
+    assert all(s.perf_events is None for s in ex.calls) and res.scans[0].points[0].ipc is None
+    assert "IPC and last-level-cache misses per event not measured: no hardware counters" in res.notes
+
+
 def test_fork_master_finds_a_planted_gain(store):
     ex = MockExecutor()
     ex.model = _fork_model(ex, gain=0.10)
@@ -299,10 +332,17 @@ def test_real_minihlt_scan(store):
 
     wl = resolve("minihlt-quick", ())
     wl = replace(wl, argv=wl.argv + ("--events", "12"))
+    here = capture()
     with default_executor() as ex:
         res = run_study(instances, InstancesConfig(wl, ns=(1, 2, 3), policies=("none",), reps=2), store, ex,
-                        machine=capture(probes=False))
+                        machine=here)
     (scan,) = res.scans
+    if instances.pmu(here)[0]:
+        assert all(p.ipc and p.ipc > 0 for p in scan.points)
+    else:  # this VM: said in one line, throughput from time alone
+        assert sum("IPC and last-level-cache misses per event not measured" in n for n in res.notes) == 1
+        assert all(p.ipc is None for p in scan.points)
+    assert all(p.pss_kb and p.pss_kb > 32 * 1024 for p in scan.points)
     assert res.unit == "events/s" and res.own_metric == "events_per_s"
     assert all(p.throughput > 0 for p in scan.points)
     stored = store.measurements(res.campaign_id)

@@ -35,17 +35,25 @@ def children(root: Root, pid: int) -> list[int]:
     return out
 
 
+# Harness processes between the trampoline and the command (perf stat around a copy, numactl
+# before its exec): their own pages are not the workload's, their children are.
+HARNESS = ("perf",)
+
+
 def tree_pss_kb(root: Root, pid: int, include_self: bool = True) -> int | None:
-    """Summed PSS of ``pid`` (optionally) and all its descendants; None if none could be read."""
+    """Summed PSS of ``pid`` (optionally) and all its descendants, harness processes left out;
+    None if none could be read."""
     total, seen = 0, False
     stack = [pid] if include_self else children(root, pid)
     while stack:
         p = stack.pop()
+        stack.extend(children(root, p))
+        if root.read(f"proc/{p}/comm") in HARNESS:
+            continue
         kb = parse_pss_kb(root.read(f"proc/{p}/smaps_rollup"))
         if kb is not None:
             total += kb
             seen = True
-        stack.extend(children(root, p))
     return total if seen else None
 
 

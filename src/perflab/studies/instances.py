@@ -27,6 +27,7 @@ from perflab.studies import placement
 from perflab.studies.instances_result import (
     MIN_LEVEL,
     InstancesResult,
+    counter_ratio,
     Point,
     PolicyScan,
     fork_rows,
@@ -39,6 +40,14 @@ from perflab.studies.instances_result import (
 NAME = "instances"
 WITHIN = 0.01  # "smallest N within 1% of the optimum"
 Result = InstancesResult
+# Counted around every scan copy where the PMU has them: IPC and LLC misses per event vs copies.
+COUNTERS = ("cycles", "instructions", "LLC-load-misses")
+
+
+def pmu(machine: Machine) -> tuple[bool, str]:
+    """(hardware counters usable, why) from the probe the machine capture recorded."""
+    probe = (machine.metadata.get("probes") or {}).get("hw_counters") or {}
+    return bool(probe.get("available")), str(probe.get("reason") or "no probe recorded")
 
 
 @dataclass(frozen=True)
@@ -217,6 +226,7 @@ def plan(config: InstancesConfig, machine: Machine) -> list[RunSpec]:
     """Every copy of every round: points shuffled per round, copies of a point adjacent."""
     topology = machine.topology
     d = design(config, topology)
+    counters = COUNTERS if pmu(machine)[0] else None
     rng = random.Random(config.seed)
     points: list[tuple[str, Any, int]] = [("scan", p, n) for p in d.policies for n in d.ns]
     if d.fork_events is not None:
@@ -233,6 +243,7 @@ def plan(config: InstancesConfig, machine: Machine) -> list[RunSpec]:
                                    threads=config.threads_per_copy)
             specs.extend(config.workload.spec(
                 cpus=s.affinity, mem_node=s.mem_node, timeout=config.timeout, label=f"{what}/n={n}", sample_pss=True,
+                perf_events=counters,
                 params={"policy": what, "n": n, "copy": s.copy, "round": rnd}) for s in slots)
     return specs
 
@@ -258,7 +269,9 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         if i + 1 == len(batches) or batches[i + 1][0].params["round"] != rnd:
             session.say(f"round {rnd + 1}/{config.reps} done")
     result = analyse(config, runs, d.ns, d.policies)
-    result.notes = d.notes + result.notes
+    has_pmu, why = pmu(machine)
+    result.notes = d.notes + result.notes + ([] if has_pmu else [
+        f"IPC and last-level-cache misses per event not measured: {why}"])
     for row in result.fork or []:
         masters = placement.fork_masters(machine.topology, row.n)
         shares = placement.apportion(d.fork_events, [w for _, w, _ in masters])
@@ -295,11 +308,13 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
             if why and why.startswith("no "):
                 failures[why] = failures.get(why, 0) + 1
             continue
-        a = acc.setdefault((policy, n), {"tp": [], "own": [], "spread": [], "pss": []})
+        a = acc.setdefault((policy, n), {k: [] for k in ("tp", "own", "spread", "pss", "ipc", "llc")})
         a["tp"].append(tp)
         a["own"].extend(float(r.metrics[wl.primary_metric]) for r in results
                         if wl.primary_metric and wl.primary_metric in r.metrics)
         a["pss"].extend(float(r.metrics["pss_kb"]) for r in results if "pss_kb" in r.metrics)
+        a["ipc"].extend(counter_ratio(results, "instructions", "cycles"))
+        a["llc"].extend(counter_ratio(results, "LLC-load-misses", work))
         spread = results[0].health.get("start_spread_ns")
         if spread is not None:
             a["spread"].append(float(spread))
@@ -335,7 +350,8 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts) -> PolicyScan:
         pt = Point(n, t, median_ci(xs), t / n, len(xs), failed, gain,
                    median(a["own"]) if a["own"] else None,
                    median(a["spread"]) / 1e3 if a["spread"] else None, list(xs),
-                   median(a["pss"]) if a["pss"] else None)
+                   median(a["pss"]) if a["pss"] else None, median(a["ipc"]) if a["ipc"] else None,
+                   median(a["llc"]) if a["llc"] else None)
         points.append(pt)
         prev = pt
     ok = [p for p in points if p.throughput is not None]

@@ -42,6 +42,8 @@ class Point:
     start_spread_us: float | None = None  # median gate start spread (incidental, not a design key)
     samples: list[float] = field(default_factory=list)
     pss_kb: float | None = None  # median peak PSS of one copy's process tree
+    ipc: float | None = None  # instructions / cycles of all copies together (PMU only)
+    llc_per_unit: float | None = None  # last-level-cache load misses per unit of work (PMU only)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -269,3 +271,18 @@ def memory_at(runs: Sequence[Any], node_of_copy: dict[int, Any], policy: str, n:
     nodes = {node: median(v) for node, v in sorted(per_node.items())}
     return {"policy": policy, "n": n, "per_copy_kb": median(per_copy), "per_node_kb": nodes,
             "total_kb": sum(nodes.values())}
+
+
+def counter_ratio(results: Sequence[RunResult], num: str, den: str | None) -> list[float]:
+    """[sum of counter num / sum of den over a point's copies] (den: a counter or a work metric;
+    None: copies), or [] when a copy lacks either."""
+    def value(r: RunResult, name: str | None) -> float | None:
+        if name is None:
+            return 1.0
+        return r.counters.get(name, r.metrics.get(name))
+
+    pairs = [(value(r, num), value(r, den)) for r in results]
+    if not pairs or any(a is None or b is None for a, b in pairs):
+        return []
+    total = sum(b for _, b in pairs)
+    return [sum(a for a, _ in pairs) / total] if total > 0 else []

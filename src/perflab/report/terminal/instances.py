@@ -80,6 +80,8 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
     else:
         console.print(f"best: policy {result.optimum_policy}, N = {result.optimum_n}, "
                       f"{_fmt(result.optimum_throughput)} {result.unit}", highlight=False)
+    if any(p.ipc is not None or p.llc_per_unit is not None for scan in result.scans for p in scan.points):
+        _render_counters(result, console)
     mem = result.memory
     if mem:
         nodes = ", ".join(f"node {k}: {_mib(v)}" for k, v in mem["per_node_kb"].items())
@@ -87,6 +89,24 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
                       f"per copy; {nodes}; {_mib(mem['total_kb'])} in all", highlight=False)
     if result.fork:
         _render_fork(result, console)
+
+
+def _render_counters(result: InstancesResult, console) -> None:
+    base = result.unit.split("/")[0]
+    work = "copy" if base == "copies" else base[:-1] if base.endswith("s") else base
+    table = Table(title="hardware counters against copies (all copies of a point together)",
+                  title_justify="left")
+    table.add_column("N", justify="right")
+    for scan in result.scans:
+        table.add_column(f"{scan.policy} IPC", justify="right")
+        table.add_column(escape(f"LLC misses/{work}"), justify="right")
+    for i, n in enumerate(result.ns):
+        row = [str(n)]
+        for scan in result.scans:
+            p = scan.points[i]
+            row += [_fmt(p.ipc, 3), _fmt(p.llc_per_unit, 4)]
+        table.add_row(*row)
+    console.print(table)
 
 
 def _mib(kb: float | None) -> str:
