@@ -8,8 +8,14 @@ import re
 import click
 
 from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.cores import write_json
 from perflab.errors import PerflabError
-from perflab.platform.sysfs import parse_cpulist
+from perflab.measure.executor import default_executor
+from perflab.platform.host import capture
+from perflab.platform.sysfs import Root, parse_cpulist
+from perflab.report.terminal.instances import render, render_plans
+from perflab.store import open_store
+from perflab.studies import instances, placement, run_study
 
 
 MAX_COPIES = 65536  # a bound on what a range like 1-999999999 would make us allocate
@@ -64,14 +70,6 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
     marginal gain per added copy, the optimum N and the smallest N within 1% of it.
     """
     from rich.console import Console
-
-    from perflab.cli.cores import write_json
-    from perflab.measure.executor import default_executor
-    from perflab.platform.host import capture
-    from perflab.platform.sysfs import Root
-    from perflab.report.terminal.instances import render, render_plans
-    from perflab.store import open_store
-    from perflab.studies import instances, placement, run_study
 
     if ns and max_n is not None:
         raise PerflabError("give either --n LIST or --max N, not both")

@@ -27,10 +27,11 @@ node ids are kept as the kernel numbers them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from perflab.errors import PerflabError
+from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
 
 POLICIES: tuple[str, ...] = ("none", "compact", "spread", "smt-last", "numa")
@@ -227,8 +228,6 @@ def _plan_threads(topology: Topology, n: int, policy: str, threads: int) -> list
 
 def _restrict(topology: Topology, cpus: tuple[int, ...]) -> Topology:
     """The same topology with only ``cpus`` allowed."""
-    from dataclasses import replace
-
     allowed = set(cpus) if topology.allowed is None else set(cpus) & set(topology.allowed)
     return replace(topology, allowed=tuple(sorted(allowed)))
 
@@ -268,8 +267,6 @@ def plan_notes(topology: Topology, n: int, policy: str, threads: int = 1) -> lis
 
 def describe(slot: Slot) -> str:
     """Short human text for a slot: 'cpus 0-3, mem node 1'."""
-    from perflab.platform.sysfs import format_cpulist
-
     where = f"cpu {format_cpulist(slot.cpus)}" if slot.cpus else "unbound"
     if slot.mem_node is not None:
         where += f", mem node {slot.mem_node}"
