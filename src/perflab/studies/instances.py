@@ -209,8 +209,8 @@ def _fork_specs(config: InstancesConfig, topology: Topology, mode: str, n: int, 
     wl = config.workload
     label = f"fork-{mode}/n={n}"
     if mode == "no-numa":
-        return [wl.spec(argv=_fork_argv(wl, n, 0, events), timeout=config.timeout, label=label, sample_pss=True,
-                        params={"mode": mode, "n": n, "master": 0, "round": rnd})]
+        return [wl.spec(argv=_fork_argv(wl, n, 0, events), timeout=config.timeout, label=label,
+                        sample_pss=True, params={"mode": mode, "n": n, "master": 0, "round": rnd})]
     masters = placement.fork_masters(topology, n)
     shares = placement.apportion(events, [workers for _, workers, _ in masters])
     specs, first = [], 0
@@ -242,8 +242,8 @@ def plan(config: InstancesConfig, machine: Machine) -> list[RunSpec]:
             slots = placement.plan(topology, n, what, numa_pin=config.numa_pin,
                                    threads=config.threads_per_copy)
             specs.extend(config.workload.spec(
-                cpus=s.affinity, mem_node=s.mem_node, timeout=config.timeout, label=f"{what}/n={n}", sample_pss=True,
-                perf_events=counters,
+                cpus=s.affinity, mem_node=s.mem_node, timeout=config.timeout, label=f"{what}/n={n}",
+                sample_pss=True, perf_events=counters,
                 params={"policy": what, "n": n, "copy": s.copy, "round": rnd}) for s in slots)
     return specs
 

@@ -139,10 +139,11 @@ def fork_verdict(rows: Sequence[ForkRow], alpha: float = ALPHA) -> ForkVerdict:
     evidence = (f"median ratio {gain:.3f} ({ci.label()} {ci.low:.3f}-{ci.high:.3f}) over {len(ratios)} "
                 f"paired rounds, NUMA faster in {above} of {m}; sign test p = {p:.2g}")
     significant = p < alpha
+    change = f"{100 * abs(gain - 1):.1f} % throughput at equal work: {evidence}"
     if significant and gain > 1:
-        text = f"one bound master per NUMA node gives {100 * (gain - 1):+.1f} % throughput at equal work: {evidence}"
+        text = f"one bound master per NUMA node gives +{change}"
     elif significant and gain < 1:
-        text = f"one bound master per NUMA node costs {100 * (gain - 1):+.1f} % throughput at equal work: {evidence}"
+        text = f"one bound master per NUMA node costs {change}"
     else:
         text = f"no evidence that NUMA-bound masters change throughput at equal work: {evidence}"
     return ForkVerdict(gain, ci, len(ratios), above, p, significant, text)

@@ -85,8 +85,9 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
     mem = result.memory
     if mem:
         nodes = ", ".join(f"node {k}: {_mib(v)}" for k, v in mem["per_node_kb"].items())
-        console.print(f"memory at the optimum ({mem['policy']}, N = {mem['n']}), peak PSS: {_mib(mem['per_copy_kb'])} "
-                      f"per copy; {nodes}; {_mib(mem['total_kb'])} in all", highlight=False)
+        console.print(f"memory at the optimum ({mem['policy']}, N = {mem['n']}), peak PSS: "
+                      f"{_mib(mem['per_copy_kb'])} per copy; {nodes}; {_mib(mem['total_kb'])} in all",
+                      highlight=False)
     if result.fork:
         _render_fork(result, console)
 
