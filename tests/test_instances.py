@@ -280,6 +280,10 @@ def test_failed_copies_are_stored_and_left_out(store):
                     store, ex, machine=machine(one_node_box()))
     p2 = res.scans[0].points[1]
     assert (p2.reps, p2.failed, p2.throughput) == (2, 1, pytest.approx(2.0))
+    assert (res.level, p2.ci.level) == (0.75, 0.5)  # 2 rounds left: a 50 % interval, said in the cell
+    con = Console(record=True, width=120)
+    render(res, con, "m")
+    assert "(2-2, 50%)" in con.export_text()
     assert res.failures == {"exit status 3": 1}
     assert any("1 runs failed" in n for n in res.notes)
     assert len(store.measurements(res.campaign_id)) == 3 * 3

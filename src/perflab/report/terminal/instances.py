@@ -52,7 +52,9 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
                 row += [f"failed ({p.failed} rounds)", ""]
                 continue
             mark = "*" if n == scan.optimum_n else ""
-            row.append(f"{_fmt(p.throughput)} ({_fmt(p.ci.low, 3)}-{_fmt(p.ci.high, 3)}){mark}")
+            # fewer rounds (failures) give a lower level than the column's: say it in the cell
+            lvl = "" if abs(p.ci.level - result.level) < 1e-9 else f", {p.ci.level:.0%}"
+            row.append(f"{_fmt(p.throughput)} ({_fmt(p.ci.low, 3)}-{_fmt(p.ci.high, 3)}{lvl}){mark}")
             row.append("" if p.gain_per_copy is None else _fmt(p.gain_per_copy, sign=True))
         first = result.scans[0].points[i] if result.scans else None
         if own:
