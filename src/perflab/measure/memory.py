@@ -40,21 +40,58 @@ def children(root: Root, pid: int) -> list[int]:
 HARNESS = ("perf",)
 
 
-def tree_pss_kb(root: Root, pid: int, include_self: bool = True) -> int | None:
-    """Summed PSS of ``pid`` (optionally) and all its descendants, harness processes left out;
-    None if none could be read."""
-    total, seen = 0, False
+PF_EXITING = 0x4  # include/linux/sched.h: the task is tearing down its memory
+
+
+def exiting(root: Root, pid: int) -> bool:
+    """The process is a zombie or on its way out (its pages are being unmapped)."""
+    text = root.read(f"proc/{pid}/stat")
+    if not text or ")" not in text:
+        return True  # gone
+    fields = text[text.rindex(")") + 2:].split()  # state ppid pgrp session tty tpgid flags ...
+    try:
+        return fields[0] in ("Z", "X", "x") or bool(int(fields[6]) & PF_EXITING)
+    except (IndexError, ValueError):
+        return True
+
+
+def tree(root: Root, pid: int, include_self: bool = True) -> list[int]:
+    """``pid`` (optionally) and all its descendants, parents before children."""
+    out: list[int] = []
     stack = [pid] if include_self else children(root, pid)
     while stack:
         p = stack.pop()
+        out.append(p)
         stack.extend(children(root, p))
+    return out
+
+
+def tree_pss_kb(root: Root, pid: int, include_self: bool = True) -> int | None:
+    """Summed PSS of a process tree, harness processes left out; None if nothing could be read
+    or the tree changed while it was read.
+
+    Why: the files are read one after another, and sharing changes while they are read. A master
+    read just before it forks counts its pages whole, then its new workers count their shares
+    again; a worker that is exiting unmaps its pages, so the others' shares grow before its own
+    is gone (samples 15-60 % above every process's max RSS were seen with minihlt --fork 3). A
+    sample is kept only if the same processes are there before and after it was read and none
+    of them is exiting.
+    """
+    before = tree(root, pid, include_self)
+    if any(exiting(root, p) for p in before):
+        return None
+    total, seen = 0, False
+    for p in before:
         if root.read(f"proc/{p}/comm") in HARNESS:
             continue
         kb = parse_pss_kb(root.read(f"proc/{p}/smaps_rollup"))
         if kb is not None:
             total += kb
             seen = True
-    return total if seen else None
+    after = tree(root, pid, include_self)
+    if not seen or sorted(after) != sorted(before) or any(exiting(root, p) for p in after):
+        return None
+    return total
 
 
 class PssSampler:
