@@ -21,7 +21,7 @@ from perflab.platform.host import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.report.terminal.instances import render, sparkline
 from perflab.store import open_store
-from perflab.studies import instances, resume_study, run_study
+from perflab.studies import instances, run_study
 from perflab.studies.instances import InstancesConfig, InstancesResult, default_ns, point_throughput
 from perflab.studies.instances_check import two_node_topology, verdict_check
 from perflab.studies.instances_result import sign_test
@@ -422,12 +422,12 @@ def test_cli_plan_on_a_snapshot_and_bad_input(topology_root, capsys):
     assert "0:0-2[m0]" in capsys.readouterr().out
     for argv, msg in ((["--root", root, "--", "true"], "--root only applies to --plan"),
                       (["--threads-per-copy", "64", "--", "true"], "larger than a NUMA node"),
-                      (["--threads-per-copy", "0", "--", "true"], "at least 1"),
-                      (["--reps", "0", "--", "true"], "--reps must be at least 1"),
-                      (["--max", "0", "--", "true"], "--max must be between 1"),
-                      (["--n", "1-999999999", "--", "true"], "at most 65536 copies"),
-                      (["--n", "0,2", "--", "true"], "not a list of copy counts"),
-                      (["--timeout", "nan", "--", "true"], "finite number of seconds"),
+                      (["--threads-per-copy", "0", "--", "true"], "out of range"),
+                      (["--reps", "0", "--", "true"], "out of range"),
+                      (["--max", "0", "--", "true"], "out of range"),
+                      (["--n", "1-999999999", "--", "true"], "beyond any machine"),
+                      (["--n", "0,2", "--", "true"], "give counts from 1"),
+                      (["--timeout", "nan", "--", "true"], "not a duration"),
                       (["--fork-master", "--", "true"], "no fork argument"),
                       (["--n", "2", "--max", "3", "--", "true"], "not both")):
         with pytest.raises(SystemExit) as exc:
@@ -465,20 +465,37 @@ def test_kill_9_then_resume(tmp_path):
         before = {(m.label, json.dumps(m.params, sort_keys=True), m.rep): (m.id, m.result.wall_ns)
                   for m in s.measurements(camp.id)}
         assert camp.status == "running" and 7 <= len(before) < 18
-        from perflab.measure.executor import default_executor
-
-        with default_executor() as ex:
-            name, res = resume_study(s, camp.id, ex)
+    out = tmp_path / "resumed.json"
+    p = subprocess.run([sys.executable, "-m", "perflab", "resume", str(camp.id), "--db", str(db),
+                        "--json", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "optimum N" in p.stdout and f"campaign {camp.id}, resumed" in p.stdout
+    res = InstancesResult.from_dict(json.loads(out.read_text()))
+    with open_store(str(db)) as s:
         after = s.measurements(camp.id)
         keys = [(m.label, json.dumps(m.params, sort_keys=True), m.rep) for m in after]
-        assert name == "instances" and len(keys) == len(set(keys)) == 3 * (1 + 2 + 3)
+        assert len(keys) == len(set(keys)) == 3 * (1 + 2 + 3)
         for m in after:  # nothing stored before the kill was run again or lost
             k = (m.label, json.dumps(m.params, sort_keys=True), m.rep)
             if k in before:
                 assert before[k] == (m.id, m.result.wall_ns)
         assert s.campaign(camp.id).status == "done"
     assert res.ns == [1, 2, 3] and [p.reps for p in res.scans[0].points] == [3, 3, 3]
-    assert set(res.as_dict()) == set(InstancesResult.from_dict(res.as_dict()).as_dict())
+    # the same shape as an uninterrupted run of the stored config
+    ex = MockExecutor(lambda spec: result(0.1, ex.clock_ns, {"pss_kb": 512.0}))
+    with open_store(str(tmp_path / "whole.db")) as s2:
+        whole = run_study(instances, InstancesConfig.from_dict(camp.config), s2, ex,
+                          machine=machine(one_node_box()))
+    assert _shape(res.as_dict()) == _shape(whole.as_dict())
+
+
+def _shape(obj):
+    """Keys and list lengths of a result, values left out."""
+    if isinstance(obj, dict):
+        return {k: _shape(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_shape(v) for v in obj]
+    return None
 
 
 def test_pss_sample_of_a_tree_that_changed_is_dropped(tmp_path):

@@ -110,7 +110,11 @@ class _Toml:
         self.path = path
         self.label = path.name if path.name == DEFAULT_CONFIG else str(path)
         try:
-            self.text = path.read_text()
+            self.text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise PerflabError(
+                f"{self.label}: not UTF-8 text (byte {exc.start}): a perflab.toml is a UTF-8 TOML file"
+            ) from None
         except OSError as exc:
             raise PerflabError(f"{path}: cannot read it ({exc.strerror}): check the --config path") from None
         try:

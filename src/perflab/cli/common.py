@@ -9,6 +9,7 @@ from typing import Callable
 
 import click
 
+from perflab.cli.options import OutputPath
 from perflab.errors import PerflabError
 
 
@@ -40,7 +41,7 @@ def store_option(f: Callable) -> Callable:
 
 def json_option(f: Callable) -> Callable:
     return click.option(
-        "--json", "json_path", metavar="PATH", type=click.Path(dir_okay=False),
+        "--json", "json_path", metavar="PATH", type=OutputPath(),
         help="Also write the study's result as JSON to PATH ('-' for stdout).",
     )(f)
 
@@ -57,3 +58,23 @@ def resolve_target(
     if not workload_name and not command_args:
         raise PerflabError("nothing to run: give --workload NAME (e.g. minihlt) or -- CMD [ARGS...]")
     return resolve(workload_name, command_args, shell=shell, config_path=config_path)
+
+
+def emit_json(path: str, data: dict) -> None:
+    """A result as JSON at PATH ('-': stdout); NaN becomes null; an unwritable path is one line."""
+    import json
+
+    from perflab.store.db import dumps
+
+    text = json.dumps(json.loads(dumps(data)), indent=2) + "\n"
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise PerflabError(
+            f"cannot write JSON to {path}: {exc.strerror}; the results are in the store "
+            "(export them again with --json to another path)"
+        ) from None

@@ -3,60 +3,44 @@
 from __future__ import annotations
 
 import os
-import re
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
-from perflab.cli.cores import write_json
+from perflab.cli.common import emit_json, json_option, resolve_target, store_option, target_options
+from perflab.cli.options import Count, CountList, Duration
 from perflab.errors import PerflabError
 from perflab.measure.executor import default_executor
 from perflab.platform.host import capture
-from perflab.platform.sysfs import Root, parse_cpulist
+from perflab.platform.sysfs import Root
 from perflab.report.terminal.instances import render, render_plans
 from perflab.store import open_store
 from perflab.studies import instances, placement, run_study
 
 
-MAX_COPIES = 65536  # a bound on what a range like 1-999999999 would make us allocate
-
-
-def _nlist(ctx, param, value):
-    if value is None:
-        return None
-    bounds = [int(x) for x in re.findall(r"\d+", value)]
-    if bounds and max(bounds) > MAX_COPIES:
-        raise PerflabError(f"--n {value!r}: at most {MAX_COPIES} copies; give smaller counts")
-    try:
-        ns = parse_cpulist(value)
-    except Exception:  # noqa: BLE001 - any parse failure is the same bad input
-        ns = []
-    if not ns or min(ns) < 1:
-        raise PerflabError(f"--n {value!r} is not a list of copy counts >= 1; write it like 1-4,6,8")
-    return tuple(ns)
+MAX_COPIES = 65536
 
 
 @click.command(name="instances", context_settings={"ignore_unknown_options": True})
-@click.option("--n", "ns", callback=_nlist, metavar="LIST", help="Copy counts, e.g. 1-4,6,8.")
-@click.option("--max", "max_n", type=int, metavar="N",
+@click.option("--n", "ns", type=CountList(1, MAX_COPIES), metavar="LIST", help="Copy counts, e.g. 1-4,6,8.")
+@click.option("--max", "max_n", type=Count(1, MAX_COPIES), metavar="N",
               help="Scan 1,2,3,4,6,8,12,... up to N (default: 2 x usable CPUs / threads per copy).")
 @click.option("--policy", "policies", multiple=True, metavar="POLICY",
               type=click.Choice(["none", "compact", "spread", "smt-last", "numa"]),
               help="Placement policy (repeatable; default: every policy meaningful here).")
 @click.option("--numa-pin", is_flag=True, help="numa policy: pin each copy to one CPU of its node.")
-@click.option("--threads-per-copy", "threads", type=int, default=1, show_default=True,
+@click.option("--threads-per-copy", "threads", type=Count(1, 1 << 16), default=1, show_default=True,
               metavar="T", help="Give each copy T CPUs of one NUMA node (cores first, then SMT siblings).")
 @click.option("--fork-master", is_flag=True,
               help="Also compare one unbound forking master with one bound master per NUMA node, "
                    "on the same events and workers.")
-@click.option("--reps", default=5, show_default=True, type=int,
+@click.option("--reps", default=5, show_default=True, type=Count(1, 100_000),
               help="Rounds of every point (5 give a 94% interval for a median).")
 @click.option("--plan", "plan_only", is_flag=True,
               help="Print where each copy would run (CPUs, memory node) for each policy and N; run nothing.")
 @click.option("--root", "root_dir", metavar="DIR",
               help="With --plan: read the topology from this sysfs/proc snapshot instead of /.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the shuffled point order.")
-@click.option("--timeout", type=float, default=None, metavar="S",
+@click.option("--timeout", type=Duration(), default=None, metavar="S",
               help="Kill a copy after S seconds (the run is stored as failed and left out).")
 @target_options
 @store_option
@@ -73,8 +57,6 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
 
     if ns and max_n is not None:
         raise PerflabError("give either --n LIST or --max N, not both")
-    if max_n is not None and not 1 <= max_n <= MAX_COPIES:
-        raise PerflabError(f"--max must be between 1 and {MAX_COPIES}, got {max_n}")
     if root_dir and not plan_only:
         raise PerflabError("--root only applies to --plan (runs happen on this machine); add --plan")
     if plan_only:
@@ -101,4 +83,4 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
         render(result, console, workload.name)
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
     if json_path:
-        write_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict())

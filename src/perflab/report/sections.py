@@ -302,15 +302,22 @@ def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
     from perflab.report import plots
 
     sec = generic(campaign, summary)
-    pts = summary.get("platforms") or summary.get("rows") or []
-    env = summary.get("envelope_kw") or (summary.get("requirement") or {}).get("envelope_kw")
-    if pts and all(isinstance(p, dict) for p in pts):
+    pts, env = cost_points(summary)
+    if pts:
         def make() -> str:
-            return plots.scatter_labeled(
-                [(p["name"], p["total_power_kw"], p["total_cost"], bool(p.get("fits", True))) for p in pts],
-                "total power [kW]", "total cost", ("power envelope", env) if env else None)
+            return plots.scatter_labeled(pts, "total power [kW]", "total cost",
+                                         ("power envelope", env) if env else None)
         _plot(sec, "Cost against power", make)
     return sec
+
+
+def cost_points(summary: dict) -> tuple[list[tuple[str, float, float, bool]], float | None]:
+    """(name, kW, cost, fits power and budget) per platform, and the envelope in kW."""
+    platforms = [p for p in summary.get("platforms") or [] if isinstance(p, dict)]
+    env = (summary.get("requirement") or {}).get("power_envelope_kw")
+    pts = [(p["name"], p["total_power_kw"], p["total_cost"],
+            bool(p.get("fits_power")) and bool(p.get("fits_budget", True))) for p in platforms]
+    return pts, env
 
 
 @builder("frontend")

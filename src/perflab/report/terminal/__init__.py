@@ -1,1 +1,1 @@
-"""Terminal rendering of each study's result: one module per study, render(result, console)."""
+"""How each study's result looks in a terminal (rich): one module per study."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from perflab.store.db import Campaign, Measurement
+from perflab.stats import median
+from perflab.store import Campaign, Measurement, canonical_params
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,6 @@ class RunGroup:
 
 def group_measurements(measurements: Sequence[Measurement]) -> list[RunGroup]:
     """Group runs by (label, params) in first-seen order; medians over the successful runs."""
-    from perflab.stats import median
-    from perflab.store.db import canonical_params
-
     groups: dict[tuple[str, str], list[Measurement]] = {}
     for m in measurements:
         groups.setdefault((m.label, canonical_params(m.params)), []).append(m)
