@@ -333,13 +333,13 @@ def frontend_section(campaign: Any, summary: dict, measurements: list) -> Sectio
     rows = []
     for (b, cpu), modes in sorted(by_size.items(), key=lambda kv: (kv[0][1] or -1, kv[0][0] or 0)):
         p4, p2, r = modes.get("4k") or {}, modes.get("2m") or {}, ratios.get((b, cpu)) or {}
+        c4, c2, cr = p4.get("ci") or {}, p2.get("ci") or {}, r.get("ci") or {}
         rows.append([f"{(b or 0) / 1024:.0f} KiB", cpu if cpu is not None else "any",
-                     p4.get("median_ns"), _ci_text(p4.get("lo_ns"), p4.get("hi_ns")), p2.get("median_ns"),
-                     _ci_text(p2.get("lo_ns"), p2.get("hi_ns")),
-                     None if not r else f"{r.get('ratio', 0):.3f} {_ci_text(r.get('lo'), r.get('hi'), '{:.3f}')}"])
-    sec.tables = [Table(f"ns per dispatch against hot code size ({summary.get('kind', '')})",
-                        ["code size", "CPU", "4 KiB pages", "95% CI", "2 MiB pages", "95% CI", "4K/2M"], rows,
-                        note=str(summary.get("huge_reason") or ""))]
+                     p4.get("median_ns"), _ci_text(c4.get("low"), c4.get("high")), p2.get("median_ns"),
+                     _ci_text(c2.get("low"), c2.get("high")),
+                     None if not r else f"{r.get('ratio', 0):.3f} {_ci_text(cr.get('low'), cr.get('high'), '{:.3f}')}"])
+    sec.tables = [Table(f"ns per dispatch against hot code size ({summary.get('kind', '')})", ["code size", "CPU",
+                        "4 KiB pages", "CI", "2 MiB pages", "CI", "4K/2M"], rows, note=str(summary.get("huge_reason") or ""))]
     knees = summary.get("knees") or []
     sec.tables.append(Table("Knee of runtime against code size", ["pages", "CPU", "knee", "nearest reference",
                                                                   "slope before", "slope after"],

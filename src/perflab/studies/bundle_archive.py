@@ -11,6 +11,7 @@ import os
 import shutil
 import tarfile
 import time
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -136,10 +137,13 @@ def safe_unpack(archive: str, dest: str) -> list[str]:
     """Unpack a tar archive into an empty `dest`, checking every member first."""
     try:
         tar = tarfile.open(archive, "r:*")
-    except (OSError, tarfile.TarError) as exc:
-        raise PerflabError(f"cannot read bundle {archive}: {exc}; give a .tar.gz made by perflab bundle") from None
-    with tar:
+        # A truncated gzip shows only when the members are read: EOFError or zlib.error.
         members = tar.getmembers()
+    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
+        what = " ".join(str(exc).split()) or type(exc).__name__
+        raise PerflabError(f"cannot read bundle {archive}: {what}; give a whole .tar.gz made by "
+                           "perflab bundle") from None
+    with tar:
         check_members(members)  # everything is checked before the first byte is written
         d = Path(dest)
         if d.exists() and any(d.iterdir()):

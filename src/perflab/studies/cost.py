@@ -94,6 +94,8 @@ def _num(table: dict, key: str, where: str, required: bool = True, positive: boo
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise PerflabError(f"{where}: '{key}' must be a number, not {value!r}")
+    if not math.isfinite(value):
+        raise PerflabError(f"{where}: '{key}' must be a finite number, not {value}")
     if positive and value <= 0:
         raise PerflabError(f"{where}: '{key}' must be positive, not {value}")
     return float(value)
@@ -102,9 +104,13 @@ def _num(table: dict, key: str, where: str, required: bool = True, positive: boo
 def load_platforms(path: str) -> CostConfig:
     """Read PLATFORMS.toml: [requirement] and [[platform]] tables."""
     try:
-        data = tomllib.loads(Path(path).read_text())
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PerflabError(f"{path}: no such file; start from src/perflab/examples/seed004-platforms.toml") from None
+    except UnicodeDecodeError as exc:
+        raise PerflabError(f"{path}: not UTF-8 text (byte {exc.start}); a platforms file is a UTF-8 TOML file") from None
+    except OSError as exc:
+        raise PerflabError(f"{path}: cannot read it ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise PerflabError(f"{path} is not valid TOML: {exc}; fix the syntax") from None
     req = data.get("requirement")

@@ -11,6 +11,7 @@ import subprocess
 from typing import Any
 
 from perflab.errors import PerflabError, Unsupported
+from perflab.studies import run_study
 from perflab.studies.lab import LabContext, step
 
 
@@ -171,10 +172,11 @@ def frontend_step(ctx: LabContext, store: Any) -> None:
     q = ctx.config.quick
     config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
                                points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
-                               reps=2 if q else 3, perf_span=not q, seed=ctx.config.seed)
-    result = fe.run_frontend(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None and hasattr(fe, "render"):
-        fe.render(result, ctx.console)
+                               reps=10, perf_span=not q, seed=ctx.config.seed)
+    result = run_study(fe, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
+                       name="frontend")
+    store.started.append(result.campaign_id)
+    ctx.say(f"frontend: {result.verdict}")
 
 
 @step("micro")
@@ -190,6 +192,7 @@ def micro_step(ctx: LabContext, store: Any) -> None:
     # 10 rounds even when quick: with fewer no difference can pass Holm over 13 operations.
     config = mi.MicroConfig(reps=10, scale=0.1 if q else 1.0, io_dir=tempfile.gettempdir(),
                             shm="off" if q else "auto", seed=ctx.config.seed)
-    result = mi.run_micro(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None and hasattr(mi, "render"):
-        mi.render(result, ctx.console)
+    result = run_study(mi, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
+                       name="micro")
+    store.started.append(result.campaign_id)
+    ctx.say(f"micro: {len({c.bench for c in result.cells})} operations measured on {', '.join(result.abis)}")
