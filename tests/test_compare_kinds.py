@@ -92,7 +92,9 @@ class _SpreadMock(MockExecutor):
 
 
 def test_instances_campaigns_match_despite_start_spread_and_aggregate_copies(store):
-    from perflab.studies.instances import InstancesConfig, run_instances
+    from perflab.platform.host import Machine
+    from perflab.studies import instances, run_study
+    from perflab.studies.instances import InstancesConfig
 
     def model(slow_n: dict[int, float], seed: int):
         rng = random.Random(seed)
@@ -100,10 +102,11 @@ def test_instances_campaigns_match_despite_start_spread_and_aggregate_copies(sto
             rng.lognormvariate(0, 0.01)
 
     cfg = InstancesConfig(Workload("mock", ("work",)), ns=(1, 2, 3), policies=("none", "compact"), reps=8)
-    a = run_instances(cfg, _SpreadMock(model({}, 1), 1), store, topology=_box(2)).campaign_id
-    b = run_instances(cfg, _SpreadMock(model({3: 1.1}, 2), 2), store, topology=_box(2)).campaign_id
-    # The incidental params differ between the campaigns: a match on every param finds nothing.
-    spreads = lambda c: {m.params["start_spread_ns"] for m in store.measurements(c)}  # noqa: E731
+    machine = Machine(_box(2), {"hostname": "mock"})
+    a = run_study(instances, cfg, store, _SpreadMock(model({}, 1), 1), machine=machine).campaign_id
+    b = run_study(instances, cfg, store, _SpreadMock(model({3: 1.1}, 2), 2), machine=machine).campaign_id
+    # The incidental facts differ between the campaigns (kept in each run's health, not its params).
+    spreads = lambda c: {m.result.health["start_spread_ns"] for m in store.measurements(c)}  # noqa: E731
     assert not spreads(a) & spreads(b)
     res = run_compare(CompareConfig(a, b), store)
     assert not res.unmatched_a and not res.unmatched_b

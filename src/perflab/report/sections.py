@@ -212,7 +212,9 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
     rows = []
     for s in scans:
         for p in s.get("points") or []:
-            rows.append([s.get("policy"), p.get("n"), p.get("throughput"), _ci_text(p.get("lo"), p.get("hi")),
+            ci = p.get("ci") or {}
+            rows.append([s.get("policy"), p.get("n"), p.get("throughput"),
+                         _ci_text(ci.get("low"), ci.get("high")) + (f" {ci['level']:.0%}" if ci else ""),
                          p.get("per_copy"), p.get("gain_per_copy"), p.get("start_spread_us")])
     sec.tables = [Table(f"Throughput against copies ({unit})",
                         ["policy", "copies", "throughput", "CI", "per copy", "gain per added copy",
@@ -222,6 +224,8 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
         sec.tables.append(Table("Forked master without and with NUMA placement (seed 004's table)",
                                 ["workers", f"no NUMA ({unit})", f"NUMA ({unit})", "NUMA gain"],
                                 [[f.get("n"), f.get("no_numa"), f.get("numa"), f.get("gain")] for f in fork]))
+        if summary.get("fork_verdict"):
+            sec.verdict = ((sec.verdict or "") + " Fork master: " + summary["fork_verdict"]["text"]).strip()
     if scans:
         _plot(sec, "Machine throughput against number of copies", lambda: plots.lines(
             {s["policy"]: ([p["n"] for p in s["points"]], [p["throughput"] for p in s["points"]]) for s in scans},

@@ -81,16 +81,19 @@ def cores_step(ctx: LabContext, store: Any) -> None:
 def instances_step(ctx: LabContext, store: Any) -> None:
     import os
 
-    from perflab.studies.instances import InstancesConfig, render, run_instances
+    from perflab.studies import instances, run_study
 
     q = ctx.config.quick
     ncpu = len(os.sched_getaffinity(0))
     ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
-    config = InstancesConfig(workload=ctx.workload, ns=ns, reps=1 if q else 3,
-                             fork_master=ctx.workload.fork_arg is not None, seed=ctx.config.seed)
-    result = run_instances(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        render(result, ctx.console, ctx.workload.name)
+    config = instances.InstancesConfig(workload=ctx.workload, ns=ns, reps=1 if q else 3,
+                                       fork_master="{events}" in (ctx.workload.fork_arg or ()),
+                                       seed=ctx.config.seed)
+    result = run_study(instances, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
+                       name="instances")
+    ctx.say("instances: every point failed" if result.failed else
+            f"instances: best policy {result.optimum_policy}, N = {result.optimum_n}, "
+            f"{result.optimum_throughput:.4g} {result.unit}")
 
 
 @step("variants")

@@ -93,9 +93,11 @@ class Session:
         else:
             out = self.executor.run_concurrent(specs, gate=gate)
         self.executed += len(specs)
-        for spec, result in zip(specs, out.results):
-            self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
-                                       label=spec.label)
+        for result in out.results:
+            # Incidental, so not a design key (it would break resume and compare's matching).
+            result.health.setdefault("start_spread_ns", out.start_spread_ns)
+        self.store.add_measurements(self.campaign_id, [(r, dict(s.params or {}), rep, s.label)
+                                                       for s, r in zip(specs, out.results)])
         return out
 
     def warmup(self, spec: RunSpec) -> RunResult | None:
