@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.common import json_option, make_console, resolve_target, store_option, target_options
 from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath
 
 
@@ -34,12 +34,11 @@ def _write_json(json_path: str | None, payload: object) -> None:
 @json_option
 def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> None:
     """Unpack a bundle into a fresh directory, run it isolated, compare with a normal run."""
-    from rich.console import Console
 
     from perflab.store import open_store
     from perflab.studies.bundle import VerifyConfig, run_verify
 
-    console = Console(highlight=False, stderr=json_path == "-")
+    console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         result = run_verify(VerifyConfig(archive=archive, workdir=workdir, isolation=isolation,
                                          timeout=timeout, keep=keep), store, console)
@@ -78,7 +77,6 @@ class _BundleCommand(click.Command):
 def command(workload_name, command_args, shell, config_path, output, budget, include, cpu, no_seccomp,
             timeout, db_url, json_path) -> None:
     """Pack the files a workload really uses (strace) with a one-touch run.sh into OUT.tar.gz."""
-    from rich.console import Console
 
     from perflab.measure.executor import default_executor
     from perflab.store import open_store
@@ -88,7 +86,7 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,
                           seccomp=not no_seccomp, include=tuple(include), timeout=timeout)
-    console = Console(highlight=False, stderr=json_path == "-")
+    console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         console.print(f"results store: {store.display}")
         result = run_bundle(config, default_executor(), store, console)

@@ -5,12 +5,17 @@ This is the CLI edge: it turns click values into typed config (Workload, Store) 
 
 from __future__ import annotations
 
-from typing import Callable
+import os
+import sys
+from typing import Any, Callable
 
 import click
 
 from perflab.cli.options import OutputPath
 from perflab.errors import PerflabError
+
+# Columns of output that is not a terminal: wide enough for every table perflab prints.
+PIPE_WIDTH = 200
 
 
 def target_options(f: Callable) -> Callable:
@@ -78,3 +83,24 @@ def emit_json(path: str, data: dict) -> None:
             f"cannot write JSON to {path}: {exc.strerror}; the results are in the store "
             "(export them again with --json to another path)"
         ) from None
+
+
+def make_console(stderr: bool = False, **kwargs: Any) -> Any:
+    """A rich Console that never cuts a number or a name when the output is not a terminal.
+
+    Piped or redirected (`| tee log`, CI), rich would fall back to 80 columns (or an inherited
+    $COLUMNS) and ellipsise table cells; there the width is at least PIPE_WIDTH ($COLUMNS when
+    wider), and plain lines are not wrapped at all.
+    """
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr, **kwargs)
+    try:
+        width = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        width = 0
+    kwargs.setdefault("width", max(width, PIPE_WIDTH))
+    kwargs.setdefault("soft_wrap", True)
+    return Console(stderr=stderr, **kwargs)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from perflab.cli.common import json_option, store_option
+from perflab.cli.common import json_option, make_console, store_option
 from perflab.cli.gate_common import (
     cross_machine_option,
     exit_for,
@@ -87,11 +87,10 @@ def _compare(store, a: int, b: int, alpha: float, fmt: str, json_path: str | Non
         if fmt == "markdown":
             click.echo(table_to_markdown(t))
         else:
-            from rich.console import Console
             from rich.markup import escape
             from rich.table import Table as RTable
 
-            console = Console()
+            console = make_console()
             if not console.is_terminal:
                 console.width = max(console.width, 150)  # pipes and files get whole numbers
             rt = RTable(title=escape(t.title))

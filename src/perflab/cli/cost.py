@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, store_option
+from perflab.cli.common import json_option, make_console, store_option
 from perflab.cli.options import OutputPath, Positive
 
 
@@ -19,8 +19,6 @@ from perflab.cli.options import OutputPath, Positive
 def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> None:
     """Nodes, cost and power per platform for the target rate; the best platform and why."""
     from dataclasses import replace
-
-    from rich.console import Console
 
     from perflab.errors import PerflabError
     from perflab.store import dumps, open_store
@@ -37,7 +35,7 @@ def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> N
             raise PerflabError("--envelope must be a positive power in kW")
         req = replace(req, power_envelope_kw=envelope)
     config = replace(config, requirement=req, plot=plot_path)
-    console = Console(highlight=False, stderr=json_path == "-")
+    console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         result = run_cost(config, store, console)
     render(result, console)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.common import json_option, make_console, resolve_target, store_option, target_options
 from perflab.cli.options import DURATION, Cpu, OutputPath
 
 
@@ -23,7 +23,6 @@ from perflab.cli.options import DURATION, Cpu, OutputPath
 def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, reps, keep_trace,
             show_all, timeout, db_url, json_path) -> None:
     """List every file the workload opened, stat-ed, executed or read as a link (strace -f)."""
-    from rich.console import Console
 
     from perflab.measure.executor import default_executor
     from perflab.store import dumps, open_store
@@ -33,7 +32,7 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = FootprintConfig(workload=workload, cpu=cpu, seccomp=not no_seccomp, reps=reps,
                              timeout=timeout, keep_trace=keep_trace)
-    console = Console(highlight=False, stderr=json_path == "-")
+    console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         console.print(f"results store: {store.display}")
         result = run_footprint(config, default_executor(), store, console)

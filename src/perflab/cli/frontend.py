@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import emit_json, json_option, store_option
+from perflab.cli.common import emit_json, json_option, make_console, store_option
 from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction
 
 
@@ -49,7 +49,6 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
     Wilcoxon signed-rank test per size on the per-round 4K/2M ratios, Holm-corrected across sizes,
     with a minimum effect; iTLB and L1i misses per dispatch where the PMU counts them.
     """
-    from rich.console import Console
 
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.frontend import render
@@ -63,7 +62,7 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
         counters=counters, alpha=alpha,
         min_effect=min_effect, allow_system_changes=allow_system_changes, seed=seed,
     )
-    console = Console(stderr=json_path == "-")
+    console = make_console(stderr=json_path == "-")
     with open_store(db_url) as store, default_executor() as executor:
         result = run_study(frontend, config, store, executor,
                            progress=lambda text: console.print(text, highlight=False))

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from perflab.cli.common import emit_json, json_option, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
 from perflab.cli.options import Count, CountList, Duration
 from perflab.errors import PerflabError
 from perflab.measure.executor import default_executor
@@ -53,7 +53,6 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
     first start to last finish) is scanned against N for each placement policy, with the
     marginal gain per added copy, the optimum N and the smallest N within 1% of it.
     """
-    from rich.console import Console
 
     if ns and max_n is not None:
         raise PerflabError("give either --n LIST or --max N, not both")
@@ -67,14 +66,14 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
         ncpu = len(placement.usable_cpus(topology))
         chosen = list(policies) or [p for p in placement.POLICIES if p != "none"]
         render_plans(topology, ns or instances.default_ns(max_n or max(1, 2 * ncpu // threads)), chosen,
-                     Console(), numa_pin, threads)
+                     make_console(), numa_pin, threads)
         return
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = instances.InstancesConfig(
         workload=workload, ns=ns, max_n=max_n, policies=tuple(policies) or None, reps=reps,
         fork_master=fork_master, numa_pin=numa_pin, threads_per_copy=threads, seed=seed, timeout=timeout,
     )
-    console = Console(stderr=json_path == "-")
+    console = make_console(stderr=json_path == "-")
     machine = capture()
     instances.design(config, machine.topology)  # bad input fails here, before a campaign opens
     with open_store(db_url) as store, default_executor() as executor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import emit_json, json_option, store_option
+from perflab.cli.common import emit_json, json_option, make_console, store_option
 from perflab.cli.options import COUNT, SIZE, Count, Positive
 
 
@@ -38,7 +38,6 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
     (its level shown), each ABI's percentage difference from -m64 with its CI and a Holm-corrected
     p-value, and malloc's mmap threshold per ABI (seed 000).
     """
-    from rich.console import Console
 
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.micro import render
@@ -50,7 +49,7 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
         abis=tuple(a.strip().lstrip("-") for a in abis.split(",") if a.strip()),
         reps=reps, scale=scale, io_dir=io_dir, shm="on" if with_shm else shm, shm_total=shm_total, seed=seed,
     )
-    console = Console(stderr=json_path == "-")
+    console = make_console(stderr=json_path == "-")
     with open_store(db_url) as store, default_executor() as executor:
         result = run_study(micro, config, store, executor,
                            progress=lambda text: console.print(text, highlight=False))

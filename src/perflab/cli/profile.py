@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from perflab.cli.common import emit_json, json_option, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
 from perflab.cli.options import DURATION, Count, Cpu
 from perflab.errors import PerflabError
 
@@ -16,10 +16,7 @@ _DIFF = "perflab_profile_diff_args"
 
 
 def _console():
-    from rich.console import Console
-
-    # Long C++ symbols: do not wrap at 80 columns when the output is not a terminal.
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    return make_console(highlight=False)
 
 
 @click.command(name="diff")

@@ -6,7 +6,7 @@ import importlib
 
 import click
 
-from perflab.cli.common import emit_json, json_option, store_option
+from perflab.cli.common import emit_json, json_option, make_console, store_option
 from perflab.cli.options import Count
 
 
@@ -20,13 +20,12 @@ def command(campaign, db_url, json_path):
     The study is planned again from its stored configuration and seed; every run already in the
     store is taken from there, only the missing runs are executed, and the campaign is closed.
     """
-    from rich.console import Console
 
     from perflab.measure.executor import RealExecutor
     from perflab.store import open_store
     from perflab.studies import resume_study
 
-    console = Console(stderr=json_path == "-")
+    console = make_console(stderr=json_path == "-")
     with open_store(db_url) as store, RealExecutor() as executor:
         study, result = resume_study(store, campaign, executor,
                                      progress=lambda text: console.print(text, highlight=False))
