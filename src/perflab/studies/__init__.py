@@ -52,7 +52,7 @@ def run_study(
 
 
 def resume_study(store: Store, campaign_id: int | None, executor: Any,
-                 progress: Callable[[str], None] = _quiet) -> tuple[str, Any]:
+                 progress: Callable[[str], None] = _quiet, energy: Any = None) -> tuple[str, Any]:
     """Finish an interrupted campaign (default: the newest one): (study name, its result)."""
     if campaign_id is None:
         found = [c for c in store.campaigns() if c.status in ("interrupted", "running", "failed")
@@ -66,4 +66,4 @@ def resume_study(store: Store, campaign_id: int | None, executor: Any,
     module = study_module(camp.study)
     config = module.Config.from_dict(camp.config)
     return camp.study, run_study(module, config, store, executor, progress=progress,
-                                 parent_id=camp.parent_id, resume=camp.id)
+                                 parent_id=camp.parent_id, resume=camp.id, energy=energy)
