@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from perflab.errors import PerflabError
+from perflab.kernels.abi import abi_probes
 from perflab.platform.host import Machine, batch_labels, capture
 from perflab.store import Store
 from perflab.studies.session import Session, _quiet
@@ -41,6 +42,10 @@ def run_study(
 ) -> Any:
     """Capture the host, open the campaign, execute the study through a Session, keep its result."""
     machine = machine if machine is not None else capture()
+    if "probes" in machine.metadata:
+        # What this machine can build and run belongs to its record too (cached per process).
+        machine.metadata["probes"].update(
+            {k: {"available": p.available, "reason": p.reason} for k, p in abi_probes().items()})
     host_id = store.add_host(*machine.record())
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
                         name=name, labels=batch_labels(), resume=resume) as camp:
