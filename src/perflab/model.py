@@ -131,6 +131,24 @@ class Workload:
     event_arg: tuple[str, ...] | None = None  # template like ("--event", "{k}")
     checksum_metric: str | None = None  # metric name holding an output checksum
 
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-able form that ``from_dict`` turns back into the same Workload (stored configs)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> "Workload":
+        d = dict(d)
+        d["argv"] = tuple(d["argv"])  # type: ignore[arg-type]
+        d["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics") or ())  # type: ignore[union-attr]
+        for key in ("fork_arg", "event_arg"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])  # type: ignore[arg-type]
+        if d.get("build"):
+            b = dict(d["build"])  # type: ignore[call-overload]
+            d["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in b.items()})
+        d["env"] = dict(d.get("env") or {})  # type: ignore[call-overload]
+        return cls(**d)  # type: ignore[arg-type]
+
     def spec(self, **overrides: object) -> RunSpec:
         """A RunSpec for this workload; keyword overrides go to RunSpec fields."""
         base: dict[str, object] = dict(

@@ -198,9 +198,9 @@ def run_instances(config: InstancesConfig, executor, store, console=None,
     if ns[-1] > ncpu:
         notes.append(f"N above {ncpu} oversubscribes the {ncpu} usable CPUs (bound policies reuse CPUs round-robin)")
 
-    from perflab.studies.cores import _add_host
+    from perflab.platform.host import capture
 
-    host_id = _add_host(store, topology)
+    host_id = store.add_host(*capture(topology=topology).record())
     campaign = store.start_campaign("instances", config.as_dict(), host_id=host_id)
     started = time.monotonic()
     rng = random.Random(config.seed)

@@ -1,0 +1,1 @@
+"""Terminal rendering of each study's result: one module per study, render(result, console)."""
