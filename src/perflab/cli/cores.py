@@ -45,7 +45,7 @@ def _fraction(name: str, low: float, high: float):
               help="Fewest rounds before the adaptive stop.")
 @click.option("--max-time", type=click.FloatRange(0, 1e9), default=600.0, show_default=True, metavar="S",
               help="Stop measuring after S seconds.")
-@click.option("--precision", type=float, default=0.02, show_default=True, metavar="P",
+@click.option("--precision", type=float, default=0.03, show_default=True, metavar="P",
               callback=_fraction("--precision", 0, 1),
               help="Stop when every CPU's ratio CI half-width is within P (and a --min-effect slowdown is detectable).")
 @click.option("--min-effect", type=float, default=0.02, show_default=True, metavar="E",

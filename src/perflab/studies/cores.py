@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from functools import lru_cache
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Sequence
 
@@ -47,7 +48,7 @@ class CoresConfig:
     rounds: int = 30  # most rounds
     min_rounds: int = 5
     max_time: float = 600.0  # seconds of measuring, checked before each run (each round if concurrent)
-    precision: float = 0.02  # stop when every CPU's ratio CI half-width <= precision
+    precision: float = 0.03  # stop when every CPU's ratio CI half-width <= precision
     min_effect: float = 0.02  # a slow CPU is at least this much slower than the rest
     alpha: float = 0.05  # family-wise, over the CPUs (Holm)
     persistence: float = 0.9  # a slow CPU is at its slow level in at least this share of rounds
@@ -90,12 +91,15 @@ def _spec(config: CoresConfig, cpu: int, round_: int) -> RunSpec:
 
 def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
     """Run rounds until the verdict is precise enough, every run stored as it completes."""
+    import numpy as np
+
     cpus = select_cpus(machine.topology, config.cpus, config.physical)
     for w in range(config.warmup):
         session.warmup(_spec(config, cpus[w % len(cpus)], -1))
     started = time.monotonic()
     runs: list[tuple[dict, RunResult]] = []
-    costs: list[list[float]] = []  # per round, per CPU (in `cpus` order): cost or NaN
+    dcols: list = []  # per round: every CPU's log-ratio to the others (in `cpus` order), or NaN
+    ok_any = False
     index = {c: i for i, c in enumerate(cpus)}
     stopped = "rounds"
     for rnd in range(config.rounds):
@@ -111,17 +115,18 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
                     stopped = "max-time"
                     break
                 done.append((spec, session.run(spec, rep=rnd)))
-        column = [math.nan] * len(cpus)
+        column = np.full((len(cpus), 1), np.nan)
         for spec, res in done:
             runs.append((dict(spec.params), res))
-            column[index[spec.params["cpu"]]] = cost_of(config.workload, res)[0] or math.nan
+            column[index[spec.params["cpu"]], 0] = cost_of(config.workload, res)[0] or np.nan
         if stopped == "max-time":
             break
-        costs.append(column)
-        precise, mde = _progress(costs, config)
+        ok_any = ok_any or bool((~np.isnan(column)).any())
+        dcols.append(loo_log_ratios(column)[:, 0])
+        precise, mde = _progress(dcols, config)
         session.say(f"round {rnd + 1}: widest ratio CI +-{_pct(precise)} (target {config.precision:.1%}), "
                     f"smallest detectable slowdown {_pct(mde)} (target {config.min_effect:.1%})")
-        if rnd >= 1 and all(v != v for col in costs for v in col):
+        if rnd >= 1 and not ok_any:
             stopped = "failures"
             break
         if rnd + 1 >= config.min_rounds and precise <= config.precision and mde <= config.min_effect:
@@ -141,20 +146,39 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
     return result
 
 
-def _progress(costs: list[list[float]], config: CoresConfig) -> tuple[float, float]:
-    """(widest ratio CI half-width, smallest detectable slowdown) after the rounds so far."""
+def _progress(dcols: list, config: CoresConfig) -> tuple[float, float]:
+    """(widest ratio CI half-width, smallest detectable slowdown) from the per-round log-ratio
+    columns so far (each computed once, when its round ends)."""
     import numpy as np
 
-    d = loo_log_ratios(np.array(costs).T)
-    widest = 0.0
-    for row in d:
-        row = row[~np.isnan(row)]
-        if row.size < 2:
-            return math.inf, math.inf
-        c = median_ci(row, 0.95)
-        widest = max(widest, (math.exp(c.high) - math.exp(c.low)) / 2)
-    sigma = _noise(d)
-    return widest, math.expm1(min_detectable(sigma, d.shape[1], config.alpha / d.shape[0], POWER))
+    d = np.stack(dcols, axis=1)
+    cis = _row_cis(d)
+    if any(c.level == 0 or c.low != c.low for c in cis):
+        return math.inf, math.inf
+    widest = max((math.exp(c.high) - math.exp(c.low)) / 2 for c in cis)
+    return widest, math.expm1(min_detectable(_noise(d), d.shape[1], config.alpha / d.shape[0], POWER))
+
+
+@lru_cache(maxsize=None)
+def _order(n: int) -> tuple[int, float]:
+    """(j, level) of the order-statistic median CI [x(j), x(n+1-j)] for n values (stats.median_ci)."""
+    c = median_ci(range(n))
+    return int(c.low) + 1, c.level
+
+
+def _row_cis(x) -> list[CI]:
+    """median_ci of every row of x, NaNs left out, vectorised: one sort for all rows."""
+    import numpy as np
+
+    s = np.sort(x, axis=1)  # NaNs sort last
+    out = []
+    for row, n in zip(s, (~np.isnan(x)).sum(axis=1)):
+        if n < 2:
+            out.append(CI(float(row[0]) if n else math.nan, float(row[0]) if n else math.nan, 0.0))
+            continue
+        j, level = _order(int(n))
+        out.append(CI(float(row[j - 1]), float(row[n - j]), level))
+    return out
 
 
 def _pct(x: float) -> str:
@@ -246,6 +270,7 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
             cost[ci_[cpu], ri[rnd]] = value
     d = loo_log_ratios(cost)
     sigma = _noise(d)
+    cost_cis, d_cis = _row_cis(cost), _row_cis(d)
     res.noise = None if sigma != sigma else sigma
     scale = sigma if sigma == sigma and sigma > 0 else math.inf
     tested: list[CpuRow] = []
@@ -258,12 +283,12 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
             row.verdict = "failed"
             continue
         ok = x[~np.isnan(x)]
-        row.median, row.ci = float(np.median(ok)), median_ci(ok)
+        row.median, row.ci = float(np.median(ok)), cost_cis[ci_[cpu]]
         if not have.any():
             continue
         vals, rnds = dr[have], [rounds[i] for i in np.flatnonzero(have)]
         level = float(np.median(vals))
-        c = median_ci(vals)
+        c = d_cis[ci_[cpu]]
         row.ratio, row.ratio_ci = math.exp(level), CI(math.exp(c.low), math.exp(c.high), c.level)
         row.rounds, row.slower_rounds = int(vals.size), int((vals > 0).sum())
         z, z0 = (vals - level) / scale, vals / scale
