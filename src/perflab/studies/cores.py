@@ -139,7 +139,7 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
     if load[0] > 0.5 * ncpu:
         result.notes.append(f"load average {load[0]:.1f} on {ncpu} CPUs at the start: other work competes, "
                             "and a CPU it is pinned to looks slow; rerun on a quiet machine to confirm")
-    if stopped in ("rounds", "max-time") and result.mde is not None and result.mde > config.min_effect:
+    if stopped in ("rounds", "max-time") and (result.mde is None or result.mde > config.min_effect):
         limit = f"--max-time {config.max_time:g}" if stopped == "max-time" else f"--rounds {config.rounds}"
         result.notes.append(f"stopped at {limit} before the scan could see a {config.min_effect:.1%} "
                             f"slowdown; raise {limit.split()[0]} or quiet the machine")
@@ -190,6 +190,9 @@ def _noise(d) -> float:
     its own median, pooled over CPUs (mean absolute deviation x 1.2533 where the MAD is 0)."""
     import numpy as np
 
+    d = d[~np.isnan(d).all(axis=1)]
+    if d.size == 0:
+        return math.nan
     dev = np.abs(d - np.nanmedian(d, axis=1, keepdims=True))
     dev = dev[~np.isnan(dev)]
     if dev.size == 0:
@@ -355,26 +358,32 @@ def _slow_cores(rows: list[CpuRow]) -> list[SlowCore]:
 
 
 def _modes(res: CoresResult, cost, ci_: dict[int, int]) -> None:
-    """Run times at several speeds: modes of every run's cost relative to its CPU's median."""
+    """Run times at several speeds (stats.modes on every successful run's cost), reported when
+    the speeds alternate within CPUs: modes that only separate CPUs are the per-CPU verdict's."""
     import numpy as np
 
-    rel = cost / np.nanmedian(np.where(np.isnan(cost).all(axis=1, keepdims=True), 1.0, cost), axis=1, keepdims=True)
-    cells = np.argwhere(~np.isnan(rel))
+    cells = np.argwhere(~np.isnan(cost))
     if cells.shape[0] < 10:
         return
-    modes = detect_modes(rel[~np.isnan(rel)])
+    modes = detect_modes(cost[~np.isnan(cost)])
     res.modes = modes.as_dict()
     if not modes.multimodal:
         return
+    mixed = 0
     for row in res.cpus:
-        if row.cpu not in ci_:
-            continue
         mine = [lab for (i, _), lab in zip(cells, modes.labels) if i == ci_[row.cpu]]
         if mine:
             row.mode_shares = tuple(mine.count(k) / len(mine) for k in range(len(modes.modes)))
+            mixed += sum(s > 0 for s in row.mode_shares) > 1
+    if mixed < 2:
+        res.modes["multimodal"] = False
+        for row in res.cpus:
+            row.mode_shares = ()
 
 
 def _verdict(res: CoresResult, config: CoresConfig) -> str:
+    if res.runs == 0:
+        return "no run finished"
     if not any(r.runs for r in res.cpus):
         return f"every run failed ({', '.join(f'{k}: {v}' for k, v in res.failures.items())})"
     if res.slow:

@@ -66,9 +66,9 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
         console.print(f"round-to-round noise of a CPU's ratio: {result.noise:.1%} (robust SD){mde}", highlight=False)
     modes = result.modes
     if modes and modes.get("multimodal"):
-        shares = ", ".join(f"{m['center']:.3g}x ({m['share']:.0%})" for m in modes["modes"])
-        console.print(f"run times have {len(modes['modes'])} modes, relative to each CPU's median: {shares}; "
-                      f"{CAUSE}", highlight=False)
+        shares = ", ".join(f"{m['center'] * scale:.4g} ({m['share']:.0%} of runs)" for m in modes["modes"])
+        console.print(f"run times have {len(modes['modes'])} modes [{unit}]: {shares} ({modes['method']}); "
+                      f"{CAUSE}; the ratios above mix the modes", highlight=False)
         for r in result.cpus:
             if r.mode_shares:
                 console.print(f"  CPU {r.cpu}: " + ", ".join(f"{s:.0%} of runs in mode {k + 1}"
