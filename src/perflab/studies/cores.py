@@ -124,8 +124,8 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
         ok_any = ok_any or bool((~np.isnan(column)).any())
         dcols.append(loo_log_ratios(column)[:, 0])
         precise, mde = _progress(dcols, config)
-        session.say(f"round {rnd + 1}: widest ratio CI +-{_pct(precise)} (target {config.precision:.1%}), "
-                    f"smallest detectable slowdown {_pct(mde)} (target {config.min_effect:.1%})")
+        session.say(f"round {rnd + 1}: widest ratio CI +-{_pct(precise)} (stop at {config.precision:.1%}), "
+                    f"detectable slowdown {_pct(mde)} (stop at {config.min_effect:.1%})")
         if rnd >= 1 and not ok_any:
             stopped = "failures"
             break
@@ -182,7 +182,7 @@ def _row_cis(x) -> list[CI]:
 
 
 def _pct(x: float) -> str:
-    return f"{x:.1%}" if x != math.inf else "not yet (too few rounds)"
+    return f"{x:.1%}" if x != math.inf else "-"
 
 
 def _noise(d) -> float:

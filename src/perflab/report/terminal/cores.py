@@ -32,24 +32,33 @@ def _rounds(rounds: tuple[int, ...]) -> str:
 def render(result: CoresResult, console, workload_name: str = "") -> None:
     """Per-CPU table, the tests behind the verdict, disturbances, modes, notes and the verdict."""
     scale, unit = _scale(result)
-    title = f"perflab cores {workload_name} ({result.mode}): median {unit} per CPU; ratio = cost / median of the other CPUs, per round"
-    table = Table(title=escape(" ".join(title.split())), title_justify="left")
-    levels = {f"{r.ci.level:.0%}" for r in result.cpus if r.ci is not None}
-    rlevels = {f"{r.ratio_ci.level:.0%}" for r in result.cpus if r.ratio_ci is not None}
-    for col in ("cpu", "socket", "core", "node", "siblings", "runs", "median", f"{'/'.join(sorted(levels)) or '95%'} CI",
-                "ratio", f"ratio {'/'.join(sorted(rlevels)) or '95%'} CI", "slower in", "p Holm", "verdict"):
+    title = (f"perflab cores {workload_name} ({result.mode}): median {unit} per CPU; "
+             "ratio = cost / median of the other CPUs in the same round")
+    table = Table(title=escape(" ".join(title.split())), title_justify="left", padding=(0, 1))
+    levels = sorted({f"{r.ci.level:.0%}" for r in result.cpus if r.ci is not None and r.ci.level > 0})
+    rlevels = sorted({f"{r.ratio_ci.level:.0%}" for r in result.cpus if r.ratio_ci is not None and r.ratio_ci.level > 0})
+    sockets = len({r.socket for r in result.cpus}) > 1
+    smt = any(len(r.siblings) > 1 for r in result.cpus)
+    cols = ["cpu", "core", *(["socket"] if sockets else []), *(["siblings"] if smt else []), "runs",
+            f"median\n{'/'.join(levels) or '95%'} CI", f"ratio\n{'/'.join(rlevels) or '95%'} CI", "slower",
+            "p Holm", "verdict"]
+    for col in cols:
         table.add_column(col, justify="left" if col in ("siblings", "verdict") else "right")
     for r in result.cpus:
-        runs = f"{r.runs}" + (f" ({r.failed} failed)" if r.failed else "")
+        runs = f"{r.runs}" + (f"+{r.failed}F" if r.failed else "")
         med = "-" if r.median is None else f"{r.median * scale:.4g}"
-        ci = "-" if r.ci is None else f"{r.ci.low * scale:.4g}-{r.ci.high * scale:.4g}"
+        if r.ci is not None and r.ci.level > 0:
+            med += f"\n{r.ci.low * scale:.4g}-{r.ci.high * scale:.4g}"
         ratio = "-" if r.ratio is None else f"{r.ratio:.3f}"
-        rci = "-" if r.ratio_ci is None else f"{r.ratio_ci.low:.3f}-{r.ratio_ci.high:.3f}"
+        if r.ratio_ci is not None and r.ratio_ci.level > 0:
+            ratio += f"\n{r.ratio_ci.low:.3f}-{r.ratio_ci.high:.3f}"
         slower = f"{r.slower_rounds}/{r.rounds}" if r.rounds else "-"
         p = "-" if r.p_adjusted is None else f"{r.p_adjusted:.2g}"
-        table.add_row(str(r.cpu), str(r.socket), str(r.core), str(r.node), format_cpulist(list(r.siblings)),
-                      runs, med, ci, ratio, rci, slower, p, VERDICTS.get(r.verdict, r.verdict))
+        table.add_row(str(r.cpu), str(r.core), *([str(r.socket)] if sockets else []),
+                      *([format_cpulist(list(r.siblings))] if smt else []), runs, med, ratio, slower, p,
+                      VERDICTS.get(r.verdict, r.verdict))
     console.print(table)
+    console.print("runs: successful (+F failed); slower: rounds in which its ratio was above 1", highlight=False)
     console.print(f"{result.rounds} rounds ({result.mode}), stopped by {result.stopped}, {result.elapsed_s:.1f} s; "
                   f"{result.runs} runs, {result.failed} failed", highlight=False)
     if result.failures:
