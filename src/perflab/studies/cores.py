@@ -7,8 +7,8 @@ once per round, released by a gate, as a farm node runs. Each round is a block: 
 CPUs in the same round, so drift of the machine between rounds cancels.
 Analysis (stats.blocked): Friedman's test over the rounds says whether any CPU differs; per CPU a
 one-sided Wilcoxon signed-rank test of its per-round log-ratios against 0, Holm-corrected over
-the CPUs. Slow = significant, median ratio >= 1 + min_effect, and persistent: at its slow level in
-at least ``persistence`` (90 %) of the rounds. Rounds whose ratio is an outlier (modified Z on the
+the CPUs. Slow = significant, median ratio >= 1 + min_effect with its CI above 1, and persistent:
+at its slow level in at least ``persistence`` (90 %) of the rounds. Rounds whose ratio is an outlier (modified Z on the
 log-ratios with the pooled noise scale, |Z| > 3.5) are reported as disturbance, not as a slow CPU.
 Adaptive stop after min_rounds: every CPU's ratio CI within ``precision`` and the smallest
 detectable slowdown (stats.blocked.min_detectable) at most min_effect; else rounds or max_time.
@@ -304,13 +304,16 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
     for row, p in zip(tested, holm([r.p_value for r in tested])):
         row.p_adjusted = p
         allowed = math.floor((1 - config.persistence) * row.rounds + 1e-9)
-        if p < config.alpha and row.ratio >= 1 + config.min_effect:
-            row.verdict = "slow" if len(row.normal) <= allowed else "intermittent"
+        big = row.ratio >= 1 + config.min_effect
+        # the Wilcoxon test assumes symmetric noise; the median's own CI (sign-based, no such
+        # assumption) must agree, or a few heavy rounds could carry the verdict
+        if p < config.alpha and big and row.ratio_ci.low > 1.0 and len(row.normal) <= allowed:
+            row.verdict = "slow"
         # a slow CPU's disturbance is what comes on top of its slowness; any other CPU's is every
         # round in which it was clearly slower than the rest
         row.disturbed = extra[row.cpu] if row.verdict == "slow" else clear[row.cpu]
         if not row.verdict and row.disturbed:
-            row.verdict = "disturbed"
+            row.verdict = "intermittent" if big and len(row.normal) > allowed else "disturbed"
         if row.verdict in ("intermittent", "disturbed"):
             sel = [d[ci_[row.cpu], ri[r]] for r in row.disturbed]
             res.disturbances.append(Disturbance(row.cpu, row.disturbed, math.exp(float(np.median(sel))),
