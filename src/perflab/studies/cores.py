@@ -8,7 +8,8 @@ CPUs in the same round, so drift of the machine between rounds cancels.
 Analysis (stats.blocked): Friedman's test over the rounds says whether any CPU differs; per CPU a
 one-sided Wilcoxon signed-rank test of its per-round log-ratios against 0, Holm-corrected over
 the CPUs. Slow = significant, median ratio >= 1 + min_effect with its CI above 1, and persistent:
-at its slow level in at least ``persistence`` (90 %) of the rounds. Rounds whose ratio is an outlier (modified Z on the
+slower than the rest, and not clearly below its own slow level, in at least ``persistence``
+(90 %) of the rounds. Rounds whose ratio is an outlier (modified Z on the
 log-ratios with the pooled noise scale, |Z| > 3.5) are reported as disturbance, not as a slow CPU.
 Adaptive stop after min_rounds: every CPU's ratio CI within ``precision`` and the smallest
 detectable slowdown (stats.blocked.min_detectable) at most min_effect; else rounds or max_time.
@@ -31,7 +32,7 @@ from perflab.platform.topology import Topology
 from perflab.stats import CI, holm, median_ci
 from perflab.stats.blocked import friedman, loo_log_ratios, min_detectable, wilcoxon_greater
 from perflab.stats.modes import detect_modes
-from perflab.studies.cores_result import CoresResult, CpuRow, Disturbance, SlowCore
+from perflab.studies.cores_result import CoresResult, CpuRow, Disturbance, slow_cores
 from perflab.studies.placement import usable_cpus
 
 NAME = "cores"
@@ -124,7 +125,7 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
         ok_any = ok_any or bool((~np.isnan(column)).any())
         dcols.append(loo_log_ratios(column)[:, 0])
         precise, mde = _progress(dcols, config)
-        session.say(f"round {rnd + 1}: widest ratio CI +-{_pct(precise)} (stop at {config.precision:.1%}), "
+        session.say(f"round {rnd + 1}: widest ratio CI half-width {_pct(precise)} (stop at {config.precision:.1%}), "
                     f"detectable slowdown {_pct(mde)} (stop at {config.min_effect:.1%})")
         if rnd >= 1 and not ok_any:
             stopped = "failures"
@@ -182,7 +183,7 @@ def _row_cis(x) -> list[CI]:
 
 
 def _pct(x: float) -> str:
-    return f"{x:.1%}" if x != math.inf else "-"
+    return f"{x:.1%}" if x != math.inf else "n/a"
 
 
 def _noise(d) -> float:
@@ -279,6 +280,7 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
     tested: list[CpuRow] = []
     extra: dict[int, tuple[int, ...]] = {}
     clear: dict[int, tuple[int, ...]] = {}
+    above: dict[int, tuple[int, ...]] = {}  # rounds with a ratio of at least 1 + min_effect
     for cpu in cpus:
         row, x, dr = rows[cpu], cost[ci_[cpu]], d[ci_[cpu]]
         have = ~np.isnan(dr)
@@ -299,6 +301,7 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
         row.normal = tuple(r for r, v in zip(rnds, z) if v < -OUTLIER_Z)
         extra[cpu] = tuple(r for r, v, v0 in zip(rnds, z, z0) if v > OUTLIER_Z and v0 > OUTLIER_Z)
         clear[cpu] = tuple(r for r, v0 in zip(rnds, z0) if v0 > OUTLIER_Z)
+        above[cpu] = tuple(r for r, v in zip(rnds, vals) if v >= math.log1p(config.min_effect))
         row.p_value = wilcoxon_greater(vals[z <= OUTLIER_Z])
         tested.append(row)
     for row, p in zip(tested, holm([r.p_value for r in tested])):
@@ -307,19 +310,26 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
         big = row.ratio >= 1 + config.min_effect
         # the Wilcoxon test assumes symmetric noise; the median's own CI (sign-based, no such
         # assumption) must agree, or a few heavy rounds could carry the verdict
-        if p < config.alpha and big and row.ratio_ci.low > 1.0 and len(row.normal) <= allowed:
+        significant = p < config.alpha and big and row.ratio_ci.low > 1.0
+        # persistent: slower than the rest in nearly every round, and no more rounds than that in
+        # which it fell clearly below its own slow level
+        persistent = row.rounds - row.slower_rounds <= allowed and len(row.normal) <= allowed
+        if significant and persistent:
             row.verdict = "slow"
         # a slow CPU's disturbance is what comes on top of its slowness; any other CPU's is every
         # round in which it was clearly slower than the rest
         row.disturbed = extra[row.cpu] if row.verdict == "slow" else clear[row.cpu]
-        if not row.verdict and row.disturbed:
+        if significant and not persistent:
+            row.verdict = "intermittent"
+            row.disturbed = row.disturbed or above[row.cpu]
+        elif not row.verdict and row.disturbed:
             row.verdict = "intermittent" if big and len(row.normal) > allowed else "disturbed"
         if row.verdict in ("intermittent", "disturbed"):
             sel = [d[ci_[row.cpu], ri[r]] for r in row.disturbed]
             res.disturbances.append(Disturbance(row.cpu, row.disturbed, math.exp(float(np.median(sel))),
                                                 row.verdict == "intermittent"))
     res.cpus = [rows[c] for c in cpus]
-    res.slow = _slow_cores(res.cpus)
+    res.slow = slow_cores(res.cpus)
     live = [ci_[c] for c in cpus if rows[c].runs]
     if len(live) >= 2:
         stat, p, n = friedman(cost[live])
@@ -340,24 +350,6 @@ def _row(cpu: int, topology: Topology | None) -> CpuRow:
     if info is None:
         return CpuRow(cpu, 0, cpu, 0, (cpu,))
     return CpuRow(cpu, info.socket, info.core, info.node, tuple(info.siblings))
-
-
-def _slow_cores(rows: list[CpuRow]) -> list[SlowCore]:
-    """Slow threads grouped by physical core: a slow core is reported once with its siblings."""
-    out: dict[int, SlowCore] = {}
-    for r in rows:
-        if r.verdict != "slow":
-            continue
-        prev = out.get(r.core)
-        if prev is None:
-            out[r.core] = SlowCore(r.core, r.socket, r.node, (r.cpu,), r.siblings, r.ratio, r.ratio_ci,
-                                   r.p_adjusted, r.rounds, r.slower_rounds)
-            continue
-        prev.cpus = tuple(sorted(prev.cpus + (r.cpu,)))
-        prev.p_adjusted = min(prev.p_adjusted, r.p_adjusted)
-        if r.ratio > prev.ratio:
-            prev.ratio, prev.ratio_ci, prev.rounds, prev.slower_rounds = r.ratio, r.ratio_ci, r.rounds, r.slower_rounds
-    return sorted(out.values(), key=lambda s: -s.ratio)
 
 
 def _modes(res: CoresResult, cost, ci_: dict[int, int]) -> None:

@@ -96,3 +96,21 @@ class CoresResult:
         d["disturbances"] = [Disturbance(**{**x, "rounds": tuple(x["rounds"])})
                              for x in d.get("disturbances", [])]
         return cls(**d)
+
+
+def slow_cores(rows: list[CpuRow]) -> list[SlowCore]:
+    """Slow threads grouped by physical core: a slow core is reported once with its siblings."""
+    out: dict[int, SlowCore] = {}
+    for r in rows:
+        if r.verdict != "slow":
+            continue
+        prev = out.get(r.core)
+        if prev is None:
+            out[r.core] = SlowCore(r.core, r.socket, r.node, (r.cpu,), r.siblings, r.ratio, r.ratio_ci,
+                                   r.p_adjusted, r.rounds, r.slower_rounds)
+            continue
+        prev.cpus = tuple(sorted(prev.cpus + (r.cpu,)))
+        prev.p_adjusted = min(prev.p_adjusted, r.p_adjusted)
+        if r.ratio > prev.ratio:
+            prev.ratio, prev.ratio_ci, prev.rounds, prev.slower_rounds = r.ratio, r.ratio_ci, r.rounds, r.slower_rounds
+    return sorted(out.values(), key=lambda s: -s.ratio)
