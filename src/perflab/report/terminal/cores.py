@@ -26,7 +26,7 @@ def _scale(result: CoresResult) -> tuple[float, str]:
 
 
 def _rounds(rounds: tuple[int, ...]) -> str:
-    return format_cpulist(list(rounds))
+    return ("rounds " if len(rounds) > 1 else "round ") + format_cpulist(list(rounds))
 
 
 def render(result: CoresResult, console, workload_name: str = "") -> None:
@@ -84,12 +84,12 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
                                                           for k, s in enumerate(r.mode_shares)), highlight=False)
     for x in result.disturbances:
         if x.intermittent:
-            console.print(f"CPU {x.cpu} was slower than the rest in rounds {_rounds(x.rounds)} only "
+            console.print(f"CPU {x.cpu} was slower than the rest in {_rounds(x.rounds)} only "
                           f"({x.ratio - 1:+.1%} there), not in nearly every round: interference that came and "
                           "went (another process, a co-tenant), not a slow core", highlight=False)
         else:
-            console.print(f"CPU {x.cpu} was disturbed in rounds {_rounds(x.rounds)} ({x.ratio - 1:+.1%} in those "
-                          "rounds); those rounds are left out of its test", highlight=False)
+            console.print(f"CPU {x.cpu} was disturbed in {_rounds(x.rounds)} ({x.ratio - 1:+.1%} there), "
+                          "left out of its test", highlight=False)
     for note in result.notes:
         console.print(f"note: {note}", highlight=False)
     for s in result.slow:
