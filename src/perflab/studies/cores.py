@@ -276,54 +276,21 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
     sigma = _noise(d)
     cost_cis, d_cis = _row_cis(cost), _row_cis(d)
     res.noise = None if sigma != sigma else sigma
-    scale = sigma if sigma == sigma and sigma > 0 else math.inf
-    tested: list[CpuRow] = []
-    extra: dict[int, tuple[int, ...]] = {}
-    clear: dict[int, tuple[int, ...]] = {}
-    above: dict[int, tuple[int, ...]] = {}  # rounds with a ratio of at least 1 + min_effect
+    scale = sigma if sigma == sigma and sigma > 0 else math.inf  # no noise: no outliers
+    tested: list[tuple[CpuRow, dict[str, tuple[int, ...]]]] = []
     for cpu in cpus:
         row, x, dr = rows[cpu], cost[ci_[cpu]], d[ci_[cpu]]
-        have = ~np.isnan(dr)
         if row.runs == 0:
             row.verdict = "failed"
             continue
-        ok = x[~np.isnan(x)]
-        row.median, row.ci = float(np.median(ok)), cost_cis[ci_[cpu]]
-        if not have.any():
-            continue
-        vals, rnds = dr[have], [rounds[i] for i in np.flatnonzero(have)]
-        level = float(np.median(vals))
-        c = d_cis[ci_[cpu]]
-        row.ratio, row.ratio_ci = math.exp(level), CI(math.exp(c.low), math.exp(c.high), c.level)
-        row.rounds, row.slower_rounds = int(vals.size), int((vals > 0).sum())
-        z, z0 = (vals - level) / scale, vals / scale
-        # below its own level: rounds it was not slow in; above: disturbed on top of its level
-        row.normal = tuple(r for r, v in zip(rnds, z) if v < -OUTLIER_Z)
-        extra[cpu] = tuple(r for r, v, v0 in zip(rnds, z, z0) if v > OUTLIER_Z and v0 > OUTLIER_Z)
-        clear[cpu] = tuple(r for r, v0 in zip(rnds, z0) if v0 > OUTLIER_Z)
-        above[cpu] = tuple(r for r, v in zip(rnds, vals) if v >= math.log1p(config.min_effect))
-        row.p_value = wilcoxon_greater(vals[z <= OUTLIER_Z])
-        tested.append(row)
-    for row, p in zip(tested, holm([r.p_value for r in tested])):
+        row.median, row.ci = float(np.median(x[~np.isnan(x)])), cost_cis[ci_[cpu]]
+        have = ~np.isnan(dr)
+        if have.any():
+            rnds = tuple(rounds[i] for i in np.flatnonzero(have))
+            tested.append((row, _test(row, dr[have], rnds, d_cis[ci_[cpu]], scale, config)))
+    for (row, sets), p in zip(tested, holm([r.p_value for r, _ in tested])):
         row.p_adjusted = p
-        allowed = math.floor((1 - config.persistence) * row.rounds + 1e-9)
-        big = row.ratio >= 1 + config.min_effect
-        # the Wilcoxon test assumes symmetric noise; the median's own CI (sign-based, no such
-        # assumption) must agree, or a few heavy rounds could carry the verdict
-        significant = p < config.alpha and big and row.ratio_ci.low > 1.0
-        # persistent: slower than the rest in nearly every round, and no more rounds than that in
-        # which it fell clearly below its own slow level
-        persistent = row.rounds - row.slower_rounds <= allowed and len(row.normal) <= allowed
-        if significant and persistent:
-            row.verdict = "slow"
-        # a slow CPU's disturbance is what comes on top of its slowness; any other CPU's is every
-        # round in which it was clearly slower than the rest
-        row.disturbed = extra[row.cpu] if row.verdict == "slow" else clear[row.cpu]
-        if significant and not persistent:
-            row.verdict = "intermittent"
-            row.disturbed = row.disturbed or above[row.cpu]
-        elif not row.verdict and row.disturbed:
-            row.verdict = "intermittent" if big and len(row.normal) > allowed else "disturbed"
+        _classify(row, sets, config)
         if row.verdict in ("intermittent", "disturbed"):
             sel = [d[ci_[row.cpu], ri[r]] for r in row.disturbed]
             res.disturbances.append(Disturbance(row.cpu, row.disturbed, math.exp(float(np.median(sel))),
@@ -340,6 +307,45 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
     _modes(res, cost, ci_)
     res.verdict = _verdict(res, config)
     return res
+
+
+def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float,
+          config: CoresConfig) -> dict[str, tuple[int, ...]]:
+    """Fill a CPU's ratio, rounds and p-value from its per-round log-ratios; return its outlier
+    rounds: "extra" (above its own level), "clear" (clearly slower than the rest), "above"
+    (a ratio of at least 1 + min_effect)."""
+    import numpy as np
+
+    level = float(np.median(vals))
+    row.ratio, row.ratio_ci = math.exp(level), CI(math.exp(c.low), math.exp(c.high), c.level)
+    row.rounds, row.slower_rounds = int(vals.size), int((vals > 0).sum())
+    z, z0 = (vals - level) / scale, vals / scale  # modified Z against its own level, and against 0
+    row.normal = tuple(r for r, v in zip(rnds, z) if v < -OUTLIER_Z)  # rounds it was not slow in
+    row.p_value = wilcoxon_greater(vals[z <= OUTLIER_Z])
+    return {"extra": tuple(r for r, v, v0 in zip(rnds, z, z0) if v > OUTLIER_Z and v0 > OUTLIER_Z),
+            "clear": tuple(r for r, v0 in zip(rnds, z0) if v0 > OUTLIER_Z),
+            "above": tuple(r for r, v in zip(rnds, vals) if v >= math.log1p(config.min_effect))}
+
+
+def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], config: CoresConfig) -> None:
+    """slow, intermittent, disturbed or nothing, from the tested row (see the module docstring)."""
+    allowed = math.floor((1 - config.persistence) * row.rounds + 1e-9)
+    big = row.ratio >= 1 + config.min_effect
+    # the Wilcoxon test assumes symmetric noise; the median's own CI (sign-based, no such
+    # assumption) must agree, or a few heavy rounds could carry the verdict
+    significant = row.p_adjusted < config.alpha and big and row.ratio_ci.low > 1.0
+    # persistent: slower than the rest in nearly every round, and in no more rounds than that
+    # clearly below its own slow level
+    persistent = row.rounds - row.slower_rounds <= allowed and len(row.normal) <= allowed
+    if significant and persistent:
+        row.verdict = "slow"
+        row.disturbed = sets["extra"]  # what came on top of its slowness
+        return
+    row.disturbed = sets["clear"]  # every round in which it was clearly slower than the rest
+    if significant:
+        row.verdict, row.disturbed = "intermittent", row.disturbed or sets["above"]
+    elif row.disturbed:
+        row.verdict = "intermittent" if big and len(row.normal) > allowed else "disturbed"
 
 
 def _row(cpu: int, topology: Topology | None) -> CpuRow:
