@@ -454,3 +454,69 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(spin, tmp_path):
         whole = run_study(cores, CoresConfig(Workload("spin", (spin, "6000000")), cpus=(0, 1), rounds=10,
                                              min_rounds=10), fresh, ex)
     assert shape == set(whole.as_dict())
+
+
+# --- hardware counters (issue 14 item 7): arithmetic, the recorded absence path, a real run -----
+
+def _counted(slow_ghz: float, slow_ipc: float):
+    """Runs whose counters say: CPU 3 clocked at slow_ghz with IPC slow_ipc, the rest 3 GHz, IPC 2."""
+    rng = random.Random(4)
+
+    def model(spec):
+        cpu = spec.cpus[0]
+        ghz, ipc = (slow_ghz, slow_ipc) if cpu == 3 else (3.0, 2.0)
+        ms = 50.0 * (3.0 * 2.0) / (ghz * ipc) * rng.lognormvariate(0, 0.01)  # same work: time ~ 1/(GHz IPC)
+        cycles = ghz * 1e6 * ms
+        return RunResult(wall_ns=int(ms * 1e6), user_s=ms / 1e3, sys_s=0, maxrss_kb=1, minflt=0, majflt=0,
+                         nvcsw=0, nivcsw=0, exit_code=0,
+                         counters={"task-clock": ms, "cycles:u": cycles, "instructions:u": cycles * ipc})
+
+    return model
+
+
+def test_counters_tell_a_frequency_problem_from_less_work_per_cycle(store):
+    cfg = CoresConfig(WL, rounds=12, min_rounds=12, counters=True)
+    res, ex = study(store, cfg, _counted(2.7, 2.0))
+    assert ex.calls[0].perf_events == ("task-clock", "cycles", "instructions")
+    assert [s.cpus for s in res.slow] == [(3,)]
+    assert res.cpus[3].ghz == pytest.approx(2.7) and res.cpus[3].ipc == pytest.approx(2.0)
+    assert res.cpus[0].ghz == pytest.approx(3.0)
+    assert any("core 3: IPC +0.0% and frequency -10.0%" in n and "frequency problem" in n for n in res.notes)
+    res, _ = study(store, cfg, _counted(3.0, 1.8))
+    assert any("IPC -10.0% and frequency +0.0%" in n and "less per cycle" in n for n in res.notes)
+    assert "IPC" in _rendered(res) and "GHz" in _rendered(res)
+
+
+def test_counters_absent_on_this_kind_of_machine_is_one_note(store):
+    from perflab.measure import perfstat
+
+    text = (Path(__file__).parent / "data" / "perfstat" / "kvm-no-pmu-minihlt.csv").read_text()
+    counters, unsupported = perfstat.parse(text)  # recorded on a KVM guest without a PMU
+    assert unsupported == ["cycles", "instructions"] and counters == {"task-clock": 219.62}
+
+    def model(spec):
+        return RunResult(wall_ns=int(0.05e9 * random.uniform(0.99, 1.01)), user_s=0, sys_s=0, maxrss_kb=1,
+                         minflt=0, majflt=0, nvcsw=0, nivcsw=0, exit_code=0, counters=dict(counters))
+
+    res, _ = study(store, CoresConfig(WL, rounds=6, min_rounds=6, counters=True), model)
+    assert [n for n in res.notes if "hardware counters" in n] == [
+        "no hardware counters here (cycles and instructions not supported: no PMU, as in most virtual "
+        "machines): IPC and frequency per CPU not measured"]
+    assert all(r.ipc is None for r in res.cpus) and "GHz" not in _rendered(res)
+
+
+@TWO_CPUS
+def test_real_counters_here_say_what_is_missing(spin, store):
+    import shutil
+
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed")
+    res = _run_real(_real(spin, rounds=3, min_rounds=3, counters=True), store)
+    with open("/proc/cpuinfo") as fh:
+        vm = " hypervisor" in fh.read()
+    has = any(r.ipc for r in res.cpus)
+    assert has or any("no hardware counters here" in n for n in res.notes)
+    if vm and not has:  # this machine: runs measured, counters absent, said in one note
+        assert all(r.runs == 3 for r in res.cpus)
+    if has:
+        assert all(0.1 < r.ipc < 8 and 0.3 < r.ghz < 7 for r in res.cpus)

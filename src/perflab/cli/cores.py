@@ -54,6 +54,8 @@ def _fraction(name: str, low: float, high: float):
               help="Family-wise significance level over the CPUs (Holm).")
 @click.option("--persistence", type=float, default=0.9, show_default=True, callback=_fraction("--persistence", 0.5, 1.0001),
               help="A slow CPU is slow in at least this share of the rounds; else it is reported as disturbed.")
+@click.option("--counters", is_flag=True,
+              help="Wrap each run in perf stat (cycles, instructions): IPC and effective GHz per CPU, where the PMU has them.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the shuffled CPU order.")
 @click.option("--timeout", type=click.FloatRange(0, 1e9, min_open=True), default=None, metavar="S",
               help="Kill a run after S seconds (stored as failed).")
@@ -61,7 +63,7 @@ def _fraction(name: str, low: float, high: float):
 @store_option
 @json_option
 def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision, min_effect, alpha, persistence,
-            seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path):
+            counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path):
     """Is one CPU persistently slower than the others? Pin the workload to each CPU, in rounds.
 
     Each round is a block: a CPU's cost is divided by the median of the other CPUs in the same
@@ -81,7 +83,7 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     config = cores.CoresConfig(
         workload=workload, cpus=cpus, physical=physical, concurrent=concurrent, rounds=rounds,
         min_rounds=min_rounds, max_time=max_time, precision=precision, min_effect=min_effect, alpha=alpha,
-        persistence=persistence, seed=seed, timeout=timeout,
+        persistence=persistence, seed=seed, timeout=timeout, counters=counters,
     )
     console = Console(stderr=json_path == "-")
 

@@ -32,6 +32,7 @@ from perflab.platform.topology import Topology
 from perflab.stats import CI, holm, median_ci
 from perflab.stats.blocked import friedman, loo_log_ratios, min_detectable, wilcoxon_greater
 from perflab.stats.modes import detect_modes
+from perflab.studies.cores_counters import COUNTER_EVENTS, per_cpu_counters
 from perflab.studies.cores_result import CoresResult, CpuRow, Disturbance, slow_cores
 from perflab.studies.placement import usable_cpus
 
@@ -56,6 +57,7 @@ class CoresConfig:
     warmup: int = 1  # unrecorded runs before the first round (page cache, build)
     seed: int = 0
     timeout: float | None = None  # per run
+    counters: bool = False  # perf stat cycles/instructions per run: IPC and effective GHz per CPU
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.rounds:
@@ -87,7 +89,8 @@ def plan(config: CoresConfig, machine: Machine, round_: int = 0) -> list[RunSpec
 
 
 def _spec(config: CoresConfig, cpu: int, round_: int) -> RunSpec:
-    return config.workload.spec(cpus=(cpu,), timeout=config.timeout, params={"cpu": cpu, "round": round_})
+    return config.workload.spec(cpus=(cpu,), timeout=config.timeout, params={"cpu": cpu, "round": round_},
+                                perf_events=COUNTER_EVENTS if config.counters else None)
 
 
 def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
@@ -174,8 +177,8 @@ def _row_cis(x) -> list[CI]:
     s = np.sort(x, axis=1)  # NaNs sort last
     out = []
     for row, n in zip(s, (~np.isnan(x)).sum(axis=1)):
-        if n < 2:
-            out.append(CI(float(row[0]) if n else math.nan, float(row[0]) if n else math.nan, 0.0))
+        if n < 2:  # no interval: one value (or none) at level 0
+            out.append(CI(float(row[0]), float(row[0]), 0.0))
             continue
         j, level = _order(int(n))
         out.append(CI(float(row[j - 1]), float(row[n - j]), level))
@@ -305,6 +308,9 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
     if sigma == sigma:
         res.mde = math.expm1(min_detectable(sigma, len(rounds), config.alpha / m, POWER))
     _modes(res, cost, ci_)
+    if config.counters:
+        per_cpu_counters(res, [(int(p["cpu"]), r.counters) for p, r in runs
+                               if int(p["round"]) >= 0 and cost_of(config.workload, r)[0] is not None])
     res.verdict = _verdict(res, config)
     return res
 
@@ -322,9 +328,11 @@ def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float,
     z, z0 = (vals - level) / scale, vals / scale  # modified Z against its own level, and against 0
     row.normal = tuple(r for r, v in zip(rnds, z) if v < -OUTLIER_Z)  # rounds it was not slow in
     row.p_value = wilcoxon_greater(vals[z <= OUTLIER_Z])
-    return {"extra": tuple(r for r, v, v0 in zip(rnds, z, z0) if v > OUTLIER_Z and v0 > OUTLIER_Z),
-            "clear": tuple(r for r, v0 in zip(rnds, z0) if v0 > OUTLIER_Z),
-            "above": tuple(r for r, v in zip(rnds, vals) if v >= math.log1p(config.min_effect))}
+    # an outlier round smaller than the effect asked for is not worth a line
+    big = vals >= math.log1p(config.min_effect)
+    return {"extra": tuple(r for r, v, v0, b in zip(rnds, z, z0, big) if v > OUTLIER_Z and v0 > OUTLIER_Z and b),
+            "clear": tuple(r for r, v0, b in zip(rnds, z0, big) if v0 > OUTLIER_Z and b),
+            "above": tuple(r for r, b in zip(rnds, big) if b)}
 
 
 def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], config: CoresConfig) -> None:
@@ -349,13 +357,9 @@ def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], config: CoresConfig
 
 
 def _row(cpu: int, topology: Topology | None) -> CpuRow:
-    try:
-        info = topology.cpu(cpu) if topology is not None else None
-    except KeyError:
-        info = None
-    if info is None:
-        return CpuRow(cpu, 0, cpu, 0, (cpu,))
-    return CpuRow(cpu, info.socket, info.core, info.node, tuple(info.siblings))
+    """A CPU's table row with its place in the topology (its own core where that is unknown)."""
+    info = next((c for c in topology.cpus if c.id == cpu), None) if topology is not None else None
+    return CpuRow(cpu, info.socket, info.core, info.node, tuple(info.siblings)) if info else CpuRow(cpu, 0, cpu, 0, (cpu,))
 
 
 def _modes(res: CoresResult, cost, ci_: dict[int, int]) -> None:
@@ -391,4 +395,6 @@ def _verdict(res: CoresResult, config: CoresConfig) -> str:
         return "; ".join(f"slow core {s.core} (CPUs {format_cpulist(s.cpus)}): {s.ratio - 1:+.1%} vs the rest, "
                          f"slower in {s.slower_rounds} of {s.rounds} rounds" for s in res.slow)
     mde = "" if res.mde is None else f"; smallest detectable slowdown {max(res.mde, config.min_effect):.1%}"
+    if res.mde == math.inf:
+        mde = "; too few rounds to detect any slowdown"
     return f"no CPU is persistently slower than the rest{mde}"

@@ -29,6 +29,8 @@ class CpuRow:
     normal: tuple[int, ...] = ()  # rounds in which it was an outlier below its usual level
     verdict: str = ""  # "slow", "intermittent", "disturbed", "failed" or ""
     mode_shares: tuple[float, ...] = ()  # share of its runs in each run-time mode (when several)
+    ipc: float | None = None  # median instructions per cycle (perf stat, where the PMU counts)
+    ghz: float | None = None  # median effective frequency: cycles / task-clock
 
 
 @dataclass

@@ -25,6 +25,10 @@ def _scale(result: CoresResult) -> tuple[float, str]:
     return 1.0, result.unit
 
 
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
 def _rounds(rounds: tuple[int, ...]) -> str:
     return ("rounds " if len(rounds) > 1 else "round ") + format_cpulist(list(rounds))
 
@@ -39,9 +43,10 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
     rlevels = sorted({f"{r.ratio_ci.level:.0%}" for r in result.cpus if r.ratio_ci is not None and r.ratio_ci.level > 0})
     sockets = len({r.socket for r in result.cpus}) > 1
     smt = any(len(r.siblings) > 1 for r in result.cpus)
+    counted = any(r.ipc is not None for r in result.cpus)
     cols = ["cpu", "core", *(["socket"] if sockets else []), *(["siblings"] if smt else []), "runs",
             f"median\n{'/'.join(levels) or '95%'} CI", f"ratio\n{'/'.join(rlevels) or '95%'} CI", "slower",
-            "p Holm", "verdict"]
+            "p Holm", *(["IPC", "GHz"] if counted else []), "verdict"]
     for col in cols:
         table.add_column(col, justify="left" if col in ("siblings", "verdict") else "right")
     for r in result.cpus:
@@ -56,6 +61,7 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
         p = "-" if r.p_adjusted is None else f"{r.p_adjusted:.2g}"
         table.add_row(str(r.cpu), str(r.core), *([str(r.socket)] if sockets else []),
                       *([format_cpulist(list(r.siblings))] if smt else []), runs, med, ratio, slower, p,
+                      *([_num(r.ipc, ".2f"), _num(r.ghz, ".2f")] if counted else []),
                       VERDICTS.get(r.verdict, r.verdict))
     console.print(table)
     console.print("runs: successful (+F failed); slower: rounds in which its ratio was above 1", highlight=False)
