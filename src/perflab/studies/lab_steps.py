@@ -67,12 +67,14 @@ def run_step(ctx: LabContext, store: Any) -> None:
 
 @step("cores")
 def cores_step(ctx: LabContext, store: Any) -> None:
-    from perflab.studies.cores import CoresConfig, render, run_cores
+    from perflab.report.terminal.cores import render
+    from perflab.studies import cores, run_study
 
     q = ctx.config.quick
-    config = CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
-                         max_time=40 if q else 600, seed=ctx.config.seed)
-    result = run_cores(config, ctx.executor, store, _console(ctx))
+    config = cores.CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
+                               max_time=40 if q else 600, seed=ctx.config.seed)
+    result = run_study(cores, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id, name="cores")
+    store.started.append(result.campaign_id)
     if ctx.console is not None:
         render(result, ctx.console, ctx.workload.name)
 
