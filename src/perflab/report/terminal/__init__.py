@@ -1,0 +1,1 @@
+"""Terminal rendering of study results, one module per study, each with render(result, console)."""
