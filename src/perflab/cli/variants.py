@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from dataclasses import replace
@@ -16,6 +17,7 @@ from perflab.errors import PerflabError
 from perflab.kernels import minihlt
 from perflab.kernels.buildsys import DEFAULT_MAKE, check_template
 from perflab.kernels.linkorder import linkorder_demo
+from perflab.measure.metrics import compile_patterns
 from perflab.kernels.variants import (
     BuildTarget, expand_matrix, is_matrix_token, parse_variant, with_common_flags,
 )
@@ -54,13 +56,21 @@ def _minihlt(events, static_mb, extra_args) -> Workload:
                     primary_metric=wl.primary_metric, checksum_metric=wl.checksum_metric)
 
 
-def _command_workload(command_args, shell) -> Workload:
-    if not command_args:
+def _command_workload(opts: dict) -> Workload:
+    """``-- {exe} ARGS`` with --metric patterns; a metric named by --checksum is checked between builds."""
+    if not opts["command_args"]:
         raise PerflabError("nothing to run: give the command after --, with {exe} for the built "
                            "program, e.g. -- {exe} input.dat")
-    argv = tuple(command_args)
+    argv = tuple(opts["command_args"])
+    metrics = compile_patterns(opts["metric_regexes"])
+    names = {n for m in metrics for n in re.compile(m.regex).groupindex}
+    checksum = opts["checksum"] or ("checksum" if "checksum" in names else None)
+    if checksum is not None and checksum not in names:
+        raise PerflabError(f"--checksum {checksum}: no --metric has a group named {checksum}; add e.g. "
+                           f"--metric 'checksum: (?P<{checksum}>\\S+)'")
     name = Path(argv[0]).name if argv[0] != "{exe}" else "program"
-    return Workload(name=name, argv=argv if "{exe}" in " ".join(argv) else ("{exe}", *argv), shell=shell)
+    return Workload(name=name, argv=argv if "{exe}" in " ".join(argv) else ("{exe}", *argv),
+                    shell=opts["shell"], metrics=metrics, checksum_metric=checksum)
 
 
 def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[BuildTarget, Workload]:
@@ -78,8 +88,7 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
             template = minihlt.MAKE_TEMPLATE if template == "make" else template
             wl = _minihlt(opts["events"], opts["static_mb"], args)
         else:
-            wl = resolve_target(name, args, opts["shell"], opts["config_path"]) if name else \
-                _command_workload(args, opts["shell"])
+            wl = resolve_target(name, args, opts["shell"], opts["config_path"]) if name else _command_workload(opts)
         template = DEFAULT_MAKE if template == "make" else template
         check_template(template)
         if src is None or not Path(src).is_dir():
@@ -91,7 +100,7 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
     if opts["sources"]:
         srcs = tuple(Path(s).resolve() for s in opts["sources"])
         lang = "c" if all(s.suffix == ".c" for s in srcs) else "c++"
-        wl = _command_workload(args or ("{exe}",), opts["shell"])
+        wl = _command_workload({**opts, "command_args": args or ("{exe}",)})
         return BuildTarget(srcs[0].stem, srcs, lang, ldflags=("-lm",)), replace(wl, name=srcs[0].stem)
     if name == "minihlt":
         headers = tuple(minihlt.headers())
@@ -127,6 +136,10 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
                    "'make -C {src} CC={cc} CFLAGS={cflags} LDFLAGS={ldflags} -j{jobs}'.")
 @click.option("--src", "src", type=click.Path(file_okay=False), help="The project's source directory (--build).")
 @click.option("--exe", "exe", metavar="PATH", help="The built program's path inside the build directory.")
+@click.option("--metric", "metric_regexes", multiple=True, metavar="REGEX",
+              help="Named-group regex for a value in the command's output, e.g. 'checksum: (?P<checksum>\\S+)'.")
+@click.option("--checksum", metavar="NAME",
+              help="The metric holding the program's result checksum (default: a metric named checksum).")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, help="Parallel build jobs (0: one per CPU).")
 @click.option("--rounds", "-r", type=click.IntRange(min=2), default=study.DEFAULT_ROUNDS, show_default=True,
               help="Interleaved rounds (runs per variant).")

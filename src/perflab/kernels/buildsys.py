@@ -38,7 +38,7 @@ PLACEHOLDERS = ("src", "cc", "cxx", "cflags", "cxxflags", "ldflags", "libs", "jo
 # so a stale object from the user's own build can never stand in for a variant's.
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__"}
 _SKIP_SUFFIXES = (".o", ".obj", ".gcda", ".gcno", ".pyc")
-LOG_TAIL = 3
+LOG_TAIL = 2  # last lines of a failed build's log shown in its one-line error
 _PROFILE_MISSING = re.compile(
     r"profile count data file not found|Wmissing-profile|missing-profile|"
     r"coverage mismatch|profile data may be corrupted|no profile data",
@@ -70,6 +70,15 @@ def profile_notes(profile_dir: Path, use_log: str) -> list[str]:
     if missing:
         notes.append(f"profile did not apply everywhere ({len(missing)} warnings), e.g. {missing[0][:160]}")
     return notes
+
+
+def log_summary(text: str) -> str:
+    """The first error (with its indented continuation, as CMake writes it) and the log's last lines."""
+    raw = [ln for ln in text.splitlines() if ln.strip() and not re.search(r"(Entering|Leaving) directory", ln)]
+    i = next((k for k, ln in enumerate(raw) if re.search(r"\berror\b", ln, re.IGNORECASE)), None)
+    first = [] if i is None else [raw[i].strip()] + [ln.strip() for ln in raw[i + 1:i + 2] if ln[:1].isspace()]
+    tail = [ln.strip() for ln in raw[-LOG_TAIL:]]
+    return " | ".join([ln for ln in first if ln not in tail] + tail) or "no output"
 
 
 def check_template(template: str) -> None:
@@ -155,7 +164,7 @@ def _commands(template: str, vals: dict[str, str], build_dir: Path) -> list[list
          f"-DCMAKE_C_FLAGS={vals['cflags']}", f"-DCMAKE_CXX_FLAGS={vals['cxxflags']}",
          f"-DCMAKE_EXE_LINKER_FLAGS={vals['ldflags']}", f"-DCMAKE_C_STANDARD_LIBRARIES={vals['libs']}",
          f"-DCMAKE_CXX_STANDARD_LIBRARIES={vals['libs']}"],
-        ["cmake", "--build", str(build_dir), "-j", vals["jobs"]],
+        ["cmake", "--build", str(build_dir), "-j", vals["jobs"], "--verbose"],  # the log shows each command
     ]
 
 
@@ -170,8 +179,7 @@ def _run_logged(cmd: list[str], cwd: Path, log: Path, what: str) -> str:
             raise BuildError(f"{what}: cannot start {cmd[0]}: {exc.strerror}; full log: {log}") from None
         f.write(proc.stdout)
     if proc.returncode != 0:
-        tail = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()][-LOG_TAIL:]
-        raise BuildError(f"{what} failed (exit {proc.returncode}): {' | '.join(tail) or 'no output'}; "
+        raise BuildError(f"{what} failed (exit {proc.returncode}): {log_summary(proc.stdout)}; "
                          f"full log: {log}", proc.stdout)
     return proc.stdout
 

@@ -111,7 +111,7 @@ def variants_step(ctx: LabContext, store: Any) -> None:
     specs = ["m64-O2=-m64 -O2", "m32-O2=-m32 -msse2 -mfpmath=sse -O2", "mx32-O2=-mx32 -O2",
              "O3-native=-m64 -O3 -march=native", "lto=-m64 -O2 -flto", "pgo=-m64 -O2 pgo"]
     config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(parse_variant(s) for s in specs),
-                               baseline="m64-O2", rounds=5 if q else vs.DEFAULT_ROUNDS, warmup=1,
+                               baseline="m64-O2", rounds=8 if q else vs.DEFAULT_ROUNDS, warmup=1,
                                seed=ctx.config.seed, train_argv=("{exe}", *args, "--seed", "12345"))
     result = run_study(vs, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
                        name="variants")

@@ -192,6 +192,12 @@ def verdicts(result: VariantsResult) -> None:
     else:
         result.verdict = (f"no variant is faster than {base.name} with significance ({label}, Wilcoxon "
                           f"signed-rank paired by round, Holm across {n_cmp} variant(s), alpha {result.alpha:g}, {result.rounds} rounds)")
+    # Wilcoxon's smallest two-sided p with n pairs is 2 / 2^n; Holm multiplies it by the variants
+    if n_cmp and 2.0 / 2 ** result.rounds * n_cmp >= result.alpha:
+        need = next(n for n in range(2, 64) if 2.0 / 2 ** n * n_cmp < result.alpha)
+        result.verdict += (f"; with {result.rounds} rounds and {n_cmp} variant(s) no difference can reach "
+                           f"significance (smallest Holm p {2.0 / 2 ** result.rounds * n_cmp:.2g}): "
+                           f"use --rounds {need} or more")
     excluded = [o.name for o in better if o.status == "different result"]
     if excluded:
         result.verdict += f"; not named though faster, because the result differs: {', '.join(excluded)}"
