@@ -288,3 +288,25 @@ def test_levels_are_real():
     res = _snapshot_result()
     base = res.row(res.baseline).estimates["wall_s"].ci
     assert isinstance(base, CI) and base.level == pytest.approx(0.978515625)  # n=10: x(2)..x(9)
+
+
+def test_template_build_cache_keys_on_the_source_tree_and_flags(tmp_path):
+    """A project build is reused until a source byte, a flag or the template changes; products of
+    the user's own build in the tree (.o) are neither copied nor hashed."""
+    from perflab.kernels.buildsys import DEFAULT_MAKE
+
+    src = tmp_path / "proj"
+    src.mkdir()
+    for f in ("fmsum.c", "Makefile"):
+        (src / f).write_bytes((Path(__file__).parent / "data" / "fmsum" / f).read_bytes())
+    target = BuildTarget("fmsum", template=DEFAULT_MAKE, src_dir=src, exe="fmsum")
+    cache = tmp_path / "cache"
+    first = build_variant(target, parse_variant("O2=-O2"), cache_dir=cache)
+    assert not first.cached and "CFLAGS=-O2" in first.command
+    (src / "fmsum.o").write_bytes(b"stale object from the user's own build")
+    assert build_variant(target, parse_variant("O2=-O2"), cache_dir=cache).cached
+    assert not (first.path.parent / "fmsum.o").read_bytes().startswith(b"stale")
+    assert not build_variant(target, parse_variant("O3=-O3"), cache_dir=cache).cached
+    (src / "fmsum.c").write_text((src / "fmsum.c").read_text() + "\n/* changed */\n")
+    again = build_variant(target, parse_variant("O2=-O2"), cache_dir=cache)
+    assert not again.cached and again.path != first.path

@@ -75,6 +75,7 @@ def _axis_variants():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # about 24 builds of minihlt per build system on a shared 2-CPU machine
 @pytest.mark.parametrize("system", ["make", "cmake"])
 def test_every_axis_builds_minihlt_with_its_own_build_system(system, shared_cache, tmp_path):
     """abi, opt, debug, march, lto, pgo, fastmath, fpcontract, link, cc: each value built by real

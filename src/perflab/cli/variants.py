@@ -17,12 +17,14 @@ from perflab.errors import PerflabError
 from perflab.kernels import minihlt
 from perflab.kernels.buildsys import DEFAULT_MAKE, check_template
 from perflab.kernels.linkorder import linkorder_demo
-from perflab.measure.metrics import compile_patterns
 from perflab.kernels.variants import (
     BuildTarget, expand_matrix, is_matrix_token, parse_variant, with_common_flags,
 )
+from perflab.measure.executor import default_executor
+from perflab.measure.metrics import compile_patterns
 from perflab.model import Workload
 from perflab.report.terminal.variants import render
+from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies import variants as study
 
@@ -196,9 +198,6 @@ def command(**opts):
     study.plan(config)  # bad designs fail here, before anything is built
 
     from rich.console import Console
-
-    from perflab.measure.executor import default_executor
-    from perflab.store import open_store
 
     err = Console(stderr=True)
     with open_store(opts["db_url"]) as store, default_executor() as executor:

@@ -201,6 +201,10 @@ def verdicts(result: VariantsResult) -> None:
     excluded = [o.name for o in better if o.status == "different result"]
     if excluded:
         result.verdict += f"; not named though faster, because the result differs: {', '.join(excluded)}"
+    smaller = [f"{o.name} (max RSS {pct(o.comparisons['maxrss_kb'].ratio)})" for o in result.variants
+               if o.comparisons.get("maxrss_kb") is not None and o.comparisons["maxrss_kb"].better]
+    if smaller:
+        result.verdict += f"; less memory: {', '.join(smaller)}"
     bad = [o.name for o in result.variants if o.status in ("failed", "skipped", "not run")]
     if bad:
         result.verdict += f"; not compared: {', '.join(bad)}"
