@@ -115,41 +115,44 @@ def _argv(argv: Sequence[str], exe: Path) -> tuple[str, ...]:
     return (str(exe), *argv[1:])
 
 
-def _build_all(config: VariantsConfig, variants: Sequence[Variant], say) -> dict[str, VariantBuild | str]:
-    """Probe and build every variant: its build, or the one-line reason it cannot run here."""
-    out: dict[str, VariantBuild | str] = {}
-    train = config.train_argv or ("{exe}", *config.workload.argv[1:])
-    cache = Path(config.cache_dir) if config.cache_dir else None
-    for v in variants:
-        p = default_probe(v, None)
+def _build_one(config: VariantsConfig, v: Variant, say) -> VariantBuild | str:
+    """Probe and build one variant: its build, or the one-line reason it cannot run here."""
+    p = default_probe(v, None)
+    if p.available:
+        try:
+            vb = build_variant(config.target, v, train_argv=config.train_argv or ("{exe}", *config.workload.argv[1:]),
+                               train_cwd=config.train_cwd, jobs=config.jobs,
+                               cache_dir=Path(config.cache_dir) if config.cache_dir else None)
+        except BuildError as exc:
+            say(f"{v.name}: skipped: cannot build: {exc}")
+            return f"cannot build: {exc}"
+        p = default_probe(v, vb)
         if p.available:
-            try:
-                vb = build_variant(config.target, v, train_argv=train, train_cwd=config.train_cwd,
-                                   cache_dir=cache, jobs=config.jobs)
-            except BuildError as exc:
-                out[v.name] = f"cannot build: {exc}"
-                say(f"{v.name}: skipped: {out[v.name]}")
-                continue
-            p = default_probe(v, vb)
-            if p.available:
-                out[v.name] = vb
-                say(f"{v.name}: {'cached' if vb.cached else 'built'} ({v.flags_text})")
-                for note in vb.notes:
-                    say(f"  {v.name}: {note}")
-                continue
-        out[v.name] = p.reason
-        say(f"{v.name}: skipped: {p.reason}")
+            say(f"{v.name}: {'cached' if vb.cached else 'built'} ({v.flags_text})")
+            for note in vb.notes:
+                say(f"  {v.name}: {note}")
+            return vb
+    say(f"{v.name}: skipped: {p.reason}")
+    return p.reason
+
+
+def _build_all(config: VariantsConfig, variants: Sequence[Variant], base: str,
+               say) -> dict[str, VariantBuild | str]:
+    """Every variant's build or reason, the baseline first: nothing else is worth building without it."""
+    out: dict[str, VariantBuild | str] = {}
+    for v in sorted(variants, key=lambda v: v.name != base):
+        out[v.name] = _build_one(config, v, say)
+        if v.name == base and not isinstance(out[base], VariantBuild):
+            raise PerflabError(f"the baseline '{base}' cannot be measured here ({out[base]}); "
+                               f"fix its build or pick another with --baseline NAME")
     pgo_unchanged({k: b for k, b in out.items() if isinstance(b, VariantBuild)}, variants)
-    return out
+    return {v.name: out[v.name] for v in variants}
 
 
 def execute(config: VariantsConfig, session: Any, machine: Any = None) -> VariantsResult:
     """Build every variant, then run the plan through the session (stored as each run completes)."""
     variants, base = resolve_baseline(config.variants, config.baseline)
-    builds = _build_all(config, variants, session.say)
-    if not isinstance(builds[base], VariantBuild):
-        raise PerflabError(f"the baseline '{base}' cannot be measured here ({builds[base]}); "
-                           f"fix its build or pick another with --baseline NAME")
+    builds = _build_all(config, variants, base, session.say)
     if not session.resumed:
         for name, vb in builds.items():
             if isinstance(vb, VariantBuild):
@@ -189,6 +192,11 @@ def _quantities(config: VariantsConfig) -> list[tuple[str, bool]]:
     if config.workload.primary_metric:
         q.append((config.workload.primary_metric, config.workload.higher_is_better))
     return q
+
+
+def _num(x: float) -> str:
+    """A checksum as printed: integers without '.0', other floats in their shortest exact form."""
+    return str(int(x)) if x.is_integer() else repr(x)
 
 
 def _value(res: RunResult, quantity: str) -> float | None:
@@ -262,7 +270,7 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
         for o in others:
             if o.checksum is not None and o.checksum != b.checksum:
                 o.status = "different result"
-                o.notes.append(f"checksum {o.checksum:.17g} differs from {base}'s {b.checksum:.17g}: "
+                o.notes.append(f"checksum {_num(o.checksum)} differs from {base}'s {_num(b.checksum)}: "
                                f"this build changes the program's results")
     elif csm and b.n_ok:
         b.notes.append(f"no '{csm}' in the baseline's output: results could not be checked")
