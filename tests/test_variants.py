@@ -310,3 +310,17 @@ def test_template_build_cache_keys_on_the_source_tree_and_flags(tmp_path):
     (src / "fmsum.c").write_text((src / "fmsum.c").read_text() + "\n/* changed */\n")
     again = build_variant(target, parse_variant("O2=-O2"), cache_dir=cache)
     assert not again.cached and again.path != first.path
+
+
+def test_too_few_rounds_are_named_and_a_missing_metric_falls_back_to_time():
+    config = sim_config(rounds=5)
+    specs = [s for s in vs.plan(config) if s.params["round"] >= 0]
+    ex = MockExecutor(NoisyMachine({"lto": 1.5}, random.Random(3), len(specs)))
+    runs = [(dict(s.params), ex.run(replace(s, argv=("true",)))) for s in specs]
+    res = vs.analyse(config, runs)
+    # 2 / 2^5 * 3 variants > 0.05: not even a 50 % speed-up can be significant with 5 rounds
+    assert res.fastest is None and "no difference can reach significance" in res.verdict
+    assert "use --rounds 7 or more" in res.verdict
+    for _, r in runs:
+        r.metrics.pop("events_per_s")
+    assert vs.analyse(config, runs).primary == "wall_s"

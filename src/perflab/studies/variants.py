@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -267,14 +267,16 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
         for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):
             outcomes[n].comparisons[q] = replace(comps[n], p=p, significant=p < config.alpha)
     if csm and b.checksum is not None:
-        for o in others:
-            if o.checksum is not None and o.checksum != b.checksum:
+        for o in outcomes.values():
+            if o.name != base and o.checksum is not None and o.checksum != b.checksum:
                 o.status = "different result"
                 o.notes.append(f"checksum {_num(o.checksum)} differs from {base}'s {_num(b.checksum)}: "
                                f"this build changes the program's results")
     elif csm and b.n_ok:
         b.notes.append(f"no '{csm}' in the baseline's output: results could not be checked")
-    primary = quantities[-1][0] if config.workload.primary_metric else "wall_s"
+    metric = config.workload.primary_metric
+    # a metric the program never printed cannot rank the variants: elapsed time does
+    primary = metric if metric and any(metric in o.estimates for o in outcomes.values()) else "wall_s"
     result = VariantsResult(baseline=base, primary=primary, level=config.level, alpha=config.alpha,
                             rounds=config.rounds, checksum_metric=csm,
                             variants=list(outcomes.values()),
