@@ -41,8 +41,8 @@ def _one_line_error(proc, start):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert lines[-1].startswith(f"perflab: error: {start}"), proc.stderr
-    return lines[-1]
+    assert len(lines) == 1 and lines[0].startswith(f"perflab: error: {start}"), proc.stderr
+    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +195,7 @@ def test_make_and_cmake_failures_name_the_log(tmp_path):
     (broken / "fmsum.c").write_text("int main(void) { return undefined_thing; }\n")
     line = _one_line_error(_cli(["variants", "--build", "make", "--src", str(broken), "--exe", "fmsum",
                                  "-V", "O3=-O3", "--db", str(tmp_path / "v.db"), "--", "{exe}"], tmp_path),
-                           "the baseline 'base' cannot be measured here (cannot build: make build of variant")
+                           "the baseline 'base' cannot be measured here: cannot build: make build of variant")
     assert "undefined_thing" in line and "full log: " in line
     log = Path(re.search(r"full log: (\S+?build\.log)", line).group(1))
     assert log.is_file() and "undefined_thing" in log.read_text()
@@ -203,7 +203,7 @@ def test_make_and_cmake_failures_name_the_log(tmp_path):
                                            "message(FATAL_ERROR \"no such option here\")\n")
     line = _one_line_error(_cli(["variants", "--build", "cmake", "--src", str(broken), "--exe", "fmsum",
                                  "-V", "O3=-O3", "--db", str(tmp_path / "v.db"), "--", "{exe}"], tmp_path),
-                           "the baseline 'base' cannot be measured here (cannot build: CMake build")
+                           "the baseline 'base' cannot be measured here: cannot build: CMake build")
     assert "no such option here" in line and "build.log" in line
 
 

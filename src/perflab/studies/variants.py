@@ -119,22 +119,21 @@ def _argv(argv: Sequence[str], exe: Path) -> tuple[str, ...]:
 def _build_one(config: VariantsConfig, v: Variant, say) -> VariantBuild | str:
     """Probe and build one variant: its build, or the one-line reason it cannot run here."""
     p = default_probe(v, None)
-    if p.available:
-        try:
-            vb = build_variant(config.target, v, train_argv=config.train_argv or ("{exe}", *config.workload.argv[1:]),
-                               train_cwd=config.train_cwd, jobs=config.jobs,
-                               cache_dir=Path(config.cache_dir) if config.cache_dir else None)
-        except BuildError as exc:
-            say(f"{v.name}: skipped: cannot build: {exc}")
-            return f"cannot build: {exc}"
-        p = default_probe(v, vb)
-        if p.available:
-            say(f"{v.name}: {'cached' if vb.cached else 'built'} ({v.flags_text})")
-            for note in vb.notes:
-                say(f"  {v.name}: {note}")
-            return vb
-    say(f"{v.name}: skipped: {p.reason}")
-    return p.reason
+    if not p.available:
+        return p.reason
+    try:
+        vb = build_variant(config.target, v, train_argv=config.train_argv or ("{exe}", *config.workload.argv[1:]),
+                           train_cwd=config.train_cwd, jobs=config.jobs,
+                           cache_dir=Path(config.cache_dir) if config.cache_dir else None)
+    except BuildError as exc:
+        return f"cannot build: {exc}"
+    p = default_probe(v, vb)
+    if not p.available:
+        return p.reason
+    say(f"{v.name}: {'cached' if vb.cached else 'built'} ({v.flags_text})")
+    for note in vb.notes:
+        say(f"  {v.name}: {note}")
+    return vb
 
 
 def _build_all(config: VariantsConfig, variants: Sequence[Variant], base: str,
@@ -143,9 +142,12 @@ def _build_all(config: VariantsConfig, variants: Sequence[Variant], base: str,
     out: dict[str, VariantBuild | str] = {}
     for v in sorted(variants, key=lambda v: v.name != base):
         out[v.name] = _build_one(config, v, say)
-        if v.name == base and not isinstance(out[base], VariantBuild):
-            raise PerflabError(f"the baseline '{base}' cannot be measured here ({out[base]}); "
+        if isinstance(out[v.name], VariantBuild):
+            continue
+        if v.name == base:
+            raise PerflabError(f"the baseline '{base}' cannot be measured here: {out[base]}; "
                                f"fix its build or pick another with --baseline NAME")
+        say(f"{v.name}: skipped: {out[v.name]}")
     pgo_unchanged({k: b for k, b in out.items() if isinstance(b, VariantBuild)}, variants)
     return {v.name: out[v.name] for v in variants}
 

@@ -201,6 +201,10 @@ def verdicts(result: VariantsResult) -> None:
     excluded = [o.name for o in better if o.status == "different result"]
     if excluded:
         result.verdict += f"; not named though faster, because the result differs: {', '.join(excluded)}"
+    slower = [f"{o.name} ({label} {pct(o.comparisons[result.primary].ratio)})" for o in result.variants
+              if o.comparisons.get(result.primary) is not None and o.comparisons[result.primary].better is False]
+    if slower:
+        result.verdict += f"; slower than {base.name}: {', '.join(slower)}"
     smaller = [f"{o.name} (max RSS {pct(o.comparisons['maxrss_kb'].ratio)})" for o in result.variants
                if o.comparisons.get("maxrss_kb") is not None and o.comparisons["maxrss_kb"].better]
     if smaller:
