@@ -5,14 +5,15 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import json_option, store_option
+from perflab.cli.options import OutputPath, Positive
 
 
 @click.command(name="cost")
 @click.argument("platforms_toml", metavar="PLATFORMS.toml", type=click.Path(dir_okay=False))
-@click.option("--plot", "plot_path", metavar="FILE.svg", type=click.Path(dir_okay=False),
+@click.option("--plot", "plot_path", metavar="FILE.svg", type=OutputPath(dash=False),
               help="Write a plot of total cost against total power, with the envelope.")
-@click.option("--target", type=float, metavar="EVENTS/S", help="Override the requirement's target_events_per_s.")
-@click.option("--envelope", type=float, metavar="KW", help="Override the requirement's power_envelope_kw.")
+@click.option("--target", type=Positive(), metavar="EVENTS/S", help="Override the requirement's target_events_per_s.")
+@click.option("--envelope", type=Positive(), metavar="KW", help="Override the requirement's power_envelope_kw.")
 @store_option
 @json_option
 def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> None:

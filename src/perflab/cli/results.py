@@ -7,6 +7,7 @@ import json
 import click
 
 from perflab.cli.common import json_option, store_option
+from perflab.cli.options import Count
 
 
 def _fmt_s(x: float | None) -> str:
@@ -33,7 +34,7 @@ def _short(text: str | None, width: int = 60) -> str:
 
 
 @click.command(name="results")
-@click.argument("campaign_id", required=False, type=int)
+@click.argument("campaign_id", required=False, type=Count(1, 2**31 - 1))
 @click.option("--study", "-s", metavar="NAME", help="Only campaigns of this study (e.g. instances).")
 @click.option("--all-runs", "-a", is_flag=True, help="With ID: list every run, not one row per configuration.")
 @store_option
@@ -45,7 +46,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: 
     from rich.table import Table
 
     from perflab.store import open_store
-    from perflab.store.listing import campaign_row, group_measurements
+    from perflab.report.listing import campaign_row, group_measurements
 
     # Tables go to stderr when the JSON goes to stdout, so `--json -` stays parseable.
     import sys

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import json_option, store_option, target_options
+from perflab.cli.gate_common import RunGate, run_gate_options
 from perflab.errors import PerflabError
 
 
@@ -87,21 +88,25 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--export-markdown", metavar="PATH", help="hyperfine-style Markdown table.")
 @click.option("--command-name", "-n", "names", multiple=True, metavar="NAME",
               help="Display name of each command, in order.")
+@run_gate_options
 @store_option
 @json_option
 @click.pass_context
 def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, precision,
             min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
             cpus, perf_stat, timeout, ignore_failure, prepare, export_json, export_csv,
-            export_markdown, names, db_url, json_path):
+            export_markdown, names, db_url, json_path, **gate_options):
     """Time CMD (after --) or several quoted commands, hyperfine-style.
 
     \b
     perflab run --runs 30 -- sleep 0.01
     perflab run 'gzip -1 -k -f big' 'gzip -9 -k -f big'
     perflab run -L n 1,2,4 -- ./work --threads {n}
+    perflab run --runs 20 --baseline main --fail-if 'median>+3%' -- ./trigger
     """
     import shlex
+
+    gate = RunGate(**gate_options)
 
     from perflab.measure.metrics import compile_patterns
     from perflab.studies.run import Command, RunConfig
@@ -188,6 +193,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     if not console.is_terminal:
         console.width = max(console.width, 130)  # files and pipes get the whole table
     store = open_store(db_url)
+    gate.precheck(store)
     executor = default_executor()
     try:
         result = run_run(config, executor, store, console=console)
@@ -208,3 +214,4 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
         text = json.dumps(json.loads(dumps(result.to_dict())), indent=2) + "\n"
         export._write(json_path, text)
+    gate.after(store, result.campaign_id, stdout_taken=console.stderr)

@@ -23,6 +23,7 @@ from typing import Callable, Protocol, Sequence
 
 from perflab.errors import PerflabError
 from perflab.measure import perfstat
+from perflab.measure.memory import PssSampler
 from perflab.measure.metrics import extract
 from perflab.measure.spawn import base_argv, kill_group, membind_argv, spawn
 from perflab.model import RunResult, RunSpec
@@ -319,7 +320,12 @@ class RealExecutor:
                 release = time.monotonic_ns()
                 os.close(gate_w)  # EOF on every copy's gate read: all released at once
                 gate_w = -1
-            ends, statuses, timed, text = _wait_all(copies, rep_r)
+            sampler = PssSampler([c["pid"] for c in copies]).start() if any(
+                sp.sample_pss for sp in specs) else None
+            try:
+                ends, statuses, timed, text = _wait_all(copies, rep_r)
+            finally:
+                peaks = sampler.stop() if sampler else {}
         except BaseException:
             for c in copies:
                 if c["pid"] is not None:
@@ -345,6 +351,8 @@ class RealExecutor:
             _raise_spawn_error(records.get(("E", pid)), base_argv(c["spec"])[0])
             res = self._finish(c["spec"], status, ru, release, ends[pid], timed[pid],
                                c["out"], c["err"], c["perf_out"], rec)
+            if peaks.get(pid) is not None:
+                res.metrics["pss_kb"] = float(peaks[pid])  # peak PSS of the command's process tree
             if gate:
                 # Gated copies are timed from the common release, as the contract says.
                 res.wall_ns = res.end_ns - release

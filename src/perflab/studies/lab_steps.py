@@ -11,6 +11,7 @@ import subprocess
 from typing import Any
 
 from perflab.errors import PerflabError, Unsupported
+from perflab.studies import run_study
 from perflab.studies.lab import LabContext, step
 
 
@@ -80,16 +81,19 @@ def cores_step(ctx: LabContext, store: Any) -> None:
 def instances_step(ctx: LabContext, store: Any) -> None:
     import os
 
-    from perflab.studies.instances import InstancesConfig, render, run_instances
+    from perflab.studies import instances, run_study
 
     q = ctx.config.quick
     ncpu = len(os.sched_getaffinity(0))
     ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
-    config = InstancesConfig(workload=ctx.workload, ns=ns, reps=1 if q else 3,
-                             fork_master=ctx.workload.fork_arg is not None, seed=ctx.config.seed)
-    result = run_instances(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        render(result, ctx.console, ctx.workload.name)
+    config = instances.InstancesConfig(workload=ctx.workload, ns=ns, reps=1 if q else 3,
+                                       fork_master="{events}" in (ctx.workload.fork_arg or ()),
+                                       seed=ctx.config.seed)
+    result = run_study(instances, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
+                       name="instances")
+    ctx.say("instances: every point failed" if result.failed else
+            f"instances: best policy {result.optimum_policy}, N = {result.optimum_n}, "
+            f"{result.optimum_throughput:.4g} {result.unit}")
 
 
 @step("variants")
@@ -97,7 +101,6 @@ def variants_step(ctx: LabContext, store: Any) -> None:
     from perflab.kernels import minihlt
     from perflab.kernels.variants import BuildTarget, parse_variant
     from perflab.model import Workload
-    from perflab.studies import run_study
     from perflab.studies import variants as vs
 
     if not ctx.minihlt:
@@ -115,7 +118,7 @@ def variants_step(ctx: LabContext, store: Any) -> None:
                                seed=ctx.config.seed, train_argv=("{exe}", *args, "--seed", "12345"))
     result = run_study(vs, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
                        name="variants")
-    getattr(store, "started", []).append(result.campaign_id)
+    store.started.append(result.campaign_id)
     ctx.say(f"variants: {result.verdict}")
 
 
@@ -136,8 +139,8 @@ def slowest_event(argv: tuple[str, ...], timeout: float = 300) -> tuple[int, flo
 def profile_step(ctx: LabContext, store: Any) -> None:
     import os
 
-    from perflab.studies.profile import ProfileConfig, render_profile, run_profile
-    from perflab.studies.profile_window import Window
+    from perflab.measure.window import Window
+    from perflab.studies import profile, run_study
 
     wl = ctx.workload
     slow = slowest_event(tuple(wl.argv)) if wl.event_arg else None
@@ -149,11 +152,9 @@ def profile_step(ctx: LabContext, store: Any) -> None:
         ctx.say("the workload prints no event markers: profiling the whole run")
         window = Window()
     # A quick event lasts a few ms: sample faster so the table has enough samples to read.
-    config = ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3, freq=20000,
-                           out_dir=os.path.join(ctx.config.out_dir, "profiles"))
-    result = run_profile(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        render_profile(result, ctx.console)
+    config = profile.ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3,
+                                   freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
+    run_study(profile, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id, name="profile")
 
 
 @step("frontend")
@@ -165,10 +166,11 @@ def frontend_step(ctx: LabContext, store: Any) -> None:
     q = ctx.config.quick
     config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
                                points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
-                               reps=2 if q else 3, perf_span=not q, seed=ctx.config.seed)
-    result = fe.run_frontend(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None and hasattr(fe, "render"):
-        fe.render(result, ctx.console)
+                               reps=10, perf_span=not q, seed=ctx.config.seed)
+    result = run_study(fe, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
+                       name="frontend")
+    store.started.append(result.campaign_id)
+    ctx.say(f"frontend: {result.verdict}")
 
 
 @step("micro")
@@ -184,6 +186,7 @@ def micro_step(ctx: LabContext, store: Any) -> None:
     # 10 rounds even when quick: with fewer no difference can pass Holm over 13 operations.
     config = mi.MicroConfig(reps=10, scale=0.1 if q else 1.0, io_dir=tempfile.gettempdir(),
                             shm="off" if q else "auto", seed=ctx.config.seed)
-    result = mi.run_micro(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None and hasattr(mi, "render"):
-        mi.render(result, ctx.console)
+    result = run_study(mi, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
+                       name="micro")
+    store.started.append(result.campaign_id)
+    ctx.say(f"micro: {len({c.bench for c in result.cells})} operations measured on {', '.join(result.abis)}")

@@ -1,1 +1,1 @@
-"""Terminal rendering of study results, one module per study, each with render(result, console)."""
+"""How each study's result looks in a terminal (rich): one module per study."""
