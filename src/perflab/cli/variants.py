@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, resolve_target, store_option, target_options
+from perflab.cli.options import Count, Duration
 from perflab.errors import PerflabError
 from perflab.kernels import minihlt
 from perflab.kernels.buildsys import DEFAULT_MAKE, check_template
@@ -142,17 +141,17 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
               help="Named-group regex for a value in the command's output, e.g. 'checksum: (?P<checksum>\\S+)'.")
 @click.option("--checksum", metavar="NAME",
               help="The metric holding the program's result checksum (default: a metric named checksum).")
-@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, help="Parallel build jobs (0: one per CPU).")
-@click.option("--rounds", "-r", type=click.IntRange(min=2), default=study.DEFAULT_ROUNDS, show_default=True,
+@click.option("--jobs", "-j", type=Count(0, 1024), default=0, help="Parallel build jobs (0: one per CPU).")
+@click.option("--rounds", "-r", type=Count(2, 100_000), default=study.DEFAULT_ROUNDS, show_default=True,
               help="Interleaved rounds (runs per variant).")
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Unrecorded warm-up rounds.")
+@click.option("--warmup", type=Count(0, 1000), default=1, show_default=True, help="Unrecorded warm-up rounds.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the per-round shuffle.")
-@click.option("--events", type=click.IntRange(min=1), help="minihlt: events per run.")
-@click.option("--static-mb", type=click.IntRange(min=1), help="minihlt: size of the static detector data.")
+@click.option("--events", type=Count(1, 10**12), help="minihlt: events per run.")
+@click.option("--static-mb", type=Count(1, 1 << 20), help="minihlt: size of the static detector data.")
 @click.option("--train", "train_args", metavar="ARGS",
               help="PGO training command ({exe} for the program), run in this directory "
                    "(default: the measured command; minihlt: another seed).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds before a run is killed.")
+@click.option("--timeout", type=Duration(), help="Seconds before a run is killed.")
 @click.option("--link-order-demo", is_flag=True,
               help="Seed 003's trap: sin() from an archive placed after vs before the object.")
 @store_option
@@ -202,15 +201,7 @@ def command(**opts):
     err = Console(stderr=True)
     with open_store(opts["db_url"]) as store, default_executor() as executor:
         result = run_study(study, config, store, executor, progress=lambda m: err.print(m, soft_wrap=True))
-        render(result, Console())
+        render(result, Console(stderr=opts["json_path"] == "-"))  # stdout is the JSON's then
         err.print(f"stored as campaign {result.campaign_id} in {store.display}")
     if opts["json_path"]:
-        text = json.dumps(result.as_dict(), indent=2, default=str)
-        if opts["json_path"] == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            try:
-                Path(opts["json_path"]).write_text(text + "\n")
-            except OSError as exc:
-                raise PerflabError(f"cannot write {opts['json_path']}: {exc.strerror} (the result is stored "
-                                   f"as campaign {result.campaign_id})") from None
+        emit_json(opts["json_path"], result.as_dict())
