@@ -68,3 +68,13 @@ def verdict_check(runs: int = 200, seed: int = 0, rounds: int | None = None, ech
     if echo:
         print(f"verdict-check: variants false_positive={fp_rate:.3f} detection={det_rate:.3f} runs={runs}")
     return fp_rate, det_rate
+
+
+def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
+    """The check's line for bench/verdicts.py, at the study's default settings."""
+    fp, det = verdict_check(runs, seed=seed, echo=False)
+    return [f"verdict-check: variants false_positive={fp:.3f} detection={det:.3f} runs={runs}"]
+
+
+if __name__ == "__main__":
+    print("\n".join(verdict_lines()))
