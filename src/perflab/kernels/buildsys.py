@@ -17,6 +17,7 @@ directory with -fprofile-generate=DIR, and trained in the user's working directo
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -201,6 +202,20 @@ def build_project(
     train_timeout: float = 600.0, cache_dir: Path | None = None, jobs: int = 0,
 ) -> VariantBuild:
     """Build variant ``v`` of a make/CMake project in its own directory (cached)."""
+    projects = (cache_dir or cache_root()) / "projects"
+    projects.mkdir(parents=True, exist_ok=True)
+    # PGO needs the final path during the build, so no build-then-rename: two perflab processes
+    # building the same variant take turns instead, and the second finds it cached.
+    with open(projects / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(target, v, train_argv=train_argv, train_cwd=train_cwd,
+                             train_timeout=train_timeout, cache_dir=cache_dir, jobs=jobs)
+
+
+def _build_locked(
+    target: BuildTarget, v: Variant, *, train_argv: Sequence[str], train_cwd: Path,
+    train_timeout: float, cache_dir: Path | None, jobs: int,
+) -> VariantBuild:
     if target.src_dir is None or not target.src_dir.is_dir():
         raise BuildError(f"source directory {target.src_dir} not found: give --src DIR")
     if not target.exe:
