@@ -100,32 +100,28 @@ def instances_step(ctx: LabContext, store: Any) -> None:
 
 @step("variants")
 def variants_step(ctx: LabContext, store: Any) -> None:
-    from pathlib import Path
-
-    from perflab.studies import variant_build as vbm
+    from perflab.kernels import minihlt
+    from perflab.kernels.variants import BuildTarget, parse_variant
+    from perflab.model import Workload
     from perflab.studies import variants as vs
 
     if not ctx.minihlt:
         raise Unsupported(f"workload {ctx.workload.name} has no build recipe perflab can vary")
-    from perflab.model import Workload
-    from perflab.kernels import minihlt
-
     q = ctx.config.quick
-    target = vbm.BuildTarget("minihlt", tuple(Path(s) for s in minihlt.cpp_sources()), "c++",
-                             cflags=("-std=c++17",), ldflags=("-lm",),
-                             extra_inputs=tuple(Path(s) for s in minihlt.headers()))
+    target = BuildTarget("minihlt", tuple(minihlt.cpp_sources()), "c++", cflags=("-std=c++17",),
+                         ldflags=("-lm",), extra_inputs=tuple(minihlt.headers()))
     args = tuple(ctx.workload.argv[1:])
     wl = Workload(name="minihlt", argv=("{exe}", *args), metrics=ctx.workload.metrics,
                   primary_metric="events_per_s", checksum_metric="checksum")
     specs = ["m64-O2=-m64 -O2", "m32-O2=-m32 -msse2 -mfpmath=sse -O2", "mx32-O2=-mx32 -O2",
              "O3-native=-m64 -O3 -march=native", "lto=-m64 -O2 -flto", "pgo=-m64 -O2 pgo"]
-    variants = [vbm.parse_variant(s) for s in specs]
-    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(variants), baseline="m64-O2",
-                               rounds=5 if q else 10, warmup=1, seed=ctx.config.seed,
-                               train_argv=("{exe}", *args, "--seed", "12345"))
-    result = vs.run_variants(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        vs.print_table(result, ctx.console)
+    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(parse_variant(s) for s in specs),
+                               baseline="m64-O2", rounds=8 if q else vs.DEFAULT_ROUNDS, warmup=1,
+                               seed=ctx.config.seed, train_argv=("{exe}", *args, "--seed", "12345"))
+    result = run_study(vs, config, store, ctx.executor, progress=ctx.say, parent_id=ctx.lab_id,
+                       name="variants")
+    store.started.append(result.campaign_id)
+    ctx.say(f"variants: {result.verdict}")
 
 
 _DONE = re.compile(r"done processing event #(\d+) in ([\d.]+) ms")
