@@ -26,7 +26,7 @@ from perflab.stats.interval import CI
 from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies import variants as vs
-from perflab.studies.variants_check import NoisyMachine, sim_config, verdict_check
+from perflab.checks.variants_check import NoisyMachine, sim_config, verdict_check
 from perflab.studies.variants_result import BuildInfo, VariantsResult
 
 KERNELS = Path(vs.__file__).resolve().parent.parent / "kernels" / "linkorder"
