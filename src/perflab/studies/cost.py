@@ -23,6 +23,8 @@ PRICE_KEYS = ("board", "memory", "psu", "cpu", "chassis", "other")
 
 
 @dataclass(frozen=True)
+
+
 class Platform:
     name: str
     sockets: int
@@ -41,6 +43,8 @@ class Platform:
 
 
 @dataclass(frozen=True)
+
+
 class Requirement:
     target_events_per_s: float
     power_envelope_kw: float
@@ -49,6 +53,8 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+
+
 class CostConfig:
     platforms: tuple[Platform, ...]
     requirement: Requirement
@@ -57,6 +63,8 @@ class CostConfig:
 
 
 @dataclass(frozen=True)
+
+
 class PlatformCost:
     name: str
     throughput_per_node: float
@@ -74,6 +82,8 @@ class PlatformCost:
 
 
 @dataclass
+
+
 class CostResult:
     requirement: Requirement
     platforms: list[PlatformCost]
@@ -226,11 +236,11 @@ def _campaign_throughput(store: Any, campaign_id: int, name: str) -> float:
 def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
     """Cost, power and fit of every platform, the best one, and optionally the SVG plot."""
     req = config.requirement
-    campaign = store.start_campaign("cost", {
+    with store.open_campaign("cost", {
         "source": config.source, "requirement": asdict(req),
         "platforms": [asdict(p) for p in config.platforms],
-    })
-    try:
+    }) as camp:
+        campaign = camp.id
         costs = []
         for p in config.platforms:
             if p.throughput_from_campaign is not None:
@@ -248,14 +258,8 @@ def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
             store.add_artifact(campaign, "plot", result.plot, {"format": "svg"})
         summary = result.to_dict()
         summary["verdict"] = (f"best: {best}" if best else "no platform fits") + f" ({why.split(';')[0]})"
-        store.finish_campaign(campaign, "done", summary)
+        camp.summary = summary
         return result
-    except KeyboardInterrupt:
-        store.finish_campaign(campaign, "interrupted")
-        raise
-    except BaseException as exc:
-        store.finish_campaign(campaign, "failed", {"error": str(exc)})
-        raise
 
 
 def plot(result: CostResult, path: str) -> str:
