@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("perflab.cli.report", "Write an HTML or Markdown report of stored campaigns."),
     "compare": ("perflab.cli.compare", "Compare two campaigns side by side."),
     "results": ("perflab.cli.results", "List stored campaigns and their measurements."),
+    "fleet": ("perflab.cli.fleet", "Run one study on every node of a farm through Slurm, into one store."),
 }
 
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import socket
 from dataclasses import dataclass, field, fields, is_dataclass, asdict
 from datetime import datetime, timezone
@@ -18,6 +19,7 @@ from typing import Any, Iterator
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult
+from perflab.platform.host import batch_labels
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
 
 DEFAULT_PATH = "perflab.db"
@@ -151,7 +153,8 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
             display = sa.engine.make_url(value).render_as_string(hide_password=True)
         except Exception:
             raise PerflabError(
-                f"cannot parse results store URL {value!r}: use postgresql://USER[:PASS]@HOST[:PORT]/DB"
+                f"cannot parse results store URL {redact_url(value)!r}: use "
+                "postgresql://USER[:PASS]@HOST[:PORT]/DB"
             ) from None
         return value, display.replace("postgresql+psycopg://", "postgresql://"), None
     if value.startswith("sqlite:///"):
@@ -175,6 +178,11 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
     if p.is_dir():
         raise PerflabError(f"cannot open results store {p}: it is a directory; pass a file path to --db")
     return f"sqlite:///{p}", str(p), str(p)
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced by ***, for anything printed, logged or stored."""
+    return re.sub(r"(://[^:/@\s]*:)\S*@", r"\1***@", url)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -334,7 +342,13 @@ class Store:
         self, study: str, config: dict, host_id: int | None = None, parent_id: int | None = None,
         name: str = "", labels: dict | None = None,
     ) -> int:
-        """Open a campaign with status 'running'; return its id."""
+        """Open a campaign with status 'running'; return its id.
+
+        The batch labels of the environment (fleet name and slot, Slurm ids, host label) are
+        merged under ``labels``, so that every study run by a fleet task is found by its fleet
+        without each study passing them.
+        """
+        labels = {**batch_labels(), **(labels or {})}
         with self._write() as conn:
             res = conn.execute(self.t["campaigns"].insert().values(
                 study=study, name=name or "", status="running", config=_jsonable(config or {}),

@@ -1,0 +1,135 @@
+"""Per host of a fleet: the study's headline, and the sample its slow-node test compares.
+
+The compared quantity is higher-is-better throughput: a ``*_per_s`` metric the workload prints
+(events/s), else runs per second (1 / wall time). For ``instances`` it is the aggregate
+throughput at the host's optimum copy count, one value per repetition; for ``run`` and ``cores``
+every successful run of the first command (``run``) or of every CPU (``cores``) is one value.
+Measurements are read in one query for the whole fleet, so a report on thousands of hosts reads
+the store once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class HostData:
+    """What the report needs of one host's campaign."""
+
+    values: list[float] = field(default_factory=list)  # higher is better
+    headline: dict[str, Any] = field(default_factory=dict)
+
+
+def _ci(xs: list[float]) -> dict | None:
+    from perflab.stats import bootstrap_median_ci
+
+    if len(xs) < 2:
+        return None
+    lo, hi = bootstrap_median_ci(xs, confidence=0.95, n_boot=1000)
+    return {"low": lo, "high": hi, "level": 0.95}
+
+
+def _instances(summary: dict) -> HostData:
+    scans = summary.get("scans") or []
+    if not scans:
+        return HostData(headline={"note": "no scan in the campaign's summary"})
+    best = max(scans, key=lambda s: s.get("optimum_throughput") or 0.0)
+    point = next((p for p in best.get("points", []) if p.get("n") == best.get("optimum_n")), {})
+    samples = [float(x) for x in point.get("samples") or [] if x is not None]
+    return HostData(samples, {
+        "quantity": f"throughput ({summary.get('unit', '')}) at the optimum".replace(" ()", ""),
+        "optimum_n": best.get("optimum_n"), "policy": best.get("policy"),
+        "throughput": best.get("optimum_throughput"), "ci": _ci(samples), "n": len(samples),
+    })
+
+
+def metric_name(store, campaign_ids: list[int]) -> str | None:
+    """The throughput metric the fleet's runs print (a *_per_s name), if any."""
+    sa = store._sa
+    m = store.t["measurements"]
+    with store.engine.connect() as conn:
+        row = conn.execute(sa.select(m.c.metrics).where(m.c.campaign_id.in_(campaign_ids[:50]))
+                           .where(m.c.exit_code == 0).limit(1)).first()
+    metrics = (row.metrics or {}) if row is not None else {}
+    return next((k for k in sorted(metrics) if k.endswith("_per_s")), None)
+
+
+def _runs(store, campaigns: list, metric: str | None) -> dict[int, tuple[list[str], list[float]]]:
+    """campaign id -> (labels, values) of its successful runs, in one query."""
+    sa = store._sa
+    m = store.t["measurements"]
+    value = m.c.metrics[metric].as_float() if metric else m.c.wall_ns
+    ok = sa.and_(m.c.exit_code == 0, m.c.signal.is_(None), m.c.timed_out.is_(False), m.c.failure.is_(None))
+    query = (sa.select(m.c.campaign_id, m.c.label, value).where(m.c.campaign_id.in_([c.id for c in campaigns]))
+             .where(ok).order_by(m.c.campaign_id, m.c.id))
+    out: dict[int, tuple[list[str], list[float]]] = {}
+    with store.engine.connect() as conn:
+        for cid, label, v in conn.execute(query):
+            if v is None:
+                continue
+            labels, values = out.setdefault(cid, ([], []))
+            labels.append(label)
+            # Wall time becomes runs per second, so that every quantity is higher-is-better.
+            values.append(float(v) if metric else 1e9 / float(v) if v else float("nan"))
+    return out
+
+
+def host_data(store, campaigns: list) -> dict[int, HostData]:
+    """campaign id -> HostData for a fleet's done campaigns (all of one study)."""
+    from perflab.stats import median
+
+    if not campaigns:
+        return {}
+    study = campaigns[0].study
+    if study == "instances":
+        return {c.id: _instances(c.summary or {}) for c in campaigns}
+    metric = metric_name(store, [c.id for c in campaigns])
+    runs = _runs(store, campaigns, metric)
+    quantity = metric or "runs_per_s (1 / wall time)"
+    out = {}
+    for c in campaigns:
+        labels, values = runs.get(c.id, ([], []))
+        if study == "run" and labels:
+            first = labels[0]
+            values = [v for lab, v in zip(labels, values) if lab == first]
+        values = [v for v in values if v == v]
+        head: dict[str, Any] = {"quantity": quantity, "median": median(values) if values else None,
+                                "ci": _ci(values), "n": len(values)}
+        if study == "run":
+            benches = (c.summary or {}).get("benchmarks") or []
+            if benches:
+                head["command"] = benches[0].get("command")
+        if study == "cores":
+            slow = (c.summary or {}).get("slow") or []
+            head["slow_cores"] = [{"core": s.get("core"), "cpus": s.get("cpus"), "ratio": s.get("ratio")}
+                                  for s in slow]
+        out[c.id] = HostData(values, head)
+    return out
+
+
+def platform_of(host: dict | None) -> dict[str, Any]:
+    """The platform a host belongs to: CPU model, sockets, cores, memory, kernel."""
+    meta = (host or {}).get("metadata") or {}
+    topo = (host or {}).get("topology") or {}
+    kernel = meta.get("kernel")
+    if isinstance(kernel, dict):
+        kernel = kernel.get("release")
+    mem = meta.get("mem_total_bytes")
+    return {
+        "cpu_model": meta.get("cpu_model") or "unknown CPU",
+        "sockets": len(topo.get("sockets") or ()) or None,
+        "cores": len(topo.get("cores") or ()) or meta.get("logical_cpus_in_cpuinfo"),
+        # Rounded: two nodes of one platform differ by a few MiB of reserved memory.
+        "memory_gib": round(mem / 2**30) if isinstance(mem, (int, float)) else None,
+        "kernel": kernel,
+    }
+
+
+def platform_key(p: dict[str, Any]) -> str:
+    sockets = f"{p['sockets']}S/" if p.get("sockets") else ""
+    cores = f"{p['cores']}C" if p.get("cores") else "?C"
+    mem = f", {p['memory_gib']} GiB" if p.get("memory_gib") is not None else ""
+    kernel = f", kernel {p['kernel']}" if p.get("kernel") else ""
+    return f"{p['cpu_model']}, {sockets}{cores}{mem}{kernel}"
