@@ -212,11 +212,21 @@ def open_store(url_or_path: str | None = None) -> "Store":
             cur = dbapi_conn.cursor()
             # WAL: readers (perflab report) never block the writer; FULL sync: a committed
             # measurement survives a power cut, not just a crash.
+            cur.execute("PRAGMA busy_timeout=30000")
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
+            # We issue BEGIN ourselves (below), not the sqlite3 module, which begins late.
+            dbapi_conn.isolation_level = None
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            # A write takes the lock up front (BEGIN IMMEDIATE): its reads and writes see one
+            # state, so two processes recording the same host cannot both decide to insert it,
+            # and the busy timeout applies instead of an immediate "database is locked".
+            write = conn.get_execution_options().get("perflab_write")
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
     try:
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
@@ -272,7 +282,7 @@ class Store:
 
         vt = version_table(sa)
         try:
-            with self.engine.begin() as conn:
+            with self.engine.execution_options(perflab_write=True).begin() as conn:
                 if self.dialect == "postgresql":
                     # Two perflab processes opening a fresh database must not both migrate it.
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(742114)"))
@@ -314,17 +324,25 @@ class Store:
         fingerprint = hashlib.sha256(
             dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()
         ).hexdigest()
-        with self._write() as conn:
-            row = conn.execute(sa.select(hosts.c.id).where(hosts.c.fingerprint == fingerprint)).first()
-            if row is not None:
-                # Keep the latest look (load, steal) while the identity stays the same.
-                conn.execute(hosts.update().where(hosts.c.id == row.id).values(metadata=metadata))
-                return int(row.id)
-            res = conn.execute(hosts.insert().values(
-                hostname=hostname, fingerprint=fingerprint, metadata=metadata, topology=topology,
-                created=_now(),
-            ))
-            return int(res.inserted_primary_key[0])
+        for attempt in range(2):
+            try:
+                with self._write() as conn:
+                    row = conn.execute(sa.select(hosts.c.id).where(hosts.c.fingerprint == fingerprint)).first()
+                    if row is not None:
+                        # Keep the latest look (load, steal) while the identity stays the same.
+                        conn.execute(hosts.update().where(hosts.c.id == row.id).values(metadata=metadata))
+                        return int(row.id)
+                    res = conn.execute(hosts.insert().values(
+                        hostname=hostname, fingerprint=fingerprint, metadata=metadata, topology=topology,
+                        created=_now(),
+                    ))
+                    return int(res.inserted_primary_key[0])
+            except sa.exc.IntegrityError:
+                # Another process (a fleet's node sharing this store) recorded the same machine
+                # between our look and our insert: the second look finds its row.
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def host(self, host_id: int) -> dict:
         sa = self._sa
@@ -512,7 +530,7 @@ class _Tx:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.cm = store.engine.begin()
+        self.cm = store.engine.execution_options(perflab_write=True).begin()
 
     def __enter__(self) -> Any:
         try:
