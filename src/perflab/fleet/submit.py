@@ -43,7 +43,7 @@ def split_password(url: str) -> tuple[str, str | None]:
     """(URL without its password, the password or None): the script gets only the first."""
     if "://" not in url:
         return url, None
-    from sqlalchemy.engine import make_url
+    from sqlalchemy.engine import URL, make_url
 
     try:
         u = make_url(url)
@@ -51,7 +51,10 @@ def split_password(url: str) -> tuple[str, str | None]:
         raise PerflabError(f"cannot parse the store URL {redact_url(url)!r}; use postgresql://USER@HOST/DB") from None
     if u.password is None:
         return url, None
-    return u.set(password=None).render_as_string(hide_password=False), str(u.password)
+    # URL.set(password=None) keeps the password (None means "unchanged"): build it anew.
+    bare = URL.create(u.drivername, username=u.username, host=u.host, port=u.port, database=u.database,
+                      query=u.query)
+    return bare.render_as_string(hide_password=False), str(u.password)
 
 
 def check_study(argv: tuple[str, ...]) -> None:
