@@ -63,6 +63,15 @@ def _median_ci_positions(n: int, confidence: float) -> tuple[int, int, float]:
     return l, n - 1 - l, 1.0 - 2.0 * float(binom.cdf(l, n, 0.5))
 
 
+def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Distribution-free CI of the median from order statistics: (low, high, real coverage)."""
+    import numpy as np
+
+    arr = np.sort(np.asarray(xs, dtype=float))
+    l, u, cover = _median_ci_positions(arr.size, confidence)
+    return float(arr[l]), float(arr[u]), cover
+
+
 def _kth_excluding(pool_sorted, excluded_positions, k: int) -> float:
     """The k-th smallest (0-based) value of the sorted pool without the given sorted positions."""
     import numpy as np
