@@ -207,3 +207,32 @@ def test_collect_is_idempotent(tmp_path, postgres_url):
         assert len(camps) == 3 and {c.status for c in camps} == {"done"}
         assert sorted(c.n_measurements for c in camps) == [5, 5, 6]
         assert len({c.host_id for c in camps}) == 3
+
+
+def test_cost_takes_a_fleets_platform_throughput(tmp_path):
+    from perflab.studies.cost import load_platforms, run_cost
+
+    rng = np.random.default_rng(2)
+    db = str(tmp_path / "c.db")
+    with open_store(db) as store:
+        state.create(store, "farm", {"study": "run", "slots": [str(i) for i in range(8)],
+                                     "log_dir": str(tmp_path), "job_name": "j", "shards": False})
+        for slot in range(8):
+            cpu = "EPYC 7742" if slot < 4 else "Xeon 6248"
+            _task(store, "farm", slot, f"n{slot}", cpu, (2000 if slot < 4 else 1000) * (1 + 0.01 * rng.standard_normal(9)))
+    toml = tmp_path / "p.toml"
+    toml.write_text(
+        "[requirement]\ntarget_events_per_s = 100000\npower_envelope_kw = 100\n"
+        "[[platform]]\nname = 'rome'\nsockets = 2\ntdp_w = 225\nthroughput_from_fleet = 'farm'\n"
+        "fleet_platform = 'epyc'\nprices = { board = 500, cpu = 4000 }\n"
+        "[[platform]]\nname = 'cascade'\nsockets = 2\ntdp_w = 150\nthroughput_from_fleet = 'farm'\n"
+        "fleet_platform = 'xeon'\nprices = { board = 500, cpu = 3000 }\n")
+    with open_store(db) as store:
+        res = run_cost(load_platforms(str(toml)), store)
+    by = {c.name: c for c in res.platforms}
+    assert by["rome"].throughput_per_node == pytest.approx(2000, rel=0.02)
+    assert by["cascade"].throughput_per_node == pytest.approx(1000, rel=0.02)
+    assert "fleet farm: median of 4 hosts (EPYC 7742" in by["rome"].throughput_source
+    toml.write_text(toml.read_text().replace("fleet_platform = 'xeon'\n", ""))
+    with open_store(db) as store, pytest.raises(Exception, match="2 platform.s. measured; give fleet_platform"):
+        run_cost(load_platforms(str(toml)), store)

@@ -8,22 +8,23 @@ from pathlib import Path
 
 import click
 
+from perflab.cli import cli
 from perflab.cli.common import store_option
 from perflab.errors import PerflabError
 from perflab.fleet import state
+from perflab.fleet.collect import collect as do_collect
+from perflab.fleet.render import report_html, report_terminal, status_table
+from perflab.fleet.report import build
+from perflab.fleet.submit import FleetRequest, resubmit as do_resubmit, submit as do_submit
 from perflab.fleet.submitter import Placement, submitter
+from perflab.store import dumps, open_store
+from perflab.store.db import redact_url
 
 
 def _console():
     from rich.console import Console
 
     return Console(highlight=False)
-
-
-def _open(db_url: str | None):
-    from perflab.store import open_store
-
-    return open_store(db_url)
 
 
 def _write(path: str, text: str) -> None:
@@ -34,6 +35,18 @@ def _write(path: str, text: str) -> None:
         Path(path).write_text(text)
     except OSError as exc:
         raise PerflabError(f"cannot write {path}: {exc.strerror}; choose another path") from None
+
+
+def _check_study(argv: tuple[str, ...]) -> None:
+    """The study's command line parses (types, ranges, choices); nothing is run."""
+    study, args = argv[0], list(argv[1:])
+    ctx = click.Context(cli)
+    try:
+        cli.get_command(ctx, study).make_context(study, args, parent=ctx)
+    except click.exceptions.Exit:
+        raise PerflabError(f"the study options print help instead of running: {' '.join(args)}") from None
+    except click.ClickException as exc:
+        raise PerflabError(f"the {study} study rejects its options: {exc.format_message()}") from None
 
 
 @click.group(name="fleet")
@@ -66,8 +79,6 @@ def command() -> None:
 def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusive, shards, python, bundle,
            log_dir, host_label, db_url, study_argv) -> None:
     """Submit STUDY (after --) to every node: perflab fleet submit NAME --nodes N -- STUDY [OPTIONS]."""
-    from perflab.fleet.submit import FleetRequest, submit as do_submit
-    from perflab.store.db import redact_url
 
     console = _console()
     argv = tuple(study_argv)
@@ -76,8 +87,8 @@ def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusiv
                           time=time_limit, exclusive=not no_exclusive)
     req = FleetRequest(name=name, study_argv=argv, placement=placement, db=db_url or "", shards=shards,
                        python=python, log_dir=log_dir, host_label=host_label, bundle=bundle)
-    with _open(db_url) as store:
-        fleet = do_submit(req, store, submitter())
+    with open_store(db_url) as store:
+        fleet = do_submit(req, store, submitter(), _check_study)
         if no_exclusive:
             console.print("warning: --no-exclusive: another job may run on a node while it is measured; "
                           "compare such hosts with care", style="yellow")
@@ -94,14 +105,12 @@ def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusiv
 @click.option("--json", "json_path", metavar="PATH", help="Also write the slots as JSON ('-' for stdout).")
 def status(name, db_url, json_path) -> None:
     """Per slot: pending, running, done or failed (Slurm's queue, the store, the task's log)."""
-    with _open(db_url) as store:
+    with open_store(db_url) as store:
         fleet = state.load(store, name)
         slots = state.slot_states(store, fleet, submitter(fleet.config.get("submitter", "slurm")))
     if json_path:
         _write(json_path, json.dumps([s.__dict__ for s in slots], indent=2) + "\n")
     if json_path != "-":
-        from perflab.fleet.render import status_table
-
         status_table(name, slots, _console())
 
 
@@ -111,9 +120,8 @@ def status(name, db_url, json_path) -> None:
 @store_option
 def resubmit(name, missing, db_url) -> None:
     """Submit again the slots that failed (queued and running ones are left alone)."""
-    from perflab.fleet.submit import resubmit as do_resubmit
 
-    with _open(db_url) as store:
+    with open_store(db_url) as store:
         fleet = state.load(store, name)
         jobs = do_resubmit(store, fleet, submitter(fleet.config.get("submitter", "slurm")), db_url or "")
     if not jobs:
@@ -128,9 +136,8 @@ def resubmit(name, missing, db_url) -> None:
 @store_option
 def collect(name, shard_dir, db_url) -> None:
     """Merge the fleet's per-node SQLite shards into one store (collecting twice adds nothing)."""
-    from perflab.fleet.collect import collect as do_collect
 
-    with _open(db_url) as store:
+    with open_store(db_url) as store:
         res = do_collect(name, Path(shard_dir), store)
         console = _console()
         console.print(f"fleet {name}: {res.shards} shard(s) read; {res.copied} campaign(s) copied, "
@@ -151,11 +158,8 @@ def collect(name, shard_dir, db_url) -> None:
               help="A slow host is at least this much below its peers' median.")
 def report(name, db_url, json_path, html_path, alpha, min_effect) -> None:
     """Hosts by platform, each platform's throughput, slow nodes, failed and missing nodes."""
-    from perflab.fleet.render import report_html, report_terminal
-    from perflab.fleet.report import build
-    from perflab.store import dumps
 
-    with _open(db_url) as store:
+    with open_store(db_url) as store:
         fleet = state.load(store, name)
         rep = build(store, fleet, submitter(fleet.config.get("submitter", "slurm")), alpha, min_effect)
     if json_path:

@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from perflab.stats import median
+from perflab.stats.peers import median_ci
+
 
 @dataclass
 class HostData:
@@ -24,8 +27,6 @@ class HostData:
 
 def _ci(xs: list[float]) -> dict | None:
     """The median's order-statistic interval (cheap for thousands of hosts), with its real level."""
-    from perflab.stats.peers import median_ci
-
     if len(xs) < 2:
         return None
     lo, hi, level = median_ci(xs, 0.95)
@@ -79,8 +80,6 @@ def _runs(store, campaigns: list, metric: str | None) -> dict[int, tuple[list[st
 
 def host_data(store, campaigns: list) -> dict[int, HostData]:
     """campaign id -> HostData for a fleet's done campaigns (all of one study)."""
-    from perflab.stats import median
-
     if not campaigns:
         return {}
     study = campaigns[0].study

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from perflab.errors import PerflabError
 from perflab.fleet import state
 from perflab.fleet.headline import host_data, platform_key, platform_of
+from perflab.stats import bootstrap_median_ci
 from perflab.stats.peers import slow_members
 
 
@@ -27,8 +29,6 @@ def _hosts(store) -> dict[int, dict]:
 
 def _spread(values: list[float]) -> dict[str, Any]:
     import numpy as np
-
-    from perflab.stats import bootstrap_median_ci
 
     arr = np.asarray(values, dtype=float)
     lo, hi = bootstrap_median_ci(arr, n_boot=1000) if arr.size >= 2 else (float(arr[0]),) * 2
@@ -106,6 +106,19 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             "slow_hosts": slow, "missing": missing}
 
 
-def platform_throughput(report: dict[str, Any]) -> dict[str, float]:
-    """Platform -> median host throughput: what `perflab cost` takes as measured throughput."""
-    return {p["platform"]: p["median"] for p in report["platforms"] if p.get("median") is not None}
+def platform_throughput(store, name: str, match: str | None = None) -> tuple[float, str, int]:
+    """(median host throughput, platform, hosts) of a fleet's platform: `perflab cost`'s input.
+
+    ``match`` picks the platform by a case-insensitive part of its description (CPU model) when
+    the fleet spans several.
+    """
+    rep = build(store, state.load(store, name), None)
+    plats = [p for p in rep["platforms"] if p.get("median") is not None]
+    if match:
+        plats = [p for p in plats if match.lower() in p["platform"].lower()]
+    if len(plats) != 1:
+        known = "; ".join(p["platform"] for p in rep["platforms"]) or "none with finished hosts"
+        what = f"match {match!r}" if match else "measured; give fleet_platform to pick one"
+        raise PerflabError(f"fleet {name}: {len(plats)} platform(s) {what}; its platforms: {known}")
+    p = plats[0]
+    return float(p["median"]), p["platform"], int(p["n_hosts"])

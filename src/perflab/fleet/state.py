@@ -123,17 +123,21 @@ def log_line(path: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def slot_states(store, fleet: Fleet, submitter: Submitter, hosts: dict[int, dict] | None = None) -> list[SlotStatus]:
-    """Every slot's state from the store (a done campaign is done) and the batch system."""
+def slot_states(store, fleet: Fleet, submitter: Submitter | None,
+                hosts: dict[int, dict] | None = None) -> list[SlotStatus]:
+    """Every slot's state from the store (a done campaign is done) and the batch system.
+
+    Without a submitter (perflab cost reading a fleet's figures) only the store is asked.
+    """
     hosts = hosts if hosts is not None else {}
     camps = task_campaigns(store, fleet)
-    batch: dict[str, SlotState] = submitter.status(fleet.jobs) if fleet.jobs else {}
+    batch: dict[str, SlotState] = submitter.status(fleet.jobs) if submitter and fleet.jobs else {}
     out = []
     for slot in fleet.slots:
         job = fleet.jobs.get(slot)
         mine = camps.get(slot, [])
         done = [c for c in mine if c.status == "done"]
-        log = submitter.log_path(fleet.log_dir, fleet.config["job_name"], job) if job else None
+        log = submitter.log_path(fleet.log_dir, fleet.config["job_name"], job) if job and submitter else None
         st = SlotStatus(slot, "failed", job, log=str(log) if log else None)
         b = batch.get(slot)
         if done:

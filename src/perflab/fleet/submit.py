@@ -12,6 +12,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 from perflab.errors import PerflabError
 from perflab.fleet import state
@@ -57,43 +58,32 @@ def split_password(url: str) -> tuple[str, str | None]:
     return bare.render_as_string(hide_password=False), str(u.password)
 
 
-def check_study(argv: tuple[str, ...]) -> None:
-    """The study exists, runs on a node, and its command line parses (nothing is run)."""
-    import click
-
-    from perflab.cli import cli
-
-    if not argv:
-        raise PerflabError("no study to run: write it after --, e.g. perflab fleet submit NAME --nodes 4 -- run -w minihlt")
-    study, args = argv[0], list(argv[1:])
-    if study not in STUDIES:
-        raise PerflabError(f"{study!r} is not a study a fleet can run; choose one of {', '.join(STUDIES)}")
-    if any(a == "--db" or a.startswith("--db=") for a in args[: args.index("--") if "--" in args else None]):
-        raise PerflabError("give --db to 'perflab fleet submit', not to the study: every task writes to the fleet's store")
-    ctx = click.Context(cli)
-    cmd = cli.get_command(ctx, study)
-    try:
-        cmd.make_context(study, list(args), parent=ctx)
-    except click.exceptions.Exit:
-        raise PerflabError(f"the study options print help instead of running: {' '.join(args)}") from None
-    except click.ClickException as exc:
-        raise PerflabError(f"the {study} study rejects its options: {exc.format_message()}") from None
-
-
 def _spec(req: FleetRequest, task_db: str, workdir: str) -> TaskSpec:
     return TaskSpec(fleet=req.name, study=req.study_argv[0], study_args=req.study_argv[1:], db=task_db,
                     python=req.python, workdir=workdir, shards=req.shards is not None,
                     host_label=req.host_label, bundle=req.bundle)
 
 
-def submit(req: FleetRequest, store, submitter: Submitter) -> state.Fleet:
-    """Check, write the script, submit one task per slot, record the fleet; returns it."""
+def submit(req: FleetRequest, store, submitter: Submitter,
+           check_study: Callable[[tuple[str, ...]], None] | None = None) -> state.Fleet:
+    """Check, write the script, submit one task per slot, record the fleet; returns it.
+
+    ``check_study`` (the CLI's) parses the study's own options without running anything.
+    """
     if not _NAME.fullmatch(req.name):
         raise PerflabError(f"fleet name {req.name!r} must be letters, digits, '.', '_' or '-' (at most 64)")
     pl = req.placement
     if bool(pl.nodes) == bool(pl.nodelist):
         raise PerflabError("give either --nodes N or --nodelist LIST (one task per node)")
-    check_study(req.study_argv)
+    if not req.study_argv:
+        raise PerflabError("no study to run: write it after --, e.g. perflab fleet submit NAME --nodes 4 -- run -w minihlt")
+    if req.study_argv[0] not in STUDIES:
+        raise PerflabError(f"{req.study_argv[0]!r} is not a study a fleet can run; choose one of {', '.join(STUDIES)}")
+    args = list(req.study_argv[1:])
+    if any(a == "--db" or a.startswith("--db=") for a in args[: args.index("--") if "--" in args else None]):
+        raise PerflabError("give --db to 'perflab fleet submit', not to the study: every task writes to the fleet's store")
+    if check_study is not None:
+        check_study(req.study_argv)
     if req.bundle and not Path(req.bundle).is_file():
         raise PerflabError(f"no bundle {req.bundle}; make one with 'perflab bundle -o FILE' (fix --bundle)")
     submitter.check(pl)

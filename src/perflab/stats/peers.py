@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from perflab.stats.compare import holm, mann_whitney
+
 # Below this many values in a group the exact test of scipy is affordable and more accurate.
 _EXACT_LIMIT = 5000
 
@@ -100,8 +102,6 @@ def slow_members(
     """Test every member of every group against its peers; Holm over all members tested."""
     import numpy as np
     from scipy.stats import norm, rankdata
-
-    from perflab.stats.compare import holm, mann_whitney
 
     if not 0.0 < alpha < 1.0 or not 0.0 < confidence < 1.0 or not 0.0 <= min_effect < 1.0:
         raise ValueError("alpha and confidence must lie in (0, 1), min_effect in [0, 1)")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
+from perflab.fleet.report import platform_throughput
 
 POWER_FACTOR = 1.6  # seed 004: node power ~ 1.6 x TDP x sockets
 PRICE_KEYS = ("board", "memory", "psu", "cpu", "chassis", "other")
@@ -29,6 +30,8 @@ class Platform:
     prices: dict[str, float]  # cpu is per socket; the rest per node
     throughput_per_node: float | None = None  # events/s of one node
     throughput_from_campaign: int | None = None  # an `instances` campaign's optimum_throughput
+    throughput_from_fleet: str | None = None  # a fleet's median host throughput on this platform
+    fleet_platform: str | None = None  # which of the fleet's platforms (part of its CPU model)
     measured_power_w: float | None = None  # one node under full load
     note: str = ""
 
@@ -137,7 +140,10 @@ def load_platforms(path: str) -> CostConfig:
         for k in prices:
             _num(prices, k, where + " prices", positive=False)
         campaign = p.get("throughput_from_campaign")
-        given = _num(p, "throughput_per_node", where, required=campaign is None)
+        fleet = p.get("throughput_from_fleet")
+        if fleet is not None and not isinstance(fleet, str):
+            raise PerflabError(f"{where}: throughput_from_fleet must be a fleet name (a string)")
+        given = _num(p, "throughput_per_node", where, required=campaign is None and fleet is None)
         if campaign is not None and (isinstance(campaign, bool) or not isinstance(campaign, int)):
             raise PerflabError(f"{where}: throughput_from_campaign must be a campaign id (an integer)")
         sockets = _num(p, "sockets", where)
@@ -146,7 +152,8 @@ def load_platforms(path: str) -> CostConfig:
         platforms.append(Platform(
             name=name, sockets=int(sockets), tdp_w=_num(p, "tdp_w", where),  # type: ignore[arg-type]
             prices={k: float(v) for k, v in prices.items()}, throughput_per_node=given,
-            throughput_from_campaign=campaign,
+            throughput_from_campaign=campaign, throughput_from_fleet=fleet,
+            fleet_platform=str(p["fleet_platform"]) if "fleet_platform" in p else None,
             measured_power_w=_num(p, "measured_power_w", where, required=False),
             note=str(p.get("note", "")),
         ))
@@ -222,6 +229,9 @@ def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
             if p.throughput_from_campaign is not None:
                 thr = _campaign_throughput(store, p.throughput_from_campaign, p.name)
                 src = f"campaign {p.throughput_from_campaign}"
+            elif p.throughput_from_fleet is not None:
+                thr, plat, n = platform_throughput(store, p.throughput_from_fleet, p.fleet_platform)
+                src = f"fleet {p.throughput_from_fleet}: median of {n} hosts ({plat})"
             else:
                 thr, src = float(p.throughput_per_node), "given"  # type: ignore[arg-type]
             costs.append(platform_cost(p, req, thr, src))
