@@ -161,9 +161,9 @@ def _task(store, fleet: str, slot: int, host: str, cpu: str, rates, status: str 
     return cid
 
 
-def test_report_shape_platforms_slow_and_missing(tmp_path):
+def test_report_shape_platforms_slow_and_missing(tmp_path, store_url):
     rng = np.random.default_rng(11)
-    with open_store(str(tmp_path / "r.db")) as store:
+    with open_store(store_url) as store:
         fleet = state.create(store, "farm", {"study": "run", "slots": [str(i) for i in range(13)],
                                              "log_dir": str(tmp_path), "job_name": "j", "shards": False})
         for slot in range(12):

@@ -43,8 +43,9 @@ def _spread(values: list[float]) -> dict[str, Any]:
 def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect: float = 0.03) -> dict[str, Any]:
     """The report as the JSON shape of `fleet report --json`."""
     hosts_rows = _hosts(store)
-    slots = state.slot_states(store, fleet, submitter, hosts_rows)
-    campaigns = {c.id: c for cs in state.task_campaigns(store, fleet).values() for c in cs}
+    by_slot = state.task_campaigns(store, fleet)
+    slots = state.slot_states(store, fleet, submitter, hosts_rows, by_slot)
+    campaigns = {c.id: c for cs in by_slot.values() for c in cs}
     done = [campaigns[s.campaign_id] for s in slots if s.state == "done" and s.campaign_id in campaigns]
     data = host_data(store, done)
     hosts, missing = [], []

@@ -123,14 +123,14 @@ def log_line(path: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def slot_states(store, fleet: Fleet, submitter: Submitter | None,
-                hosts: dict[int, dict] | None = None) -> list[SlotStatus]:
+def slot_states(store, fleet: Fleet, submitter: Submitter | None, hosts: dict[int, dict] | None = None,
+                camps: dict[str, list] | None = None) -> list[SlotStatus]:
     """Every slot's state from the store (a done campaign is done) and the batch system.
 
     Without a submitter (perflab cost reading a fleet's figures) only the store is asked.
     """
     hosts = hosts if hosts is not None else {}
-    camps = task_campaigns(store, fleet)
+    camps = camps if camps is not None else task_campaigns(store, fleet)
     batch: dict[str, SlotState] = submitter.status(fleet.jobs) if submitter and fleet.jobs else {}
     out = []
     for slot in fleet.slots:

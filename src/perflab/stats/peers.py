@@ -18,6 +18,8 @@ is slow when its corrected p < alpha, the interval lies below 1 and the ratio is
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -45,24 +47,29 @@ class PeerTest:
     slow: bool = False
 
 
+@functools.lru_cache(maxsize=4096)  # a fleet has few distinct sample sizes
 def _median_ci_positions(n: int, confidence: float) -> tuple[int, int, float]:
     """0-based order statistics (l, n-1-l) bracketing the median, and their coverage.
 
     [x_(l), x_(n-1-l)] covers the median with probability 1 - 2 P(Binom(n, 1/2) <= l); l is the
     largest with coverage >= confidence. With too few values (min, max) is returned with its
-    lower, real coverage.
+    lower, real coverage. The binomial CDF is summed in log space with numpy (O(n)), which
+    keeps scipy's slow import out of a report on a large fleet.
     """
-    from scipy.stats import binom
+    import numpy as np
 
     if n < 2:
         return 0, max(n - 1, 0), 0.0
     tail = (1.0 - confidence) / 2.0
-    l = int(binom.ppf(tail, n, 0.5))  # smallest l with P(B <= l) >= tail
-    if binom.cdf(l, n, 0.5) > tail:
-        l -= 1
-    if l < 0:
+    k = np.arange(n // 2 + 1, dtype=float)
+    # log C(n, k) by the recurrence C(n, k+1) = C(n, k) (n - k) / (k + 1).
+    log_c = np.concatenate([[0.0], np.cumsum(np.log(n - k[:-1]) - np.log(k[:-1] + 1))])
+    cdf = np.cumsum(np.exp(log_c - n * math.log(2.0)))
+    below = np.flatnonzero(cdf <= tail)
+    if below.size == 0:
         return 0, n - 1, 1.0 - 2.0 * 0.5 ** n
-    return l, n - 1 - l, 1.0 - 2.0 * float(binom.cdf(l, n, 0.5))
+    l = int(below[-1])
+    return l, n - 1 - l, 1.0 - 2.0 * float(cdf[l])
 
 
 def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
@@ -101,7 +108,6 @@ def slow_members(
 ) -> list[PeerTest]:
     """Test every member of every group against its peers; Holm over all members tested."""
     import numpy as np
-    from scipy.stats import norm, rankdata
 
     if not 0.0 < alpha < 1.0 or not 0.0 < confidence < 1.0 or not 0.0 <= min_effect < 1.0:
         raise ValueError("alpha and confidence must lie in (0, 1), min_effect in [0, 1)")
@@ -120,10 +126,13 @@ def slow_members(
         positions[order] = np.arange(pool.size)
         big = pool.size > _EXACT_LIMIT
         if big:
-            ranks = rankdata(pool)
+            # Average ranks of ties (scipy.stats.rankdata's 'average'), from the one sort.
+            first = np.r_[True, pool_sorted[1:] != pool_sorted[:-1]]
+            starts = np.flatnonzero(first)
+            counts = np.diff(np.r_[starts, pool.size]).astype(float)
+            ranks = (starts + (counts + 1.0) / 2.0)[np.cumsum(first) - 1][positions]
             rank_sums = np.bincount(owner, weights=ranks, minlength=len(names))
-            _, counts = np.unique(pool_sorted, return_counts=True)
-            ties = float(np.sum(counts.astype(float) ** 3 - counts))
+            ties = float(np.sum(counts ** 3 - counts))
         for i, (name, xs) in enumerate(zip(names, arrays)):
             xs_sorted = np.sort(xs)
             n, n_p = xs.size, pool.size - xs.size
@@ -139,7 +148,8 @@ def slow_members(
                 total = n + n_p
                 sigma = np.sqrt(n * n_p / 12.0 * ((total + 1) - ties / (total * (total - 1))))
                 z = (abs(u - n * n_p / 2.0) - 0.5) / sigma if sigma > 0 else 0.0
-                p = min(1.0, 2.0 * float(norm.sf(max(z, 0.0)))) if sigma > 0 else 1.0
+                # Two-sided: 2 * sf(z) = erfc(z / sqrt 2).
+                p = min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0))) if sigma > 0 else 1.0
             else:
                 p = mann_whitney(xs, np.concatenate([a for j, a in enumerate(arrays) if j != i]))[1]
             ratio = med / med_p if med_p > 0 else None
