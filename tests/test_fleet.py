@@ -195,3 +195,14 @@ def test_slurm_status_of_unknown_job_is_unknown(slurm, tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_CONF", slurm)
     st = Slurm().status({"0": "999999_0"})
     assert st["0"].state == "unknown"
+
+
+def test_submit_without_db_uses_the_default_store(slurm, tmp_path):
+    """No --db: the tasks write to ./perflab.db of the submitting directory, by its full path."""
+    env = _env(slurm, tmp_path)
+    perflab(["fleet", "submit", "plain", "--nodes", "1", "--", "run", "--runs", "2", "--", "true"], env, tmp_path)
+    script = (tmp_path / "perflab-fleet" / "plain" / "plain.sbatch").read_text()
+    assert f"db={tmp_path / 'perflab.db'}\n" in script
+    _wait_idle(env)
+    st = _status("plain", str(tmp_path / "perflab.db"), env, tmp_path)
+    assert st["0"]["state"] == "done", st

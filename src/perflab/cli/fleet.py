@@ -91,12 +91,13 @@ def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusiv
         fleet = do_submit(req, store, submitter(), _check_study)
         if no_exclusive:
             console.print("warning: --no-exclusive: another job may run on a node while it is measured; "
-                          "compare such hosts with care", style="yellow")
+                          "compare such hosts with care", style="yellow", soft_wrap=True)
         jobs = sorted(set(j.split("_")[0] for j in fleet.jobs.values()))
         console.print(f"fleet {name}: submitted {len(fleet.jobs)} task(s) of '{' '.join(argv)}' as Slurm "
                       f"job(s) {', '.join(jobs)}; results to {redact_url(fleet.config['db'])}; "
-                      f"script and logs in {fleet.config['log_dir']}")
-        console.print(f"next: perflab fleet status {name} --db {store.display}")
+                      f"script and logs in {fleet.config['log_dir']}", soft_wrap=True)
+        again = "URL" if "***" in store.display else store.display
+        console.print(f"next: perflab fleet status {name} --db {again}", soft_wrap=True)
 
 
 @command.command()
@@ -142,7 +143,7 @@ def collect(name, shard_dir, db_url) -> None:
         console = _console()
         console.print(f"fleet {name}: {res.shards} shard(s) read; {res.copied} campaign(s) copied, "
                       f"{res.updated} updated, {res.unchanged} already there; {res.measurements} "
-                      f"measurement(s) written to {store.display}")
+                      f"measurement(s) written to {store.display}", soft_wrap=True)
         for s in res.skipped or []:
             console.print(f"skipped {s}", style="yellow")
 

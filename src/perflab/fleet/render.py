@@ -43,7 +43,7 @@ def status_table(name: str, slots: list, console) -> None:
     counts: dict[str, int] = {}
     for s in slots:
         counts[s.state] = counts.get(s.state, 0) + 1
-    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())), highlight=False)
+    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())), highlight=False, soft_wrap=True)
 
 
 def report_terminal(rep: dict[str, Any], console) -> None:
@@ -66,25 +66,25 @@ def report_terminal(rep: dict[str, Any], console) -> None:
             sp = plat["spread"]
             console.print(f"  spread of host medians: min {_num(sp['min'])}, p10 {_num(sp['p10'])}, "
                           f"p90 {_num(sp['p90'])}, max {_num(sp['max'])}; IQR {_num(sp['iqr_pct'], 3)}% "
-                          "of the median", highlight=False)
+                          "of the median", highlight=False, soft_wrap=True)
     if rep["slow_hosts"]:
         console.print("slow hosts:", style="bold")
         for s in rep["slow_hosts"]:
             console.print(escape(f"  {s['host']}: {s['ratio']:.3f} x its peers' throughput "
                                  f"(CI {s['ci']['low']:.3f}-{s['ci']['high']:.3f}, level >= "
-                                 f"{s['ci']['level']:.2f}); {s['evidence']}"), highlight=False)
+                                 f"{s['ci']['level']:.2f}); {s['evidence']}"), highlight=False, soft_wrap=True)
     else:
         n = sum(1 for h in rep["hosts"] if h["status"] == "done")
         console.print(f"no slow host: none of {n} hosts is significantly below its platform's peers "
                       "(this does not show that all hosts are equal, only that no difference above "
-                      "the minimum effect was found)", highlight=False)
+                      "the minimum effect was found)", highlight=False, soft_wrap=True)
     failed = [h for h in rep["hosts"] if h["status"] == "failed"]
     for h in failed:
         console.print(escape(f"failed: {h['host']} (slot {h['slot']}, job {h['job']}): {h.get('error', '')}"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
     for m in rep["missing"]:
         console.print(escape(f"missing: slot {m['slot']} ({m['status']}, job {m['job']}) {m['reason']}"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
 
 
 def report_html(rep: dict[str, Any]) -> str:

@@ -89,7 +89,9 @@ def submit(req: FleetRequest, store, submitter: Submitter,
     submitter.check(pl)
     if state.find(store, req.name) is not None:
         state.create(store, req.name, {})  # raises the one-line 'exists already' error
-    task_db, password = (str(Path(req.shards).absolute()), None) if req.shards else split_password(req.db)
+    # No --db: the default store, a SQLite file, which the tasks must find at its full path.
+    task_db, password = (str(Path(req.shards).absolute()), None) if req.shards else \
+        split_password(req.db or store.path or store.display)
     if not req.shards and "://" not in task_db:
         task_db = str(Path(task_db).absolute())
     log_dir = Path(req.log_dir or Path("perflab-fleet") / req.name).absolute()
