@@ -73,6 +73,8 @@ def report_terminal(rep: dict[str, Any], console) -> None:
             console.print(escape(f"  {s['host']}: {s['ratio']:.3f} x its peers' throughput "
                                  f"(CI {s['ci']['low']:.3f}-{s['ci']['high']:.3f}, level >= "
                                  f"{s['ci']['level']:.2f}); {s['evidence']}"), highlight=False, soft_wrap=True)
+    elif not any(h["status"] == "done" for h in rep["hosts"]):
+        console.print("no host has finished: nothing to compare yet", highlight=False, soft_wrap=True)
     else:
         n = sum(1 for h in rep["hosts"] if h["status"] == "done")
         console.print(f"no slow host: none of {n} hosts is significantly below its platform's peers "
@@ -80,7 +82,8 @@ def report_terminal(rep: dict[str, Any], console) -> None:
                       "the minimum effect was found)", highlight=False, soft_wrap=True)
     failed = [h for h in rep["hosts"] if h["status"] == "failed"]
     for h in failed:
-        console.print(escape(f"failed: {h['host']} (slot {h['slot']}, job {h['job']}): {h.get('error', '')}"),
+        where = f"slot {h['slot']}" if h["host"] == f"slot {h['slot']}" else f"{h['host']} (slot {h['slot']})"
+        console.print(escape(f"failed: {where}, job {h['job']}: {h.get('error', '')}"),
                       highlight=False, soft_wrap=True)
     for m in rep["missing"]:
         console.print(escape(f"missing: slot {m['slot']} ({m['status']}, job {m['job']}) {m['reason']}"),
