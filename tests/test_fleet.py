@@ -198,11 +198,13 @@ def test_slurm_status_of_unknown_job_is_unknown(slurm, tmp_path, monkeypatch):
 
 
 def test_submit_without_db_uses_the_default_store(slurm, tmp_path):
-    """No --db: the tasks write to ./perflab.db of the submitting directory, by its full path."""
+    """No --db: tasks write to ./perflab.db of the submitting directory; --nodelist: slot = node."""
     env = _env(slurm, tmp_path)
-    perflab(["fleet", "submit", "plain", "--nodes", "1", "--", "run", "--runs", "2", "--", "true"], env, tmp_path)
+    node = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
+    perflab(["fleet", "submit", "plain", "--nodelist", node, "--", "run", "--runs", "2", "--", "true"], env, tmp_path)
     script = (tmp_path / "perflab-fleet" / "plain" / "plain.sbatch").read_text()
     assert f"db={tmp_path / 'perflab.db'}\n" in script
     _wait_idle(env)
     st = _status("plain", str(tmp_path / "perflab.db"), env, tmp_path)
-    assert st["0"]["state"] == "done", st
+    assert st[node]["state"] == "done" and st[node]["host"] == node, st
+    assert "_" not in st[node]["job"]  # one plain job per node, not an array task
