@@ -236,3 +236,14 @@ def test_cost_takes_a_fleets_platform_throughput(tmp_path):
     toml.write_text(toml.read_text().replace("fleet_platform = 'xeon'\n", ""))
     with open_store(db) as store, pytest.raises(Exception, match="2 platform.s. measured; give fleet_platform"):
         run_cost(load_platforms(str(toml)), store)
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:s3cret@host:notaport/db", "postgresql://u:s3cret@[::1/db",
+                                 "postgresql://u:s3cret@127.0.0.1:1/db"])
+def test_store_url_password_is_never_printed(url, tmp_path):
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "perflab", "results", "--db", url], capture_output=True, text=True,
+                       cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")})
+    assert r.returncode == 2 and r.stderr.startswith("perflab: error:"), r.stderr
+    assert "s3cret" not in r.stdout + r.stderr and "u:***@" in r.stderr

@@ -153,7 +153,7 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
             display = sa.engine.make_url(value).render_as_string(hide_password=True)
         except Exception:
             raise PerflabError(
-                f"cannot parse results store URL {redact_url(value)!r}: use "
+                f"cannot parse results store URL {redact_url(value).replace('postgresql+psycopg://', 'postgresql://')!r}: use "
                 "postgresql://USER[:PASS]@HOST[:PORT]/DB"
             ) from None
         return value, display.replace("postgresql+psycopg://", "postgresql://"), None
