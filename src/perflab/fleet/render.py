@@ -107,9 +107,16 @@ def report_html(rep: dict[str, Any]) -> str:
                            f"<td>{e(_headline(h['headline']))}</td></tr>")
         out.append("</table>")
     out.append("<h2>Slow hosts</h2><ul>")
-    out += [f"<li>{e(s['host'])}: {s['ratio']:.3f} x peers; {e(s['evidence'])}</li>" for s in rep["slow_hosts"]]
+    out += [f"<li>{e(s['host'])}: {s['ratio']:.3f} x peers (CI {s['ci']['low']:.3f}-{s['ci']['high']:.3f}, "
+            f"level &ge; {s['ci']['level']:.2f}); {e(s['evidence'])}</li>" for s in rep["slow_hosts"]]
+    if not rep["slow_hosts"]:
+        out.append("<li>none: no host is significantly below its platform's peers by more than the minimum "
+                   "effect (which does not show that the hosts are equal)</li>")
     out.append("</ul><h2>Failed and missing</h2><ul>")
-    out += [f"<li>{e(h['host'])}: {e(h.get('error', ''))}</li>" for h in rep["hosts"] if h["status"] == "failed"]
+    out += [f"<li>{e(h['host'])} (slot {e(h['slot'])}): {e(h.get('error', ''))}</li>"
+            for h in rep["hosts"] if h["status"] == "failed"]
     out += [f"<li>slot {e(m['slot'])}: {e(m['status'])} {e(m['reason'])}</li>" for m in rep["missing"]]
+    if not rep["missing"] and not any(h["status"] == "failed" for h in rep["hosts"]):
+        out.append("<li>none</li>")
     out.append("</ul>")
     return "\n".join(out) + "\n"
