@@ -208,3 +208,16 @@ def test_submit_without_db_uses_the_default_store(slurm, tmp_path):
     st = _status("plain", str(tmp_path / "perflab.db"), env, tmp_path)
     assert st[node]["state"] == "done" and st[node]["host"] == node, st
     assert "_" not in st[node]["job"]  # one plain job per node, not an array task
+
+
+def test_cancel_stops_queued_and_running_tasks(slurm, tmp_path):
+    env = _env(slurm, tmp_path)
+    db = str(tmp_path / "c.db")
+    perflab(["fleet", "submit", "long", "--nodes", "2", "--db", db, "--", "run", "--runs", "3", "--", "sleep", "30"],
+            env, tmp_path)
+    out = perflab(["fleet", "cancel", "long", "--db", db], env, tmp_path).stdout
+    assert "cancelled slot(s) 0, 1" in out, out
+    _wait_idle(env, limit=30)
+    st = _status("long", db, env, tmp_path)
+    assert {s["state"] for s in st.values()} == {"failed"} and all("CANCELLED" in s["reason"] for s in st.values()), [s["reason"] for s in st.values()]
+    assert "no queued or running task" in perflab(["fleet", "cancel", "long", "--db", db], env, tmp_path).stdout

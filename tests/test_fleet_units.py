@@ -247,3 +247,13 @@ def test_store_url_password_is_never_printed(url, tmp_path):
                        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")})
     assert r.returncode == 2 and r.stderr.startswith("perflab: error:"), r.stderr
     assert "s3cret" not in r.stdout + r.stderr and "u:***@" in r.stderr
+
+
+def test_scontrol_records_map_to_task_ids():
+    """Records as `scontrol -o show job` of Slurm 22.05 prints them (recorded on the local cluster)."""
+    from perflab.fleet.submitter import _task_keys
+
+    assert _task_keys({"JobId": "3", "ArrayJobId": "2", "ArrayTaskId": "0"}) == ["2_0"]
+    assert _task_keys({"JobId": "1", "ArrayJobId": "1", "ArrayTaskId": "4294967294"}) == ["1_*"]  # never started
+    assert _task_keys({"JobId": "5", "ArrayJobId": "5", "ArrayTaskId": "2-4,7%2"}) == ["5_2", "5_3", "5_4", "5_7"]
+    assert _task_keys({"JobId": "9", "ArrayTaskId": "N/A"}) == ["9"]

@@ -1,4 +1,4 @@
-"""`perflab fleet submit|status|resubmit|collect|report`: one study across a farm, on Slurm."""
+"""`perflab fleet submit|status|resubmit|cancel|collect|report`: one study across a farm, on Slurm."""
 
 from __future__ import annotations
 
@@ -129,6 +129,23 @@ def resubmit(name, missing, db_url) -> None:
         _console().print(f"fleet {name}: no failed slot to resubmit")
         return
     _console().print(f"fleet {name}: resubmitted slot(s) {', '.join(jobs)} as {', '.join(jobs.values())}")
+
+
+@command.command()
+@click.argument("name")
+@store_option
+def cancel(name, db_url) -> None:
+    """Cancel the fleet's queued and running tasks (finished campaigns stay in the store)."""
+    with open_store(db_url) as store:
+        fleet = state.load(store, name)
+        batch = submitter(fleet.config.get("submitter", "slurm"))
+        live = [s for s in state.slot_states(store, fleet, batch) if s.state in ("pending", "running")]
+        batch.cancel([s.job for s in live if s.job])
+    if not live:
+        _console().print(f"fleet {name}: no queued or running task to cancel")
+        return
+    _console().print(f"fleet {name}: cancelled slot(s) {', '.join(s.slot for s in live)} "
+                     f"(job(s) {', '.join(s.job for s in live if s.job)})", soft_wrap=True)
 
 
 @command.command()

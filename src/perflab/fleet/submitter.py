@@ -145,7 +145,7 @@ class Slurm:
             seen.update({k: v for k, v in self._finished(parents).items() if k not in seen})
         result = {}
         for slot, job in jobs.items():
-            raw, reason = seen.get(job, ("", ""))
+            raw, reason = seen.get(job) or seen.get(job.split("_")[0] + "_*", ("", ""))
             base = raw.split()[0] if raw else ""
             state = ("pending" if base in _PENDING else "running" if base in _RUNNING
                      else "done" if base in _DONE else "failed" if base else "unknown")
@@ -167,14 +167,32 @@ class Slurm:
                 f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
                 if "JobId" not in f:
                     continue
-                key = (f"{f['ArrayJobId']}_{f['ArrayTaskId']}"
-                       if f.get("ArrayTaskId", "N/A") not in ("N/A", "") else f["JobId"])
-                seen[key] = (f.get("JobState", ""), f"exit {f.get('ExitCode', '?')}")
+                value = (f.get("JobState", ""), f"exit {f.get('ExitCode', '?')}")
+                for key in _task_keys(f):
+                    seen.setdefault(key, value)
         return seen
 
     def cancel(self, jobs: list[str]) -> None:
         if jobs:
             _run(["scancel", *jobs])
+
+
+def _task_keys(f: dict[str, str]) -> list[str]:
+    """Job ids one `scontrol show job` record stands for: a job, an array task, or the tasks of
+    an array that never started (one record, its task id a range like 0-3,5 or NO_VAL)."""
+    tid = f.get("ArrayTaskId", "N/A")
+    if tid in ("N/A", ""):
+        return [f["JobId"]]
+    parent = f.get("ArrayJobId", f["JobId"])
+    if tid.isdigit() and int(tid) < 4294967294:
+        return [f"{parent}_{tid}"]
+    keys = []
+    for part in tid.split("%")[0].split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit() and (hi.isdigit() or not hi) and int(hi or lo) < 4294967294:
+            keys += [f"{parent}_{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    # A task id Slurm leaves unset (NO_VAL): the record speaks for every task not listed apart.
+    return keys or [f"{parent}_*"]
 
 
 SUBMITTERS = {"slurm": Slurm}
