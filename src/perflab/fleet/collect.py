@@ -74,7 +74,8 @@ def collect(name: str, shard_dir: Path, target) -> CollectResult:
 
 def _copy(shard, target, camp, host, key: str, replace: int | None) -> int:
     """One campaign, its host and its measurements, in one transaction of the target."""
-    sa = target._sa
+    import sqlalchemy as sa
+
     t = target.t
     host_id = target.add_host(host["metadata"], host["topology"]) if host else None
     rows = shard.engine.connect()

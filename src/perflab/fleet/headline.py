@@ -49,7 +49,8 @@ def _instances(summary: dict) -> HostData:
 
 def first_run(store, campaign_ids: list[int]) -> tuple[str | None, str | None]:
     """(throughput metric the runs print, a *_per_s name or None; label of the first command)."""
-    sa = store._sa
+    import sqlalchemy as sa
+
     m = store.t["measurements"]
     with store.engine.connect() as conn:
         row = conn.execute(sa.select(m.c.metrics, m.c.label).where(m.c.campaign_id == campaign_ids[0])
@@ -62,8 +63,8 @@ def first_run(store, campaign_ids: list[int]) -> tuple[str | None, str | None]:
 def _runs(store, campaigns: list, metric: str | None, label: str | None) -> dict[int, list[float]]:
     """campaign id -> values of its successful runs (of one label if given), in one query."""
     import numpy as np
+    import sqlalchemy as sa
 
-    sa = store._sa
     m = store.t["measurements"]
     value = m.c.metrics[metric].as_float() if metric else m.c.wall_ns
     ok = sa.and_(m.c.exit_code == 0, m.c.signal.is_(None), m.c.timed_out.is_(False), m.c.failure.is_(None))

@@ -19,7 +19,8 @@ from perflab.stats.peers import slow_members
 
 def _hosts(store) -> dict[int, dict]:
     """Every host row in one query (a fleet may have thousands)."""
-    sa = store._sa
+    import sqlalchemy as sa
+
     h = store.t["hosts"]
     with store.engine.connect() as conn:
         rows = conn.execute(sa.select(h.c.id, h.c.hostname, h.c.metadata, h.c.topology)).all()
