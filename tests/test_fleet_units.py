@@ -257,3 +257,21 @@ def test_scontrol_records_map_to_task_ids():
     assert _task_keys({"JobId": "1", "ArrayJobId": "1", "ArrayTaskId": "4294967294"}) == ["1_*"]  # never started
     assert _task_keys({"JobId": "5", "ArrayJobId": "5", "ArrayTaskId": "2-4,7%2"}) == ["5_2", "5_3", "5_4", "5_7"]
     assert _task_keys({"JobId": "9", "ArrayTaskId": "N/A"}) == ["9"]
+
+
+def test_run_hosts_whose_command_names_differ_are_all_compared(tmp_path):
+    """A bundle unpacked per job gives each host its own command path: each is still measured."""
+    with open_store(str(tmp_path / "b.db")) as store:
+        fleet = state.create(store, "bun", {"study": "run", "slots": ["0", "1"], "log_dir": str(tmp_path),
+                                            "job_name": "j", "shards": False})
+        for slot in range(2):
+            hid = store.add_host({"hostname": f"n{slot}", "cpu_model": "X"}, None)
+            cmd = f"/tmp/perflab-bundle-{slot}/run.sh"
+            cid = store.start_campaign("run", {}, host_id=hid, labels={"fleet": "bun", "fleet_slot": str(slot)})
+            for i in range(4):
+                store.add_measurement(cid, _result(100.0 + i), {}, rep=i, label=cmd)
+                store.add_measurement(cid, _result(5.0), {}, rep=i, label="other")
+            store.finish_campaign(cid, "done", summary={"benchmarks": [{"command": cmd}, {"command": "other"}]})
+        rep = build(store, fleet, _NoBatch())
+    assert [h["headline"]["n"] for h in rep["hosts"]] == [4, 4]
+    assert all(h["headline"]["median"] == pytest.approx(101.5) for h in rep["hosts"])

@@ -60,8 +60,8 @@ def first_run(store, campaign_ids: list[int]) -> tuple[str | None, str | None]:
     return next((k for k in sorted(row.metrics or {}) if k.endswith("_per_s")), None), row.label
 
 
-def _runs(store, campaigns: list, metric: str | None, label: str | None) -> dict[int, list[float]]:
-    """campaign id -> values of its successful runs (of one label if given), in one query."""
+def _runs(store, campaigns: list, metric: str | None, labels: dict[int, str] | None) -> dict[int, list[float]]:
+    """campaign id -> values of its successful runs (of its label if given), in one query."""
     import numpy as np
     import sqlalchemy as sa
 
@@ -69,14 +69,21 @@ def _runs(store, campaigns: list, metric: str | None, label: str | None) -> dict
     value = m.c.metrics[metric].as_float() if metric else m.c.wall_ns
     ok = sa.and_(m.c.exit_code == 0, m.c.signal.is_(None), m.c.timed_out.is_(False), m.c.failure.is_(None))
     query = sa.select(m.c.campaign_id, value).where(m.c.campaign_id.in_([c.id for c in campaigns])).where(ok)
-    if label is not None:
-        query = query.where(m.c.label == label)
+    distinct = set(labels.values()) if labels else set()
+    if len(distinct) > 1:
+        # Per-host labels (a command naming its node-local bundle directory): fetch them too.
+        query = sa.select(m.c.campaign_id, value, m.c.label).where(m.c.campaign_id.in_(list(labels)))
+        query = query.where(ok).where(m.c.label.in_(sorted(distinct)))
+    elif distinct:
+        query = query.where(m.c.label == distinct.pop())
     query = query.where(value.is_not(None))
     if store.dialect == "postgresql":
         rows = _fetch_raw(store, query)
     else:
         with store.engine.connect() as conn:
             rows = conn.execute(query).all()
+    if labels and rows and len(rows[0]) == 3:
+        rows = [r for r in rows if labels.get(r[0]) == r[2]]
     if not rows:
         return {}
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -118,12 +125,15 @@ def host_data(store, campaigns: list) -> dict[int, HostData]:
     if study == "instances":
         return {c.id: _instances(c.summary or {}) for c in campaigns}
     metric, label = first_run(store, [c.id for c in campaigns])
+    labels = None
     if study == "run":
-        # Every host ran the same commands: compare the first one (runs interleave, so the first
-        # stored run may be of another command).
-        benches = (campaigns[0].summary or {}).get("benchmarks") or []
-        label = benches[0].get("command", label) if benches else label
-    runs = _runs(store, campaigns, metric, label if study == "run" else None)
+        # Compare each host's first command (runs interleave, so the first stored run may be of
+        # another); its name may differ per host, e.g. a path into the node's bundle directory.
+        labels = {}
+        for c in campaigns:
+            benches = (c.summary or {}).get("benchmarks") or []
+            labels[c.id] = benches[0].get("command", label) if benches else label
+    runs = _runs(store, campaigns, metric, labels)
     quantity = metric or "runs_per_s (1 / wall time)"
     out = {}
     for c in campaigns:
