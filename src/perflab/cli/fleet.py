@@ -49,6 +49,13 @@ def _check_study(argv: tuple[str, ...]) -> None:
         raise PerflabError(f"the {study} study rejects its options: {exc.format_message()}") from None
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    # click's FloatRange lets nan through (every comparison with nan is false).
+    if value != value or value in (float("inf"), float("-inf")):
+        raise click.BadParameter(f"{value} is not a finite number", ctx=ctx, param=param)
+    return value
+
+
 @click.group(name="fleet")
 def command() -> None:
     """Run one study on every node of a farm through Slurm, into one results store.
@@ -171,8 +178,9 @@ def collect(name, shard_dir, db_url) -> None:
 @click.option("--json", "json_path", metavar="PATH", help="Write the report as JSON ('-' for stdout).")
 @click.option("--html", "html_path", metavar="PATH", help="Write the report as one HTML page.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
-              show_default=True, help="Family-wise error rate of the slow-node tests (Holm).")
+              show_default=True, callback=_finite, help="Family-wise error rate of the slow-node tests (Holm).")
 @click.option("--min-effect", type=click.FloatRange(0, 1, max_open=True), default=0.03, show_default=True,
+              callback=_finite,
               help="A slow host is at least this much below its peers' median.")
 def report(name, db_url, json_path, html_path, alpha, min_effect) -> None:
     """Hosts by platform, each platform's throughput, slow nodes, failed and missing nodes."""
