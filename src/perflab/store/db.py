@@ -152,9 +152,9 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
         try:
             display = sa.engine.make_url(value).render_as_string(hide_password=True)
         except Exception:
+            shown = redact_url(value).replace("postgresql+psycopg://", "postgresql://")
             raise PerflabError(
-                f"cannot parse results store URL {redact_url(value).replace('postgresql+psycopg://', 'postgresql://')!r}: use "
-                "postgresql://USER[:PASS]@HOST[:PORT]/DB"
+                f"cannot parse results store URL {shown!r}: use postgresql://USER[:PASS]@HOST[:PORT]/DB"
             ) from None
         return value, display.replace("postgresql+psycopg://", "postgresql://"), None
     if value.startswith("sqlite:///"):
@@ -210,9 +210,11 @@ def open_store(url_or_path: str | None = None) -> "Store":
         @sa.event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:
             cur = dbapi_conn.cursor()
+            # The busy timeout first: switching a fresh file to WAL then waits for another
+            # process opening it at the same moment instead of failing.
+            cur.execute("PRAGMA busy_timeout=30000")
             # WAL: readers (perflab report) never block the writer; FULL sync: a committed
             # measurement survives a power cut, not just a crash.
-            cur.execute("PRAGMA busy_timeout=30000")
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA foreign_keys=ON")
