@@ -114,15 +114,17 @@ class Slurm:
                log_dir: Path, env: dict[str, str]) -> dict[str, str]:
         """Submit; return slot -> job id. Array tasks for --nodes, one job per node for --nodelist."""
         jobs: dict[str, str] = {}
+        # sbatch expands %-patterns in --output: a literal % of the directory is written %%.
+        out_dir = str(log_dir).replace("%", "%%")
         if placement.nodelist:
             for node in slots:
                 argv = self._common(placement, job_name) + [
-                    f"--nodelist={node}", f"--output={log_dir}/{job_name}-%j.out",
+                    f"--nodelist={node}", f"--output={out_dir}/{job_name}-%j.out",
                     f"--export=ALL,PERFLAB_FLEET_SLOT={node}", str(script)]
                 jobs[node] = _run(argv, env).strip().split(";")[0]
             return jobs
         argv = self._common(placement, job_name) + [
-            f"--array={','.join(slots)}", f"--output={log_dir}/{job_name}-%A_%a.out", str(script)]
+            f"--array={','.join(slots)}", f"--output={out_dir}/{job_name}-%A_%a.out", str(script)]
         array_id = _run(argv, env).strip().split(";")[0]
         return {slot: f"{array_id}_{slot}" for slot in slots}
 
