@@ -201,13 +201,16 @@ def test_submit_without_db_uses_the_default_store(slurm, tmp_path):
     """No --db: tasks write to ./perflab.db of the submitting directory; --nodelist: slot = node."""
     env = _env(slurm, tmp_path)
     node = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
-    perflab(["fleet", "submit", "plain", "--nodelist", node, "--", "run", "--runs", "2", "--", "true"], env, tmp_path)
-    script = (tmp_path / "perflab-fleet" / "plain" / "plain.sbatch").read_text()
+    logs = tmp_path / "logs 100% it's"  # spaces, a quote and a %: the paths go as given
+    perflab(["fleet", "submit", "plain", "--nodelist", node, "--log-dir", str(logs), "--", "run", "--runs", "2",
+             "--", "true"], env, tmp_path)
+    script = (logs / "plain.sbatch").read_text()
     assert f"db={tmp_path / 'perflab.db'}\n" in script
     _wait_idle(env)
     st = _status("plain", str(tmp_path / "perflab.db"), env, tmp_path)
     assert st[node]["state"] == "done" and st[node]["host"] == node, st
     assert "_" not in st[node]["job"]  # one plain job per node, not an array task
+    assert "perflab: results in" in Path(st[node]["log"]).read_text()
 
 
 def test_cancel_stops_queued_and_running_tasks(slurm, tmp_path):
