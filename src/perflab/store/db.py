@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import signal
 import socket
 import threading
@@ -21,6 +22,7 @@ from typing import Any, Iterator
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult
+from perflab.platform.host import batch_labels
 from perflab.store import tx
 from perflab.store.baselines import BaselineMethods
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
@@ -155,8 +157,9 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
         try:
             display = sa.engine.make_url(value).render_as_string(hide_password=True)
         except Exception:
+            shown = redact_url(value).replace("postgresql+psycopg://", "postgresql://")
             raise PerflabError(
-                f"cannot parse results store URL {value!r}: use postgresql://USER[:PASS]@HOST[:PORT]/DB"
+                f"cannot parse results store URL {shown!r}: use postgresql://USER[:PASS]@HOST[:PORT]/DB"
             ) from None
         return value, display.replace("postgresql+psycopg://", "postgresql://"), None
     if value.startswith("sqlite:///"):
@@ -180,6 +183,11 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
     if p.is_dir():
         raise PerflabError(f"cannot open results store {p}: it is a directory; pass a file path to --db")
     return f"sqlite:///{p}", str(p), str(p)
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced by ***, for anything printed, logged or stored."""
+    return re.sub(r"(://[^:/@\s]*:)\S*@", r"\1***@", url)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -207,13 +215,25 @@ def open_store(url_or_path: str | None = None) -> "Store":
         @sa.event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:
             cur = dbapi_conn.cursor()
+            # The busy timeout first: switching a fresh file to WAL then waits for another
+            # process opening it at the same moment instead of failing.
+            cur.execute("PRAGMA busy_timeout=30000")
             # WAL: readers (perflab report) never block the writer; FULL sync: a committed
             # measurement survives a power cut, not just a crash.
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
+            # We issue BEGIN ourselves (below), not the sqlite3 module, which begins late.
+            dbapi_conn.isolation_level = None
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            # A write takes the lock up front (BEGIN IMMEDIATE): its reads and writes see one
+            # state, so two processes recording the same host cannot both decide to insert it,
+            # and the busy timeout applies instead of an immediate "database is locked".
+            write = conn.get_execution_options().get("perflab_write")
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
     try:
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
@@ -287,7 +307,7 @@ class Store(BaselineMethods):
 
         vt = version_table(sa)
         try:
-            with self.engine.begin() as conn:
+            with self.engine.execution_options(perflab_write=True).begin() as conn:
                 if self.dialect == "postgresql":
                     # Two perflab processes opening a fresh database must not both migrate it.
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(742114)"))
@@ -329,17 +349,25 @@ class Store(BaselineMethods):
         fingerprint = hashlib.sha256(
             dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()
         ).hexdigest()
-        with self._write() as conn:
-            row = conn.execute(sa.select(hosts.c.id).where(hosts.c.fingerprint == fingerprint)).first()
-            if row is not None:
-                # Keep the latest look (load, steal) while the identity stays the same.
-                conn.execute(hosts.update().where(hosts.c.id == row.id).values(metadata=metadata))
-                return int(row.id)
-            res = conn.execute(hosts.insert().values(
-                hostname=hostname, fingerprint=fingerprint, metadata=metadata, topology=topology,
-                created=_now(),
-            ))
-            return int(res.inserted_primary_key[0])
+        for attempt in range(2):
+            try:
+                with self._write() as conn:
+                    row = conn.execute(sa.select(hosts.c.id).where(hosts.c.fingerprint == fingerprint)).first()
+                    if row is not None:
+                        # Keep the latest look (load, steal) while the identity stays the same.
+                        conn.execute(hosts.update().where(hosts.c.id == row.id).values(metadata=metadata))
+                        return int(row.id)
+                    res = conn.execute(hosts.insert().values(
+                        hostname=hostname, fingerprint=fingerprint, metadata=metadata, topology=topology,
+                        created=_now(),
+                    ))
+                    return int(res.inserted_primary_key[0])
+            except sa.exc.IntegrityError:
+                # Another process (a fleet's node sharing this store) recorded the same machine
+                # between our look and our insert: the second look finds its row.
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def host(self, host_id: int) -> dict:
         sa = self._sa
@@ -357,7 +385,13 @@ class Store(BaselineMethods):
         self, study: str, config: dict, host_id: int | None = None, parent_id: int | None = None,
         name: str = "", labels: dict | None = None,
     ) -> int:
-        """Open a campaign with status 'running'; return its id."""
+        """Open a campaign with status 'running'; return its id.
+
+        The batch labels of the environment (fleet name and slot, Slurm ids, host label) are
+        merged under ``labels``, so that every study run by a fleet task is found by its fleet
+        without each study passing them.
+        """
+        labels = {**batch_labels(), **(labels or {})}
         with self._write() as conn:
             res = conn.execute(self.t["campaigns"].insert().values(
                 study=study, name=name or "", status="running", config=_jsonable(config or {}),
@@ -584,7 +618,7 @@ class _Tx:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.cm = store.engine.begin()
+        self.cm = store.engine.execution_options(perflab_write=True).begin()
 
     def __enter__(self) -> Any:
         try:

@@ -17,6 +17,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.studies.cost_power import campaign_power
+from perflab.fleet.report import platform_throughput
 
 POWER_FACTOR = 1.6  # seed 004: node power ~ 1.6 x TDP x sockets
 PRICE_KEYS = ("board", "memory", "psu", "cpu", "chassis", "other")
@@ -33,6 +34,8 @@ class Platform:
     throughput_per_node: float | None = None  # events/s of one node
     throughput_from_campaign: int | None = None  # an `instances` campaign's optimum_throughput
     power_from_campaign: int | None = None  # an `instances` campaign's measured watts at its optimum
+    throughput_from_fleet: str | None = None  # a fleet's median host throughput on this platform
+    fleet_platform: str | None = None  # which of the fleet's platforms (part of its CPU model)
     measured_power_w: float | None = None  # one node under full load
     note: str = ""
 
@@ -155,7 +158,10 @@ def load_platforms(path: str) -> CostConfig:
         for k in prices:
             _num(prices, k, where + " prices", positive=False)
         campaign = p.get("throughput_from_campaign")
-        given = _num(p, "throughput_per_node", where, required=campaign is None)
+        fleet = p.get("throughput_from_fleet")
+        if fleet is not None and not isinstance(fleet, str):
+            raise PerflabError(f"{where}: throughput_from_fleet must be a fleet name (a string)")
+        given = _num(p, "throughput_per_node", where, required=campaign is None and fleet is None)
         power_campaign = p.get("power_from_campaign")
         for key, value in (("throughput_from_campaign", campaign), ("power_from_campaign", power_campaign)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -167,6 +173,8 @@ def load_platforms(path: str) -> CostConfig:
             name=name, sockets=int(sockets), tdp_w=_num(p, "tdp_w", where),  # type: ignore[arg-type]
             prices={k: float(v) for k, v in prices.items()}, throughput_per_node=given,
             throughput_from_campaign=campaign, power_from_campaign=power_campaign,
+            throughput_from_fleet=fleet,
+            fleet_platform=str(p["fleet_platform"]) if "fleet_platform" in p else None,
             measured_power_w=_num(p, "measured_power_w", where, required=False),
             note=str(p.get("note", "")),
         ))
@@ -246,6 +254,9 @@ def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
             if p.throughput_from_campaign is not None:
                 thr = _campaign_throughput(store, p.throughput_from_campaign, p.name)
                 src = f"campaign {p.throughput_from_campaign}"
+            elif p.throughput_from_fleet is not None:
+                thr, plat, n = platform_throughput(store, p.throughput_from_fleet, p.fleet_platform)
+                src = f"fleet {p.throughput_from_fleet}: median of {n} hosts ({plat})"
             else:
                 thr, src = float(p.throughput_per_node), "given"  # type: ignore[arg-type]
             power = (campaign_power(store, p.power_from_campaign, p.name)
