@@ -105,7 +105,7 @@ def write_json(path: str, data: dict) -> None:
     """The study's result as JSON at PATH ('-': stdout); NaN becomes null."""
     import json
 
-    from perflab.store.db import dumps
+    from perflab.store import dumps
 
     text = json.dumps(json.loads(dumps(data)), indent=2) + "\n"
     if path == "-":

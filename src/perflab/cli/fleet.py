@@ -18,7 +18,7 @@ from perflab.fleet.report import build
 from perflab.fleet.submit import FleetRequest, resubmit as do_resubmit, submit as do_submit
 from perflab.fleet.submitter import Placement, submitter
 from perflab.store import dumps, open_store
-from perflab.store.db import redact_url
+from perflab.store.url import redact_url
 
 
 def _console():

@@ -210,7 +210,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     if json_path:
         import json
 
-        from perflab.store.db import dumps
+        from perflab.store import dumps
 
         text = json.dumps(json.loads(dumps(result.to_dict())), indent=2) + "\n"
         export._write(json_path, text)

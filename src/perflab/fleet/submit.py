@@ -18,7 +18,7 @@ from perflab.errors import PerflabError
 from perflab.fleet import state
 from perflab.fleet.script import TaskSpec, write_script
 from perflab.fleet.submitter import Placement, Submitter
-from perflab.store.db import redact_url
+from perflab.store.url import redact_url
 
 # Studies a node can run on its own and record into a store.
 STUDIES = ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "footprint", "lab")
