@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
 
 
 def _cpulist(ctx, param, value):
@@ -71,7 +71,6 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     test of its per-round ratios, Holm-corrected. A CPU is slow only when it is slower in nearly
     every round (--persistence); a slowdown confined to some rounds is reported as disturbance.
     """
-    from rich.console import Console
 
     from perflab.errors import PerflabError
     from perflab.measure.executor import RealExecutor
@@ -85,7 +84,7 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
         min_rounds=min_rounds, max_time=max_time, precision=precision, min_effect=min_effect, alpha=alpha,
         persistence=persistence, seed=seed, timeout=timeout, counters=counters,
     )
-    console = Console(stderr=json_path == "-")
+    console = make_console(stderr=json_path == "-")
 
     def progress(text: str) -> None:
         console.print(text, highlight=False)
@@ -95,26 +94,7 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
         render(result, console, workload.name)
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
         if json_path:
-            write_json(json_path, result.as_dict())
+            emit_json(json_path, result.as_dict())
         if not any(r.runs for r in result.cpus):
             raise PerflabError(f"{result.verdict}: fix the workload; the failed runs are stored in campaign "
                                f"{result.campaign_id}")
-
-
-def write_json(path: str, data: dict) -> None:
-    """The study's result as JSON at PATH ('-': stdout); NaN becomes null."""
-    import json
-
-    from perflab.store import dumps
-
-    text = json.dumps(json.loads(dumps(data)), indent=2) + "\n"
-    if path == "-":
-        click.echo(text, nl=False)
-    else:
-        try:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            from perflab.errors import PerflabError
-
-            raise PerflabError(f"cannot write --json {path}: {exc.strerror}; the results are in the store") from None

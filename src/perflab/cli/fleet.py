@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import store_option
+from perflab.cli.common import make_console, store_option
 from perflab.errors import PerflabError
 from perflab.fleet import state
 from perflab.fleet.collect import collect as do_collect
@@ -22,9 +22,8 @@ from perflab.store.url import redact_url
 
 
 def _console():
-    from rich.console import Console
 
-    return Console(highlight=False)
+    return make_console(highlight=False)
 
 
 def _write(path: str, text: str) -> None:

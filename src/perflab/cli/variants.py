@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from perflab.cli.common import emit_json, json_option, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
 from perflab.cli.options import Count, Duration
 from perflab.errors import PerflabError
 from perflab.kernels import minihlt
@@ -196,12 +196,10 @@ def command(**opts):
         timeout=opts["timeout"], jobs=opts["jobs"])
     study.plan(config)  # bad designs fail here, before anything is built
 
-    from rich.console import Console
-
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     with open_store(opts["db_url"]) as store, default_executor() as executor:
         result = run_study(study, config, store, executor, progress=lambda m: err.print(m, soft_wrap=True))
-        render(result, Console(stderr=opts["json_path"] == "-"))  # stdout is the JSON's then
+        render(result, make_console(stderr=opts["json_path"] == "-"))  # stdout is the JSON's then
         err.print(f"stored as campaign {result.campaign_id} in {store.display}")
     if opts["json_path"]:
         emit_json(opts["json_path"], result.as_dict())
