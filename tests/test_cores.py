@@ -402,7 +402,7 @@ def test_cli_json_concurrent_and_bad_input(tmp_path):
     assert set(data["cpus"][0]["ci"]) == {"low", "high", "level"}
     assert "verdict:" in stdout and "Traceback" not in stderr
     for args, msg in ((["--cpus", "0-1,999"], "offline or not allowed"), (["--cpus", "x"], "not a CPU list"),
-                      (["--alpha", "2"], "--alpha 2.0 must lie between"),
+                      (["--alpha", "2"], "is not a probability"),
                       (["--rounds", "3", "--min-rounds", "5"], "min-rounds")):
         p = _perflab("cores", *args, "--db", db, "--", "true")
         _, err = p.communicate(timeout=60)
