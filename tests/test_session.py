@@ -116,3 +116,33 @@ def test_concurrent_copies_need_distinct_keys(tmp_path):
         assert len(out.results) == 3 and store.campaign(cid).n_measurements == 3
         with pytest.raises(ValueError):
             session.run_concurrent([specs[0], specs[0]])
+
+
+def test_sigterm_names_the_campaign_to_resume(tmp_path):
+    """A batch system's SIGTERM: the campaign is interrupted, its runs kept, the last line says how to finish."""
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "s.db"
+    proc = subprocess.Popen([sys.executable, "-m", "perflab", "instances", "--n", "1,2", "--policy", "none",
+                             "--reps", "50", "--db", str(db), "--", "sleep", "0.05"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                with open_store(str(db)) as store:
+                    if store.campaigns() and store.campaigns()[-1].n_measurements >= 3:
+                        break
+            except Exception:  # noqa: BLE001 - the writer may hold the file mid-creation
+                pass
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    with open_store(str(db)) as store:
+        camp = store.campaigns()[-1]
+    assert camp.status == "interrupted" and camp.n_measurements >= 3
+    assert err.strip().splitlines()[-1] == (f"perflab: interrupted; campaign {camp.id} keeps every finished "
+                                            f"run: finish it with 'perflab resume {camp.id}'")

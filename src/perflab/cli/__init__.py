@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> None:
     except PerflabError as exc:
         click.echo(f"perflab: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("perflab: interrupted", err=True)
+    except click.exceptions.Abort as exc:
+        click.echo(_interrupted(exc.__cause__), err=True)
         sys.exit(130)
     except click.UsageError as exc:
         # One line with a hint, not click's usage block: scripts and people read the first line.
@@ -101,8 +101,17 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"perflab: error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
-    except KeyboardInterrupt:
-        click.echo("perflab: interrupted; measurements so far are in the store", err=True)
+    except KeyboardInterrupt as exc:
+        click.echo(_interrupted(exc), err=True)
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+
+
+def _interrupted(exc: BaseException | None) -> str:
+    """The last line after Ctrl-C or SIGTERM: what is kept, and how to finish."""
+    campaign = getattr(exc, "campaign_id", None)
+    if campaign is None:
+        return "perflab: interrupted"
+    return (f"perflab: interrupted; campaign {campaign} keeps every finished run: finish it with "
+            f"'perflab resume {campaign}'")

@@ -56,8 +56,11 @@ class CampaignMethods:
             previous = signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             yield handle
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             self.finish_campaign(handle.id, "interrupted", summary=handle.summary)
+            # The innermost campaign is the one to resume; the CLI names it in its last line.
+            if getattr(exc, "campaign_id", None) is None:
+                exc.campaign_id = handle.id  # type: ignore[attr-defined]
             raise
         except BaseException as exc:
             error = {"error": _one_line(exc) if not isinstance(exc, PerflabError) else str(exc)}
