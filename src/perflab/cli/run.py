@@ -124,7 +124,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
             if not parts:
                 raise PerflabError("an empty command was given: remove it")
             commands.append(Command(text, parts))
-    if argv:
+    if argv and not workload_name:
         name = " ".join(argv) if shell else _display(argv)
         commands.append(Command(name, (" ".join(argv),) if shell else argv, shell=shell))
 
@@ -134,16 +134,16 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     wl_cwd = None
     if workload_name:
         if commands:
-            raise PerflabError("give either --workload NAME or commands, not both")
+            raise PerflabError("give either --workload NAME or quoted commands, not both")
         from perflab.cli.common import resolve_target
 
-        wl = resolve_target(workload_name, (), shell, config_path)
-        commands.append(Command(wl.name, tuple(wl.argv), shell=wl.shell))
+        # Arguments after -- belong to the named workload (resolve_target appends them).
+        wl = resolve_target(workload_name, tuple(argv), shell, config_path)
+        label = wl.name + (" " + _display(tuple(argv)) if argv else "")
+        commands.append(Command(label, tuple(wl.argv), shell=wl.shell))
         metrics = tuple(wl.metrics) + metrics
         primary = wl.primary_metric
         wl_env, wl_cwd = tuple(dict(wl.env).items()), wl.cwd
-    if not commands:
-        raise PerflabError("nothing to run: give -- CMD [ARGS...], quoted commands, or --workload NAME")
     if names:
         if len(names) > len(commands):
             raise PerflabError(f"{len(names)} --command-name for {len(commands)} commands: give one per command")
@@ -178,23 +178,21 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         workload=workload_name, env=wl_env, cwd=wl_cwd,
     )
 
-    from rich.console import Console
+    from perflab.studies import run as run_study_module
 
-    from perflab.measure.executor import default_executor
-    from perflab.store import open_store
-    from perflab.studies.run import run_run
+    if not config.commands:
+        raise PerflabError("nothing to run: give -- CMD [ARGS...], quoted commands, or --workload NAME")
+    from perflab.measure.spawn import check_command
 
-    console = Console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
-    if not console.is_terminal:
-        console.width = max(console.width, 130)  # files and pipes get the whole table
-    store = open_store(db_url)
-    executor = default_executor()
-    try:
-        result = run_run(config, executor, store, console=console)
-    finally:
-        executor.close()
+    for spec in run_study_module.plan(config):
+        check_command(spec.argv, spec.shell)
+    console = _console(json_path == "-" or "-" in (export_json, export_csv, export_markdown))
+    result, display = _measure(run_study_module, config, db_url, console)
     from perflab.report import export
+    from perflab.report.terminal.run import render
 
+    render(result, console)
+    console.print(f"perflab: results in {display}, campaign {result.campaign_id}", highlight=False)
     if export_json:
         export.export_json(result, export_json)
     if export_csv:
@@ -204,7 +202,36 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     if json_path:
         import json
 
-        from perflab.store.db import dumps
+        export._write(json_path, json.dumps(result.as_dict(), indent=2, default=str) + "\n")
 
-        text = json.dumps(json.loads(dumps(result.to_dict())), indent=2) + "\n"
-        export._write(json_path, text)
+
+def _console(stderr: bool):
+    """A rich console; files and pipes get a wide one (COLUMNS, else 200) so nothing is cut."""
+    import os
+
+    from rich.console import Console
+
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console.width = int(os.environ.get("COLUMNS") or 0) or max(console.width, 200)
+    return console
+
+
+def _measure(module, config, db_url, console):
+    """Open the store and executor, run the study with a transient progress line on a terminal."""
+    from perflab.measure.executor import default_executor
+    from perflab.store import open_store
+    from perflab.studies import run_study
+
+    with open_store(db_url) as store, default_executor() as executor:
+        if not console.is_terminal:
+            return run_study(module, config, store, executor), store.display
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
+        with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                      transient=True, refresh_per_second=4) as bar:
+            task = bar.add_task("measuring")
+            result = run_study(module, config, store, executor,
+                               progress=lambda text: bar.update(task, description=f"measuring: {text}"))
+        return result, store.display

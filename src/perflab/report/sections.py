@@ -137,34 +137,40 @@ def _ci_text(lo: Any, hi: Any, fmt: str = "{:.4g}") -> str:
 def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
     from perflab.report import plots
 
-    benches = summary.get("benchmarks") or []
+    benches = [b for b in summary.get("benchmarks") or [] if b.get("summary")]
     if not benches:
         return generic(campaign, summary)
     sec = generic(campaign, {"notes": summary.get("warnings", [])})
     rows = []
     for b in benches:
-        s = b.get("summary") or {}
-        m = b.get("metrics") or {}
-        rel = b.get("relative")
-        rows.append([b.get("command"), s.get("n"), s.get("median"), _ci_text(*(b.get("median_ci") or (None, None))),
-                     s.get("mean"), s.get("stddev"), b.get("user_mean"), b.get("system_mean"),
-                     b.get("maxrss_kb_max"), m.get("events_per_s"),
-                     "1.00 (fastest)" if not rel else f"{rel[0]:.3f} {_ci_text(rel[1], rel[2], '{:.3f}')}"])
-    sec.tables = [Table("Wall time per command [s]", ["command", "runs", "median", "95% CI", "mean", "stddev",
-                                                       "user", "sys", "max RSS [KiB]", "events/s", "relative"], rows)]
-    fastest = summary.get("fastest")
-    b0 = min(benches, key=lambda b: (b.get("summary") or {}).get("median") or 0)
-    med = (b0.get("summary") or {}).get("median")
-    eps = (b0.get("metrics") or {}).get("events_per_s")
-    sec.verdict = (f"{fastest or b0.get('command')}: median {med:.4g} s"
-                   + (f" {_ci_text(*b0['median_ci'])}" if b0.get("median_ci") else "")
-                   + (f", {eps:.4g} events/s" if eps else "")
-                   + (f"; fastest of {len(benches)} commands" if len(benches) > 1 else "") + ".")
-    _plot(sec, "Median wall time with 95% CI", lambda: plots.bars_with_ci(
-        [str(b.get("command"))[:30] for b in benches], [(b.get("summary") or {}).get("median") for b in benches],
-        [(b.get("median_ci") or (None, None))[0] for b in benches],
-        [(b.get("median_ci") or (None, None))[1] for b in benches], ylabel="seconds"))
+        s, ci, rel = b["summary"], b.get("median_ci") or {}, b.get("relative")
+        m = _run_medians(b.get("metrics") or {})
+        rows.append([b.get("command"), s.get("n"), s.get("median"), _ci_text(ci.get("low"), ci.get("high")),
+                     f"{ci.get('level', 0):.0%}", s.get("mean"), s.get("stddev"),
+                     _mean(b.get("user")), _mean(b.get("system")), max(b.get("maxrss_kb") or [0]),
+                     m.get("events_per_s"),
+                     "1.00 (fastest)" if not rel or rel.get("ratio") == 1.0
+                     else f"{rel['ratio']:.3f} {_ci_text(rel['low'], rel['high'], '{:.3f}')}"])
+    sec.tables = [Table("Wall time per command [s]", ["command", "runs", "median", "CI", "CI level", "mean",
+                                                       "stddev", "user", "sys", "max RSS [KiB]", "events/s",
+                                                       "relative"], rows)]
+    sec.verdict = summary.get("verdict") or sec.verdict
+    _plot(sec, "Median wall time with its CI", lambda: plots.bars_with_ci(
+        [str(b.get("command"))[:30] for b in benches], [b["summary"]["median"] for b in benches],
+        [(b.get("median_ci") or {}).get("low") for b in benches],
+        [(b.get("median_ci") or {}).get("high") for b in benches], ylabel="seconds"))
     return sec
+
+
+def _mean(xs: Any) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _run_medians(metrics: dict) -> dict:
+    import statistics
+
+    return {k: statistics.median([x for x in v if x is not None]) for k, v in metrics.items()
+            if any(x is not None for x in v)}
 
 
 @builder("cores")

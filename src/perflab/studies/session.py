@@ -84,6 +84,14 @@ class Session:
                                        label=spec.label)
         return out
 
+    def stored(self, spec: RunSpec, rep: int = 0) -> bool:
+        """Whether session.run(spec, rep) will be answered from the store (no process)."""
+        return bool(self._stored.get(run_key(spec, rep)))
+
+    def setup(self, spec: RunSpec) -> RunResult:
+        """An unrecorded helper run that always executes (hyperfine's --prepare)."""
+        return self.executor.run(spec)
+
     def warmup(self, spec: RunSpec) -> RunResult | None:
         """An unrecorded run (page cache, lazy builds); skipped when resuming stored work."""
         if self._stored:

@@ -1,0 +1,1 @@
+"""Terminal rendering: one module per study, each with ``render(result, console)`` (rich)."""
