@@ -2,20 +2,58 @@
 
 Quick mode keeps every study but shrinks it (fewer rounds, a 20-event minihlt, fewer sizes)
 so the whole lab finishes in a few minutes on a 2-CPU machine; the default is thorough.
+A step returns the study module and its config; lab runs it as a child campaign through
+``run_study``. Study modules not yet in the study shape (no ``execute``) run through their
+``run_*`` function on a store whose campaigns open as the lab's children.
 """
 
 from __future__ import annotations
 
+import os
 import re
-import subprocess
-from typing import Any
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
 
 from perflab.errors import PerflabError, Unsupported
-from perflab.studies.lab import LabContext, step
+from perflab.kernels import minihlt
+from perflab.model import Workload
+from perflab.platform.host import Machine
+from perflab.studies import run as run_mod
+from perflab.studies.session import Session
+from perflab.workloads import list_workloads, resolve
 
 
-def topology_dict(topo: Any) -> dict:
-    return topo.to_dict()
+@dataclass
+class LabContext:
+    config: Any  # LabConfig
+    session: Session
+    machine: Machine
+    workload: Workload | None = None
+    minihlt: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Step:
+    """A study to run: a study-shaped module and its config, or a legacy runner."""
+
+    module: ModuleType | None
+    config: Any = None
+    legacy: Callable[[Any], tuple[Any, int | None]] | None = None  # (parented store) -> (result, id)
+
+
+STEPS: dict[str, Callable[[LabContext], Step]] = {}
+
+
+def step(name: str) -> Callable[[Callable[[LabContext], Step]], Callable[[LabContext], Step]]:
+    def deco(fn: Callable[[LabContext], Step]) -> Callable[[LabContext], Step]:
+        STEPS[name] = fn
+        return fn
+
+    return deco
 
 
 def prepare(ctx: LabContext) -> None:
@@ -24,169 +62,158 @@ def prepare(ctx: LabContext) -> None:
     name, config_path = cfg.workload, cfg.config_path
     if name and name.endswith(".toml"):
         config_path = name
-        from perflab.workloads import list_workloads
-
         names = [w.name for w in list_workloads(config_path) if w.source != "builtin"]
         if not names:
             raise PerflabError(f"{name} defines no workload: add a [workload.NAME] table")
         name = names[0]
     if name in (None, "minihlt"):
-        from perflab.kernels import minihlt
-
-        ctx.say("building minihlt (cached after the first time)...")
+        ctx.session.say("building minihlt (cached after the first time)...")
         ctx.workload = minihlt.quick_workload() if cfg.quick else minihlt.workload()
         ctx.minihlt = True
     else:
-        from perflab.workloads import resolve
-
         ctx.workload = resolve(name, (), config_path=config_path)
-    ctx.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
+    ctx.session.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
 
 
-def _console(ctx: LabContext) -> Any:
-    return ctx.console
+def _shaped(module: ModuleType, config: Any, legacy_fn: Callable[..., Any]) -> Step:
+    """The study-shaped module when it has execute, else its legacy run_* function."""
+    if hasattr(module, "execute"):
+        return Step(module, config)
+
+    def legacy(store: Any) -> tuple[Any, int | None]:
+        result = legacy_fn(config, None, store)
+        return result, (store.started[-1] if store.started else None)
+
+    return Step(None, config, legacy)
+
+
+def _executor_bound(ctx: LabContext, fn: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda config, _executor, store: fn(config, ctx.session.executor, store, None)
 
 
 @step("run")
-def run_step(ctx: LabContext, store: Any) -> None:
-    from perflab.studies.run import Command, RunConfig, print_result, run_run
-
+def run_step(ctx: LabContext) -> Step:
     wl = ctx.workload
-    config = RunConfig(
-        commands=(Command(wl.name, tuple(wl.argv), wl.shell),), metrics=wl.metrics,
-        primary_metric=wl.primary_metric, warmup=1,
-        runs=None, precision=0.02, min_runs=5 if ctx.config.quick else 10,
-        max_runs=10 if ctx.config.quick else 40, max_time=20 if ctx.config.quick else 120,
+    assert wl is not None
+    q = ctx.config.quick
+    config = run_mod.RunConfig(
+        commands=(run_mod.Command(wl.name, tuple(wl.argv), wl.shell),), metrics=wl.metrics,
+        primary_metric=wl.primary_metric, warmup=1, runs=None, precision=0.02,
+        min_runs=5 if q else 10, max_runs=10 if q else 40, max_time=20 if q else 120,
         seed=ctx.config.seed, workload=wl.name, env=tuple((wl.env or {}).items()), cwd=wl.cwd,
     )
-    result = run_run(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        print_result(result, ctx.console)
+    return Step(run_mod, config)
 
 
 @step("cores")
-def cores_step(ctx: LabContext, store: Any) -> None:
-    from perflab.studies.cores import CoresConfig, render, run_cores
+def cores_step(ctx: LabContext) -> Step:
+    from perflab.studies import cores
 
     q = ctx.config.quick
-    config = CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
-                         max_time=40 if q else 600, seed=ctx.config.seed)
-    result = run_cores(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        render(result, ctx.console, ctx.workload.name)
+    config = cores.CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
+                               max_time=40 if q else 600, seed=ctx.config.seed)
+    return _shaped(cores, config, _executor_bound(ctx, cores.run_cores))
 
 
 @step("instances")
-def instances_step(ctx: LabContext, store: Any) -> None:
-    import os
-
-    from perflab.studies.instances import InstancesConfig, render, run_instances
+def instances_step(ctx: LabContext) -> Step:
+    from perflab.studies import instances
 
     q = ctx.config.quick
+    wl = ctx.workload
+    assert wl is not None
     ncpu = len(os.sched_getaffinity(0))
     ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
-    config = InstancesConfig(workload=ctx.workload, ns=ns, reps=1 if q else 3,
-                             fork_master=ctx.workload.fork_arg is not None, seed=ctx.config.seed)
-    result = run_instances(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        render(result, ctx.console, ctx.workload.name)
+    config = instances.InstancesConfig(workload=wl, ns=ns, reps=1 if q else 3,
+                                       fork_master=wl.fork_arg is not None, seed=ctx.config.seed)
+    return _shaped(instances, config, _executor_bound(ctx, instances.run_instances))
 
 
 @step("variants")
-def variants_step(ctx: LabContext, store: Any) -> None:
-    from pathlib import Path
-
+def variants_step(ctx: LabContext) -> Step:
     from perflab.studies import variant_build as vbm
     from perflab.studies import variants as vs
 
-    if not ctx.minihlt:
-        raise Unsupported(f"workload {ctx.workload.name} has no build recipe perflab can vary")
-    from perflab.model import Workload
-    from perflab.kernels import minihlt
-
+    wl0 = ctx.workload
+    if not ctx.minihlt or wl0 is None:
+        raise Unsupported(f"workload {wl0.name if wl0 else '?'} has no build recipe perflab can vary")
     q = ctx.config.quick
     target = vbm.BuildTarget("minihlt", tuple(Path(s) for s in minihlt.cpp_sources()), "c++",
                              cflags=("-std=c++17",), ldflags=("-lm",),
                              extra_inputs=tuple(Path(s) for s in minihlt.headers()))
-    args = tuple(ctx.workload.argv[1:])
-    wl = Workload(name="minihlt", argv=("{exe}", *args), metrics=ctx.workload.metrics,
+    args = tuple(wl0.argv[1:])
+    wl = Workload(name="minihlt", argv=("{exe}", *args), metrics=wl0.metrics,
                   primary_metric="events_per_s", checksum_metric="checksum")
     specs = ["m64-O2=-m64 -O2", "m32-O2=-m32 -msse2 -mfpmath=sse -O2", "mx32-O2=-mx32 -O2",
              "O3-native=-m64 -O3 -march=native", "lto=-m64 -O2 -flto", "pgo=-m64 -O2 pgo"]
-    variants = [vbm.parse_variant(s) for s in specs]
-    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(variants), baseline="m64-O2",
-                               rounds=5 if q else 10, warmup=1, seed=ctx.config.seed,
+    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(vbm.parse_variant(s) for s in specs),
+                               baseline="m64-O2", rounds=5 if q else 10, warmup=1, seed=ctx.config.seed,
                                train_argv=("{exe}", *args, "--seed", "12345"))
-    result = vs.run_variants(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        vs.print_table(result, ctx.console)
+    return _shaped(vs, config, _executor_bound(ctx, vs.run_variants))
 
 
 _DONE = re.compile(r"done processing event #(\d+) in ([\d.]+) ms")
 
 
-def slowest_event(argv: tuple[str, ...], timeout: float = 300) -> tuple[int, float] | None:
-    """Run the workload once and return its slowest event (number, ms) from its log lines."""
-    try:
-        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
+def slowest_metrics(output: str) -> dict[str, float]:
+    """The slowest event of a log with minihlt's 'done processing event #K in X ms' lines."""
+    events = [(int(m.group(1)), float(m.group(2))) for m in _DONE.finditer(output)]
+    if not events:
+        return {}
+    k, ms = max(events, key=lambda e: e[1])
+    return {"event": float(k), "event_ms": ms}
+
+
+def slowest_event(ctx: LabContext) -> tuple[int, float] | None:
+    """Run the workload once through the executor for its slowest event; the run is stored in
+    the lab campaign, so a resumed lab reads it back instead of running it again."""
+    wl = ctx.workload
+    if wl is None or not wl.event_arg:
         return None
-    events = [(int(m.group(1)), float(m.group(2))) for m in _DONE.finditer(out.stdout + out.stderr)]
-    return max(events, key=lambda e: e[1]) if events else None
+    spec = wl.spec(label="slowest-event", timeout=300, capture_output=True)
+    result = ctx.session.capture(spec, parse=slowest_metrics)
+    if not result.ok or "event" not in result.metrics:
+        return None
+    return int(result.metrics["event"]), float(result.metrics["event_ms"])
 
 
 @step("profile")
-def profile_step(ctx: LabContext, store: Any) -> None:
-    import os
-
-    from perflab.studies.profile import ProfileConfig, render_profile, run_profile
+def profile_step(ctx: LabContext) -> Step:
+    from perflab.studies import profile
     from perflab.studies.profile_window import Window
 
-    wl = ctx.workload
-    slow = slowest_event(tuple(wl.argv)) if wl.event_arg else None
+    slow = slowest_event(ctx)
     if slow is not None:
         k, ms = slow
-        ctx.say(f"profiling the slowest event: #{k} ({ms:.1f} ms)")
+        ctx.session.say(f"profiling the slowest event: #{k} ({ms:.1f} ms)")
         window = Window(start=rf"start processing event #{k}\b", stop=rf"done processing event #{k}\b")
     else:
-        ctx.say("the workload prints no event markers: profiling the whole run")
+        ctx.session.say("the workload prints no event markers: profiling the whole run")
         window = Window()
     # A quick event lasts a few ms: sample faster so the table has enough samples to read.
-    config = ProfileConfig(workload=wl, window=window, repeat=1 if ctx.config.quick else 3, freq=20000,
-                           out_dir=os.path.join(ctx.config.out_dir, "profiles"))
-    result = run_profile(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None:
-        render_profile(result, ctx.console)
+    config = profile.ProfileConfig(workload=ctx.workload, window=window, repeat=1 if ctx.config.quick else 3,
+                                   freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
+    return _shaped(profile, config, _executor_bound(ctx, profile.run_profile))
 
 
 @step("frontend")
-def frontend_step(ctx: LabContext, store: Any) -> None:
-    try:
-        from perflab.studies import frontend as fe
-    except ImportError as exc:
-        raise Unsupported(f"frontend study not available in this build ({exc})") from None
+def frontend_step(ctx: LabContext) -> Step:
+    from perflab.studies import frontend as fe
+
     q = ctx.config.quick
     config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
                                points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
                                reps=2 if q else 3, perf_span=not q, seed=ctx.config.seed)
-    result = fe.run_frontend(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None and hasattr(fe, "render"):
-        fe.render(result, ctx.console)
+    return _shaped(fe, config, _executor_bound(ctx, fe.run_frontend))
 
 
 @step("micro")
-def micro_step(ctx: LabContext, store: Any) -> None:
-    try:
-        from perflab.studies import micro as mi
-    except ImportError as exc:
-        raise Unsupported(f"micro study not available in this build ({exc})") from None
-    import tempfile
+def micro_step(ctx: LabContext) -> Step:
+    from perflab.studies import micro as mi
 
     q = ctx.config.quick
     # The I/O benchmarks write a temporary file: keep it out of the user's working directory.
     # 10 rounds even when quick: with fewer no difference can pass Holm over 13 operations.
     config = mi.MicroConfig(reps=10, scale=0.1 if q else 1.0, io_dir=tempfile.gettempdir(),
                             shm="off" if q else "auto", seed=ctx.config.seed)
-    result = mi.run_micro(config, ctx.executor, store, _console(ctx))
-    if ctx.console is not None and hasattr(mi, "render"):
-        mi.render(result, ctx.console)
+    return _shaped(mi, config, _executor_bound(ctx, mi.run_micro))

@@ -84,6 +84,22 @@ class Session:
                                        label=spec.label)
         return out
 
+    def capture(self, spec: RunSpec, rep: int = 0,
+                parse: Callable[[str], dict[str, float]] | None = None) -> RunResult:
+        """Run once keeping the whole output; ``parse(output)`` adds metrics. Stored (and
+        replayed on resume) like session.run, e.g. a run read for its per-event log lines."""
+        key = run_key(spec, rep)
+        result = self._replay(key)
+        if result is not None:
+            return result
+        result, output = self.executor.capture(spec)
+        self.executed += 1
+        if parse is not None:
+            result.metrics = {**result.metrics, **parse(output)}
+        self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
+                                   label=spec.label)
+        return result
+
     def stored(self, spec: RunSpec, rep: int = 0) -> bool:
         """Whether session.run(spec, rep) will be answered from the store (no process)."""
         return bool(self._stored.get(run_key(spec, rep)))

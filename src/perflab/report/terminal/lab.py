@@ -1,0 +1,75 @@
+"""`perflab lab` in a terminal: each study's result once, by its own renderer, then one table
+of the studies (status, campaign, runs, time) and the lab's verdict."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from perflab.studies.lab import LabResult, Outcome, verdict
+
+
+def _legacy(name: str) -> Callable[[Any, Any], None] | None:
+    """Renderers of study modules that have no report/terminal module yet."""
+    if name == "cores":
+        from perflab.studies import cores
+
+        return lambda r, c: cores.render(r, c, "")
+    if name == "instances":
+        from perflab.studies import instances
+
+        return lambda r, c: instances.render(r, c, "")
+    if name == "variants":
+        from perflab.studies import variants
+
+        return variants.print_table
+    if name == "profile":
+        from perflab.studies import profile
+
+        return profile.render_profile
+    if name in ("frontend", "micro"):
+        module = importlib.import_module(f"perflab.studies.{name}")
+        return getattr(module, "render", None)
+    return None
+
+
+def renderer(name: str) -> Callable[[Any, Any], None] | None:
+    """report/terminal/NAME.py's render, else what the study module still has."""
+    try:
+        module = importlib.import_module(f"perflab.report.terminal.{name}")
+    except ModuleNotFoundError:
+        return _legacy(name)
+    return getattr(module, "render", None) or _legacy(name)
+
+
+def render_outcome(outcome: Outcome, console: Any) -> None:
+    """One study's result, printed once as it arrives."""
+    where = f"campaign {outcome.campaign}" if outcome.campaign is not None else "not stored"
+    console.rule(f"[bold]{outcome.name}[/] ({where}, {outcome.seconds:.1f} s)")
+    if outcome.status != "done":
+        colour = "yellow" if outcome.status.startswith("skipped") else "red"
+        console.print(f"[{colour}]{outcome.name}: {outcome.status}[/]", highlight=False)
+        return
+    if outcome.earlier:
+        console.print(f"done by an earlier run of this lab ({outcome.runs} runs stored)", highlight=False)
+    show = renderer(outcome.name)
+    if outcome.result is not None and show is not None:
+        show(outcome.result, console)
+
+
+def render(result: LabResult, console: Any) -> None:
+    """The studies at a glance and the verdict."""
+    from rich.table import Table
+
+    table = Table(title=f"perflab lab: {result.workload}")
+    table.add_column("study")
+    table.add_column("status", overflow="fold")
+    for col in ("campaign", "runs", "replayed", "time \\[s]"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for s in result.steps:
+        table.add_row(s.name, s.status if not s.earlier else "done (earlier)",
+                      str(s.campaign) if s.campaign is not None else "-", str(s.runs),
+                      str(s.replayed), f"{s.seconds:.1f}")
+    console.print(table)
+    console.print(f"{verdict(result)} ({result.executed_runs} runs executed, "
+                  f"{result.replayed_runs} read back from the store)", highlight=False)
