@@ -214,3 +214,26 @@ def test_mem_node_binds_through_numactl(ex):
     r = ex.run(RunSpec(argv=("numactl", "--show"), mem_node=0,
                        metrics=compile_patterns([r"membind: (?P<node>\d+)"])))
     assert r.ok and r.metrics == {"node": 0.0}
+
+
+def test_environment_follows_os_environ_and_the_spec(ex, monkeypatch):
+    # The spawn server keeps perflab's environment from its start; a change made since, and a
+    # spec's own variables, still reach the command.
+    show = py("import os; print(os.environ.get('PL_A'), os.environ.get('PL_B'))",
+              metrics=compile_patterns([r"(?P<a>\S+) (?P<b>\S+)"]))
+    r = ex.run(RunSpec(argv=show.argv, capture_output=True))
+    assert r.ok
+    monkeypatch.setenv("PL_A", "1")
+    out, text = ex.capture(show)
+    assert text.strip() == "1 None"
+    _, text = ex.capture(RunSpec(argv=show.argv, env={"PL_B": "2"}))
+    assert text.strip() == "1 2"
+    monkeypatch.delenv("PL_A")
+    _, text = ex.capture(RunSpec(argv=show.argv))
+    assert text.strip() == "None None"
+
+
+def test_mock_capture_plays_output():
+    ex = MockExecutor(output=lambda spec: "event 3\n")
+    res, text = ex.capture(RunSpec(argv=("sleep", "0.5")))
+    assert res.wall_ns == 500_000_000 and text == "event 3\n"

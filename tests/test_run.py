@@ -389,3 +389,37 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
     assert executed_after == 30 - before  # no warm-up, no stored run repeated
     assert sorted(m.rep for m in ms) == list(range(30))  # none lost, none twice
     assert res.benchmarks[0].n == 30 and res.benchmarks[0].median_ci["level"] >= 0.95
+
+
+def test_lite_store_writes_what_the_full_store_reads(tmp_path):
+    # perflab run writes through sqlite3 (no SQLAlchemy import); the full Store reads it back
+    # exactly, and the SQLite settings say what durability that keeps (WAL, synchronous=NORMAL).
+    from perflab.store.lite import LiteStore, open_fast
+
+    db = str(tmp_path / "l.db")
+    open_store(db).close()  # a new file is created (and migrated) by the full store
+    lite = open_fast(db)
+    assert isinstance(lite, LiteStore)
+    assert lite._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert lite._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    host = lite.add_host({"hostname": "h", "cpu_model": "x", "loadavg": [1.0]}, {"cpus": []})
+    assert lite.add_host({"hostname": "h", "cpu_model": "x", "loadavg": [2.0]}, {"cpus": []}) == host
+    r = RunResult(wall_ns=12345, user_s=0.5, sys_s=0.25, maxrss_kb=7, minflt=1, majflt=2, nvcsw=3,
+                  nivcsw=4, exit_code=None, signal=9, timed_out=True, start_ns=5, end_ns=12350,
+                  metrics={"m": 1.5}, health={"steal": 0.1}, suspect=True, stderr_tail="x")
+    with lite.open_campaign("run", {"a": 1}, host_id=host, labels={"fleet": "f"}) as camp:
+        lite.add_measurement(camp.id, r, {"k": "v"}, rep=3, label="L")
+        camp.summary = {"ok": True}
+    lite.close()
+    with open_store(db) as full:
+        c = full.campaign(camp.id)
+        assert (c.status, c.summary, c.config, c.labels, c.host_id) == ("done", {"ok": True}, {"a": 1},
+                                                                      {"fleet": "f"}, host)
+        assert c.started is not None and c.finished is not None and c.started.tzinfo is not None
+        (m,) = full.measurements(camp.id)
+        assert (m.label, m.params, m.rep) == ("L", {"k": "v"}, 3)
+        assert m.result == RunResult(**{**r.__dict__, "counters": {}})
+        assert m.result.failure == "timed out"
+        assert full.host(host)["metadata"]["loadavg"] == [2.0]
+    # an older or missing file goes to the full store, which creates or migrates it
+    assert not isinstance(open_fast(str(tmp_path / "new.db")), LiteStore)

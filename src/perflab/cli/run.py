@@ -218,20 +218,44 @@ def _console(stderr: bool):
 
 
 def _measure(module, config, db_url, console):
-    """Open the store and executor, run the study with a transient progress line on a terminal."""
+    """Open the store and executor, run the study with a transient progress line on a terminal.
+
+    The machine capture runs on a thread beside the runs: it waits on subprocesses and a steal
+    sample, which need no CPU of ours, and the study needs nothing from it before it ends.
+    """
     from perflab.measure.executor import default_executor
-    from perflab.store import open_store
+    from perflab.store.lite import open_fast
     from perflab.studies import run_study
 
-    with open_store(db_url) as store, default_executor() as executor:
+    machine = _capture_in_background()
+    with open_fast(db_url) as store, default_executor() as executor:
         if not console.is_terminal:
-            return run_study(module, config, store, executor), store.display
+            return run_study(module, config, store, executor, machine=machine), store.display
         from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
         # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
         with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                       transient=True, refresh_per_second=4) as bar:
             task = bar.add_task("measuring")
-            result = run_study(module, config, store, executor,
+            result = run_study(module, config, store, executor, machine=machine,
                                progress=lambda text: bar.update(task, description=f"measuring: {text}"))
         return result, store.display
+
+
+def _capture_in_background():
+    import threading
+    from concurrent.futures import Future
+
+    from perflab.platform.hostcache import capture_cached
+
+    future: Future = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(capture_cached())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting study
+            future.set_exception(exc)
+
+    # A daemon: Ctrl-C must not wait for a compiler's --version to finish.
+    threading.Thread(target=work, name="perflab-capture", daemon=True).start()
+    return future

@@ -90,6 +90,8 @@ class RealExecutor:
     """Runs specs as real processes: one at a time through the spawn server, concurrent
     copies through the gate trampoline."""
 
+    live = True  # measures this machine (the mock does not)
+
     def __init__(self) -> None:
         # memfds: in-memory files the child writes into; reused (truncated) run after run.
         self._out = os.memfd_create("perflab-stdout")
@@ -196,9 +198,8 @@ class RealExecutor:
         server = self._server()
         if server is None:
             return self._run_direct(spec, argv, perf_out, out_fd)
-        env = os.environ if not spec.env else {**os.environ, **spec.env}
         try:
-            parts = server.request(spec, argv, env)
+            parts = server.request(spec, argv)
         except ServerStopped:
             self._stop_server()
             raise

@@ -41,6 +41,7 @@ class Server:
     def __init__(self, pid: int, req: int, resp: int) -> None:
         self.pid, self.req, self.resp = pid, req, resp
         self._buf = b""
+        self._env_at_start = dict(os.environ._data)  # type: ignore[attr-defined]
 
     @classmethod
     def start(cls, path: str, out: int, err: int, devnull: int) -> "Server":
@@ -59,19 +60,35 @@ class Server:
                 os.close(fd)
         return cls(pid, req_w, resp_r)
 
-    def request(self, spec: RunSpec, argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    def _environment(self, extra: Mapping[str, str] | None) -> bytes:
+        """The environment block of a request: perflab's own, with the spec's added.
+
+        The server was started with perflab's environment; while that is unchanged (a dict
+        compare, ~1 us) an empty block tells it to keep its own, where encoding ~50 variables
+        would cost ~100 us per run, a tenth of a run of `true`.
+        """
+        data = os.environ._data  # type: ignore[attr-defined]  # the bytes behind os.environ
+        if not extra and data == self._env_at_start:
+            return b"0\0"
+        env = dict(data)
+        for k, v in (extra or {}).items():
+            env[os.fsencode(k)] = os.fsencode(v)
+        return str(len(env)).encode() + b"\0" + b"".join(k + b"=" + v + b"\0" for k, v in env.items())
+
+    def request(self, spec: RunSpec, argv: Sequence[str]) -> list[str]:
         """Run one command; the answer's fields (``R start end status ...`` or ``E errno stage``)."""
-        fields = [
+        head = [
             str(-1 if spec.timeout is None else max(0, int(spec.timeout * 1000))),
             ",".join(map(str, spec.cpus)) if spec.cpus is not None else "",
             # absolute: the server's own cwd is wherever perflab was when it started it
             os.path.abspath(spec.cwd) if spec.cwd else os.getcwd(),
             os.path.abspath(spec.stdin) if spec.stdin else "",
             "1" if spec.capture_output else "0",
-            str(len(env)), *[f"{k}={v}" for k, v in env.items()],
-            str(len(argv)), *argv,
         ]
-        payload = "\0".join(fields).encode("utf-8", "surrogateescape") + b"\0"
+        tail = [str(len(argv)), *argv]
+        payload = ("\0".join(head).encode("utf-8", "surrogateescape") + b"\0"
+                   + self._environment(spec.env)
+                   + "\0".join(tail).encode("utf-8", "surrogateescape") + b"\0")
         os.write(self.req, struct.pack("=I", len(payload)) + payload)
         parts = self.read_line().split()
         if not parts or parts[0] not in ("R", "E"):

@@ -364,6 +364,12 @@ class Store:
             ))
             return int(res.inserted_primary_key[0])
 
+    def set_campaign_host(self, campaign_id: int, host_id: int) -> None:
+        """Point a campaign at its host (a capture that finished while the study ran)."""
+        c = self.t["campaigns"]
+        with self._write() as conn:
+            conn.execute(c.update().where(c.c.id == campaign_id).values(host_id=host_id))
+
     def finish_campaign(self, campaign_id: int, status: str = "done", summary: dict | None = None) -> None:
         """Close a campaign: status done, interrupted or failed, and the study's summary."""
         if status not in STATUSES:

@@ -10,6 +10,7 @@ the Session, which stores every run as it completes) and ``analyse(...) -> Resul
 from __future__ import annotations
 
 import importlib
+from concurrent.futures import Future
 from types import ModuleType
 from typing import Any, Callable
 
@@ -39,15 +40,25 @@ def run_study(
     progress: Callable[[str], None] = _quiet, parent_id: int | None = None, resume: int | None = None,
     name: str = "",
 ) -> Any:
-    """Capture the host, open the campaign, execute the study through a Session, keep its result."""
-    machine = machine if machine is not None else capture()
-    host_id = store.add_host(*machine.record())
+    """Capture the host, open the campaign, execute the study through a Session, keep its result.
+
+    ``machine`` may be a Future of a capture still running (perflab run's start-up): the study
+    then gets no Machine, and the host is recorded when the capture ends.
+    """
+    pending = machine if isinstance(machine, Future) else None
+    if pending is not None:
+        machine, host_id = None, None
+    else:
+        machine = machine if machine is not None else capture()
+        host_id = store.add_host(*machine.record())
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
                         name=name, labels=batch_labels(), resume=resume) as camp:
         session = Session(executor, store, camp.id, progress, resumed=camp.resumed)
         result = module.execute(config, session, machine)
         result.campaign_id = camp.id
         camp.summary = result.as_dict()
+        if pending is not None:
+            store.set_campaign_host(camp.id, store.add_host(*pending.result().record()))
     return result
 
 

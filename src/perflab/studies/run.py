@@ -225,7 +225,7 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
                 stopped = "max-time"
                 break
     result = analyse(config, runs, stopped_by=stopped)
-    if machine is not None and machine.metadata.get("source") == "live":
+    if getattr(session.executor, "live", False):  # the mock plays no machine
         result.warnings.extend(_machine_notes(before, _cpu_times()))
     return result
 

@@ -50,7 +50,7 @@ class Session:
             self._stored = dict(stored)
 
     def _replay(self, key: Key) -> RunResult | None:
-        queue = self._stored.get(key)
+        queue = self._stored.get(key) if self._stored else None
         if queue:
             self.replayed += 1
             return queue.popleft()
@@ -58,8 +58,7 @@ class Session:
 
     def run(self, spec: RunSpec, rep: int = 0) -> RunResult:
         """Run one spec (or replay it on resume); stored before this returns."""
-        key = run_key(spec, rep)
-        result = self._replay(key)
+        result = self._replay(run_key(spec, rep)) if self._stored else None
         if result is not None:
             return result
         result = self.executor.run(spec)
@@ -102,7 +101,7 @@ class Session:
 
     def stored(self, spec: RunSpec, rep: int = 0) -> bool:
         """Whether session.run(spec, rep) will be answered from the store (no process)."""
-        return bool(self._stored.get(run_key(spec, rep)))
+        return bool(self._stored) and bool(self._stored.get(run_key(spec, rep)))
 
     def setup(self, spec: RunSpec) -> RunResult:
         """An unrecorded helper run that always executes (hyperfine's --prepare)."""
