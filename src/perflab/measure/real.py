@@ -18,6 +18,7 @@ from typing import Sequence
 from perflab.errors import PerflabError
 from perflab.measure import perfstat
 from perflab.measure.gate import run_gated, spawnrun_trampoline
+from perflab.measure.health import HealthProbe
 from perflab.measure.interface import ConcurrentResult
 from perflab.measure.metrics import extract
 from perflab.measure.server import Server, ServerStopped, build_helper
@@ -92,7 +93,10 @@ class RealExecutor:
 
     live = True  # measures this machine (the mock does not)
 
-    def __init__(self) -> None:
+    def __init__(self, root: Root = Root("/")) -> None:
+        self.root = root
+        # Its first sample marks the start of the first run's interval.
+        self._health: HealthProbe | None = HealthProbe(root)
         # memfds: in-memory files the child writes into; reused (truncated) run after run.
         self._out = os.memfd_create("perflab-stdout")
         self._err = os.memfd_create("perflab-stderr")
@@ -103,6 +107,8 @@ class RealExecutor:
 
     def close(self) -> None:
         self._stop_server()
+        if self._health is not None:
+            self._health.close()
         for fd in (self._out, self._err, self.devnull):
             try:
                 os.close(fd)
@@ -189,7 +195,17 @@ class RealExecutor:
             perfstat.record_unsupported(unsupported)
         return result
 
+    def health(self, result: RunResult, cpus: Sequence[int] | None) -> RunResult:
+        """Attach the machine's health over the run (and whether it makes the run suspect)."""
+        if self._health is None:
+            self._health = HealthProbe(self.root)
+        result.health, result.suspect = self._health.sample(tuple(cpus or ()))
+        return result
+
     def run(self, spec: RunSpec) -> RunResult:
+        return self.health(self._run(spec), spec.cpus)
+
+    def _run(self, spec: RunSpec) -> RunResult:
         argv, perf_out = self.full_argv(spec)
         out_fd = self._out if spec.capture_output else self.devnull
         if spec.capture_output:
@@ -261,7 +277,14 @@ class RealExecutor:
 
     def run_concurrent(self, specs: Sequence[RunSpec], gate: bool = True) -> ConcurrentResult:
         """Start every spec, gated (released together) or spawned one after another."""
-        return run_gated(self, specs, gate)
+        if self._health is None:
+            self._health = HealthProbe(self.root)
+        out = run_gated(self, specs, gate)
+        cpus = sorted({c for spec in specs for c in (spec.cpus or ())})
+        health, suspect = self._health.sample(cpus)
+        for res in out.results:
+            res.health, res.suspect = dict(health), suspect
+        return out
 
 
 def _wait_exit(pid: int, timeout: float) -> bool:

@@ -24,7 +24,7 @@ from perflab.model import MetricPattern, RunResult, RunSpec
 from perflab.platform.host import Machine
 from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
-from perflab.studies.run_result import Benchmark, Run, RunStudyResult
+from perflab.studies.run_result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.session import Session
 
 NAME = "run"
@@ -299,6 +299,7 @@ def _collect(config: RunConfig, runs: Iterable[Any]) -> list[Benchmark]:
 
 def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") -> RunStudyResult:
     """Summaries, median CIs (order statistics), outliers, ratios to the fastest, warnings."""
+    runs = list(runs)
     benches = _collect(config, runs)
     warnings: list[str] = []
     for b in benches:
@@ -330,7 +331,8 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
                             "the median (cold caches?): consider --warmup 1 or more")
         if b.suspect:
             warnings.append(f"'{b.command}': {b.suspect} of {len(xs)} runs were taken while the "
-                            "machine was disturbed (suspect: see their health)")
+                            "machine was disturbed (suspect: CPU pressure above 20 %, steal above "
+                            "2 % or a thermal throttle event; their health is stored with them)")
     if config.perf_stat:
         warnings.append("with --perf-stat the wall times, user/sys and max RSS include perf's own "
                         "start-up: compare the counters (duration_time is the command's own wall "
@@ -346,4 +348,6 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
             else:
                 r = ratio_of_medians(b.times, fastest.times, seed=config.seed)
                 b.relative = {"ratio": r.ratio, "low": r.lo, "high": r.hi, "level": 0.95}
-    return RunStudyResult(benches, warnings, stopped_by)
+    result = RunStudyResult(benches, warnings, stopped_by)
+    result.health = health_summary([r.result for r in runs])
+    return result

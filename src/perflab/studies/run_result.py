@@ -71,6 +71,7 @@ class RunStudyResult:
     warnings: list[str] = field(default_factory=list)
     stopped_by: str = "runs"  # "runs", "precision", "max-runs", "max-time", "time-budget"
     campaign_id: int | None = None
+    health: dict = field(default_factory=dict)  # governor, turbo, runs sampled, medians of the runs' health
 
     @property
     def fastest(self) -> Benchmark | None:
@@ -90,13 +91,14 @@ class RunStudyResult:
         return dict(campaign_id=self.campaign_id, benchmarks=[asdict(b) for b in self.benchmarks],
                     warnings=self.warnings, stopped_by=self.stopped_by,
                     fastest=fastest.command if fastest else None, failed_runs=self.failed_runs,
-                    suspect_runs=self.suspect_runs, verdict=verdict(self))
+                    suspect_runs=self.suspect_runs, health=self.health, verdict=verdict(self))
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunStudyResult":
         names = {f.name for f in fields(Benchmark)}
         benches = [Benchmark(**{k: v for k, v in b.items() if k in names}) for b in d.get("benchmarks", ())]
-        return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"))
+        return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
+                   dict(d.get("health") or {}))
 
 
 def verdict(result: RunStudyResult) -> str:
@@ -119,3 +121,24 @@ def verdict(result: RunStudyResult) -> str:
     if result.suspect_runs:
         text += f"; {result.suspect_runs} runs suspect (machine disturbed)"
     return text + "."
+
+
+def health_summary(results: list[RunResult]) -> dict:
+    """What the runs' health says overall: governor and turbo as recorded, medians, maxima."""
+    sampled = [r.health for r in results if r.health]
+    if not sampled:
+        return {}
+    out: dict = {"runs": len(sampled), "suspect": sum(bool(r.suspect) for r in results)}
+    for key in ("governor", "turbo"):
+        seen = {str(h[key]) for h in sampled if key in h}
+        if seen:
+            out[key] = ", ".join(sorted(seen))
+    for key in ("cpu_pressure", "steal", "runnable_others"):
+        vals = [h[key] for h in sampled if key in h]
+        if vals:
+            out[f"{key}_median"] = statistics.median(vals)
+            out[f"{key}_max"] = max(vals)
+    throttles = sum(h.get("throttle", 0) for h in sampled)
+    if throttles:
+        out["throttle_events"] = throttles
+    return out

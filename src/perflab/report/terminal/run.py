@@ -86,6 +86,18 @@ def render(result: RunStudyResult, console: Any) -> None:
                 r = b.relative
                 console.print(f"  {r['ratio']:.2f}x [{r['low']:.2f}, {r['high']:.2f}] slower: "
                               f"{b.command}", highlight=False, markup=False)
+    h = result.health
+    if h:
+        parts = [f"{h['suspect']} of {h['runs']} runs suspect"]
+        if "cpu_pressure_median" in h:
+            parts.append(f"CPU pressure median {100 * h['cpu_pressure_median']:.0f} % "
+                         f"(max {100 * h['cpu_pressure_max']:.0f} %)")
+        if h.get("steal_max"):
+            parts.append(f"steal max {100 * h['steal_max']:.1f} %")
+        if h.get("throttle_events"):
+            parts.append(f"{h['throttle_events']} thermal throttle events")
+        parts.append(f"governor {h.get('governor', 'not reported')}, turbo {h.get('turbo', 'not reported')}")
+        console.print("health: " + "; ".join(parts), highlight=False, markup=False)
     for w in result.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
 
