@@ -8,7 +8,9 @@ from typing import Any, Sequence
 from perflab import __version__
 from perflab.errors import PerflabError
 from perflab.report.model import Report, Section, Table
-from perflab.report.sections import build_section
+from perflab.report import sections  # noqa: F401  (registers the study builders)
+from perflab.report.answers import answers
+from perflab.report.generic import build_section
 
 
 def _counts(topo: dict) -> dict:
@@ -141,8 +143,10 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     if title is None:
         title = _title(campaigns, hosts, lab)
+    by_id = {h["id"]: h for h in hosts}
     return Report(title=title, generated=now, version=__version__,
-                  machine=machine, sections=sections)
+                  machine=machine, sections=sections,
+                  answers=answers(list(campaigns), sections, by_id))
 
 
 def _title(campaigns: Sequence[Any], hosts: list[dict], lab: Any) -> str:

@@ -1,136 +1,11 @@
-"""Turn one stored campaign into a report Section: verdict, tables, and the seed's plots.
-
-Each study stores its result as the campaign summary (a JSON dict). The generic builder renders
-any summary: its ``verdict`` and every list of flat records as a table. Study builders add the
-plots the seeds drew, reading the keys their study writes, and fall back to the generic view
-when a key is absent (an interrupted campaign has a partial summary or none).
-"""
+"""The study builders: each study's tables, verdict and the plots the seeds drew (see generic.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from perflab.report.model import Plot, Section, Table
-
-TITLES = {
-    "run": "Timing (perflab run)",
-    "cores": "Per-core scan",
-    "instances": "Instance-count scan",
-    "variants": "Build variants",
-    "profile": "Profile of one event",
-    "profile-diff": "Profile diff",
-    "frontend": "Front-end scan",
-    "micro": "Microbenchmarks",
-    "footprint": "File footprint",
-    "bundle": "Standalone bundle",
-    "cost": "Platform cost model",
-}
-
-_SKIP_KEYS = {"verdict", "tables", "notes"}
-
-
-def _is_scalar(v: Any) -> bool:
-    return v is None or isinstance(v, (str, int, float, bool))
-
-
-def _records_table(title: str, records: list[dict]) -> Table | None:
-    if not records or not all(isinstance(r, dict) for r in records):
-        return None
-    cols: list[str] = []
-    for r in records:
-        for k, v in r.items():
-            if k not in cols and (_is_scalar(v) or _short_list(v)):
-                cols.append(k)
-    if not cols:
-        return None
-    rows = [[_cell(r.get(c)) for c in cols] for r in records]
-    return Table(title=title.replace("_", " "), columns=[c.replace("_", " ") for c in cols], rows=rows)
-
-
-def _short_list(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) <= 8 and all(_is_scalar(x) for x in v)
-
-
-def _cell(v: Any) -> Any:
-    if isinstance(v, (list, tuple)):
-        return ", ".join(str(x) for x in v)
-    return v
-
-
-def generic(campaign: Any, summary: dict) -> Section:
-    """Any summary: verdict, explicit ``tables``, lists of records, and scalar facts."""
-    title = TITLES.get(campaign.study, campaign.study)
-    verdict = summary.get("verdict") or _default_verdict(campaign)
-    sec = Section(
-        key=f"{campaign.study}-{campaign.id}", title=f"{title} (campaign {campaign.id})",
-        verdict=str(verdict), campaign_id=campaign.id, status=campaign.status,
-    )
-    for t in summary.get("tables", []) or []:
-        if isinstance(t, dict) and "columns" in t and "rows" in t:
-            sec.tables.append(Table(str(t.get("title", "")), [str(c) for c in t["columns"]],
-                                    [[_cell(c) for c in row] for row in t["rows"]], str(t.get("note", ""))))
-    facts = []
-    for k, v in summary.items():
-        if k in _SKIP_KEYS:
-            continue
-        if isinstance(v, list):
-            tbl = _records_table(k, v)
-            if tbl is not None and not any(x.title == tbl.title for x in sec.tables):
-                sec.tables.append(tbl)
-        elif _is_scalar(v) and v is not None and not isinstance(v, str) or (isinstance(v, str) and len(v) < 120):
-            facts.append([k.replace("_", " "), v])
-    if facts:
-        sec.tables.insert(0, Table("Summary", ["quantity", "value"], facts))
-    for n in summary.get("notes", []) or []:
-        sec.notes.append(str(n))
-    if campaign.status != "done":
-        sec.notes.append(f"campaign status: {campaign.status}; results may be partial")
-    return sec
-
-
-def _default_verdict(campaign: Any) -> str:
-    if campaign.status == "done":
-        return f"{campaign.study}: finished (no verdict recorded)."
-    return f"{campaign.study}: {campaign.status}; partial results."
-
-
-def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "") -> None:
-    """Add a plot; a plot that cannot be drawn from a partial summary is noted, not fatal."""
-    try:
-        sec.plots.append(Plot(title, make(), caption))
-    except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
-        sec.notes.append(f"plot '{title}' not drawn: {type(exc).__name__}: {exc}")
-
-
-BUILDERS: dict[str, Callable[[Any, dict, list], Section]] = {}
-
-
-def builder(study: str):
-    def deco(fn: Callable[[Any, dict, list], Section]):
-        BUILDERS[study] = fn
-        return fn
-
-    return deco
-
-
-def build_section(campaign: Any, measurements: list) -> Section:
-    summary = campaign.summary or {}
-    fn = BUILDERS.get(campaign.study)
-    if fn is None:
-        return generic(campaign, summary)
-    return fn(campaign, summary, measurements)
-
-
-# -- study builders -----------------------------------------------------------------------------
-
-def _pct(r: float | None) -> str:
-    return "—" if r is None else f"{100 * (r - 1):+.1f} %"
-
-
-def _ci_text(lo: Any, hi: Any, fmt: str = "{:.4g}") -> str:
-    if lo is None or hi is None:
-        return "—"
-    return "[" + fmt.format(lo) + ", " + fmt.format(hi) + "]"
+from perflab.report.generic import _cell, _ci_text, _pct, _plot, builder, generic
+from perflab.report.model import Section, Table
 
 
 @builder("run")
@@ -155,10 +30,10 @@ def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
                                                        "stddev", "user", "sys", "max RSS [KiB]", "events/s",
                                                        "relative"], rows)]
     sec.verdict = summary.get("verdict") or sec.verdict
-    _plot(sec, "Median wall time with its CI", lambda: plots.bars_with_ci(
+    _plot(sec, "Median wall time with its CI (points: medians; bars: CIs)", lambda: plots.bars_with_ci(
         [str(b.get("command"))[:30] for b in benches], [b["summary"]["median"] for b in benches],
         [(b.get("median_ci") or {}).get("low") for b in benches],
-        [(b.get("median_ci") or {}).get("high") for b in benches], ylabel="seconds"))
+        [(b.get("median_ci") or {}).get("high") for b in benches], ylabel="wall time [s]"))
     return sec
 
 
@@ -197,9 +72,9 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
                         note=f"{summary.get('rounds', '?')} rounds, stopped by {summary.get('stopped', '?')}; "
                              "CPU order shuffled each round.")]
     if cpus:
-        _plot(sec, f"Per-CPU {unit} (slow CPUs in red)", lambda: plots.bars_with_ci(
+        _plot(sec, f"Per-CPU median {unit} with its CI (slow CPUs: orange squares)", lambda: plots.bars_with_ci(
             [str(c["cpu"]) for c in cpus], [c["median"] for c in cpus], [c.get("lo") for c in cpus],
-            [c.get("hi") for c in cpus], ylabel=unit, highlight=[bool(c.get("slow")) for c in cpus]))
+            [c.get("hi") for c in cpus], ylabel=f"median [{unit}]", highlight=[bool(c.get("slow")) for c in cpus]))
     return sec
 
 
@@ -262,14 +137,14 @@ def variants_section(campaign: Any, summary: dict, measurements: list) -> Sectio
     for s in summary.get("skipped") or []:
         sec.notes.append(f"skipped: {s}")
     if measured:
-        _plot(sec, "Wall time per variant (median, 95% CI)", lambda: plots.bars_with_ci(
+        _plot(sec, "Wall time per variant (median with its CI; significant: orange squares)", lambda: plots.bars_with_ci(
             [v["name"] for v in measured], [v["wall_median"] for v in measured],
             [(v.get("wall_ci") or (None, None))[0] for v in measured],
-            [(v.get("wall_ci") or (None, None))[1] for v in measured], ylabel="seconds",
+            [(v.get("wall_ci") or (None, None))[1] for v in measured], ylabel="wall time [s]",
             highlight=[bool(v.get("time_significant")) for v in measured]))
         _plot(sec, "Max RSS per variant (median)", lambda: plots.bars_with_ci(
             [v["name"] for v in measured], [(v.get("maxrss_kb_median") or 0) / 1024 for v in measured],
-            ylabel="MiB", highlight=[bool(v.get("rss_significant")) for v in measured]))
+            ylabel="max RSS [MiB]", highlight=[bool(v.get("rss_significant")) for v in measured], zero=True))
     return sec
 
 
@@ -402,5 +277,6 @@ def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
     if diffs:
         _plot(sec, "Time difference per operation against -m64 (seed 002's figure)", lambda: plots.bars_with_ci(
             [f"{d['bench']} ({d['abi']})" for d in diffs], [d["pct"] for d in diffs],
-            ylabel="% time vs -m64", highlight=[bool(d.get("significant")) for d in diffs], baseline=0.0))
+            ylabel="time vs -m64 [%]", highlight=[bool(d.get("significant")) for d in diffs], baseline=0.0,
+            zero=True))
     return sec

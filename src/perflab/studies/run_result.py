@@ -109,8 +109,11 @@ def verdict(result: RunStudyResult) -> str:
     fastest = result.fastest
     assert fastest is not None and fastest.summary and fastest.median_ci
     ci = CI.from_dict(fastest.median_ci)
-    text = (f"{fastest.command}: median {fastest.summary['median']:.4g} s "
-            f"({ci.label()} {ci.low:.4g}..{ci.high:.4g} s, {fastest.n} runs)")
+    text = (f"{fastest.command}: median {fastest.summary['median']:.3g} s "
+            f"({ci.label()} {ci.low:.3g}..{ci.high:.3g} s, {fastest.n} runs)")
+    rate = fastest.metric_medians().get("events_per_s")
+    if rate is not None:
+        text += f", {rate:.3g} events/s"
     if len(ok) > 1:
         others = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
                   f"{b.relative['high']:.3g}]" for b in ok if b is not fastest and b.relative]
