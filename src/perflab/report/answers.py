@@ -58,7 +58,7 @@ def _evidence(study: str, s: dict) -> str:
     return ""
 
 
-def _caveats(study: str, s: dict, campaign: Any, host: dict | None) -> list[str]:
+def _caveats(study: str, s: dict, campaign: Any, host: dict | None, fallback: dict | None) -> list[str]:
     out = []
     if campaign.status != "done":
         out.append(f"campaign {campaign.status}: partial")
@@ -67,7 +67,7 @@ def _caveats(study: str, s: dict, campaign: Any, host: dict | None) -> list[str]
     if s.get("failed_runs"):
         out.append(f"{s['failed_runs']} runs failed")
     md = (host or {}).get("metadata") or {}
-    probes = md.get("probes") or {}
+    probes = md.get("probes") or (fallback or {}).get("metadata", {}).get("probes") or {}
     if study in ("profile", "frontend") and probes.get("hw_counters", {}).get("available") is False:
         out.append("no hardware counters (VM without PMU)")
     if study == "instances" and len(((host or {}).get("topology") or {}).get("nodes") or []) <= 1:
@@ -80,8 +80,10 @@ def _caveats(study: str, s: dict, campaign: Any, host: dict | None) -> list[str]
 def answers(campaigns: list[Any], sections: list[Section], hosts: dict[int, dict]) -> list[Answer]:
     """One summary row per study section, in the report's order."""
     out = []
+    # Studies not yet in the study shape record their host without the probes: use the fullest.
+    fallback = max(hosts.values(), key=lambda h: len((h.get("metadata") or {}).get("probes") or {}), default=None)
     for camp, sec in zip(campaigns, sections):
         summary = camp.summary or {}
         out.append(Answer(QUESTIONS.get(camp.study, camp.study), sec.verdict, _evidence(camp.study, summary),
-                          _caveats(camp.study, summary, camp, hosts.get(camp.host_id)), sec.key))
+                          _caveats(camp.study, summary, camp, hosts.get(camp.host_id), fallback), sec.key))
     return out
