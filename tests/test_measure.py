@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import statistics
 import sys
 
 import pytest

@@ -12,7 +12,7 @@ from perflab.cli.common import store_option
 from perflab.errors import PerflabError
 
 
-@click.command("lab")
+@click.command("lab", context_settings={"ignore_unknown_options": True})
 @click.option("--workload", "-w", "workload", metavar="NAME|FILE",
               help="Workload name or a perflab.toml file (default: the built-in minihlt).")
 @click.option("--config", "config_path", metavar="FILE", help="perflab.toml with workload definitions.")
@@ -24,13 +24,14 @@ from perflab.errors import PerflabError
 @click.option("--studies", metavar="LIST", help="Comma-separated subset, e.g. run,cores,variants.")
 @click.option("--seed", default=1, show_default=True, help="Seed for every shuffled order.")
 @store_option
+@click.argument("workload_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
 def command(workload: str | None, config_path: str | None, quick: bool, out_dir: str, resume: bool,
-            studies: str | None, seed: int, db_url: str | None) -> None:
+            studies: str | None, seed: int, db_url: str | None, workload_args: tuple[str, ...]) -> None:
     """Build the workload, run the default studies, write the report.
 
     Default studies: run, cores, instances, variants, profile (of the slowest event), frontend,
     micro. Every measurement goes to the results store as it completes; --resume finishes an
-    interrupted lab from the store.
+    interrupted lab from the store. ARGS after -- are appended to the workload's command.
     """
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.lab import render
@@ -38,13 +39,15 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
     from perflab.studies import lab, resume_study, run_study
 
     config = lab.LabConfig(workload=workload, config_path=config_path, quick=quick, out_dir=out_dir,
-                           seed=seed, studies=tuple(s.strip() for s in (studies or "").split(",") if s.strip()))
+                           seed=seed, workload_args=tuple(workload_args), studies=tuple(s.strip() for s in (studies or "").split(",") if s.strip()))
     lab.plan(config)  # unknown study names fail here, before anything is built
     console = _console()
     with open_store(db_url) as store, default_executor() as executor:
         console.print(f"perflab lab: results in {store.display}", highlight=False)
         with LabDisplay(console) as display:
             if resume:
+                if workload_args:
+                    raise PerflabError("--resume takes the stored workload and its arguments: drop the ARGS")
                 unfinished = [c for c in store.campaigns(study="lab") if c.status != "done"]
                 if not unfinished:
                     raise PerflabError(f"nothing to resume in {store.display}: start one with perflab lab")
@@ -101,7 +104,7 @@ class LabDisplay:
                                 transient=True, refresh_per_second=4)
             self.bar.__enter__()
             self.overall = self.bar.add_task("lab", total=None)
-            self.current = self.bar.add_task("", total=None)
+        self.study = "preparing"
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -109,10 +112,12 @@ class LabDisplay:
             self.bar.__exit__(None, None, None)
 
     def __call__(self, text: str) -> None:
+        # One line: the current study and its latest progress, the studies done, elapsed, ETA.
         if self.bar is not None:
-            self.bar.update(self.current, description=f"  {text[:100]}")
+            self.bar.update(self.overall, description=f"lab: {self.study}: {text[:90]}")
 
     def begin(self, name: str, index: int, total: int) -> None:
+        self.study = name
         if self.bar is not None:
             self.bar.update(self.overall, total=total, completed=index, description=f"lab: {name}")
         else:

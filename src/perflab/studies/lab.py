@@ -39,6 +39,7 @@ class LabConfig:
     out_dir: str = DEFAULT_OUT
     studies: tuple[str, ...] = ()  # empty -> the default set
     seed: int = 1
+    workload_args: tuple[str, ...] = ()  # appended to the workload's argv (perflab lab -- ARGS)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -48,6 +49,7 @@ class LabConfig:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in d.items() if k in known}
         kw["studies"] = tuple(kw.get("studies") or ())
+        kw["workload_args"] = tuple(kw.get("workload_args") or ())
         return cls(**kw)
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -72,6 +72,8 @@ def prepare(ctx: LabContext) -> None:
         ctx.minihlt = True
     else:
         ctx.workload = resolve(name, (), config_path=config_path)
+    if cfg.workload_args:
+        ctx.workload = replace(ctx.workload, argv=(*ctx.workload.argv, *cfg.workload_args))
     ctx.session.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
 
 
