@@ -156,7 +156,7 @@ def test_lab_through_the_mock_and_its_snapshot(tmp_path):
     from rich.console import Console
 
     from perflab.measure.executor import MockExecutor
-    from perflab.report.terminal.lab import render, render_outcome
+    from perflab.report.terminal.lab import render
     from perflab.studies.lab import LabResult
 
     store, result = _mock_lab(tmp_path, MockExecutor())
@@ -168,8 +168,7 @@ def test_lab_through_the_mock_and_its_snapshot(tmp_path):
     assert [(s.name, s.status, s.runs) for s in again.steps] == [("run", "done", 6)]
     console = Console(width=140, record=True, file=io.StringIO(), color_system=None)
     run.seconds, result.seconds = 0.0, 0.0  # wall-clock of the test machine: not part of the snapshot
-    render_outcome(run, console)
-    render(result, console)
+    render(result, console)  # each study once, then the summary
     text = console.export_text()
     snap = os.path.join(os.path.dirname(__file__), "snapshots", "lab.txt")
     if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):

@@ -192,6 +192,26 @@ def test_resume_repeats_no_stored_run(store):
     assert store.campaign(camp.id).n_measurements == 12
 
 
+def test_resume_on_postgresql(postgres_url):
+    # The same interrupted run, resumed from a PostgreSQL store: the Session's replay and the
+    # campaign context manager are the same code on either backend.
+    class Stop(KeyboardInterrupt):
+        pass
+
+    with open_store(postgres_url) as store:
+        ex = MockExecutor()
+        ex.model = lambda spec: (_ for _ in ()).throw(Stop()) if len(ex.calls) == 6 else 0.1
+        cfg = RunConfig(commands=(cmd("sleep 0.1"), cmd("sleep 0.2")), runs=4, seed=2)
+        with pytest.raises(Stop):
+            run_run(cfg, ex, store)
+        camp = store.campaigns(study="run")[-1]
+        assert camp.status == "interrupted" and camp.n_measurements == 5
+        ex2 = MockExecutor()
+        _, res = resume_study(store, camp.id, ex2)
+        assert len(ex2.calls) == 3 and [b.n for b in res.benchmarks] == [4, 4]
+        assert store.campaign(camp.id).status == "done"
+
+
 def test_terminal_snapshot(store):
     from rich.console import Console
 

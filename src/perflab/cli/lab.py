@@ -55,7 +55,7 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
             else:
                 result = run_study(lab, config, store, executor, progress=display, name="lab")
         html_path, md_path = _write_report(store, result)
-        render(result, console)
+        render(result, console, children=False)  # the live display printed each study's
         console.print(f"report: {html_path} (and {md_path}); lab campaign {result.campaign_id} in "
                       f"{store.display}", highlight=False)
 

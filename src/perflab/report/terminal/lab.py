@@ -57,9 +57,14 @@ def render_outcome(outcome: Outcome, console: Any) -> None:
         show(outcome.result, console)
 
 
-def render(result: LabResult, console: Any) -> None:
-    """The studies at a glance and the verdict."""
+def render(result: LabResult, console: Any, children: bool = True) -> None:
+    """Each study's result (unless a live display printed them as they came), then the studies
+    at a glance and the verdict."""
     from rich.table import Table
+
+    if children:
+        for outcome in result.steps:
+            render_outcome(outcome, console)
 
     table = Table(title=f"perflab lab: {result.workload}")
     table.add_column("study")
