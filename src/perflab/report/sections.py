@@ -34,6 +34,12 @@ def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
         [str(b.get("command"))[:30] for b in benches], [b["summary"]["median"] for b in benches],
         [(b.get("median_ci") or {}).get("low") for b in benches],
         [(b.get("median_ci") or {}).get("high") for b in benches], ylabel="wall time [s]"))
+    slower = [b for b in benches if b.get("relative") and b["relative"].get("ratio") != 1.0]
+    if slower:
+        _plot(sec, "Median wall time relative to the fastest (95% bootstrap CI, log axis)", lambda: plots.ratios_log(
+            [str(b.get("command"))[:30] for b in slower], [b["relative"]["ratio"] for b in slower],
+            [b["relative"]["low"] for b in slower], [b["relative"]["high"] for b in slower],
+            [b["relative"]["low"] > 1.0 for b in slower], xlabel="median / fastest's median (log scale)"))
     return sec
 
 
