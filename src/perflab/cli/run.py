@@ -242,20 +242,35 @@ def _measure(module, config, db_url, console):
         return result, store.display
 
 
-def _capture_in_background():
-    import threading
-    from concurrent.futures import Future
+class _Pending:
+    """The machine capture running on a thread; result() waits for it (or re-raises its error)."""
 
-    from perflab.platform.hostcache import capture_cached
+    def __init__(self) -> None:
+        import threading
 
-    future: Future = Future()
+        from perflab.platform.hostcache import capture_cached
 
-    def work() -> None:
-        try:
-            future.set_result(capture_cached())
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting study
-            future.set_exception(exc)
+        self._done = threading.Event()
+        self._value: object = None
+        self._error: BaseException | None = None
 
-    # A daemon: Ctrl-C must not wait for a compiler's --version to finish.
-    threading.Thread(target=work, name="perflab-capture", daemon=True).start()
-    return future
+        def work() -> None:
+            try:
+                self._value = capture_cached()
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting study
+                self._error = exc
+            finally:
+                self._done.set()
+
+        # A daemon: Ctrl-C must not wait for a compiler's --version to finish.
+        threading.Thread(target=work, name="perflab-capture", daemon=True).start()
+
+    def result(self) -> object:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _capture_in_background() -> _Pending:
+    return _Pending()

@@ -10,7 +10,6 @@ the Session, which stores every run as it completes) and ``analyse(...) -> Resul
 from __future__ import annotations
 
 import importlib
-from concurrent.futures import Future
 from types import ModuleType
 from typing import Any, Callable
 
@@ -42,10 +41,10 @@ def run_study(
 ) -> Any:
     """Capture the host, open the campaign, execute the study through a Session, keep its result.
 
-    ``machine`` may be a Future of a capture still running (perflab run's start-up): the study
-    then gets no Machine, and the host is recorded when the capture ends.
+    ``machine`` may be a capture still running (an object with ``result()``, e.g. a Future: perflab
+    run's start-up): the study then gets no Machine, and the host is recorded when it ends.
     """
-    pending = machine if isinstance(machine, Future) else None
+    pending = machine if callable(getattr(machine, "result", None)) else None
     if pending is not None:
         machine, host_id = None, None
     else:
