@@ -39,8 +39,8 @@ _INSERT = (f"INSERT INTO measurements ({', '.join(_MEASUREMENT_COLUMNS)}) "
 
 
 def _now() -> str:
-    """UTC now as SQLAlchemy's SQLite DateTime stores it."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    """UTC now as SQLAlchemy's SQLite DateTime stores it ('2026-11-23 11:59:25.352692')."""
+    return datetime.now(timezone.utc).isoformat(sep=" ", timespec="microseconds")[:26]
 
 
 def open_fast(url_or_path: str | None = None) -> "LiteStore | Store":
@@ -153,8 +153,9 @@ class LiteStore:
         """Store one run; committed before returning so a crash keeps it."""
         r = result
         row = (*[int(v) if isinstance(v, bool) else v for v in (getattr(r, c) for c in _RESULT_COLUMNS)],
-               campaign_id, label or "", canonical_params(params), int(rep), dumps(r.metrics or {}),
-               dumps(r.counters or {}), dumps(r.energy) if r.energy else None,
+               campaign_id, label or "", canonical_params(params) if params else "{}", int(rep),
+               dumps(r.metrics) if r.metrics else "{}", dumps(r.counters) if r.counters else "{}",
+               dumps(r.energy) if r.energy else None,
                dumps(r.health) if r.health else None, r.failure, _now())
         with self._lock:
             try:

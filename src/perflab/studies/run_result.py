@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
 from perflab.model import RunResult
@@ -88,7 +88,9 @@ class RunStudyResult:
 
     def as_dict(self) -> dict:
         fastest = self.fastest
-        return dict(campaign_id=self.campaign_id, benchmarks=[asdict(b) for b in self.benchmarks],
+        # Shallow: dataclasses.asdict deep-copies every list of times (50 ms for 2000 runs).
+        benches = [{f.name: getattr(b, f.name) for f in fields(b)} for b in self.benchmarks]
+        return dict(campaign_id=self.campaign_id, benchmarks=benches,
                     warnings=self.warnings, stopped_by=self.stopped_by,
                     fastest=fastest.command if fastest else None, failed_runs=self.failed_runs,
                     suspect_runs=self.suspect_runs, health=self.health, verdict=verdict(self))
