@@ -197,3 +197,18 @@ def test_slowest_event_goes_through_the_executor_and_is_replayed(tmp_path):
         ex2 = MockExecutor(output=lambda spec: "")
         ctx2 = LabContext(None, Session(ex2, store, cid, resumed=True), None, workload=wl)
         assert slowest_event(ctx2) == (1, 9.25) and ex2.calls == []
+
+
+def test_resumed_lab_loads_done_children_from_the_store(tmp_path):
+    from perflab.measure.executor import MockExecutor
+    from perflab.studies import resume_study
+
+    store, result = _mock_lab(tmp_path, MockExecutor())
+    store.finish_campaign(result.campaign_id, "interrupted", store.campaign(result.campaign_id).summary)
+    ex = MockExecutor()
+    _, again = resume_study(store, result.campaign_id, ex)
+    (run,) = again.steps
+    assert ex.calls == [] and run.earlier and run.campaign == result.steps[0].campaign
+    assert run.result.benchmarks[0].times == result.steps[0].result.benchmarks[0].times
+    assert again.executed_runs == 0 and store.campaign(result.campaign_id).status == "done"
+    store.close()

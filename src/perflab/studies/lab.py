@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
@@ -194,8 +195,10 @@ def _load(name: str, child: Any) -> Any:
 
     try:
         module = study_module(name)
-        return module.Result.from_dict({**(child.summary or {}), "campaign_id": child.id})
-    except (PerflabError, AttributeError, KeyError, TypeError):
+        # Result, else the class execute() is annotated to return (XResult)
+        result_type = getattr(module, "Result", None) or typing.get_type_hints(module.execute)["return"]
+        return result_type.from_dict({**(child.summary or {}), "campaign_id": child.id})
+    except (PerflabError, AttributeError, KeyError, TypeError, NameError):
         return None  # a study not yet in the shape: its stored summary still feeds the report
 
 
