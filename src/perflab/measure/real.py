@@ -97,6 +97,10 @@ class RealExecutor:
         self.root = root
         # Its first sample marks the start of the first run's interval.
         self._health: HealthProbe | None = HealthProbe(root)
+        # An unpinned run may use any allowed CPU: sample them all where that stays cheap (one
+        # pread each); on a big machine only pinned runs get frequencies and throttle counts.
+        allowed = sorted(os.sched_getaffinity(0)) if root.is_live else []
+        self._unpinned = tuple(allowed) if len(allowed) <= 16 else ()
         # memfds: in-memory files the child writes into; reused (truncated) run after run.
         self._out = os.memfd_create("perflab-stdout")
         self._err = os.memfd_create("perflab-stderr")
@@ -199,7 +203,7 @@ class RealExecutor:
         """Attach the machine's health over the run (and whether it makes the run suspect)."""
         if self._health is None:
             self._health = HealthProbe(self.root)
-        result.health, result.suspect = self._health.sample(tuple(cpus or ()))
+        result.health, result.suspect = self._health.sample(tuple(cpus or self._unpinned))
         return result
 
     def run(self, spec: RunSpec) -> RunResult:
