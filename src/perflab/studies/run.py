@@ -203,7 +203,8 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
         if first and config.runs is None and config.precision is None:
             # hyperfine's rule: enough runs to fill the time budget, at least min_runs.
             for i in active:
-                t = max(walls[i][0] if walls[i] else 0.0, 1e-6)
+                # the first run's wall time, failed or not (a failure still took that long)
+                t = max(next(r.result.wall_ns for r in runs if r.label == specs[i].label) / 1e9, 1e-6)
                 n = max(config.min_runs, math.ceil(DEFAULT_TIME_BUDGET_S / t))
                 target[i] = min(n, config.max_runs) if config.max_runs else n
         first = False
