@@ -115,6 +115,17 @@ def canonical_params(params: dict | None) -> str:
     return json.dumps(_jsonable(params or {}), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
+def host_identity(metadata: dict | None, topology: dict | None) -> tuple[dict, dict | None, str, str]:
+    """(metadata, topology, hostname, fingerprint) as stored: the same machine, the same print."""
+    metadata = _jsonable(metadata or {})
+    topology = _jsonable(topology) if topology is not None else None
+    hostname = str(metadata.get("hostname") or socket.gethostname())
+    stable = {k: v for k, v in metadata.items() if not any(w in k.lower() for w in _VOLATILE)}
+    fingerprint = hashlib.sha256(
+        dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()).hexdigest()
+    return metadata, topology, hostname, fingerprint
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -320,13 +331,7 @@ class Store:
         """Record a machine (idempotent: the same machine gets the same id); return its id."""
         sa = self._sa
         hosts = self.t["hosts"]
-        metadata = _jsonable(metadata or {})
-        topology = _jsonable(topology) if topology is not None else None
-        hostname = str(metadata.get("hostname") or socket.gethostname())
-        stable = {k: v for k, v in metadata.items() if not any(w in k.lower() for w in _VOLATILE)}
-        fingerprint = hashlib.sha256(
-            dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()
-        ).hexdigest()
+        metadata, topology, hostname, fingerprint = host_identity(metadata, topology)
         with self._write() as conn:
             row = conn.execute(sa.select(hosts.c.id).where(hosts.c.fingerprint == fingerprint)).first()
             if row is not None:

@@ -18,9 +18,7 @@ four times the run of `true` itself.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import socket
 import sqlite3
 import threading
 from datetime import datetime, timezone
@@ -28,8 +26,8 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult
-from perflab.store.db import (_RESULT_COLUMNS, _VOLATILE, STATUSES, Store, _jsonable, _resolve_url,
-                              canonical_params, dumps, open_store)
+from perflab.store.db import (_RESULT_COLUMNS, STATUSES, Store, _resolve_url, canonical_params, dumps,
+                              host_identity, open_store)
 from perflab.store.schema import SCHEMA_VERSION
 
 _MEASUREMENT_COLUMNS = (*_RESULT_COLUMNS, "campaign_id", "label", "params", "rep", "metrics",
@@ -93,12 +91,16 @@ class LiteStore:
 
     def _write(self, sql: str, args: tuple) -> sqlite3.Cursor:
         """One statement, one transaction, committed before returning."""
+        return self._transaction(lambda conn: conn.execute(sql, args))
+
+    def _transaction(self, work: Any) -> Any:
+        """``work(conn)`` inside BEGIN IMMEDIATE..COMMIT (the write lock taken up front)."""
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
-                cur = self._conn.execute(sql, args)
+                out = work(self._conn)
                 self._conn.execute("COMMIT")
-                return cur
+                return out
             except sqlite3.Error as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -107,20 +109,20 @@ class LiteStore:
 
     def add_host(self, metadata: dict, topology: dict | None = None) -> int:
         """Record a machine (the same machine gets the same id, as Store.add_host)."""
-        metadata = _jsonable(metadata or {})
-        topology = _jsonable(topology) if topology is not None else None
-        hostname = str(metadata.get("hostname") or socket.gethostname())
-        stable = {k: v for k, v in metadata.items() if not any(w in k.lower() for w in _VOLATILE)}
-        fingerprint = hashlib.sha256(
-            dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()).hexdigest()
-        row = self._conn.execute("SELECT id FROM hosts WHERE fingerprint = ?", (fingerprint,)).fetchone()
-        if row is not None:
-            self._write("UPDATE hosts SET metadata = ? WHERE id = ?", (dumps(metadata), row[0]))
-            return int(row[0])
-        cur = self._write("INSERT INTO hosts (hostname, fingerprint, metadata, topology, created) "
-                          "VALUES (?, ?, ?, ?, ?)", (hostname, fingerprint, dumps(metadata),
-                                                     None if topology is None else dumps(topology), _now()))
-        return int(cur.lastrowid)
+        metadata, topology, hostname, fingerprint = host_identity(metadata, topology)
+
+        def upsert(conn: sqlite3.Connection) -> int:
+            # one transaction: two processes recording the same machine get the same row
+            row = conn.execute("SELECT id FROM hosts WHERE fingerprint = ?", (fingerprint,)).fetchone()
+            if row is not None:
+                conn.execute("UPDATE hosts SET metadata = ? WHERE id = ?", (dumps(metadata), row[0]))
+                return int(row[0])
+            return int(conn.execute(
+                "INSERT INTO hosts (hostname, fingerprint, metadata, topology, created) VALUES (?, ?, ?, ?, ?)",
+                (hostname, fingerprint, dumps(metadata), None if topology is None else dumps(topology),
+                 _now())).lastrowid)
+
+        return int(self._transaction(upsert))
 
     def start_campaign(self, study: str, config: dict, host_id: int | None = None,
                        parent_id: int | None = None, name: str = "", labels: dict | None = None) -> int:
