@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Marker-to-enabled latency and share of the window captured: perflab's control-fifo window
-# (perf record -D -1 started before the workload, `enable` on the marker, wait for `ack`)
-# against attach-late (perf record -p PID started when the marker is seen, as in seed 001).
-# Both methods alternate in the same run, on the same workload: tests/data/profile_events.c,
-# whose marker lines carry the program's own CLOCK_MONOTONIC time, so the true window is known.
+# (perf record -D -1 started before the workload, `enable` on the marker, wait for `ack`), the
+# same fifo window attached to a running job (perflab profile --pid: perf record -p PID -D -1
+# attached early, markers read from the job's log file), and attach-late (perf record -p PID
+# started when the marker is seen, as in seed 001). The methods alternate in the same run, on
+# the same workload: tests/data/profile_events.c, whose marker lines carry the program's own
+# CLOCK_MONOTONIC time, so the true window is known.
 #
 # usage: bench/window_latency.sh [REPS] [ITERATIONS]   (defaults 15, 100000000: ~250 ms window)
 set -euo pipefail
@@ -18,11 +20,19 @@ gcc -O2 -o "$WORK/ev" tests/data/profile_events.c
 "$PY" - "$WORK" "$REPS" "$ITER" <<'EOF'
 import os, pty, re, select, signal, subprocess, sys, time, tty
 import numpy as np
-from perflab.studies.profile_window import Window, event_markers, record_window
+from perflab.measure.window import Window, WindowRequest
+from perflab.measure.window_perf import PerfWindowRecorder
+from perflab.model import RunSpec
 from perflab.studies.profile_parse import read_samples
+from perflab.studies.profile_window import event_markers
+
+
+def record_window(argv, perf_data, window, **kw):
+    return PerfWindowRecorder().record_window(RunSpec(argv=tuple(argv)),
+                                              WindowRequest(perf_data=perf_data, window=window, **kw))
 
 work, reps, iters = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-prog = [f"{work}/ev", "4", "2", iters, "50"]  # 4 events, event 2 is the hot window
+prog = [f"{work}/ev", "4", "2", iters, "300"]  # 4 events, event 2 is the hot window
 K = 2
 
 def marker_times(text):
@@ -32,6 +42,23 @@ def marker_times(text):
 def fifo_run(i):
     data, log = f"{work}/fifo-{i}.data", f"{work}/fifo-{i}.log"
     rec = record_window(prog, data, Window(*event_markers(K)), output_log=log)
+    t = marker_times(open(log).read())
+    t0, t1 = t[("start", K)], t[("done", K)]
+    s = read_samples(data)
+    first = min(x.time_ns for x in s)
+    return {"lat_ack": rec.enabled_ns - t0, "lat_first": first - t0,
+            "read_to_ack": rec.enabled_ns - rec.start_marker_ns,
+            "cap_ack": (t1 - max(t0, rec.enabled_ns)) / (t1 - t0),
+            "cap_first": (t1 - max(t0, first)) / (t1 - t0), "samples": len(s)}
+
+def pid_run(i):
+    """perflab profile --pid: attach to the running job, markers from its log file."""
+    data, log = f"{work}/pid-{i}.data", f"{work}/pid-{i}.log"
+    p = subprocess.Popen(prog + [log], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rec = PerfWindowRecorder().record_window(
+        RunSpec(argv=()), WindowRequest(perf_data=data, window=Window(*event_markers(K)), log_file=log,
+                                        attach=(p.pid,)))
+    p.wait()
     t = marker_times(open(log).read())
     t0, t1 = t[("start", K)], t[("done", K)]
     s = read_samples(data)
@@ -80,11 +107,13 @@ def attach_run(i):
     first = min(x.time_ns for x in s)
     return {"lat_first": first - t0, "cap_first": (t1 - max(t0, first)) / (t1 - t0), "samples": len(s)}
 
-fifo, late = [], []
-for i in range(reps):  # alternate the methods so that machine drift hits both alike
-    order = [("fifo", fifo_run), ("late", attach_run)] if i % 2 == 0 else [("late", attach_run), ("fifo", fifo_run)]
-    for name, fn in order:
-        (fifo if name == "fifo" else late).append(fn(i))
+import random
+fifo, late, pid = [], [], []
+runs = {"fifo": (fifo, fifo_run), "pid": (pid, pid_run), "late": (late, attach_run)}
+rng = random.Random(0)
+for i in range(reps):  # interleave the methods in a shuffled order so that drift hits all alike
+    for name in rng.sample(sorted(runs), 3):
+        runs[name][0].append(runs[name][1](i))
 
 def ms(xs):
     missing = sum(x is None for x in xs)
@@ -106,6 +135,11 @@ print("  marker read    -> enable acknowledged:", ms([x["read_to_ack"] for x in 
 print("  marker printed -> first sample:       ", ms([x["lat_first"] for x in fifo]))
 print("  window captured (by ack):             ", share([x["cap_ack"] for x in fifo]))
 print("  window captured (by first sample):    ", share([x["cap_first"] for x in fifo]))
+print("control fifo attached to the running job (perflab profile --pid, markers from its log):")
+print("  marker printed -> enable acknowledged:", ms([x["lat_ack"] for x in pid]))
+print("  marker read    -> enable acknowledged:", ms([x["read_to_ack"] for x in pid]))
+print("  marker printed -> first sample:       ", ms([x["lat_first"] for x in pid]))
+print("  window captured (by ack):             ", share([x["cap_ack"] for x in pid]))
 print("attach late (perf record -p PID at the marker):")
 print("  marker printed -> first sample:       ", ms([x["lat_first"] for x in late]))
 print("  window captured (by first sample):    ", share([x["cap_first"] for x in late]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from importlib import resources
 
 import pytest
@@ -124,3 +125,94 @@ def test_campaign_must_be_instances(tmp_path):
         store.start_campaign("cores", {})
         with pytest.raises(PerflabError, match="is a 'cores' campaign, not 'instances'"):
             run_cost(load_platforms(str(f)), store)
+
+
+def test_report_cost_plot_reads_the_stored_summary(tmp_path):
+    """The envelope line and the red/green marks come from the keys the study really stores."""
+    from perflab.report.sections import cost_points
+    from perflab.studies.cost import load_platforms, run_cost
+    from perflab.store import open_store
+
+    example = Path(__file__).resolve().parent.parent / "src/perflab/examples/seed004-platforms.toml"
+    with open_store(str(tmp_path / "s.db")) as store:
+        result = run_cost(load_platforms(str(example)), store)
+        summary = store.campaign(result.campaign_id).summary
+    pts, env = cost_points(summary)
+    assert env == result.requirement.power_envelope_kw
+    fits = {name: ok for name, _, _, ok in pts}
+    assert fits == {p.name: p.fits_power and p.fits_budget for p in result.platforms}
+    assert not all(fits.values())  # the seed's envelope rules some platforms out
+
+
+def _instances_campaign(store, watts_at_opt: float | None) -> int:
+    """An instances campaign as the study stores it: copies per batch, energy on the first copy."""
+    from perflab.model import RunResult
+
+    cid = store.start_campaign("instances", {})
+    for n in (1, 2):
+        for rnd in range(3):
+            for copy in range(n):
+                energy = {}
+                if copy == 0 and watts_at_opt is not None:
+                    energy = {"ipmi:node": (watts_at_opt if n == 2 else 150.0) * 2.0}
+                r = RunResult(wall_ns=2 * 10**9, user_s=2, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0,
+                              nivcsw=0, exit_code=0, start_ns=rnd * 10**10, end_ns=rnd * 10**10 + 2 * 10**9,
+                              energy=energy)
+                store.add_measurement(cid, r, {"policy": "compact", "n": n, "copy": copy, "round": rnd}, rep=rnd)
+    store.finish_campaign(cid, "done", {"optimum_n": 2, "optimum_policy": "compact", "optimum_throughput": 40.0})
+    return cid
+
+
+def test_power_from_campaign_takes_the_measured_watts_at_the_optimum(tmp_path):
+    from perflab.studies.cost import platform_cost
+
+    with open_store(str(tmp_path / "s.db")) as store:
+        cid = _instances_campaign(store, 300.0)
+        toml = tmp_path / "p.toml"
+        toml.write_text(f"""
+[requirement]
+target_events_per_s = 400
+power_envelope_kw = 10
+[[platform]]
+name = "measured"
+sockets = 2
+tdp_w = 100
+prices = {{ board = 1000 }}
+throughput_from_campaign = {cid}
+power_from_campaign = {cid}
+[[platform]]
+name = "estimated"
+sockets = 2
+tdp_w = 100
+prices = {{ board = 1000 }}
+throughput_per_node = 40
+""")
+        result = run_cost(load_platforms(str(toml)), store)
+    by = {p.name: p for p in result.platforms}
+    assert by["measured"].node_power_w == pytest.approx(300.0)
+    assert by["measured"].power_source == f"campaign {cid}: node meter"
+    assert by["estimated"].power_source == "1.6 x TDP x sockets" and by["estimated"].node_power_w == 320.0
+    assert platform_cost  # the arithmetic itself is tested by hand above
+
+
+def test_power_from_campaign_without_energy_is_one_line(tmp_path):
+    with open_store(str(tmp_path / "s.db")) as store:
+        cid = _instances_campaign(store, None)
+        toml = tmp_path / "p.toml"
+        toml.write_text(f"""
+[requirement]
+target_events_per_s = 400
+power_envelope_kw = 10
+[[platform]]
+name = "x"
+sockets = 1
+tdp_w = 100
+prices = {{ board = 1 }}
+throughput_per_node = 40
+power_from_campaign = {cid}
+""")
+        with pytest.raises(PerflabError, match="measured no energy at its optimum"):
+            run_cost(load_platforms(str(toml)), store)
+    p = subprocess.run([sys.executable, "-m", "perflab", "cost", str(toml), "--db", str(tmp_path / "s.db")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "measured no energy" in p.stderr

@@ -16,7 +16,9 @@ from perflab.errors import PerflabError
 from perflab.measure.executor import RealExecutor
 from perflab.platform import strace
 from perflab.store import open_store
+from perflab.platform.files import resolve_links
 from perflab.studies import bundle as bd
+from perflab.studies import bundle_archive as ba
 from perflab.studies import footprint as fp
 
 PROG = r"""
@@ -102,7 +104,7 @@ def test_resolve_links_keeps_each_link(tmp_path):
     (tmp_path / "real" / "f").write_text("x")
     os.symlink("real", tmp_path / "dirlink")
     os.symlink(str(tmp_path / "dirlink" / "f"), tmp_path / "abs")
-    real, links = fp.resolve_links(str(tmp_path / "abs"))
+    real, links = resolve_links(str(tmp_path / "abs"))
     assert real == str(tmp_path / "real" / "f")
     assert links == [(str(tmp_path / "abs"), str(tmp_path / "dirlink" / "f")),
                      (str(tmp_path / "dirlink"), "real")]
@@ -141,7 +143,7 @@ def test_bundle_runs_isolated_with_same_output(prog_dir, tmp_path):
         assert f"root{prog_dir}/data/input.txt" in names and "run.sh" in names
         # run the bundle by hand, isolated, and compare with a normal run
         dest = tmp_path / "unpacked"
-        bd.safe_unpack(str(out), str(dest))
+        ba.safe_unpack(str(out), str(dest))
         bundled = subprocess.run(["sh", str(dest / "run.sh")], capture_output=True, text=True, timeout=60)
         normal = subprocess.run(["./prog"], cwd=prog_dir, capture_output=True, text=True, timeout=60)
         assert bundled.returncode == 0, bundled.stderr
@@ -209,8 +211,8 @@ def test_hostile_archives_rejected_before_writing(tmp_path, members, why):
     _tar(archive, members)
     dest = tmp_path / "dest"
     before = set(os.listdir(tmp_path)) | set(os.listdir("/tmp"))
-    with pytest.raises(bd.UnsafeArchive, match=why):
-        bd.safe_unpack(str(archive), str(dest))
+    with pytest.raises(ba.UnsafeArchive, match=why):
+        ba.safe_unpack(str(archive), str(dest))
     assert not dest.exists()  # nothing written, not even the target directory
     assert set(os.listdir(tmp_path)) | set(os.listdir("/tmp")) <= before | {"dest"}
     assert not os.path.exists("/tmp/perflab-evil-abs")
@@ -221,5 +223,5 @@ def test_safe_unpack_accepts_inner_links(tmp_path):
     _tar(archive, [("root/usr/lib/f", "file", "hello"), ("root/lib", "sym", "usr/lib"),
                    ("root/usr/lib64", "dir", None), ("root/usr/lib64/g", "sym", "../../lib/f")])
     dest = tmp_path / "d"
-    bd.safe_unpack(str(archive), str(dest))
+    ba.safe_unpack(str(archive), str(dest))
     assert (dest / "root" / "usr" / "lib64" / "g").read_text() == "hello"

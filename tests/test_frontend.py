@@ -1,19 +1,49 @@
-"""perflab frontend: generated code sizes, huge-text remap, knee wrapper, end-to-end scans."""
+"""perflab frontend: generated code, huge-text remap, the verdict on simulated and real scans,
+counters (recorded perf stat outputs, absence path), THP restore, snapshot, kill -9 and resume."""
 
 from __future__ import annotations
 
 import math
+import json
+import os
+import random
 import re
+import signal
+import sqlite3
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from perflab.errors import PerflabError
+from perflab.kernels.frontend import facts
 from perflab.kernels.frontend.generate import KINDS, build_program, code_layout
+from perflab.measure import perfstat
 from perflab.measure.executor import MockExecutor, RealExecutor
-from perflab.model import RunResult
+from perflab.platform.host import Machine
+from perflab.platform.sysfs import Root
+from perflab.platform.topology import Topology
+from perflab.report.terminal.frontend import render
 from perflab.store import open_store
 from perflab.studies import frontend as fe
+from perflab.studies import run_study
+from perflab.studies.frontend_check import model, verdict_check
+from perflab.studies.frontend_verdict import find_knee
+
+DATA = Path(__file__).parent / "data" / "perfstat"
+SNAPSHOT = Path(__file__).parent / "snapshots" / "frontend.txt"
+SMALL = dict(min_bytes=16 << 10, max_bytes=64 << 10, points_per_octave=1, iters=100_000, perf_span=False)
+
+
+def _machine() -> Machine:
+    return Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()),
+                   metadata={"probes": {"hw_counters": {"available": False, "reason": "no PMU (test)"}}})
+
+
+def _thp_usable() -> bool:
+    return facts.thp_mode() not in (None, "never")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -22,82 +52,54 @@ def test_generated_code_has_requested_size(kind, size):
     prog, built = build_program(kind, size)
     layout = code_layout(built.path, prog)  # nm -S of the built binary
     assert abs(layout.total_bytes - size) <= 0.10 * size, (layout.total_bytes, size)
-    # hot code grows linearly with n
     assert layout.hot_bytes(prog.cases // 2) == pytest.approx(layout.total_bytes / 2, rel=0.01)
     out = subprocess.run([str(built.path), str(prog.cases), "20000"], capture_output=True, text=True, check=True)
     assert f"kind={kind} n={prog.cases}" in out.stdout
-    # the same opcodes give the same result whatever the page mode
     huge = subprocess.run([str(built.path), str(prog.cases), "20000", "--huge"], capture_output=True, text=True)
-    if huge.returncode == 0:
+    if huge.returncode == 0:  # the same opcodes give the same result whatever the page mode
         assert out.stdout.split("checksum=")[1] == huge.stdout.split("checksum=")[1]
 
 
-def test_bad_n_is_refused():
-    prog, built = build_program("switch", 16 << 10)
-    out = subprocess.run([str(built.path), str(prog.cases + 1), "10"], capture_output=True, text=True)
-    assert out.returncode == 2 and "N must be in 1.." in out.stderr
-
-
 def test_huge_text_remap_verified_in_smaps():
-    if fe.thp_mode() in (None, "never"):
+    if not _thp_usable():
         pytest.skip("THP unavailable or 'never' on this machine")
     prog, built = build_program("switch", 64 << 10)
     out = subprocess.run([str(built.path), "10", "1000", "--huge"], capture_output=True, text=True, check=True)
-    kb = int(re.search(r"huge_text_kb=(-?\d+)", out.stdout).group(1))
-    assert kb >= 2048  # AnonHugePages of the text mapping as /proc/self/smaps shows it
+    assert int(re.search(r"huge_text_kb=(-?\d+)", out.stdout).group(1)) >= 2048
     plain = subprocess.run([str(built.path), "10", "1000"], capture_output=True, text=True, check=True)
     assert "huge_text_kb=0" in plain.stdout
 
 
-def _geometric(n=15, lo=16 << 10, hi=4 << 20):
-    return [round(lo * (hi / lo) ** (i / (n - 1))) for i in range(n)]
-
-
-def test_knee_detector_finds_planted_knee():
-    sizes = _geometric()
+def test_knee_detector_finds_planted_knee_and_none_in_a_line():
+    sizes = [round((16 << 10) * 256 ** (i / 14)) for i in range(15)]
     planted = 512 << 10
-    ys = [10.0 + (3.0 * math.log2(s / planted) if s > planted else 0.0) + 0.05 * ((-1) ** i)
+    ys = [10.0 + (3.0 * math.log2(s / planted) if s > planted else 0.0) + 0.05 * (-1) ** i
           for i, s in enumerate(sizes)]
-    k = fe.find_knee(sizes, ys)
-    assert k is not None
-    assert abs(math.log2(k[0] / planted)) <= 0.5  # within one geometric step
-    assert k[2] > k[1] + 2  # steeper after
-    refs = {"L1 iTLB reach 4K (128 x 4K)": 512 << 10, "L2 cache": 1 << 20}
-    assert fe.nearest_reference(k[0], refs).startswith("L1 iTLB reach 4K (128 x 4K)")
-
-
-def test_knee_detector_finds_none_in_flat_or_linear_data():
-    sizes = _geometric()
-    flat = [20.0 + 0.2 * ((i * 7) % 5 - 2) for i in range(len(sizes))]
-    assert fe.find_knee(sizes, flat) is None
-    assert fe.find_knee(sizes, [5.0] * len(sizes)) is None
-    line = [3.0 + 2.0 * math.log2(s) for s in sizes]
-    assert fe.find_knee(sizes, line) is None
+    k = find_knee(sizes, ys)
+    assert k is not None and abs(math.log2(k[0] / planted)) <= 0.5 and k[2] > k[1] + 2
+    assert find_knee(sizes, [3.0 + 2.0 * math.log2(s) for s in sizes]) is None
+    refs = {"L1 iTLB reach 4K (128 x 4K)": 512 << 10}
+    assert facts.nearest_reference(k[0], refs).startswith("L1 iTLB reach 4K")
 
 
 def test_tlb_parse_and_references():
-    text = ("vendor=AuthenticAMD\n"
-            "tlb level=1 type=instruction page=4K entries=64 source=cpuid 0x80000005\n"
+    text = ("tlb level=1 type=instruction page=4K entries=64 source=cpuid 0x80000005\n"
             "tlb level=1 type=data page=4K entries=72 source=cpuid 0x80000005\n"
             "tlb level=2 type=instruction page=2M entries=512 source=cpuid 0x80000006\n")
-    tlbs = fe.parse_tlb(text)
-    assert len(tlbs) == 3 and tlbs[0]["entries"] == 64 and tlbs[0]["source"] == "cpuid 0x80000005"
-    refs = fe.references(tlbs, None)
-    assert refs == {"L1 iTLB reach 4K (64 x 4K)": 256 << 10, "L2 iTLB reach 2M (512 x 2M)": 1 << 30}
-    assert fe.nearest_reference(8 << 20, refs) is None  # nothing within a factor of 2
-    live = fe.read_tlb()  # the real cpuid program
-    assert all(t["entries"] > 0 for t in live)
+    tlbs = facts.parse_tlb(text)
+    assert len(tlbs) == 3 and tlbs[0]["source"] == "cpuid 0x80000005"
+    assert facts.references(tlbs, None) == {"L1 iTLB reach 4K (64 x 4K)": 256 << 10,
+                                            "L2 iTLB reach 2M (512 x 2M)": 1 << 30}
+    assert all(t["entries"] > 0 for t in facts.read_tlb())  # the real cpuid program
 
 
-def test_config_errors():
+def test_config_errors_and_round_trip():
     with pytest.raises(PerflabError, match="size range is empty"):
         fe.FrontendConfig(min_bytes=1 << 20, max_bytes=1 << 16)
     with pytest.raises(PerflabError, match="page mode"):
         fe.FrontendConfig(modes=("1g",))
-    assert fe.FrontendConfig(min_bytes=16 << 10, max_bytes=4 << 20, points_per_octave=1).sizes()[-1] == 4 << 20
-
-
-def test_cli_bad_size_exits_2():
+    cfg = fe.FrontendConfig(per_cpu=(0, 1), reps=4)
+    assert fe.FrontendConfig.from_dict(cfg.as_dict()) == cfg
     from perflab.cli import main
 
     with pytest.raises(SystemExit) as exc:
@@ -105,63 +107,229 @@ def test_cli_bad_size_exits_2():
     assert exc.value.code == 2
 
 
-def _model(knee_bytes):
-    """Mock runtime: flat, then +4 ns per doubling beyond knee_bytes in 4k mode; flat in 2m mode."""
-    per_case = {}
-
-    def model(spec):
-        n = int(spec.argv[1])
-        huge = "--huge" in spec.argv
-        b = n * per_case.setdefault("b", 65)
-        ns = 30.0 + (0.0 if huge or b <= knee_bytes else 4.0 * math.log2(b / knee_bytes))
-        return RunResult(wall_ns=10_000_000, user_s=0.01, sys_s=0.0, maxrss_kb=1, minflt=1, majflt=0,
-                         nvcsw=0, nivcsw=0, exit_code=0,
-                         metrics={"ns_per_iter": ns, "seconds": 0.01, "huge_text_kb": 4096.0 if huge else 0.0})
-
-    return model
+def test_plan_is_pure_seeded_and_keys_are_unique():
+    cfg = fe.FrontendConfig(reps=3)
+    a, b = fe.plan(cfg, _machine()), fe.plan(cfg, _machine())
+    assert a == b and len(a) == 3 * 2 * len(cfg.sizes_n())
+    keys = {(s.label, tuple(sorted(s.params.items()))) for s in a}
+    assert len(keys) == len(a)
+    assert [s.params["mode"] for s in a[:8]] != ["4k", "2m"] * 4  # shuffled
 
 
-def test_scan_with_mock_executor_finds_knee_in_4k_only(tmp_path):
-    if fe.thp_mode() in (None, "never"):
-        pytest.skip("THP unavailable: the 2 MiB mode is refused before any run")
-    cfg = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=4 << 20, points_per_octave=2, reps=3,
-                            perf_span=False)
-    store = open_store(str(tmp_path / "fe.db"))
-    ex = MockExecutor(model=_model(512 << 10))
-    res = fe.run_frontend(cfg, ex, store)
-    k4 = next(k for k in res.knees if k.mode == "4k")
-    k2 = next(k for k in res.knees if k.mode == "2m")
-    assert k4.knee_bytes is not None and abs(math.log2(k4.knee_bytes / (512 << 10))) <= 0.5
-    assert k2.knee_bytes is None
-    assert res.huge_method == "thp-remap"
-    # every (size, mode, rep) recorded, the order shuffled per round
-    assert len(store.measurements(res.campaign_id)) == len(cfg.sizes()) * 2 * 3
-    big = [r for r in res.ratios if r.bytes > 1 << 20]
-    assert big and all(r.ratio > 1.1 for r in big)
-    assert "iTLB misses cost time" in res.verdict
+def _runs(cfg, planted, seed=1, counters=False, fail=()):
+    specs = fe.plan(cfg, _machine())
+    inner = model(planted, len(specs), random.Random(seed))
+
+    def run(spec):
+        res = inner(spec)
+        if counters:  # iTLB misses grow past 128 x 4 KiB with 4 KiB pages only
+            b, huge = spec.params["bytes"], spec.params["mode"] == "2m"
+            itlb = 0.0 if huge or b <= 512 << 10 else 0.02 * math.log2(b / (512 << 10))
+            res.counters = {"iTLB-load-misses": itlb * cfg.iters, "L1-icache-load-misses": 0.3 * cfg.iters}
+        if (spec.params["bytes"], spec.params["mode"]) in fail:
+            res.exit_code, res.signal = None, 11
+        return res
+
+    ex = MockExecutor(model=run)
+    return [(dict(s.params), ex.run(s)) for s in specs]
 
 
-def test_end_to_end_scan_both_page_modes(tmp_path):
+def test_verdict_null_quiet_planted_found_with_counters():
+    cfg = fe.FrontendConfig(perf_span=False)
+    null = fe.analyse(cfg, _runs(cfg, planted=False))
+    assert not any(r.helps for r in null.ratios)
+    assert null.verdict.startswith("no evidence that 2 MiB text pages help")
+    assert "iTLB" not in null.verdict.split(";")[0]
+    assert all(r.ci.level > 0.95 and r.p_adjusted >= r.p_value for r in null.ratios)
+    found = fe.analyse(cfg, _runs(cfg, planted=True, counters=True))
+    helped = [r for r in found.ratios if r.helps]
+    assert helped and min(r.bytes for r in helped) > 512 << 10
+    assert found.verdict.startswith("2 MiB text pages run faster at")
+    assert "fewer iTLB misses go with the gain" in found.verdict
+    big = next(p for p in found.points if p.mode == "4k" and p.bytes > 3 << 20)
+    assert big.itlb_per_dispatch == pytest.approx(0.02 * math.log2(big.bytes / (512 << 10)))
+    # without counters the same data never names a cause it did not observe
+    plain = fe.analyse(cfg, _runs(cfg, planted=True))
+    assert "not observed" in plain.verdict and "instruction caches" not in plain.verdict
+
+
+def test_failed_runs_are_left_out_and_all_failed_is_failed():
+    cfg = fe.FrontendConfig(perf_span=False, reps=10)
+    small = cfg.sizes_n()[0][0]
+    res = fe.analyse(cfg, _runs(cfg, planted=False, fail={(small, "2m")}))
+    p = next(p for p in res.points if p.bytes == small and p.mode == "2m")
+    assert p.median_ns is None and p.failed == 10 and res.failures == {"killed by SIGSEGV": 10}
+    assert all(r.bytes != small for r in res.ratios)
+    every = {(b, m) for b, _ in cfg.sizes_n() for m in fe.MODES}
+    assert fe.analyse(cfg, _runs(cfg, False, fail=every)).verdict.startswith("the scan failed")
+
+
+def test_verdict_check_short():
+    r = verdict_check(runs=15)
+    assert r["false_positive"] <= 0.1 and r["detection"] >= 0.9
+
+
+def test_snapshot_of_terminal_output():
     from rich.console import Console
 
-    cfg = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=256 << 10, points_per_octave=1,
-                            iters=100_000, reps=2)
-    store = open_store(str(tmp_path / "fe.db"))
-    res = fe.run_frontend(cfg, RealExecutor(), store)
-    modes = {p.mode for p in res.points}
-    assert "4k" in modes
-    if "2m" in modes:
-        assert res.huge_method and all(p.huge_kb and p.huge_kb >= 2048 for p in res.points if p.mode == "2m")
-    else:
-        assert any("2 MiB text pages" in n for n in res.notes)  # the one-line reason
-    assert len([p for p in res.points if p.mode == "4k"]) == 5
-    console = Console(record=True, width=200)
-    fe.render(res, console)
+    cfg = fe.FrontendConfig(min_bytes=128 << 10, max_bytes=2 << 20, perf_span=False)
+    ctx = fe.Context(code_bytes=2 << 20, references={"L1 iTLB reach 4K (128 x 4K)": 512 << 10},
+                     huge_method="thp-remap", huge_reason="2 MiB text pages: (test)",
+                     counters_reason="iTLB and L1i misses counted with perf stat")
+    result = fe.analyse(cfg, _runs(cfg, planted=True, counters=True), ctx)
+    assert fe.FrontendResult.from_dict(result.as_dict()) == result
+    console = Console(record=True, width=160, color_system=None)
+    render(result, console)
     text = console.export_text()
-    assert re.search(r"knee \(4k pages\): (no knee in range|\d)", text)
-    assert "L1i cache" in text or "iTLB" in text
-    spans = [p.span_bytes for p in res.points if p.span_bytes]
-    if spans:  # perf works: the sampled span tracks the symbol-table size
-        p = max((p for p in res.points if p.span_bytes), key=lambda p: p.bytes)
-        assert 0.7 * p.bytes <= p.span_bytes <= 1.3 * p.bytes
-    assert store.campaign(res.campaign_id).status == "done"
+    if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.parent.mkdir(exist_ok=True)
+        SNAPSHOT.write_text(text)
+    assert text == SNAPSHOT.read_text()
+
+
+def test_perfstat_recorded_outputs_and_absence_path():
+    counters, unsupported = perfstat.parse((DATA / "kvm-no-pmu-perf6.1.csv").read_text())
+    assert unsupported == ["iTLB-load-misses", "L1-icache-load-misses"]
+    assert counters == {"task-clock": 0.79, "duration_time": 1230275.0}
+    assert perfstat.per_unit(counters, "iTLB-load-misses", 1000) is None
+    counters, unsupported = perfstat.parse((DATA / "kvm-no-pmu-interval-perf6.1.csv").read_text())
+    assert unsupported == ["iTLB-load-misses"] and counters["page-faults"] == 71.0  # 63 + 8 over 11 intervals
+    assert counters["task-clock"] == pytest.approx(321.92)
+    counters, unsupported = perfstat.parse((DATA / "virtualbox-no-pmu-raptorjit159.csv").read_text())
+    assert counters["page-faults"] == 40.0 and "instructions" in unsupported and len(unsupported) == 6
+    assert perfstat.per_unit({"iTLB-load-misses": 4.0e4}, "iTLB-load-misses", 2e6) == pytest.approx(0.02)
+
+
+def test_thp_restored_after_sigterm(tmp_path):
+    (tmp_path / "sys/kernel/mm/transparent_hugepage").mkdir(parents=True)
+    thp = tmp_path / facts.THP_ENABLED
+    thp.write_text("always madvise [never]\n")
+    root = Root(str(tmp_path))
+    with facts.ThpChange(False, root) as change:  # no option: nothing changes
+        assert change is None and thp.read_text() == "always madvise [never]\n"
+    with open_store(str(tmp_path / "s.db")) as store:
+        with pytest.raises(KeyboardInterrupt):
+            with store.open_campaign("frontend", {}) as camp:
+                with facts.ThpChange(True, root) as change:
+                    assert "switched from never to madvise" in change and thp.read_text() == "madvise"
+                    os.kill(os.getpid(), signal.SIGTERM)
+        assert store.campaign(camp.id).status == "interrupted"
+    assert thp.read_text() == "never"
+
+
+def test_end_to_end_real_scan(tmp_path):
+    from rich.console import Console
+
+    cfg = fe.FrontendConfig(**{**SMALL, "max_bytes": 256 << 10}, reps=3)
+    with open_store(str(tmp_path / "fe.db")) as store, RealExecutor() as ex:
+        res = run_study(fe, cfg, store, ex)
+        assert store.campaign(res.campaign_id).status == "done"
+        assert len([p for p in res.points if p.mode == "4k"]) == 5
+        if "2m" in {p.mode for p in res.points}:
+            assert all(p.huge_kb >= 2048 for p in res.points if p.mode == "2m")
+        else:
+            assert "2 MiB text pages" in res.huge_reason
+        assert "no iTLB or L1i counts" in res.counters_reason  # this machine has no PMU
+        assert any("no size can pass Holm" in n for n in res.notes)  # 3 rounds are too few
+        console = Console(record=True, width=200)
+        render(res, console)
+        assert "verdict: " in console.export_text()
+
+
+def _count(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return conn.execute("select count(*) from measurements").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def kill_after(argv: list[str], db: Path, n: int, env: dict) -> None:
+    """Start perflab's CLI, SIGKILL its process group once n measurements are stored."""
+    proc = subprocess.Popen([sys.executable, "-m", "perflab", *argv, "--db", str(db)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while _count(db) < n and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _count(db) >= n
+
+
+def test_kill_9_then_resume(tmp_path):
+    db = tmp_path / "k.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(fe.__file__).parents[2])}
+    kill_after(["frontend", "--min-size", "16K", "--max-size", "64K", "--points-per-octave", "1",
+                "--iters", "100000", "--reps", "4", "--no-perf-span"], db, 6, env)
+    with open_store(str(db)) as store:
+        camp = store.campaigns()[-1]
+        before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
+        assert camp.status == "running" and len(before) < 1 + 3 * 2 * 4  # killed mid-study
+    out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
+                          str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "verdict: " in out.stdout
+    res = fe.FrontendResult.from_dict(json.loads((tmp_path / "r.json").read_text()))
+    with open_store(str(db)) as store:
+        after = store.measurements(camp.id)
+        keys = [(m.label, str(m.params), m.rep) for m in after]
+        assert len(keys) == len(set(keys))  # nothing repeated
+        assert all(k in keys and dict(zip(keys, (m.id for m in after)))[k] == i for k, i in before.items())
+        modes = {p.mode for p in res.points}
+        assert len([k for k in keys if "probe" not in k[1]]) == 3 * len(modes) * 4  # nothing lost
+        assert store.campaign(camp.id).status == "done" and len(res.points) == 3 * len(modes)
+        assert set(res.as_dict()) == set(fe.FrontendResult().as_dict())
+
+
+def test_counters_asked_but_not_supported_say_so():
+    cfg = fe.FrontendConfig(perf_span=False)
+    ctx = fe.Context(counters_reason="iTLB and L1i misses counted with perf stat")
+    res = fe.analyse(cfg, _runs(cfg, planted=False), ctx)
+    assert "could not count iTLB-load-misses" in res.counters_reason
+    assert any("could not count" in e for e in res.evidence)
+
+
+@pytest.mark.skipif(perfstat.perf_binary() is None, reason="perf is not installed")
+def test_real_perf_stat_wrapper_without_pmu_goes_on_with_time():
+    from perflab.platform import probes
+
+    if probes.hw_counters().available:
+        pytest.skip("this machine has a PMU: the absence path is not reachable here")
+    prog, built = build_program("switch", 16 << 10)
+    spec = fe.plan(fe.FrontendConfig(**SMALL, reps=1, modes=("4k",)), _machine(), str(built.path),
+                   counters=True)[0]
+    assert spec.perf_events == fe.COUNTER_EVENTS
+    with RealExecutor() as ex:
+        res = ex.run(spec)
+    assert res.ok and res.metrics["ns_per_iter"] > 0
+    assert not set(fe.COUNTER_EVENTS) & set(res.counters)  # perf said <not supported>
+
+
+def test_per_cpu_scan_tests_each_cpu_and_corrects_across_all():
+    cfg = fe.FrontendConfig(min_bytes=256 << 10, max_bytes=4 << 20, per_cpu=(0, 1), perf_span=False)
+    specs = fe.plan(cfg, _machine())
+    assert {s.cpus for s in specs} == {(0,), (1,)} and len(specs) == 2 * 2 * 10 * len(cfg.sizes_n())
+    planted = model(True, len(specs), random.Random(3))
+    null = model(False, len(specs), random.Random(4))
+    ex = MockExecutor(model=lambda s: (planted if s.params["cpu"] == 1 else null)(s))
+    res = fe.analyse(cfg, [(dict(s.params), ex.run(s)) for s in specs])
+    assert len(res.ratios) == 2 * len(cfg.sizes_n())  # Holm ran over both CPUs' sizes
+    assert {r.cpu for r in res.ratios if r.helps} == {1}
+    assert all(r.bytes > 512 << 10 for r in res.ratios if r.helps)
+    assert res.verdict.startswith("2 MiB text pages run faster on CPU 1 at ") and "(CPU, size) pairs" in res.verdict
+
+
+def test_one_page_mode_gives_no_verdict_on_2m():
+    for modes in (("4k",), ("2m",)):
+        cfg = fe.FrontendConfig(perf_span=False, modes=modes, reps=3)
+        res = fe.analyse(cfg, _runs(cfg, planted=True))
+        assert not res.ratios and "no verdict on 2 MiB pages" in res.verdict
+
+
+def test_thp_never_gives_no_verdict_with_the_reason():
+    cfg = fe.FrontendConfig(perf_span=False, reps=3)
+    ctx = fe.Context(huge_reason="2 MiB text pages: THP is 'never' here; rerun with --allow-system-changes")
+    runs = [(p, r) for p, r in _runs(cfg, planted=True) if p["mode"] == "4k"]
+    res = fe.analyse(cfg, runs, ctx)
+    assert res.verdict == ("no verdict on 2 MiB text pages: THP is 'never' here; rerun with "
+                           "--allow-system-changes")

@@ -1,195 +1,413 @@
-"""perflab instances: exact aggregation/optimum through the MockExecutor; a real minihlt scan."""
+"""perflab instances: exact throughput, optimum and fork verdict through the MockExecutor; snapshot
+of the terminal output; real minihlt and sleep runs; kill -9 and resume."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
+from rich.console import Console
 
-from perflab.model import Workload
 from perflab.errors import PerflabError
-from perflab.model import RunResult
+from perflab.measure.executor import MockExecutor
+from perflab.model import MetricPattern, RunResult, Workload
+from perflab.platform.host import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
-from perflab.studies.instances import (
-    InstancesConfig,
-    default_ns,
-    run_instances,
-    sparkline,
-    throughput_of,
-)
+from perflab.report.terminal.instances import render, sparkline
+from perflab.store import open_store
+from perflab.studies import instances, run_study
+from perflab.studies.instances import InstancesConfig, InstancesResult, default_ns, point_throughput
+from perflab.studies.instances_check import two_node_topology, verdict_check
+from perflab.studies.instances_result import sign_test
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
-def two_node_box() -> Topology:
-    """2 sockets = 2 NUMA nodes, 2 cores each, no SMT: node 0 = cpus 0-1, node 1 = cpus 2-3."""
-    cpus = tuple(Cpu(c, c, c // 2, c // 2, (c,)) for c in range(4))
-    cores = tuple(Core(c, c // 2, c // 2, (c,)) for c in range(4))
-    return Topology(cpus, cores, (0, 1), (Node(0, (0, 1)), Node(1, (2, 3))))
+def one_node_box(ncpu: int = 2) -> Topology:
+    cpus = tuple(Cpu(c, c, 0, 0, (c,)) for c in range(ncpu))
+    cores = tuple(Core(c, 0, 0, (c,)) for c in range(ncpu))
+    return Topology(cpus, cores, (0,), (Node(0, tuple(range(ncpu))),))
 
 
-def one_node_box() -> Topology:
-    cpus = tuple(Cpu(c, c, 0, 0, (c,)) for c in range(2))
-    cores = tuple(Core(c, 0, 0, (c,)) for c in range(2))
-    return Topology(cpus, cores, (0,), (Node(0, (0, 1)),))
+def machine(topology: Topology) -> Machine:
+    return Machine(topology=topology, metadata={"hostname": "mock"})
 
 
 @pytest.fixture
 def store(tmp_path):
-    from perflab.store import open_store
+    with open_store(str(tmp_path / "perflab.db")) as s:
+        yield s
 
-    return open_store(str(tmp_path / "perflab.db"))
+
+def result(wall_s: float, start_ns: int, metrics: dict | None = None, exit_code: int = 0) -> RunResult:
+    wall = round(wall_s * 1e9)
+    return RunResult(wall_ns=wall, user_s=wall_s, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0,
+                     nivcsw=0, exit_code=exit_code, start_ns=start_ns, end_ns=start_ns + wall,
+                     metrics=metrics or {})
 
 
-# copies/s = N / max wall: 1, 2, 2.13, 2.14 for N = 1..4
+# copies/s = N / makespan: 1, 2, 2.13, 2.14 for N = 1..4
 WALL = {1: 1.0, 2: 1.0, 3: 3 / 2.13, 4: 4 / 2.14}
 
 
-def test_mock_wall_time_throughput_gain_and_optimum(store):
-    from perflab.measure.executor import MockExecutor
-
+def test_mock_throughput_gain_optimum_and_stored_copies(store):
     ex = MockExecutor(lambda spec: WALL[spec.params["n"]])
     cfg = InstancesConfig(Workload("mock", ("work",)), ns=(1, 2, 3, 4), policies=("none", "compact"), reps=3)
-    res = run_instances(cfg, ex, store, topology=one_node_box())
+    res = run_study(instances, cfg, store, ex, machine=machine(one_node_box()))
     assert res.unit == "copies/s"
     for scan in res.scans:
-        tp = [p.throughput for p in scan.points]
-        assert tp == pytest.approx([1.0, 2.0, 2.13, 2.14])
+        assert [p.throughput for p in scan.points] == pytest.approx([1.0, 2.0, 2.13, 2.14])
         gains = [p.gain_per_copy for p in scan.points]
         assert gains[0] is None and gains[1:] == pytest.approx([1.0, 0.13, 0.01])
         assert [p.per_copy for p in scan.points] == pytest.approx([1.0, 1.0, 0.71, 0.535])
         assert (scan.optimum_n, scan.within_1pct_n) == (4, 3)
-        assert scan.optimum_throughput == pytest.approx(2.14)
-    assert (res.optimum_n, res.optimum_throughput) == (4, pytest.approx(2.14))
-    # every copy ran, compact copies pinned round-robin (oversubscribed at N = 3, 4)
+        assert scan.points[0].ci.level == pytest.approx(0.75)  # 3 rounds: min..max is a 75 % interval
+    assert any("3 rounds give 75% intervals" in n for n in res.notes)
     assert len(ex.calls) == 3 * 2 * (1 + 2 + 3 + 4)
-    compact4 = [s.cpus for s in ex.calls if s.params["policy"] == "compact" and s.params["n"] == 4][:4]
+    compact4 = [s.cpus for s in ex.calls if s.params.get("policy") == "compact" and s.params["n"] == 4][:4]
     assert compact4 == [(0,), (1,), (0,), (1,)]
-    assert all(s.cpus is None for s in ex.calls if s.params["policy"] == "none")
-    camp = store.campaign(res.campaign_id)
-    assert camp.summary["optimum_n"] == 4
-    assert camp.summary["optimum_throughput"] == pytest.approx(2.14)
-    assert len(store.measurements(res.campaign_id)) == len(ex.calls)
-    assert any("oversubscribes" in n for n in res.notes)
-    from rich.console import Console
-
-    from perflab.studies.instances import render
-
-    con = Console(record=True, width=160)
-    render(res, con, "mock")
-    text = con.export_text()
-    assert "optimum N = 4 (2.14 copies/s); smallest N within 1%: 3" in text
-    assert "2.14 (2.14-2.14)*" in text
+    stored = store.measurements(res.campaign_id)
+    assert len(stored) == len(ex.calls)
+    # design keys only: the gate's start spread lives in the run's health, not in its params
+    assert {tuple(sorted(m.params)) for m in stored} == {("copy", "n", "policy", "round")}
+    assert all("start_spread_ns" in m.result.health for m in stored)
+    # the analysis is pure: the stored runs give the same result
+    stored_res = instances.analyse(cfg, stored)
+    assert [p.throughput for s in stored_res.scans for p in s.points] == \
+        [p.throughput for s in res.scans for p in s.points]
+    summary = store.campaign(res.campaign_id).summary
+    again = InstancesResult.from_dict(json.loads(json.dumps(summary)))
+    assert again.as_dict() == summary and again.scans[0].points[1].ci.level == pytest.approx(0.75)
 
 
-def test_mock_knee_where_throughput_saturates(store):
-    from perflab.measure.executor import MockExecutor
+def test_default_reps_give_a_90_percent_interval():
+    assert InstancesConfig(Workload("m", ("x",))).reps == 5
+    d = instances.design(InstancesConfig(Workload("m", ("x",)), ns=(1,)), one_node_box())
+    assert not any("intervals" in n for n in d.notes)
 
+
+def test_knee_where_throughput_saturates(store):
     # 4 CPUs: N copies take max(1, N/4) s, so copies/s = min(N, 4): a knee at N = 4
     ex = MockExecutor(lambda spec: max(1.0, spec.params["n"] / 4))
     cfg = InstancesConfig(Workload("mock", ("work",)), max_n=12, policies=("compact",), reps=2)
-    res = run_instances(cfg, ex, store, topology=two_node_box())
+    res = run_study(instances, cfg, store, ex, machine=machine(one_node_box(4)))
     (scan,) = res.scans
     assert res.ns == [1, 2, 3, 4, 6, 8, 12]
     assert [p.throughput for p in scan.points] == pytest.approx([1, 2, 3, 4, 4, 4, 4])
     assert (scan.optimum_n, scan.within_1pct_n, scan.knee_n) == (4, 4, 4)
 
 
-def test_mock_metric_summed_and_numa_binding(store):
-    from perflab.measure.executor import MockExecutor
-
+def test_cpu_time_metric_gains_nothing_past_the_cpu_count(store):
+    """Issue 13 item 10: a per-copy CPU-time rate (seconds per move) summed over copies rewards
+    oversubscription; machine throughput over the makespan must stop growing at 2 CPUs."""
     def model(spec):
         n = spec.params["n"]
-        rate = 10.0 if n <= 4 else 10.0 * 4 / n  # 4 CPUs: per-copy rate drops beyond 4 copies
-        return RunResult(wall_ns=10**9, user_s=1, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0,
-                         nivcsw=0, exit_code=0, metrics={"events_per_s": rate})
+        # 2 CPUs: each copy's wall time grows once copies exceed CPUs; its CPU time per move does not
+        return result(max(1.0, n / 2), ex.clock_ns, {"spm": 0.5})
 
-    wl = Workload("m", ("work",), primary_metric="events_per_s")
     ex = MockExecutor(model)
-    res = run_instances(InstancesConfig(wl, ns=(2, 4, 8), policies=("numa",), reps=2), ex, store,
-                        topology=two_node_box())
+    wl = Workload("gnugo", ("gnugo",), metrics=(MetricPattern(r"(?P<spm>[\d.]+) spm"),),
+                  primary_metric="spm", higher_is_better=False)
+    res = run_study(instances, InstancesConfig(wl, ns=(1, 2, 3, 4, 6), policies=("none",), reps=3), store, ex,
+                    machine=machine(one_node_box(2)))
+    (scan,) = res.scans
+    tp = [p.throughput for p in scan.points]
+    assert tp == pytest.approx([1.0, 2.0, 2.0, 2.0, 2.0])
+    assert scan.within_1pct_n == 2 and all(t <= tp[1] * 1.000001 for t in tp[2:])
+    assert res.unit == "copies/s" and res.own_metric == "spm"
+    assert [p.own_metric for p in scan.points] == pytest.approx([0.5] * 5)  # shown beside, not summed
+
+
+def test_copies_that_do_not_overlap_do_not_add_up(store):
+    """Issue 21 section 4: short copies that run one after another are no faster together."""
+    def model(spec):
+        return result(1.0, ex.clock_ns + spec.params["copy"] * 10**9, {"events": 10.0, "events_per_s": 10.0})
+
+    ex = MockExecutor(model)
+    wl = Workload("m", ("m",), metrics=(MetricPattern(r"(?P<events>\d+) (?P<events_per_s>[\d.]+)"),),
+                  primary_metric="events_per_s")
+    res = run_study(instances, InstancesConfig(wl, ns=(1, 2, 4), policies=("none",), reps=1), store, ex,
+                    machine=machine(one_node_box(4)))
+    assert res.unit == "events/s"
+    assert [p.throughput for p in res.scans[0].points] == pytest.approx([10.0, 10.0, 10.0])
+
+
+def test_event_metric_over_makespan_and_numa_binding(store):
+    def model(spec):
+        n = spec.params["n"]
+        return result(max(1.0, n / 4), ex.clock_ns, {"events": 10.0, "events_per_s": 10.0 / max(1.0, n / 4)})
+
+    ex = MockExecutor(model)
+    wl = Workload("m", ("work",), metrics=(MetricPattern(r"(?P<events>\d+) (?P<events_per_s>[\d.]+)"),),
+                  primary_metric="events_per_s")
+    res = run_study(instances, InstancesConfig(wl, ns=(2, 4, 8), policies=("numa",), reps=2), store, ex,
+                    machine=machine(two_node_topology(2)))
     (scan,) = res.scans
     assert [p.throughput for p in scan.points] == pytest.approx([20.0, 40.0, 40.0])
     assert (scan.optimum_n, scan.within_1pct_n) == (4, 4)
-    assert res.unit == "events/s"
     n4 = [s for s in ex.calls if s.params["n"] == 4][:4]
     assert [(s.cpus, s.mem_node) for s in n4] == [((0, 1), 0), ((0, 1), 0), ((2, 3), 1), ((2, 3), 1)]
 
 
-def test_mock_fork_master_table(store):
-    from perflab.measure.executor import MockExecutor
-
+def _fork_model(ex, gain: float):
+    """A forking master as minihlt does it: --fork W workers share --events E (from --first F)."""
     def model(spec):
-        workers = int(spec.argv[-1]) if "--fork" in spec.argv else 1
-        # an unbound master's remote-memory workers run 10% slower than node-bound ones
-        rate = 100.0 * workers * (1.0 if spec.mem_node is not None else 0.9)
-        return RunResult(wall_ns=10**9, user_s=1, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0,
-                         nivcsw=0, exit_code=0, metrics={"events_per_s": rate})
+        argv = list(spec.argv)
+        events = int(argv[len(argv) - 1 - argv[::-1].index("--events") + 1])
+        workers = int(argv[argv.index("--fork") + 1]) if "--fork" in argv else 1
+        per_event = 0.01 / (1 + gain) if spec.mem_node is not None else 0.01
+        wall = 0.2 + events / workers * per_event
+        # a forking master's workers share its static data: 40 MiB once, 8 MiB per worker
+        pss = 40960.0 + 8192.0 * workers
+        return result(wall, ex.clock_ns, {"events": float(events), "events_per_s": events / wall, "pss_kb": pss})
+    return model
 
-    wl = Workload("m", ("work",), primary_metric="events_per_s", fork_arg=("--fork", "{n}"))
-    ex = MockExecutor(model)
-    res = run_instances(InstancesConfig(wl, ns=(4,), policies=("none",), reps=2, fork_master=True),
-                        ex, store, topology=two_node_box())
-    (row,) = res.fork
-    assert (row.n, row.no_numa, row.numa) == (4, pytest.approx(360.0), pytest.approx(400.0))
-    assert row.gain == pytest.approx(1 / 0.9)
-    assert row.masters == [(0, 2), (1, 2)]
-    assert row.gain_lo == pytest.approx(1 / 0.9) and row.gain_hi == pytest.approx(1 / 0.9)
-    bound = [s for s in ex.calls if s.params.get("mode") == "numa"][:2]
-    assert [(s.argv[-2:], s.cpus, s.mem_node) for s in bound] == [
-        (("--fork", "2"), (0, 1), 0), (("--fork", "2"), (2, 3), 1)
+
+def _fork_workload() -> Workload:
+    return Workload("m", ("work", "--events", "100"),
+                    metrics=(MetricPattern(r"(?P<events>\d+) (?P<events_per_s>[\d.]+)"),),
+                    primary_metric="events_per_s",
+                    fork_arg=("--fork", "{n}", "--first", "{first}", "--events", "{events}"))
+
+
+def test_fork_master_does_equal_work(store):
+    """Issue 13 item 1: without any NUMA effect the two modes are equally fast."""
+    ex = MockExecutor()
+    ex.model = _fork_model(ex, gain=0.0)
+    cfg = InstancesConfig(_fork_workload(), ns=(3, 4), policies=("none",), reps=5, fork_master=True)
+    res = run_study(instances, cfg, store, ex, machine=machine(two_node_topology(2)))
+    # 4 workers split 2 + 2 exactly; 3 split 2 (67 events) + 1 (33): integer events, 0.3 % apart
+    assert [row.gain for row in res.fork] == [pytest.approx(0.5333 / 0.535, rel=1e-3), pytest.approx(1.0)]
+    assert not res.fork_verdict.significant
+    assert res.fork_verdict.text.startswith("no evidence")
+    bound = [s for s in ex.calls if s.params.get("mode") == "numa" and s.params["n"] == 3][:2]
+    assert [(s.argv[-6:], s.cpus, s.mem_node) for s in bound] == [
+        (("--fork", "2", "--first", "0", "--events", "67"), (0, 1), 0),
+        (("--fork", "1", "--first", "67", "--events", "33"), (2, 3), 1),
     ]
-    single = [s for s in ex.calls if s.params.get("mode") == "no-numa"][0]
-    assert single.argv[-2:] == ("--fork", "4") and single.cpus is None and single.mem_node is None
+    single = [s for s in ex.calls if s.params.get("mode") == "no-numa" and s.params["n"] == 3][0]
+    assert single.argv[-6:] == ("--fork", "3", "--first", "0", "--events", "100")
+    assert single.cpus is None and single.mem_node is None
+    assert res.fork[0].masters == [[0, 2, 67], [1, 1, 33]]
 
 
-def test_errors_and_helpers(store):
-    from perflab.measure.executor import MockExecutor
+def test_memory_per_copy_and_per_node_at_the_optimum(store):
+    ex = MockExecutor()
+    ex.model = _fork_model(ex, gain=0.10)
+    cfg = InstancesConfig(_fork_workload(), ns=(2, 4), policies=("numa",), reps=3, fork_master=True)
+    res = run_study(instances, cfg, store, ex, machine=machine(two_node_topology(2)))
+    assert (res.optimum_policy, res.optimum_n) == ("numa", 4)
+    assert res.memory == {"policy": "numa", "n": 4, "per_copy_kb": 49152.0,
+                          "per_node_kb": {"0": 2 * 49152.0, "1": 2 * 49152.0}, "total_kb": 4 * 49152.0}
+    row4 = res.fork[1]
+    assert (row4.no_numa_pss_kb, row4.numa_pss_kb) == (40960.0 + 4 * 8192, 2 * (40960.0 + 2 * 8192))
+    con = Console(record=True, width=200)
+    render(res, con, "mock")
+    assert "peak PSS: 48.0 MiB per copy; node 0: 96.0 MiB, node 1: 96.0 MiB; 192.0 MiB in all" in con.export_text()
 
+
+def test_counters_where_the_pmu_has_them(store):
+    """Issue 14 item 7: IPC and LLC misses per event against copies, from perf stat counters."""
+    def model(spec):
+        n = spec.params["n"]
+        r = result(1.0, ex.clock_ns, {"events": 10.0, "events_per_s": 10.0})
+        if spec.perf_events:
+            r.counters = {"cycles": 2e9, "instructions": 3e9 / n, "LLC-load-misses": 1000.0 * n}
+        return r
+
+    wl = Workload("m", ("work",), metrics=(MetricPattern(r"(?P<events>\d+) (?P<events_per_s>[\d.]+)"),),
+                  primary_metric="events_per_s")
+    with_pmu = Machine(two_node_topology(2), {"probes": {"hw_counters": {"available": True, "reason": "ok"}}})
+    ex = MockExecutor(model)
+    res = run_study(instances, InstancesConfig(wl, ns=(1, 2, 4), policies=("compact",), reps=2), store, ex,
+                    machine=with_pmu)
+    assert all(s.perf_events == instances.COUNTERS for s in ex.calls)
+    pts = res.scans[0].points
+    assert [p.ipc for p in pts] == pytest.approx([1.5, 0.75, 0.375])
+    assert [p.llc_per_unit for p in pts] == pytest.approx([100.0, 200.0, 400.0])  # misses per event
+    con = Console(record=True, width=120)
+    render(res, con, "m")
+    assert "LLC misses/event" in con.export_text()
+    assert not any("not measured" in n for n in res.notes)
+    # no PMU (this VM): no perf around the copies, one line saying so, the study goes on with time
+    no_pmu = Machine(two_node_topology(2), {"probes": {"hw_counters": {"available": False,
+                                                                      "reason": "no hardware counters"}}})
+    ex = MockExecutor(model)
+    res = run_study(instances, InstancesConfig(wl, ns=(1, 2), policies=("compact",), reps=2), store, ex,
+                    machine=no_pmu)
+    assert all(s.perf_events is None for s in ex.calls) and res.scans[0].points[0].ipc is None
+    assert "IPC and last-level-cache misses per event not measured: no hardware counters" in res.notes
+
+
+def test_fork_master_finds_a_planted_gain(store):
+    ex = MockExecutor()
+    ex.model = _fork_model(ex, gain=0.10)
+    cfg = InstancesConfig(_fork_workload(), ns=(4,), policies=("none",), reps=6, fork_master=True)
+    res = run_study(instances, cfg, store, ex, machine=machine(two_node_topology(2)))
+    (row,) = res.fork
+    # no NUMA: 0.2 + 100/4 * 0.01 s; NUMA: 2 masters of 2 workers, 50 events each, 10 % faster
+    assert row.gain == pytest.approx((0.2 + 0.25) / (0.2 + 0.25 / 1.1))
+    assert res.fork_verdict.significant and res.fork_verdict.p_value == pytest.approx(2 / 64)
+    assert "gives +" in res.fork_verdict.text
+
+
+def test_fork_master_bad_input(store):
     with pytest.raises(PerflabError, match="no fork argument"):
-        run_instances(InstancesConfig(Workload("m", ("x",)), ns=(1,), fork_master=True),
-                      MockExecutor(), store, topology=one_node_box())
-    with pytest.raises(PerflabError, match="copies failed"):
-        run_instances(InstancesConfig(Workload("m", ("false",)), ns=(1, 2), policies=("none",)),
-                      MockExecutor(), store, topology=one_node_box())
-    assert store.campaigns("instances")[-1].status == "failed"
+        instances.design(InstancesConfig(Workload("m", ("x",)), ns=(1,), fork_master=True), one_node_box())
+    old = Workload("m", ("x", "--events", "10"), fork_arg=("--fork", "{n}"))
+    with pytest.raises(PerflabError, match="needs {first} and {events}"):
+        instances.design(InstancesConfig(old, ns=(1,), fork_master=True), one_node_box())
+    with pytest.raises(PerflabError, match="needs a fixed event count"):
+        instances.design(InstancesConfig(Workload("m", ("x",), fork_arg=_fork_workload().fork_arg),
+                                         ns=(1,), fork_master=True), one_node_box())
+    with pytest.raises(PerflabError, match="larger than a NUMA node"):
+        instances.design(InstancesConfig(Workload("m", ("x",)), threads_per_copy=3), one_node_box())
+
+
+def test_failed_copies_are_stored_and_left_out(store):
+    def model(spec):
+        bad = spec.params["n"] == 2 and spec.params["round"] == 0 and spec.params["copy"] == 1
+        return result(1.0, ex.clock_ns, exit_code=3 if bad else 0)
+
+    ex = MockExecutor(model)
+    res = run_study(instances, InstancesConfig(Workload("m", ("x",)), ns=(1, 2), policies=("none",), reps=3),
+                    store, ex, machine=machine(one_node_box()))
+    p2 = res.scans[0].points[1]
+    assert (p2.reps, p2.failed, p2.throughput) == (2, 1, pytest.approx(2.0))
+    assert (res.level, p2.ci.level) == (0.75, 0.5)  # 2 rounds left: a 50 % interval, said in the cell
+    con = Console(record=True, width=120)
+    render(res, con, "m")
+    assert "(2-2, 50%)" in con.export_text()
+    assert res.failures == {"exit status 3": 1}
+    assert any("1 runs failed" in n for n in res.notes)
+    assert len(store.measurements(res.campaign_id)) == 3 * 3
+    # a configuration whose runs all fail is reported as failed, not fast or slow
+    res2 = run_study(instances, InstancesConfig(Workload("m", ("false",)), ns=(1, 2), policies=("none",), reps=2),
+                     store, MockExecutor(), machine=machine(one_node_box()))
+    assert res2.failed and res2.optimum_n is None
+    con = Console(record=True, width=120)
+    render(res2, con, "false")
+    assert "every point failed" in con.export_text()
+
+
+def test_helpers():
     assert default_ns(4) == [1, 2, 3, 4]
     assert default_ns(64) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
     assert default_ns(10) == [1, 2, 3, 4, 6, 8, 10]
     assert sparkline([1, 2, 3, 3]) == "▁▅██"
-    ok = RunResult(wall_ns=2 * 10**9, user_s=1, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0,
-                   nivcsw=0, exit_code=0)
-    assert throughput_of(Workload("m", ("x",)), [ok, ok]) == 1.0
+    assert sign_test([1.1] * 6) == (6, 6, pytest.approx(2 / 64))
+    assert sign_test([1.0, 1.0]) == (0, 0, 1.0)
+    assert point_throughput([result(2.0, 0), result(2.0, 10**9)], None) == (pytest.approx(2 / 3), None)
 
 
-def test_default_policies_skip_meaningless_ones(store):
-    from perflab.measure.executor import MockExecutor
+def test_snapshot_of_the_terminal_output(store):
+    ex = MockExecutor()
+    ex.model = _fork_model(ex, gain=0.10)
+    cfg = InstancesConfig(_fork_workload(), ns=(1, 2, 4, 8), reps=5, fork_master=True)
+    res = run_study(instances, cfg, store, ex, machine=machine(two_node_topology(2)))
+    con = Console(record=True, width=150)
+    render(res, con, "mock")
+    text = con.export_text()
+    snap = SNAPSHOTS / "instances.txt"
+    if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
+        snap.write_text(text)
+    assert text == snap.read_text()
 
-    res = run_instances(InstancesConfig(Workload("m", ("sleep", "0.1")), ns=(1, 2), reps=1),
-                        MockExecutor(), store, topology=one_node_box())
-    assert [s.policy for s in res.scans] == ["none", "compact"]
-    assert any(n.startswith("numa skipped: 1 NUMA node") for n in res.notes)
-    res2 = run_instances(InstancesConfig(Workload("m", ("sleep", "0.1")), ns=(1, 2), reps=1,
-                                         policies=("numa",)), MockExecutor(), store, topology=one_node_box())
-    assert any("1 NUMA node: numa == compact" in n for n in res2.notes)
+
+def test_verdict_check_short():
+    fp, det = verdict_check(runs=8, seed=1)
+    assert fp <= 0.25 and det >= 0.75
 
 
-# --- real: a small minihlt scan -------------------------------------------------------------
+# --- real processes ---------------------------------------------------------------------------
 
 def test_real_minihlt_scan(store):
+    from dataclasses import replace
+
+    from perflab.measure.executor import default_executor
+    from perflab.platform.host import capture
+    from perflab.workloads import resolve
+
+    wl = resolve("minihlt-quick", ())
+    wl = replace(wl, argv=wl.argv + ("--events", "12"))
+    here = capture()
+    with default_executor() as ex:
+        res = run_study(instances, InstancesConfig(wl, ns=(1, 2, 3), policies=("none",), reps=2), store, ex,
+                        machine=here)
+    (scan,) = res.scans
+    if instances.pmu(here)[0]:
+        assert all(p.ipc and p.ipc > 0 for p in scan.points)
+    else:  # this VM: said in one line, throughput from time alone
+        assert sum("IPC and last-level-cache misses per event not measured" in n for n in res.notes) == 1
+        assert all(p.ipc is None for p in scan.points)
+    assert all(p.pss_kb and p.pss_kb > 32 * 1024 for p in scan.points)
+    assert res.unit == "events/s" and res.own_metric == "events_per_s"
+    assert all(p.throughput > 0 for p in scan.points)
+    stored = store.measurements(res.campaign_id)
+    assert len(stored) == 2 * (1 + 2 + 3) and all(m.result.ok for m in stored)
+    # machine throughput is at most the summed per-copy rates (startup and the makespan count)
+    for p in scan.points:
+        assert p.throughput <= p.own_metric * p.n * 1.01
+
+
+def test_real_minihlt_first_splits_events_disjointly():
+    """The fork comparison's disjoint shares: events 0-3 + 4-7 are events 0-7 (steps are additive)."""
     from perflab.measure.executor import default_executor
     from perflab.workloads import resolve
 
-    from dataclasses import replace
+    wl = resolve("minihlt-quick", ())
+    with default_executor() as ex:
+        def steps(*extra):
+            r = ex.run(wl.spec(argv=wl.argv + extra))
+            assert r.ok, r.stderr_tail
+            return r.metrics["steps"], r.metrics["events"]
+
+        whole = steps("--events", "8")
+        a = steps("--fork", "2", "--first", "0", "--events", "4")
+        b = steps("--fork", "1", "--first", "4", "--events", "4")
+    assert whole[1] == a[1] + b[1] == 8
+    assert whole[0] == a[0] + b[0]
+
+
+def test_real_pss_counts_a_fork_masters_shared_pages_once():
+    """PSS of concurrent copies through the real executor: a master with 2 forked workers holds
+    its static data once, where 2 separate copies hold it twice (max RSS counts it per worker)."""
+    from perflab.measure.executor import default_executor
+    from perflab.workloads import resolve
 
     wl = resolve("minihlt-quick", ())
-    wl = replace(wl, argv=wl.argv + ("--events", "30"))  # the last --events wins: ~0.1 s per copy
-    res = run_instances(InstancesConfig(wl, ns=(1, 2, 3, 4), policies=("none",), reps=2),
-                        default_executor(), store)
-    (scan,) = res.scans
-    assert res.unit == "events/s"
-    assert all(p.throughput > 0 for p in scan.points)
-    assert scan.points[1].gain_per_copy is not None
-    assert scan.optimum_n in (1, 2, 3, 4)
-    assert scan.optimum_throughput == max(p.throughput for p in scan.points)
-    assert len(store.measurements(res.campaign_id)) == 2 * (1 + 2 + 3 + 4)
-    assert all(m.result.ok for m in store.measurements(res.campaign_id))
+    with default_executor() as ex:
+        two = ex.run_concurrent([wl.spec(argv=wl.argv + ("--events", "6"), sample_pss=True, params={"copy": k})
+                                 for k in range(2)]).results
+        forked = ex.run_concurrent([wl.spec(argv=wl.argv + ("--fork", "2", "--events", "6"),
+                                            sample_pss=True)]).results[0]
+        plain = ex.run_concurrent([wl.spec(argv=wl.argv + ("--events", "6"))]).results[0]
+    assert all(r.ok for r in (*two, forked, plain))
+    copies = sum(r.metrics["pss_kb"] for r in two)
+    assert 32 * 1024 < two[0].metrics["pss_kb"] < 4 * 32 * 1024  # 32 MB of static data and more
+    assert forked.metrics["pss_kb"] < 0.75 * copies
+    assert "pss_kb" not in plain.metrics  # sampled only when asked
+
+
+def test_cli_real_copies_per_second_json(tmp_path, capsys):
+    from perflab.cli import main
+
+    out = tmp_path / "inst.json"
+    main(["instances", "--n", "1,2", "--policy", "compact", "--reps", "2", "--db", str(tmp_path / "p.db"),
+          "--json", str(out), "--", "sleep", "0.05"])
+    data = json.loads(out.read_text())
+    assert data["unit"] == "copies/s" and data["ns"] == [1, 2]
+    tp = [p["throughput"] for p in data["scans"][0]["points"]]
+    assert 10 < tp[0] < 21 and tp[1] > 1.3 * tp[0]  # two sleeping copies overlap
+    ci = data["scans"][0]["points"][0]["ci"]
+    assert set(ci) == {"low", "high", "level"} and ci["level"] == 0.5
+    assert "optimum N = 2" in capsys.readouterr().out
 
 
 def test_cli_plan_on_a_snapshot_and_bad_input(topology_root, capsys):
@@ -200,23 +418,113 @@ def test_cli_plan_on_a_snapshot_and_bad_input(topology_root, capsys):
     out = capsys.readouterr().out
     assert "NUMA nodes 0, 1, 2, 33, 34, 45, 72, 73" in out
     assert "5:30-35[m45]" in out and "7:42-47[m73]" in out
-    with pytest.raises(SystemExit) as exc:
-        main(["instances", "--root", root, "--", "true"])
-    assert exc.value.code == 2
-    assert "--root only applies to --plan" in capsys.readouterr().err
+    main(["instances", "--plan", "--root", root, "--n", "2", "--policy", "numa", "--threads-per-copy", "3"])
+    assert "0:0-2[m0]" in capsys.readouterr().out
+    for argv, msg in ((["--root", root, "--", "true"], "--root only applies to --plan"),
+                      (["--threads-per-copy", "64", "--", "true"], "larger than a NUMA node"),
+                      (["--threads-per-copy", "0", "--", "true"], "out of range"),
+                      (["--reps", "0", "--", "true"], "out of range"),
+                      (["--max", "0", "--", "true"], "out of range"),
+                      (["--n", "1-999999999", "--", "true"], "beyond any machine"),
+                      (["--n", "0,2", "--", "true"], "give counts from 1"),
+                      (["--timeout", "nan", "--", "true"], "not a duration"),
+                      (["--fork-master", "--", "true"], "no fork argument"),
+                      (["--n", "2", "--max", "3", "--", "true"], "not both")):
+        with pytest.raises(SystemExit) as exc:
+            main(["instances", *argv])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert msg in err and len(err.strip().splitlines()) == 1
 
 
-def test_cli_real_copies_per_second_json(tmp_path, capsys):
-    import json
+def test_kill_9_then_resume(tmp_path):
+    """SIGKILL the CLI mid-study, resume: no stored copy repeated or lost, the same result shape."""
+    db = tmp_path / "k.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    argv = [sys.executable, "-m", "perflab", "instances", "--n", "1,2,3", "--policy", "none", "--reps", "3",
+            "--db", str(db), "--", "sleep", "0.1"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        stored = 0
+        while time.monotonic() < deadline and stored < 7:
+            time.sleep(0.05)
+            if db.exists():
+                try:
+                    with open_store(str(db)) as s:
+                        camps = s.campaigns()
+                        stored = len(s.measurements(camps[-1].id)) if camps else 0
+                except Exception:  # noqa: BLE001 - the writer may hold the file mid-creation
+                    stored = 0
+        assert stored >= 7, "the study stored too few runs before the deadline"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with open_store(str(db)) as s:
+        camp = s.campaigns()[-1]
+        before = {(m.label, json.dumps(m.params, sort_keys=True), m.rep): (m.id, m.result.wall_ns)
+                  for m in s.measurements(camp.id)}
+        assert camp.status == "running" and 7 <= len(before) < 18
+    out = tmp_path / "resumed.json"
+    p = subprocess.run([sys.executable, "-m", "perflab", "resume", str(camp.id), "--db", str(db),
+                        "--json", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "optimum N" in p.stdout and f"campaign {camp.id}, resumed" in p.stdout
+    res = InstancesResult.from_dict(json.loads(out.read_text()))
+    with open_store(str(db)) as s:
+        after = s.measurements(camp.id)
+        keys = [(m.label, json.dumps(m.params, sort_keys=True), m.rep) for m in after]
+        assert len(keys) == len(set(keys)) == 3 * (1 + 2 + 3)
+        for m in after:  # nothing stored before the kill was run again or lost
+            k = (m.label, json.dumps(m.params, sort_keys=True), m.rep)
+            if k in before:
+                assert before[k] == (m.id, m.result.wall_ns)
+        assert s.campaign(camp.id).status == "done"
+    assert res.ns == [1, 2, 3] and [p.reps for p in res.scans[0].points] == [3, 3, 3]
+    # the same shape as an uninterrupted run of the stored config
+    ex = MockExecutor(lambda spec: result(0.1, ex.clock_ns, {"pss_kb": 512.0}))
+    with open_store(str(tmp_path / "whole.db")) as s2:
+        whole = run_study(instances, InstancesConfig.from_dict(camp.config), s2, ex,
+                          machine=machine(one_node_box()))
+    assert _shape(res.as_dict()) == _shape(whole.as_dict())
 
-    from perflab.cli import main
 
-    out = tmp_path / "inst.json"
-    main(["instances", "--n", "1,2", "--policy", "compact", "--reps", "2", "--db", str(tmp_path / "p.db"),
-          "--json", str(out), "--", "sleep", "0.05"])
-    data = json.loads(out.read_text())
-    assert data["unit"] == "copies/s" and data["ns"] == [1, 2]
-    tp = [p["throughput"] for p in data["scans"][0]["points"]]
-    assert 10 < tp[0] < 21 and tp[1] > 1.3 * tp[0]  # two sleeping copies overlap
-    assert data["optimum_n"] == 2
-    assert "optimum N = 2" in capsys.readouterr().out
+def _shape(obj):
+    """Keys and list lengths of a result, values left out."""
+    if isinstance(obj, dict):
+        return {k: _shape(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_shape(v) for v in obj]
+    return None
+
+
+def test_pss_sample_of_a_tree_that_changed_is_dropped(tmp_path):
+    """A master read before it forks, then its new worker: the sample would count pages twice."""
+    from perflab.measure.memory import tree_pss_kb
+    from perflab.platform.sysfs import Root
+
+    def proc(pid, pss, kids=()):
+        d = tmp_path / "proc" / str(pid)
+        (d / "task" / str(pid)).mkdir(parents=True)
+        (d / "task" / str(pid) / "children").write_text(" ".join(map(str, kids)) + " ")
+        (d / "smaps_rollup").write_text(f"Rss: {pss} kB\nPss: {pss} kB\n")
+        (d / "comm").write_text("minihlt\n")
+        (d / "stat").write_text(f"{pid} (minihlt) S 1 {pid} {pid} 0 -1 4194304 0 0\n")
+
+    proc(10, 0, (11,))  # the trampoline
+    proc(11, 1000)  # the master, not yet forked
+
+    class Forking(Root):
+        def read(self, rel, default=None):
+            text = super().read(rel, default)
+            if rel == "proc/11/smaps_rollup":  # the master forks right after being read
+                proc(12, 500)
+                (tmp_path / "proc/11/task/11/children").write_text("12 ")
+                (tmp_path / "proc/11/smaps_rollup").write_text("Pss: 500 kB\n")
+            return text
+
+    assert tree_pss_kb(Forking(str(tmp_path)), 10, include_self=False) is None
+    assert tree_pss_kb(Root(str(tmp_path)), 10, include_self=False) == 1000  # settled: 500 + 500
+    # a worker on its way out (PF_EXITING in the flags field) unmaps pages: no sample then
+    (tmp_path / "proc/12/stat").write_text("12 (minihlt) R 11 10 10 0 -1 4194308 0 0\n")
+    assert tree_pss_kb(Root(str(tmp_path)), 10, include_self=False) is None

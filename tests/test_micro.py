@@ -1,103 +1,192 @@
-"""perflab micro: per-ABI runs, the ABI table, malloc thresholds, shm, bad input."""
+"""perflab micro: per-ABI runs, malloc below/above the mmap threshold (checked with strace), the
+seed 000 threshold probe, the paired ABI analysis, snapshot, kill -9 and resume, bad input."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from perflab.errors import PerflabError
-from perflab.measure.executor import RealExecutor
+from perflab.kernels.micro import build_micro
+from perflab.measure.executor import MockExecutor, RealExecutor
 from perflab.model import RunResult
-from perflab.platform import probes
+from perflab.platform.sysfs import Root
+from perflab.report.terminal.micro import render
 from perflab.store import open_store
-from perflab.studies import micro
+from perflab.studies import micro, run_study
+from tests.test_frontend import kill_after
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "micro.txt"
 
 
-def _runnable_abis():
-    ok, skipped = micro.usable_abis(micro.ABIS)
-    return ok, skipped
+def _abis() -> list[str]:
+    return micro.usable_abis(micro.ABIS)[0]
 
 
-def test_micro_runs_each_available_abi_and_makes_the_table(tmp_path):
-    from rich.console import Console
+def _syscalls(argv: list[str]) -> dict[str, int]:
+    """strace -c -f: calls per syscall name."""
+    out = subprocess.run(["strace", "-f", "-c", "-e", "trace=brk,mmap,mmap2,munmap", *argv],
+                         capture_output=True, text=True, check=True)
+    calls: dict[str, int] = {}
+    for line in out.stderr.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[-1] in ("brk", "mmap", "mmap2", "munmap") and parts[3].isdigit():
+            calls[parts[-1]] = calls.get(parts[-1], 0) + int(parts[3])
+    return calls
 
-    cfg = micro.MicroConfig(benches=("getpid", "call", "mul64", "write", "fprintf", "malloc_small",
-                                     "malloc_large"),
-                            reps=2, scale=0.01, io_dir=str(tmp_path), shm="off")
-    store = open_store(str(tmp_path / "m.db"))
-    res = micro.run_micro(cfg, RealExecutor(), store)
-    abis, skipped = _runnable_abis()
-    assert res.abis == abis and "m64" in abis
-    for bench in cfg.benches:
-        for abi in abis:
-            cell = next(c for c in res.cells if c.bench == bench and c.abi == abi)
-            assert cell.n == 2 and cell.lo_ns <= cell.median_ns <= cell.hi_ns and cell.median_ns > 0
-    if "m32" in abis:
-        assert {d.bench for d in res.diffs if d.abi == "m32"} == set(cfg.benches)
-        assert all(d.p_adjusted is not None for d in res.diffs)
-    if not probes.x32_runnable().available:
-        assert "not supported by this kernel" in res.skipped.get("mx32", "") or "mx32" in res.skipped
-    # malloc below the threshold comes from brk, above it from mmap (glibc's 128 KiB default)
-    small = next(c for c in res.cells if c.bench == "malloc_small" and c.abi == "m64")
-    large = next(c for c in res.cells if c.bench == "malloc_large" and c.abi == "m64")
-    assert small.extra["mmap_blocks"] == 0 and small.extra["brk_growth_bytes"] > 0
-    assert large.extra["mmap_blocks"] == 16
-    # buffered output beats one write() per byte
-    w = next(c for c in res.cells if c.bench == "write" and c.abi == "m64")
-    f = next(c for c in res.cells if c.bench == "fprintf" and c.abi == "m64")
-    assert f.ops_per_s > 3 * w.ops_per_s
-    console = Console(record=True, width=220)
-    micro.render(res, console)
-    text = console.export_text()
-    assert "-m64" in text and "getpid" in text and "malloc below and above" in text
-    if "m32" in abis:
-        assert "-m32 vs -m64" in text
-    assert len(store.measurements(res.campaign_id)) == len(cfg.benches) * len(abis) * 2
-    assert not list(tmp_path.glob("perflab-micro-*"))  # temporary files removed
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.parametrize("abi", ["m64", "m32"])
+def test_malloc_large_is_mmap_and_small_is_brk_by_strace(abi):
+    if abi not in _abis():
+        pytest.skip(f"-{abi} does not run here")
+    path = str(build_micro(abi).path)
+    large = _syscalls([path, "--bench", "malloc_large", "--iters", "2000"])
+    mmap = large.get("mmap", 0) + large.get("mmap2", 0)
+    # every 1 MiB block is mapped and unmapped: glibc's dynamic threshold no longer turns them into brk
+    assert mmap >= 2000 and large.get("munmap", 0) >= 2000 and large.get("brk", 0) < 10, large
+    small = _syscalls([path, "--bench", "malloc_small", "--iters", "2000"])
+    assert small.get("mmap", 0) + small.get("mmap2", 0) < 50 and small.get("brk", 0) >= 1, small
+
+
+@pytest.mark.parametrize("abi", ["m64", "m32"])
+def test_mmap_threshold_probe_per_abi(abi):
+    if abi not in _abis():
+        pytest.skip(f"-{abi} does not run here")
+    out = subprocess.run([str(build_micro(abi).path), "--bench", "mmap_threshold", "--iters", "1"],
+                         capture_output=True, text=True, check=True).stdout
+    v = {k: int(x) for k, x in re.findall(r"(\w+)=(\d+)", out)}
+    assert v["initial_low"] < 128 << 10 <= v["initial_high"]  # glibc's M_MMAP_THRESHOLD default
+    if abi == "m64":  # the seed's formula is glibc's 64-bit maximum (chunk overhead aside)
+        assert v["formula"] == 32 << 20 and v["dynamic_max_low"] < 32 << 20 <= v["dynamic_max_high"] + 4096
+    else:  # 32-bit glibc caps it at 512 KiB, not at 4*1024*1024*sizeof(long) = 16 MiB
+        assert v["formula"] == 16 << 20 and v["dynamic_max_low"] <= 512 << 10 < v["dynamic_max_high"]
 
 
 def test_shm_touches_more_than_its_segments_one_at_a_time():
-    abi = "m32" if "m32" in _runnable_abis()[0] else "m64"
-    path = micro.build_micro(abi).path
-    out = subprocess.run([str(path), "--bench", "shm", "--iters", "1", "--total", str(48 << 20),
-                          "--size", str(16 << 20)], capture_output=True, text=True, check=True)
+    abi = "m32" if "m32" in _abis() else "m64"
+    out = subprocess.run([str(build_micro(abi).path), "--bench", "shm", "--iters", "1", "--total",
+                          str(48 << 20), "--size", str(16 << 20)], capture_output=True, text=True, check=True)
     assert "segments=3" in out.stdout and f"touched_bytes={48 << 20}" in out.stdout
-    # each page holds what the write pass put there after detach and re-attach
     pages = 16 << 20 >> 12
     expect = sum((i + p) & 0xFF for i in range(3) for p in range(pages))
     assert re.search(r"checksum=(\d+)", out.stdout).group(1) == str(expect)
 
 
 def test_shm_plan_is_off_when_memory_is_short(tmp_path):
-    root = tmp_path / "root"
-    (root / "proc").mkdir(parents=True)
-    (root / "proc" / "meminfo").write_text("MemTotal: 4000000 kB\nMemAvailable: 2000000 kB\n")
-    from perflab.platform.sysfs import Root
-
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "meminfo").write_text("MemTotal: 4000000 kB\nMemAvailable: 2000000 kB\n")
     cfg = micro.MicroConfig(shm="auto")
-    run, _, why = micro.shm_plan(cfg, "auto", Root(str(root)))
+    run, _, why = micro.shm_plan(cfg, "auto", Root(str(tmp_path)))
     assert not run and "memory is short" in why
-    run, total, why = micro.shm_plan(cfg, "on", Root(str(root)))
+    run, total, why = micro.shm_plan(cfg, "on", Root(str(tmp_path)))
     assert run and total < 4 << 30 and "scaled" in why
 
 
-def _rr(ns):
-    return RunResult(wall_ns=1, user_s=0, sys_s=0, maxrss_kb=0, minflt=0, majflt=0, nvcsw=0, nivcsw=0,
-                     exit_code=0, metrics={"ns_per_op": ns, "ops_per_s": 1e9 / ns, "ops": 100})
+def _mock_runs(cfg, fail_abi=None):
+    """Mock rounds: getpid 50 % slower on m32, call equal; a threshold probe per ABI."""
+    specs = micro.plan(cfg, None, ["m64", "m32"], ["getpid", "call"])
+
+    def model(spec):
+        b, a, rnd = spec.params["bench"], spec.params["abi"], spec.params["round"]
+        ns = {"getpid": 100.0, "call": 2.0}[b] * (1.5 if b == "getpid" and a == "m32" else 1.0)
+        ns *= 1 + 0.01 * ((rnd * 7 + len(a)) % 5)
+        bad = a == fail_abi and b == "call"
+        return RunResult(wall_ns=1_000_000, user_s=0, sys_s=0, maxrss_kb=0, minflt=0, majflt=0, nvcsw=0,
+                         nivcsw=0, exit_code=1 if bad else 0,
+                         metrics={"ns_per_op": ns, "ops_per_s": 1e9 / ns, "ops": 1000})
+
+    ex = MockExecutor(model=model)
+    probe = RunResult(wall_ns=1, user_s=0, sys_s=0, maxrss_kb=0, minflt=0, majflt=0, nvcsw=0, nivcsw=0,
+                      exit_code=0, metrics={"sizeof_long": 8, "initial_low": 126976, "initial_high": 155648,
+                                            "dynamic_max_low": 28213248, "dynamic_max_high": 33550336,
+                                            "formula": 33554432})
+    return [({"probe": "mmap_threshold", "abi": "m64"}, probe)] + [(dict(s.params), ex.run(s)) for s in specs]
 
 
-def test_abi_percentage_difference_is_exact():
-    samples = {("getpid", "m64"): [_rr(100.0 + i) for i in range(10)],
-               ("getpid", "m32"): [_rr(150.0 + 1.5 * i) for i in range(10)],
-               ("call", "m64"): [_rr(2.0)] * 10,
-               ("call", "m32"): [_rr(2.0)] * 10}
-    cells, diffs = micro.analyse(samples, ["getpid", "call"], ["m64", "m32"])
-    d = next(d for d in diffs if d.bench == "getpid")
-    assert d.pct == pytest.approx(50.0) and d.significant and d.effect_size == pytest.approx(1.0)
-    c = next(d for d in diffs if d.bench == "call")
-    assert c.pct == pytest.approx(0.0) and not c.significant
+def test_paired_abi_analysis_exact():
+    cfg = micro.MicroConfig(benches=("getpid", "call"), abis=("m64", "m32"), reps=10)
+    res = micro.analyse(cfg, _mock_runs(cfg), ["m64", "m32"])
+    g = next(d for d in res.diffs if d.bench == "getpid")
+    assert g.pct == pytest.approx(50.0, abs=1.0) and g.significant and g.effect_size == pytest.approx(1.0)
+    assert g.ci_pct.level == pytest.approx(1 - 2 * 11 / 1024) and g.ci_pct.low > 40
+    c = next(d for d in res.diffs if d.bench == "call")
+    assert abs(c.pct) < 5 and not c.significant
+    assert res.thresholds["m64"]["formula"] == 32 << 20
+    cell = next(c for c in res.cells if c.bench == "getpid" and c.abi == "m64")
+    assert cell.n == 10 and cell.ci.low <= cell.median_ns <= cell.ci.high and cell.ci.level > 0.95
+    assert micro.MicroResult.from_dict(res.as_dict()) == res
+
+
+def test_failed_runs_are_left_out_and_all_failed_is_failed():
+    cfg = micro.MicroConfig(benches=("getpid", "call"), abis=("m64", "m32"), reps=10)
+    res = micro.analyse(cfg, _mock_runs(cfg, fail_abi="m32"), ["m64", "m32"])
+    cell = next(c for c in res.cells if c.bench == "call" and c.abi == "m32")
+    assert cell.median_ns is None and cell.failed == 10 and res.failures == {"exit status 1": 10}
+    assert not any(d.bench == "call" for d in res.diffs) and res.runs == 40
+
+
+def test_snapshot_of_terminal_output():
+    from rich.console import Console
+
+    cfg = micro.MicroConfig(benches=("getpid", "call"), abis=("m64", "m32"), reps=10)
+    res = micro.analyse(cfg, _mock_runs(cfg, fail_abi="m32"), ["m64", "m32"])
+    res.skipped["mx32"] = "not supported by this kernel (test)"
+    console = Console(record=True, width=150, color_system=None)
+    render(res, console)
+    text = console.export_text()
+    if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.write_text(text)
+    assert text == SNAPSHOT.read_text()
+
+
+def test_end_to_end_real_runs(tmp_path):
+    cfg = micro.MicroConfig(benches=("getpid", "write", "fprintf", "malloc_small", "malloc_large"), reps=3,
+                            scale=0.01, io_dir=str(tmp_path), shm="off")
+    with open_store(str(tmp_path / "m.db")) as store, RealExecutor() as ex:
+        res = run_study(micro, cfg, store, ex)
+        abis = _abis()
+        assert res.abis == abis and not res.failures
+        assert set(res.thresholds) == set(abis)
+        small = next(c for c in res.cells if c.bench == "malloc_small" and c.abi == "m64")
+        large = next(c for c in res.cells if c.bench == "malloc_large" and c.abi == "m64")
+        assert small.extra["mmap_blocks"] == 0 and large.extra["mmap_blocks"] == 16
+        w = next(c for c in res.cells if c.bench == "write" and c.abi == "m64")
+        f = next(c for c in res.cells if c.bench == "fprintf" and c.abi == "m64")
+        assert f.ops_per_s > 3 * w.ops_per_s  # buffered output beats one write() per byte
+        assert any("reaches only 75%" in n for n in res.notes)  # 3 rounds: min..max is a 75 % interval
+        assert len(store.measurements(res.campaign_id)) == len(cfg.benches) * len(abis) * 3 + len(abis)
+        assert not list(tmp_path.glob("perflab-micro-*"))  # temporary files removed
+
+
+def test_kill_9_then_resume(tmp_path):
+    db = tmp_path / "k.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(micro.__file__).parents[2])}
+    kill_after(["micro", "--bench", "getpid", "--bench", "call", "--abi", "m64", "--reps", "8",
+                "--scale", "0.05", "--shm", "off", "--io-dir", str(tmp_path)], db, 5, env)
+    with open_store(str(db)) as store:
+        camp = store.campaigns()[-1]
+        before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
+        assert camp.status == "running" and len(before) < 2 * 8 + 1  # killed mid-study
+    out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
+                          str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "perflab micro" in out.stdout
+    res = micro.MicroResult.from_dict(json.loads((tmp_path / "r.json").read_text()))
+    with open_store(str(db)) as store:
+        after = store.measurements(camp.id)
+        keys = [(m.label, str(m.params), m.rep) for m in after]
+        assert len(keys) == len(set(keys)) == 2 * 8 + 1
+        assert all(dict(zip(keys, (m.id for m in after)))[k] == i for k, i in before.items())
+        assert store.campaign(camp.id).status == "done" and [c.n for c in res.cells] == [8, 8]
+        assert set(res.as_dict()) == set(micro.MicroResult().as_dict())
 
 
 def test_bad_input():

@@ -243,3 +243,42 @@ def test_no_numa_directory(topo):
     assert single(plan(t, 3, "smt-last")) == [0, 1, 0]
     assert [(s.cpus, s.mem_node) for s in plan(t, 2, "numa")] == [((0, 1), 0), ((0, 1), 0)]
     assert fork_masters(t, 4) == [(0, 4, (0, 1))]
+
+
+# --- --threads-per-copy: T CPUs per copy inside one NUMA node, cores first, then SMT siblings.
+
+def test_threads_per_copy_sidecaches(topo):
+    t = topo("memorysidecaches")  # node k: CPUs with N % 4 == k; N and N+40 are siblings
+    numa = plan(t, 4, "numa", threads=4)
+    assert [s.mem_node for s in numa] == [0, 1, 2, 3]
+    for s in numa:
+        assert len(s.cpus) == 4 and {t.cpu(c).node for c in s.cpus} == {s.mem_node}
+        assert len({t.cpu(c).core for c in s.cpus}) == 4  # four cores, no sibling pair
+    assert numa[0].cpus == (0, 4, 8, 12)
+    compact = plan(t, 6, "compact", threads=4)
+    assert [s.cpus for s in compact[:3]] == [(0, 4, 8, 12), (16, 20, 24, 28), (32, 36, 40, 44)]
+    # node 0 has 10 cores: the third group takes its last 2 cores, then 2 siblings of its first ones
+    assert {t.cpu(c).node for s in compact[:5] for c in s.cpus} == {0}
+    assert compact[5].cpus[0] % 4 != 0  # the sixth copy opens the next node
+    spread = plan(t, 4, "spread", threads=2)
+    assert sorted(t.cpu(s.cpus[0]).node for s in spread) == [0, 1, 2, 3]
+    assert {t.cpu(s.cpus[0]).socket for s in spread[:2]} == {0, 1}  # sockets take turns first
+    assert len(plan(t, 1, "compact", threads=20)[0].cpus) == 20
+    with pytest.raises(PerflabError, match="larger than a NUMA node here .*has 20 usable CPUs"):
+        plan(t, 1, "compact", threads=21)
+    assert plan_notes(t, 4, "compact", threads=20) == []  # 4 x 20 = the 80 CPUs exactly
+    assert any("5 copies x 20 threads" in n for n in plan_notes(t, 5, "compact", threads=20))
+
+
+def test_threads_per_copy_smt_and_offline(topo):
+    t = topo("16em64t-4s2c2t-offlines")  # 4 sockets x 2 cores x 2 threads, CPUs 2, 5, 13, 14 offline
+    slots = plan(t, 4, "compact", threads=2)
+    for s in slots:
+        assert len(s.cpus) == 2 and len({t.cpu(c).node for c in s.cpus}) == 1
+        assert not set(s.cpus) & {2, 5, 13, 14}
+    # a node with 2 cores x 2 threads: one thread of each core before a sibling
+    full = [s for s in plan(t, 8, "compact", threads=2) if len({t.cpu(c).core for c in s.cpus}) == 2]
+    assert full, "some copy should get two different cores"
+    t2 = topo("20em64t-hybrid-1p6c2t+2ca4co1t")
+    (one,) = plan(t2, 1, "compact", threads=14)
+    assert len({t2.cpu(c).core for c in one.cpus}) == 14  # 14 cores before any sibling

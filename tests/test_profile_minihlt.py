@@ -6,39 +6,31 @@ from pathlib import Path
 
 import pytest
 
+from perflab.kernels.minihlt import build_minihlt
+from perflab.measure.window import Window
+from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import Workload
-from perflab.studies.profile import ProfileConfig, run_profile
+from perflab.store import open_store
+from perflab.studies import profile, run_study
 from perflab.studies.profile_parse import read_samples
-from perflab.studies.profile_window import Window, event_markers
+from perflab.studies.profile_window import event_markers
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
 
 
 @pytest.fixture(scope="module")
 def minihlt():
-    try:
-        from perflab.kernels.minihlt import build_minihlt
-
-        return str(build_minihlt().path)
-    except ImportError:
-        # minihlt's Python wrapper not there yet: build its sources through the build cache.
-        from perflab.kernels.build import build
-
-        src = sorted((Path(__import__("perflab.kernels").kernels.__path__[0]) / "minihlt").glob("*.cpp"))
-        if not src:
-            pytest.skip("minihlt sources not present")
-        return str(build(src, "minihlt", cflags=("-O2", "-g")).path)
+    return str(build_minihlt(("-O2", "-g")).path)
 
 
 def test_profile_only_event_k_of_minihlt(minihlt, tmp_path):
-    from perflab.store import open_store
-
     store = open_store(str(tmp_path / "p.db"))
     start, stop = event_markers(1)  # event 1 is a long one (~20 ms) with the default seed
-    cfg = ProfileConfig(workload=Workload(name="minihlt", argv=(minihlt, "--events", "9", "--static-mb", "16")),
-                        window=Window(start, stop), out_dir=str(tmp_path / "out"))
-    res = run_profile(cfg, None, store)
-    assert res.opened
+    cfg = profile.ProfileConfig(
+        workload=Workload(name="minihlt", argv=(minihlt, "--events", "9", "--static-mb", "16")),
+        window=Window(start, stop), out_dir=str(tmp_path / "out"))
+    res = run_study(profile, cfg, store, PerfWindowRecorder())
+    assert res.opened and not res.whole_run
     row = res.recordings[0]
     assert row["start_line"] == "start processing event #1"
     assert row["stop_line"].startswith("done processing event #1 in ")
@@ -48,8 +40,15 @@ def test_profile_only_event_k_of_minihlt(minihlt, tmp_path):
     assert len(samples) >= 5 and all(lo <= s.time_ns <= hi for s in samples)
     # at most the window's length of samples at 4 kHz on one thread (+1 for rounding)
     assert len(samples) <= (hi - lo) / 1e9 * 4000 * 1.1 + 1
-    log = (Path(res.perf_data[0]).parent / "output.log").read_text()
+    log = (Path(res.perf_data[0]).parent / "output-0.log").read_text()
     assert re.search(r"^events: 9$", log, re.M)
-    summary = store.campaign(res.campaign_id).summary
-    assert summary["window_opened"] and summary["enable_latency_us"][0] > 0
+    camp = store.campaign(res.campaign_id)
+    assert camp.status == "done"
+    assert camp.summary["window_opened"] and camp.summary["enable_latency_us"][0] > 0
     assert {a.kind for a in store.artifacts(res.campaign_id)} == {"perf.data", "log"}
+    # the stored run carries the window and the folded profile: analysis needs no perf.data
+    (m,) = store.measurements(res.campaign_id)
+    assert m.params == {"recording": 0, "event": res.event} and m.result.ok
+    again = profile.analyse(cfg, [m.result])
+    assert [t.as_dict() for t in again.top] == [t.as_dict() for t in res.top]
+    assert profile.ProfileResult.from_dict(res.as_dict()).as_dict() == res.as_dict()

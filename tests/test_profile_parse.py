@@ -19,6 +19,7 @@ from perflab.studies.profile_parse import (
 )
 from perflab.studies.profile_window import compile_marker, event_markers
 from perflab.errors import PerflabError
+from perflab.measure.window_perf import PerfWindowRecorder
 
 
 @pytest.mark.parametrize("raw,folded", [
@@ -100,11 +101,11 @@ def test_diff_share_of_extra():
 def test_front_end_detector_from_offsets_without_disassembly():
     # perf=true prints nothing: the detector falls back to the first 16 bytes of sample offsets.
     hot_head = _func("entry_heavy", 100, 100, {0: 20, 4: 15, 12: 5, 40: 60})
-    ann = annotate("/nonexistent", hot_head, perf="true")
+    ann = annotate("/nonexistent", hot_head, PerfWindowRecorder(perf="true"))
     assert ann.head_desc == "first 16 bytes"
     assert ann.head_share == pytest.approx(0.40) and ann.front_end_hint
     flat = _func("flat", 100, 100, {0: 2, 40: 98})
-    assert not annotate("/nonexistent", flat, perf="true").front_end_hint
+    assert not annotate("/nonexistent", flat, PerfWindowRecorder(perf="true")).front_end_hint
 
 
 def test_parse_annotate_rows():

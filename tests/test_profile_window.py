@@ -1,6 +1,5 @@
 """End-to-end windowed profiling with real perf: only event K is recorded; diffs across builds."""
 
-import os
 import re
 import shutil
 import subprocess
@@ -9,15 +8,25 @@ from pathlib import Path
 import pytest
 
 from perflab.cli import main as cli_main
-from perflab.model import Workload
-from perflab.studies.profile import ProfileConfig, ProfileDiffConfig, run_profile, run_profile_diff
+from perflab.measure.window import Window, WindowRequest
+from perflab.measure.window_perf import PerfWindowRecorder
+from perflab.model import RunSpec, Workload
+from perflab.store import open_store
+from perflab.studies import profile, run_study
+from perflab.studies.profile_diff import ProfileDiffConfig, diff, load_side
 from perflab.studies.profile_parse import read_samples
-from perflab.studies.profile_window import Window, event_markers, record_window
+from perflab.studies.profile_window import event_markers
 
 SRC = Path(__file__).parent / "data" / "profile_events.c"
 N = "20000000"  # iterations of event K's hot loop: ~50 ms at -O2
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+
+
+def record_window(argv, perf_data, window, **kw):
+    """One real window recording of a launched command."""
+    return PerfWindowRecorder().record_window(RunSpec(argv=tuple(argv)),
+                                              WindowRequest(perf_data=perf_data, window=window, **kw))
 
 
 @pytest.fixture(scope="module")
@@ -112,35 +121,71 @@ def test_bad_regex_exit_2(progs, tmp_path, capsys):
 
 def test_diff_across_builds_folds_clones(progs, tmp_path):
     """-O0 vs -O2: hot_kernel (O0) and hot_kernel.constprop.0 (O2) match; it explains the extra."""
-    from perflab.store import open_store
-
     store = open_store(str(tmp_path / "p.db"))
     start, stop = event_markers(1)
     ids = {}
     for opt in ("-O2", "-O0"):
-        cfg = ProfileConfig(workload=Workload(name=opt, argv=(progs[opt], "3", "1", N, "0")),
-                            window=Window(start, stop), repeat=2, out_dir=str(tmp_path / "out"))
-        res = run_profile(cfg, None, store)
+        cfg = profile.ProfileConfig(workload=Workload(name=opt, argv=(progs[opt], "3", "1", N, "0")),
+                                    window=Window(start, stop), repeat=3, out_dir=str(tmp_path / "out"))
+        res = run_study(profile, cfg, store, PerfWindowRecorder())
         assert res.opened and res.campaign_id is not None
         ids[opt] = res.campaign_id
     arts = store.artifacts(ids["-O2"])
-    assert sum(a.kind == "perf.data" for a in arts) == 2
+    assert sum(a.kind == "perf.data" for a in arts) == 3
+    rec = PerfWindowRecorder()
     # A = -O0 (slower) on purpose: the diff turns it around and explains the slower one.
-    diff = run_profile_diff(ProfileDiffConfig(str(ids["-O0"]), str(ids["-O2"]), threshold=0.0), None, store)
-    assert diff.swapped and diff.b_label == str(ids["-O0"])
-    raw = {n for a in store.artifacts(ids["-O2"]) if a.kind == "perf.data"
-           for n in (s.sym for s in read_samples(a.path))}
+    d = diff(ProfileDiffConfig(str(ids["-O0"]), str(ids["-O2"]), threshold=0.0),
+             load_side(str(ids["-O0"]), store, rec), load_side(str(ids["-O2"]), store, rec))
+    assert d.swapped and d.b_label == str(ids["-O0"])
+    assert d.event == "cpu-clock" and d.unit == "ms"  # this VM has no PMU: cpu-clock, ms
+    raw = {n for a in arts if a.kind == "perf.data" for n in (s.sym for s in read_samples(a.path))}
     assert "hot_kernel.constprop.0" in raw  # the -O2 build really has the clone
-    top = diff.rows[0]
+    top = d.rows[0]
     assert top.symbol == "hot_kernel"
     assert top.a_samples > 0 and top.b_samples > top.a_samples
     assert top.share_of_extra > 0.5
-    assert top.lo is not None and top.lo <= top.share_of_extra <= top.hi
-    assert [r.symbol for r in diff.rows].count("hot_kernel") == 1
-    # the stored campaign summary is ready for the report
+    assert top.ci is not None and top.ci["level"] == 0.95
+    assert top.ci["low"] <= top.share_of_extra <= top.ci["high"]
+    assert [r.symbol for r in d.rows].count("hot_kernel") == 1
+    # extra ms: cpu-clock periods are ns, so the extra is (B - A) period / 1e6 in ms
+    assert top.extra == pytest.approx((top.b_samples - top.a_samples) * 1e9 / 4000 / 1e6, rel=0.35)
     summary = store.campaign(ids["-O2"]).summary
     assert summary["top"][0]["symbol"] == "hot_kernel" and summary["window_opened"]
-    # the CLI form with perf.data paths
+    # the CLI form with perf.data paths: one recording per side gives no CI, and says so
     paths = [a.path for a in store.artifacts(ids["-O0"]) if a.kind == "perf.data"]
     cli_main(["profile", "diff", paths[0], [a.path for a in arts if a.kind == "perf.data"][0],
-              "--db", str(tmp_path / "p.db")])
+              "--db", str(tmp_path / "p.db"), "--json", str(tmp_path / "d.json")])
+    import json
+
+    out = json.loads((tmp_path / "d.json").read_text())
+    assert out["unit"] == "ms" and out["rows"][0]["ci"] is None
+    assert out["ci_note"].startswith("no CI: 1 and 1 recording(s)")
+
+
+def test_diff_refuses_different_events(progs, tmp_path, capsys):
+    a, b = str(tmp_path / "a.data"), str(tmp_path / "b.data")
+    start, stop = event_markers(1)
+    record_window([progs["-O2"], "3", "1", N, "0"], a, Window(start, stop), event="cpu-clock")
+    record_window([progs["-O2"], "3", "1", N, "0"], b, Window(start, stop), event="task-clock")
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["profile", "diff", a, b, "--db", str(tmp_path / "p.db")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "recorded with cpu-clock" in err[0] and "with task-clock" in err[0]
+
+
+def test_crash_and_timeout_are_failed_recordings(progs, tmp_path):
+    """A workload killed by a signal or by --timeout: stored as failed, never profiled as done."""
+    store = open_store(str(tmp_path / "p.db"))
+    crash = profile.ProfileConfig(workload=Workload(name="crash", argv=("sh", "-c", "kill -SEGV $$")),
+                                  repeat=2, out_dir=str(tmp_path / "out"), annotate_top=0)
+    res = run_study(profile, crash, store, PerfWindowRecorder())
+    assert not res.opened and res.failed == ["killed by SIGSEGV"] * 2
+    assert res.message == "all 2 recording(s) failed (killed by SIGSEGV): no profile"
+    slow = profile.ProfileConfig(workload=Workload(name="slow", argv=(progs["-O2"], "5", "4", N, "2000")),
+                                 window=Window(*event_markers(4)), timeout=0.5, out_dir=str(tmp_path / "out"))
+    res = run_study(profile, slow, store, PerfWindowRecorder())
+    assert res.failed == ["timed out"] and not res.opened
+    (m,) = store.measurements(res.campaign_id)
+    assert m.result.timed_out and m.result.failure == "timed out"
+    assert m.result.wall_ns < 3e9

@@ -204,3 +204,75 @@ def test_cli_list_build_path_and_errors(tmp_path):
     assert broken.returncode == 2
     assert broken.stderr.startswith("perflab: error: perflab.toml: ") and "(line 1)" in broken.stderr
     assert "Traceback" not in broken.stderr
+
+
+def test_named_workload_takes_arguments_after_dashdash(tmp_path):
+    (tmp_path / "perflab.toml").write_text(textwrap.dedent("""
+        [workload.echoer]
+        command = ["printf", "%s\\n"]
+        [workload.sh]
+        command = "printf '%s|'"
+        shell = true
+    """))
+    cfg = str(tmp_path / "perflab.toml")
+    w = resolve("echoer", ("--", "a b", "c;d"), config_path=cfg)
+    assert w.argv == ("printf", "%s\n", "a b", "c;d") and w.name == "echoer 'a b' 'c;d'"
+    sh = resolve("sh", ("a b", "$(x)"), config_path=cfg)
+    out = subprocess.run(["sh", "-c", sh.argv[0]], capture_output=True, text=True).stdout
+    assert out == "a b|$(x)|"  # passed through the shell as given, never expanded
+
+
+def test_cli_named_workload_with_args_runs_them(tmp_path):
+    (tmp_path / "perflab.toml").write_text('[workload.echoer]\ncommand = ["sh", "-c", "echo args=$#", "sh"]\n')
+    p = subprocess.run([sys.executable, "-m", "perflab", "footprint", "--config", str(tmp_path / "perflab.toml"),
+                        "-w", "echoer", "--db", str(tmp_path / "s.db"), "--", "x", "y", "z"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    from perflab.store import open_store
+
+    with open_store(str(tmp_path / "s.db")) as store:
+        (camp,) = store.campaigns()
+        labels = {m.label for m in store.measurements(camp.id)}
+    assert labels == {"echoer x y z"}
+
+
+def test_metric_aggregates_and_carriage_returns():
+    from perflab.measure.metrics import compile_patterns, extract
+
+    out = "frame=1 fps=  0 q=1\rframe=2 fps= 40 q=1\rframe=3 fps= 44 q=1\nsummary\n"
+    pats = compile_patterns(["fps=\\s*(?P<fps>[\\d.]+)"])
+    assert extract(pats, out, "") == {"fps": 44.0}  # last, with \r as a line end
+    for agg, want in (("first", 0.0), ("max", 44.0), ("min", 0.0), ("sum", 84.0), ("count", 3.0)):
+        pats = compile_patterns([f"stdout:{agg}:fps=\\s*(?P<fps>[\\d.]+)"])
+        assert pats[0].aggregate == agg and pats[0].stream == "stdout"
+        assert extract(pats, out, "") == {"fps": want}, agg
+
+
+def test_metric_aggregate_from_toml_with_a_real_process(tmp_path):
+    from perflab.measure.executor import RealExecutor
+
+    (tmp_path / "perflab.toml").write_text(textwrap.dedent(r"""
+        [workload.enc]
+        command = "printf 'fps=  0\rfps= 12\rfps= 44\n' >&2"
+        shell = true
+        metrics = [{ regex = 'fps=\s*(?P<fps>\d+)', aggregate = "max", stream = "stderr" },
+                   { regex = 'fps=\s*(?P<updates>\d+)', aggregate = "count" }]
+        primary_metric = "fps"
+    """))
+    w = resolve("enc", (), config_path=str(tmp_path / "perflab.toml"))
+    with RealExecutor() as ex:
+        r = ex.run(w.spec())
+    assert r.ok and r.metrics == {"fps": 44.0, "updates": 3.0}
+
+
+@pytest.mark.parametrize("metric, fragment", [
+    ('{ regex = "x" }', "no named group"),
+    ('{ regex = "(?P<a>1)", aggregate = "median" }', "aggregate 'median' is unknown"),
+    ('{ regex = "(?P<a>1)", colour = "red" }', "unknown key colour"),
+    ('{ aggregate = "max" }', "needs regex"),
+])
+def test_bad_metric_tables(tmp_path, metric, fragment):
+    (tmp_path / "perflab.toml").write_text(f'[workload.w]\ncommand = ["true"]\nmetrics = [{metric}]\n')
+    with pytest.raises(PerflabError) as err:
+        resolve("w", (), config_path=str(tmp_path / "perflab.toml"))
+    assert fragment in str(err.value) and "\n" not in str(err.value)

@@ -15,12 +15,14 @@ from typing import Mapping
 class MetricPattern:
     """A named-group regex applied to a run's stdout+stderr.
 
-    Every named group that matches becomes a float metric (the last match wins), e.g.
-    ``(?P<events>\\d+) events .* (?P<events_per_s>[\\d.]+) events/s``.
+    Every named group that matches becomes a float metric, e.g.
+    ``(?P<events>\\d+) events .* (?P<events_per_s>[\\d.]+) events/s``. Repeated matches
+    (progress lines) are combined by ``aggregate``: last (default), first, sum, max, min, count.
     """
 
     regex: str
     stream: str = "both"  # "stdout", "stderr" or "both"
+    aggregate: str = "last"
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class RunSpec:
     capture_output: bool = True  # keep stdout/stderr for metrics and the failure tail
     label: str = ""  # the command's display name (hyperfine's "command")
     params: Mapping[str, object] = field(default_factory=dict)  # scan parameters, cpu, n, variant
+    sample_pss: bool = False  # concurrent copies: peak PSS of each copy's tree -> metrics["pss_kb"]
 
 
 @dataclass
@@ -130,6 +133,24 @@ class Workload:
     fork_arg: tuple[str, ...] | None = None  # template like ("--fork", "{n}")
     event_arg: tuple[str, ...] | None = None  # template like ("--event", "{k}")
     checksum_metric: str | None = None  # metric name holding an output checksum
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form, as stored in a campaign's config."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> "Workload":
+        """The inverse of ``as_dict`` (lists back to tuples), for resuming a stored campaign."""
+        w = dict(d)
+        w["argv"] = tuple(w["argv"])  # type: ignore[arg-type]
+        w["metrics"] = tuple(MetricPattern(**m) for m in w.get("metrics") or ())  # type: ignore[union-attr]
+        if w.get("build"):
+            w["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v
+                                        for k, v in dict(w["build"]).items()})  # type: ignore[call-overload]
+        for key in ("fork_arg", "event_arg"):
+            if w.get(key) is not None:
+                w[key] = tuple(w[key])  # type: ignore[arg-type]
+        return cls(**w)  # type: ignore[arg-type]
 
     def spec(self, **overrides: object) -> RunSpec:
         """A RunSpec for this workload; keyword overrides go to RunSpec fields."""

@@ -24,13 +24,13 @@ import os
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from perflab.model import BuildRecipe, Workload
 from perflab.errors import PerflabError
-from perflab.model import MetricPattern
+from perflab.measure.metrics import AGGREGATES, parse_pattern
+from perflab.model import BuildRecipe, MetricPattern, Workload
 
 DEFAULT_CONFIG = "perflab.toml"
 
@@ -110,7 +110,11 @@ class _Toml:
         self.path = path
         self.label = path.name if path.name == DEFAULT_CONFIG else str(path)
         try:
-            self.text = path.read_text()
+            self.text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise PerflabError(
+                f"{self.label}: not UTF-8 text (byte {exc.start}): a perflab.toml is a UTF-8 TOML file"
+            ) from None
         except OSError as exc:
             raise PerflabError(f"{path}: cannot read it ({exc.strerror}): check the --config path") from None
         try:
@@ -202,7 +206,10 @@ def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
             ldflags=_str_list(t, name, "ldflags", b.get("ldflags", []), ".build"),
             output=output,
         )
-    if "command" in raw:
+    if "command" in raw and raw.get("shell") is True and isinstance(raw["command"], str):
+        # A shell command is kept as written: splitting and re-joining it would lose its quotes.
+        command = (raw["command"],)
+    elif "command" in raw:
         command = _str_list(t, name, "command", raw["command"])
     elif recipe is not None:
         command = ("{binary}",)
@@ -214,19 +221,35 @@ def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
         raise t.error(f"workload '{name}': command uses {{binary}} but there is no [workload.{name}.build]", name, "command")
 
     metrics_raw = raw.get("metrics", [])
-    if isinstance(metrics_raw, str):
+    if isinstance(metrics_raw, (str, dict)):
         metrics_raw = [metrics_raw]
-    if not isinstance(metrics_raw, list) or not all(isinstance(m, str) for m in metrics_raw):
-        raise t.error(f"workload '{name}': metrics must be a list of regex strings", name, "metrics")
+    if not isinstance(metrics_raw, list) or not all(isinstance(m, (str, dict)) for m in metrics_raw):
+        raise t.error(
+            f"workload '{name}': metrics must be a list of regex strings or tables "
+            "{ regex = '...', aggregate = 'last|first|sum|max|min|count', stream = 'both|stdout|stderr' }",
+            name, "metrics")
     groups: list[str] = []
     metrics: list[MetricPattern] = []
-    for rx in metrics_raw:
-        stream, body = "both", rx
-        head, sep, rest = rx.partition(":")
-        if sep and head in ("stdout", "stderr"):
-            stream, body = head, rest
+    for item in metrics_raw:
+        if isinstance(item, dict):
+            unknown = sorted(set(item) - {"regex", "aggregate", "stream"})
+            if unknown or not isinstance(item.get("regex"), str):
+                raise t.error(
+                    f"workload '{name}': a metric table needs regex = '...' and may have aggregate "
+                    f"and stream{'; unknown key ' + unknown[0] if unknown else ''}", name, "metrics")
+            pattern = MetricPattern(regex=item["regex"], stream=str(item.get("stream", "both")),
+                                    aggregate=str(item.get("aggregate", "last")))
+        else:
+            pattern = parse_pattern(item)
+        rx = pattern.regex
+        if pattern.stream not in ("both", "stdout", "stderr"):
+            raise t.error(f"workload '{name}': metric stream {pattern.stream!r} is unknown: use both, "
+                          "stdout or stderr", name, "metrics")
+        if pattern.aggregate not in AGGREGATES:
+            raise t.error(f"workload '{name}': metric aggregate {pattern.aggregate!r} is unknown: use "
+                          f"one of {', '.join(AGGREGATES)}", name, "metrics")
         try:
-            compiled = re.compile(body, re.MULTILINE)
+            compiled = re.compile(rx, re.MULTILINE)
         except re.error as exc:
             raise t.error(f"workload '{name}': metric regex {rx!r} does not compile ({exc})", name, "metrics")
         if not compiled.groupindex:
@@ -234,7 +257,7 @@ def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
                 f"workload '{name}': metric regex {rx!r} has no named group: use (?P<name>...)", name, "metrics"
             )
         groups.extend(compiled.groupindex)
-        metrics.append(MetricPattern(regex=body, stream=stream))
+        metrics.append(pattern)
 
     primary = raw.get("primary_metric")
     if primary is not None and (not isinstance(primary, str) or primary not in groups):
@@ -334,7 +357,7 @@ def _from_toml(tw: TomlWorkload) -> Workload:
     if not tw.shell:
         check_executable(argv[0], cwd=tw.cwd)
     else:
-        argv = (" ".join(argv),) if len(argv) > 1 else argv
+        argv = (shlex.join(argv),) if len(argv) > 1 else argv
     return Workload(
         name=tw.name, argv=argv, metrics=tw.metrics, primary_metric=tw.primary_metric,
         higher_is_better=tw.higher_is_better, shell=tw.shell, env=dict(tw.env), cwd=tw.cwd,
@@ -382,18 +405,30 @@ def resolve(
     shell: bool = False,
     config_path: str | os.PathLike | None = None,
 ) -> Workload:
-    """``--workload NAME`` (built-in or perflab.toml) or ``-- CMD ARGS`` as a Workload."""
-    if name:
-        tw = lookup(name, config_path)
-        if tw is None:
-            return BUILTIN[name][0]()
-        return _from_toml(tw)
+    """``--workload NAME`` (built-in or perflab.toml) or ``-- CMD ARGS`` as a Workload.
+
+    With both, the arguments after ``--`` are appended to the named workload's command, as a
+    user running it by hand would add them (``-w minihlt -- --events 10``).
+    """
     args = tuple(command_args)
     if args and args[0] == "--":
         args = args[1:]
+    if name:
+        tw = lookup(name, config_path)
+        workload = BUILTIN[name][0]() if tw is None else _from_toml(tw)
+        return with_args(workload, args) if args else workload
     if not args:
         raise PerflabError("nothing to run: give --workload NAME (e.g. minihlt) or -- CMD [ARGS...]")
     if shell:
         return Workload(name=" ".join(args), argv=(" ".join(args),), shell=True, source="command")
     check_executable(args[0])
     return Workload(name=" ".join(args), argv=args, source="command")
+
+
+def with_args(workload: Workload, args: Sequence[str]) -> Workload:
+    """The workload with extra arguments appended (quoted for a shell workload)."""
+    if workload.shell:
+        argv = (workload.argv[0] + " " + shlex.join(args),) + tuple(workload.argv[1:])
+    else:
+        argv = tuple(workload.argv) + tuple(args)
+    return replace(workload, argv=argv, name=f"{workload.name} {shlex.join(args)}")

@@ -30,8 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cost": ("perflab.cli.cost", "Choose a platform for a target event rate inside a power envelope."),
     "lab": ("perflab.cli.lab", "Run the default studies on a workload and write one report."),
     "report": ("perflab.cli.report", "Write an HTML or Markdown report of stored campaigns."),
-    "compare": ("perflab.cli.compare", "Compare two campaigns side by side."),
+    "compare": ("perflab.cli.compare", "Compare two campaigns side by side, or gate one against a baseline."),
+    "baseline": ("perflab.cli.baseline", "Name stored campaigns as baselines for the regression gate."),
     "results": ("perflab.cli.results", "List stored campaigns and their measurements."),
+    "resume": ("perflab.cli.resume", "Finish an interrupted campaign without repeating stored runs."),
 }
 
 
@@ -90,9 +92,14 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("perflab: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # One line with a hint, not click's usage block: scripts and people read the first line.
+        cmd = exc.ctx.command_path if exc.ctx is not None else "perflab"
+        click.echo(f"perflab: error: {exc.format_message()} (see '{cmd} --help')", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        click.echo(f"perflab: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
     except KeyboardInterrupt:
         click.echo("perflab: interrupted; measurements so far are in the store", err=True)
         sys.exit(130)

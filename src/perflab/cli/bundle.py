@@ -6,19 +6,8 @@ import sys
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
-from perflab.errors import PerflabError
-
-
-def _budget(value: str | None) -> int | None:
-    if value is None:
-        return None
-    from perflab.platform.sysfs import parse_size
-
-    size = parse_size(value)
-    if size is None:
-        raise PerflabError(f"--budget {value!r} is not a size: write it like 700MiB or 1GiB")
-    return size
+from perflab.cli.common import json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath
 
 
 def _write_json(json_path: str | None, payload: object) -> None:
@@ -40,17 +29,16 @@ def _write_json(json_path: str | None, payload: object) -> None:
 @click.option("--isolation", type=click.Choice(["bwrap", "unshare", "chroot"]),
               help="Force the isolation run.sh uses (default: the first that works).")
 @click.option("--keep", is_flag=True, help="Keep the temporary unpacked directory.")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per run.")
+@click.option("--timeout", type=DURATION, default=600.0, show_default=True, help="Seconds per run.")
 @store_option
 @json_option
 def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> None:
     """Unpack a bundle into a fresh directory, run it isolated, compare with a normal run."""
-    from rich.console import Console
 
     from perflab.store import open_store
     from perflab.studies.bundle import VerifyConfig, run_verify
 
-    console = Console(highlight=False, stderr=json_path == "-")
+    console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         result = run_verify(VerifyConfig(archive=archive, workdir=workdir, isolation=isolation,
                                          timeout=timeout, keep=keep), store, console)
@@ -77,31 +65,28 @@ class _BundleCommand(click.Command):
 @click.command(name="bundle", cls=_BundleCommand, context_settings={"ignore_unknown_options": True},
                epilog="Check a bundle with: perflab bundle verify OUT.tar.gz [--isolation bwrap|unshare|chroot]")
 @target_options
-@click.option("--output", "-o", required=True, metavar="OUT.tar.gz", type=click.Path(dir_okay=False),
+@click.option("--output", "-o", required=True, metavar="OUT.tar.gz", type=OutputPath(dash=False),
               help="The bundle to write.")
-@click.option("--budget", metavar="SIZE", help="Fail if the unpacked bundle is larger (e.g. 1GiB).")
+@click.option("--budget", type=SIZE, metavar="SIZE", help="Fail if the unpacked bundle is larger (e.g. 1GiB).")
 @click.option("--include", multiple=True, metavar="PATH", help="Also carry this file or directory (repeatable).")
-@click.option("--cpu", type=int, metavar="N", help="CPU that strace and the workload share.")
+@click.option("--cpu", type=Cpu(), metavar="N", help="CPU that strace and the workload share.")
 @click.option("--no-seccomp", is_flag=True, help="Do not use strace --seccomp-bpf.")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per run.")
+@click.option("--timeout", type=DURATION, default=600.0, show_default=True, help="Seconds per run.")
 @store_option
 @json_option
 def command(workload_name, command_args, shell, config_path, output, budget, include, cpu, no_seccomp,
             timeout, db_url, json_path) -> None:
     """Pack the files a workload really uses (strace) with a one-touch run.sh into OUT.tar.gz."""
-    from rich.console import Console
 
-    from perflab.measure.executor import check_cpus, default_executor
+    from perflab.measure.executor import default_executor
     from perflab.store import open_store
     from perflab.studies.bundle import BundleConfig, run_bundle
-    from perflab.studies.footprint import _size
+    from perflab.platform.sysfs import format_size as _size
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
-    if cpu is not None:
-        check_cpus([cpu])
-    config = BundleConfig(workload=workload, output=output, budget_bytes=_budget(budget), cpu=cpu,
+    config = BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,
                           seccomp=not no_seccomp, include=tuple(include), timeout=timeout)
-    console = Console(highlight=False, stderr=json_path == "-")
+    console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         console.print(f"results store: {store.display}")
         result = run_bundle(config, default_executor(), store, console)

@@ -5,15 +5,24 @@ This is the CLI edge: it turns click values into typed config (Workload, Store) 
 
 from __future__ import annotations
 
-from typing import Callable
+import os
+import sys
+from typing import Any, Callable
 
 import click
 
+from perflab.cli.options import OutputPath
 from perflab.errors import PerflabError
+
+# Columns of output that is not a terminal: wide enough for every table perflab prints.
+PIPE_WIDTH = 200
 
 
 def target_options(f: Callable) -> Callable:
-    """``--workload NAME`` or ``-- CMD ARGS...`` (with ``--shell`` to run CMD through sh -c)."""
+    """``--workload NAME [-- ARGS]`` or ``-- CMD ARGS...`` (``--shell``: CMD through sh -c).
+
+    Arguments after ``--`` with a named workload are appended to its command.
+    """
     f = click.argument("command_args", nargs=-1, type=click.UNPROCESSED)(f)
     f = click.option("--shell", is_flag=True, help="Run CMD through /bin/sh -c.")(f)
     f = click.option(
@@ -37,7 +46,7 @@ def store_option(f: Callable) -> Callable:
 
 def json_option(f: Callable) -> Callable:
     return click.option(
-        "--json", "json_path", metavar="PATH", type=click.Path(dir_okay=False),
+        "--json", "json_path", metavar="PATH", type=OutputPath(),
         help="Also write the study's result as JSON to PATH ('-' for stdout).",
     )(f)
 
@@ -48,11 +57,50 @@ def resolve_target(
     shell: bool = False,
     config_path: str | None = None,
 ):
-    """Turn --workload / -- CMD into a Workload, or raise a one-line PerflabError."""
+    """Turn --workload NAME [-- ARGS] / -- CMD into a Workload, or raise a one-line PerflabError."""
     from perflab.workloads import resolve
 
-    if workload_name and command_args:
-        raise PerflabError("give either --workload NAME or -- CMD, not both")
     if not workload_name and not command_args:
         raise PerflabError("nothing to run: give --workload NAME (e.g. minihlt) or -- CMD [ARGS...]")
     return resolve(workload_name, command_args, shell=shell, config_path=config_path)
+
+
+def emit_json(path: str, data: dict) -> None:
+    """A result as JSON at PATH ('-': stdout); NaN becomes null; an unwritable path is one line."""
+    import json
+
+    from perflab.store.db import dumps
+
+    text = json.dumps(json.loads(dumps(data)), indent=2) + "\n"
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise PerflabError(
+            f"cannot write JSON to {path}: {exc.strerror}; the results are in the store "
+            "(export them again with --json to another path)"
+        ) from None
+
+
+def make_console(stderr: bool = False, **kwargs: Any) -> Any:
+    """A rich Console that never cuts a number or a name when the output is not a terminal.
+
+    Piped or redirected (`| tee log`, CI), rich would fall back to 80 columns (or an inherited
+    $COLUMNS) and ellipsise table cells; there the width is at least PIPE_WIDTH ($COLUMNS when
+    wider), and plain lines are not wrapped at all.
+    """
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr, **kwargs)
+    try:
+        width = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        width = 0
+    kwargs.setdefault("width", max(width, PIPE_WIDTH))
+    kwargs.setdefault("soft_wrap", True)
+    return Console(stderr=stderr, **kwargs)

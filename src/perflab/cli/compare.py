@@ -1,61 +1,113 @@
-"""perflab compare A B: two campaigns side by side with ratios, CIs and significance."""
+"""perflab compare A B | --baseline NAME CAMPAIGN: two campaigns side by side, or the gate."""
 
 from __future__ import annotations
 
+import json
+
 import click
 
-from perflab.cli.common import json_option, store_option
+from perflab.cli.common import json_option, make_console, store_option
+from perflab.cli.gate_common import (
+    cross_machine_option,
+    exit_for,
+    fail_if_option,
+    junit_option,
+    run_gate,
+    thresholds_of,
+    write_output,
+)
+from perflab.errors import PerflabError
+from perflab.report.compare_html import compare_html
+from perflab.report.model import Table
+from perflab.report.render import format_cell, table_to_markdown
+from perflab.store import open_store
+from perflab.store.db import dumps
+from perflab.studies.compare import CompareConfig, run_compare
+from perflab.studies.compare_keys import measure_title
+from perflab.studies.gate import GateConfig
 
 
 @click.command("compare")
-@click.argument("a", type=int)
-@click.argument("b", type=int)
-@click.option("--alpha", default=0.05, show_default=True, help="Significance level (Holm-corrected).")
+@click.argument("campaigns", nargs=-1, type=int)
+@click.option("--baseline", "baseline", metavar="NAME",
+              help="Gate CAMPAIGN against the named baseline (see 'perflab baseline').")
+@fail_if_option
+@cross_machine_option
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 0.5, min_open=True),
+              help="Significance level (Holm-corrected); CIs are at level 1 - alpha.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table", show_default=True)
+@click.option("--html", "html_path", metavar="PATH", type=click.Path(dir_okay=False),
+              help="Write a self-contained HTML page of B/A ratios with their CIs.")
+@click.option("--markdown", "markdown_path", metavar="PATH", type=click.Path(dir_okay=False),
+              help="With --baseline: write the gate's table as Markdown (a merge-request comment).")
+@junit_option
 @store_option
 @json_option
-def command(a: int, b: int, alpha: float, fmt: str, db_url: str | None, json_path: str | None) -> None:
-    """Compare campaign A with campaign B: ratio B/A per measure, with CI and p-value."""
-    from perflab.store import open_store
-    from perflab.studies.compare import CompareConfig, run_compare
+def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str, ...],
+            cross_machine: bool, alpha: float, fmt: str, html_path: str | None,
+            markdown_path: str | None, junit_path: str | None, db_url: str | None,
+            json_path: str | None) -> None:
+    """Compare campaign A with campaign B: ratio B/A per measure, with CI and p-value.
 
-    store = open_store(db_url)
+    \b
+    perflab compare 3 7 --html cmp.html
+    perflab compare --baseline main 7 --fail-if 'median>+3%' --junit gate.xml
+    """
+    if baseline is not None:
+        if len(campaigns) != 1:
+            raise PerflabError("--baseline NAME takes one CAMPAIGN to gate: perflab compare --baseline "
+                               "main 7 --fail-if 'median>+3%'")
+        config = GateConfig(baseline, campaigns[0], thresholds_of(fail_if), alpha, cross_machine)
+        store = open_store(db_url)
+        exit_for(run_gate(store, config, junit_path, markdown_path, json_path, html_path))
+        return
+    if len(campaigns) != 2:
+        raise PerflabError("compare takes two campaigns A B (ids from 'perflab results'), or "
+                           "--baseline NAME CAMPAIGN")
+    for flag, value in (("--fail-if", fail_if), ("--junit", junit_path), ("--markdown", markdown_path),
+                        ("--cross-machine", cross_machine)):
+        if value:
+            raise PerflabError(f"{flag} belongs to the gate: give --baseline NAME CAMPAIGN")
+    _compare(open_store(db_url), campaigns[0], campaigns[1], alpha, fmt, json_path, html_path)
+
+
+def _compare(store, a: int, b: int, alpha: float, fmt: str, json_path: str | None,
+             html_path: str | None) -> None:
     result = run_compare(CompareConfig(a=a, b=b, alpha=alpha), store)
-    from perflab.report.model import Table
-    from perflab.report.render import format_cell, table_to_markdown
-
+    level = f"{100 * (1 - alpha):.0f}% CI"
     t = Table(
         f"campaign {a} ({result.study_a}) vs campaign {b} ({result.study_b})",
-        ["measurement", "measure", "n A", "n B", "median A", "median B", "B/A", "95% CI", "p (Holm)", "verdict"],
-        [[r.key, r.measure, r.n_a, r.n_b, r.median_a, r.median_b, f"{r.ratio:.4f}",
+        ["point", "measure", "n A", "n B", "median A", "median B", "B/A", level, "p (Holm)", "verdict"],
+        [[r.key, measure_title(r.measure), r.n_a, r.n_b, r.median_a, r.median_b, f"{r.ratio:.4f}",
           f"[{r.lo:.4f}, {r.hi:.4f}]", f"{r.p_adjusted:.3g}",
           (f"{r.better} better" if r.better else "differs") if r.significant else "same"]
          for r in result.rows],
     )
-    if json_path == "-":
-        pass  # stdout carries the JSON alone, for pipes
-    elif fmt == "markdown":
-        click.echo(table_to_markdown(t))
-    else:
-        from rich.console import Console
-        from rich.table import Table as RTable
-
-        rt = RTable(title=t.title)
-        for c in t.columns:
-            rt.add_column(c, justify="left" if c in ("measurement", "measure") else "right")
-        for row in t.rows:
-            rt.add_row(*[format_cell(c) for c in row])
-        Console().print(rt)
     if json_path != "-":
-        click.echo(f"verdict: {result.verdict}")
-    if json_path != "-" and (result.unmatched_a or result.unmatched_b):
-        click.echo(f"unmatched: {len(result.unmatched_a)} only in A, {len(result.unmatched_b)} only in B")
-    if json_path:
-        import json
-
-        text = json.dumps(result.as_dict(), indent=2)
-        if json_path == "-":
-            click.echo(text)
+        if fmt == "markdown":
+            click.echo(table_to_markdown(t))
         else:
-            with open(json_path, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            from rich.markup import escape
+            from rich.table import Table as RTable
+
+            console = make_console()
+            if not console.is_terminal:
+                console.width = max(console.width, 150)  # pipes and files get whole numbers
+            rt = RTable(title=escape(t.title))
+            for c in t.columns:
+                rt.add_column(c, justify="left" if c in ("point", "measure", "verdict") else "right")
+            for row in t.rows:
+                rt.add_row(*[escape(format_cell(c)) for c in row])
+            console.print(rt)
+        click.echo(f"verdict: {result.verdict}")
+        for n in result.notes:
+            click.echo(f"note: {n}")
+        if result.unmatched_a or result.unmatched_b:
+            click.echo(f"unmatched: {len(result.unmatched_a)} only in A, {len(result.unmatched_b)} only in B")
+    if json_path:
+        write_output(json_path, json.dumps(json.loads(dumps(result.as_dict())), indent=2) + "\n", "JSON")
+    if html_path:
+        camps = [store.campaign(a), store.campaign(b)]
+        hosts = [store.host(c.host_id)["hostname"] if c.host_id is not None else "unrecorded"
+                 for c in camps]
+        write_output(html_path, compare_html(result, camps, hosts), "HTML")

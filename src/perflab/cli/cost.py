@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, store_option
+from perflab.cli.common import json_option, make_console, store_option
+from perflab.cli.options import OutputPath, Positive
 
 
 @click.command(name="cost")
 @click.argument("platforms_toml", metavar="PLATFORMS.toml", type=click.Path(dir_okay=False))
-@click.option("--plot", "plot_path", metavar="FILE.svg", type=click.Path(dir_okay=False),
+@click.option("--plot", "plot_path", metavar="FILE.svg", type=OutputPath(dash=False),
               help="Write a plot of total cost against total power, with the envelope.")
-@click.option("--target", type=float, metavar="EVENTS/S", help="Override the requirement's target_events_per_s.")
-@click.option("--envelope", type=float, metavar="KW", help="Override the requirement's power_envelope_kw.")
+@click.option("--target", type=Positive(), metavar="EVENTS/S", help="Override the requirement's target_events_per_s.")
+@click.option("--envelope", type=Positive(), metavar="KW", help="Override the requirement's power_envelope_kw.")
 @store_option
 @json_option
 def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> None:
     """Nodes, cost and power per platform for the target rate; the best platform and why."""
     from dataclasses import replace
-
-    from rich.console import Console
 
     from perflab.errors import PerflabError
     from perflab.store import dumps, open_store
@@ -36,7 +35,7 @@ def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> N
             raise PerflabError("--envelope must be a positive power in kW")
         req = replace(req, power_envelope_kw=envelope)
     config = replace(config, requirement=req, plot=plot_path)
-    console = Console(highlight=False, stderr=json_path == "-")
+    console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         result = run_cost(config, store, console)
     render(result, console)

@@ -4,36 +4,35 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.common import json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.options import DURATION, Cpu, OutputPath
 
 
 @click.command(name="footprint", context_settings={"ignore_unknown_options": True})
 @target_options
-@click.option("--cpu", type=int, metavar="N", help="CPU that strace and the workload share (default: the last allowed).")
+@click.option("--cpu", type=Cpu(), metavar="N", help="CPU that strace and the workload share (default: the last allowed).")
 @click.option("--no-seccomp", is_flag=True, help="Do not use strace --seccomp-bpf.")
 @click.option("--reps", type=click.IntRange(1, 50), default=3, show_default=True,
               help="Traced and untraced runs each, interleaved, for the overhead ratio.")
-@click.option("--trace", "keep_trace", metavar="FILE", type=click.Path(dir_okay=False),
+@click.option("--trace", "keep_trace", metavar="FILE", type=OutputPath(dash=False),
               help="Keep strace's raw output in FILE (recorded as an artifact).")
 @click.option("--all", "show_all", is_flag=True, help="List directories and /proc, /sys, /dev paths too.")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per run.")
+@click.option("--timeout", type=DURATION, default=600.0, show_default=True, help="Seconds per run.")
 @store_option
 @json_option
 def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, reps, keep_trace,
             show_all, timeout, db_url, json_path) -> None:
     """List every file the workload opened, stat-ed, executed or read as a link (strace -f)."""
-    from rich.console import Console
 
-    from perflab.measure.executor import check_cpus, default_executor
+    from perflab.measure.executor import default_executor
     from perflab.store import dumps, open_store
-    from perflab.studies.footprint import FootprintConfig, render, run_footprint
+    from perflab.report.terminal.footprint import render
+    from perflab.studies.footprint import FootprintConfig, run_footprint
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
-    if cpu is not None:
-        check_cpus([cpu])
     config = FootprintConfig(workload=workload, cpu=cpu, seccomp=not no_seccomp, reps=reps,
                              timeout=timeout, keep_trace=keep_trace)
-    console = Console(highlight=False, stderr=json_path == "-")
+    console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         console.print(f"results store: {store.display}")
         result = run_footprint(config, default_executor(), store, console)

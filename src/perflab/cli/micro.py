@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, store_option
+from perflab.cli.common import emit_json, json_option, make_console, store_option
+from perflab.cli.options import COUNT, SIZE, Count, Positive
 
 
 @click.command(name="micro")
@@ -14,45 +15,45 @@ from perflab.cli.common import json_option, store_option
                    "malloc_large, shm.")
 @click.option("--abi", "abis", default="m64,m32,mx32", show_default=True,
               help="ABIs to build and compare (those this machine cannot run are skipped with a reason).")
-@click.option("--reps", default=10, show_default=True, help="Rounds; each runs every (bench, ABI) once, shuffled.")
-@click.option("--scale", default=1.0, show_default=True, help="Multiply every benchmark's iteration count.")
+@click.option("--reps", default=10, show_default=True, type=COUNT,
+              help="Rounds; each runs every (bench, ABI) once, shuffled.")
+@click.option("--scale", default=1.0, show_default=True, type=Positive(),
+              help="Multiply every benchmark's iteration count.")
 @click.option("--io-dir", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Directory for the I/O benchmarks' temporary file (O_SYNC is only meaningful on a disk).")
 @click.option("--shm", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="A 32-bit process touching more than 4 GiB through SysV shm segments; auto: only when "
                    "memory is plentiful.")
 @click.option("--with-shm", is_flag=True, help="Same as --shm on.")
-@click.option("--shm-total", default="5G", show_default=True, help="Bytes the shm benchmark touches.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the shuffled run order.")
+@click.option("--shm-total", default="5G", show_default=True, type=SIZE,
+              help="Bytes the shm benchmark touches.")
+@click.option("--seed", default=0, show_default=True, type=Count(0, 2**32),
+              help="Seed of the shuffled run order.")
 @store_option
 @json_option
 def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, db_url, json_path):
     """What do single operations cost per ABI (-m64, -m32, -mx32)?
 
-    ns per operation (cycles where counters exist) with a bootstrap CI over shuffled rounds, and
-    each ABI's percentage difference from -m64 with its CI and a Holm-corrected p-value.
+    ns per operation (cycles where counters exist) with an order-statistic CI over shuffled rounds
+    (its level shown), each ABI's percentage difference from -m64 with its CI and a Holm-corrected
+    p-value, and malloc's mmap threshold per ABI (seed 000).
     """
-    from rich.console import Console
 
-    from perflab.cli.cores import write_json
-    from perflab.errors import PerflabError
     from perflab.measure.executor import default_executor
-    from perflab.platform.sysfs import parse_size
+    from perflab.report.terminal.micro import render
     from perflab.store import open_store
-    from perflab.studies.micro import DEFAULT_BENCHES, MicroConfig, render, run_micro
+    from perflab.studies import micro, run_study
 
-    total = parse_size(shm_total)
-    if total is None:
-        raise PerflabError(f"--shm-total {shm_total!r} is not a size; write it like 512M or 5G")
-    config = MicroConfig(
-        benches=tuple(benches) or DEFAULT_BENCHES,
+    config = micro.MicroConfig(
+        benches=tuple(benches) or micro.DEFAULT_BENCHES,
         abis=tuple(a.strip().lstrip("-") for a in abis.split(",") if a.strip()),
-        reps=reps, scale=scale, io_dir=io_dir, shm="on" if with_shm else shm, shm_total=total, seed=seed,
+        reps=reps, scale=scale, io_dir=io_dir, shm="on" if with_shm else shm, shm_total=shm_total, seed=seed,
     )
-    console = Console(stderr=json_path == "-")
-    store = open_store(db_url)
-    result = run_micro(config, default_executor(), store, console=console)
-    render(result, console)
-    console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
+    console = make_console(stderr=json_path == "-")
+    with open_store(db_url) as store, default_executor() as executor:
+        result = run_study(micro, config, store, executor,
+                           progress=lambda text: console.print(text, highlight=False))
+        render(result, console)
+        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
     if json_path:
-        write_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict())

@@ -1,37 +1,22 @@
-"""`perflab profile [options] (--workload NAME | -- CMD)` and `perflab profile diff A B`."""
+"""`perflab profile [options] (--workload NAME | -- CMD | --pid PID)` and `perflab profile diff A B`."""
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 
 import click
 
-from perflab.cli.common import json_option, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.options import DURATION, Count, Cpu
 from perflab.errors import PerflabError
 
 _DIFF = "perflab_profile_diff_args"
 
 
-def _write_json(path: str | None, data: dict) -> None:
-    if not path:
-        return
-    import json
-
-    text = json.dumps(data, indent=2, default=str)
-    if path == "-":
-        click.echo(text)
-    else:
-        with open(path, "w") as f:
-            f.write(text + "\n")
-
-
 def _console():
-    from rich.console import Console
-
-    import sys
-
-    # Long C++ symbols: do not wrap at 80 columns when the output is not a terminal.
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    return make_console(highlight=False)
 
 
 @click.command(name="diff")
@@ -39,35 +24,35 @@ def _console():
 @click.argument("b")
 @click.option("--threshold", default=1.0, show_default=True, metavar="PCT",
               help="Show contributors with at least PCT %% of the extra samples.")
-@click.option("--top", default=15, show_default=True, help="At most this many rows.")
+@click.option("--top", default=15, show_default=True, type=Count(1, 10_000), help="At most this many rows.")
 @store_option
 @json_option
 def diff_command(a: str, b: str, threshold: float, top: int, db_url: str | None, json_path: str | None) -> None:
-    """Functions behind the extra samples of profile B over A (perf.data paths or campaign ids).
+    """Functions behind the extra period of profile B over A (perf.data paths or campaign ids).
 
-    Symbols are demangled and clone suffixes (.constprop.N, .isra.N, .part.N, .lto_priv.N,
-    .cold) folded, so rebuilds match. Campaigns recorded with --repeat K give a bootstrap CI.
+    Both must be recordings of the same perf event; the extra is in its unit (ms of cpu-clock,
+    Mcycles of cycles). Symbols are demangled and clone suffixes (.constprop.N, .isra.N, .part.N,
+    .lto_priv.N, .cold) folded, so rebuilds match. Campaigns recorded with --repeat 3 or more
+    give an unpaired bootstrap CI over recordings.
     """
+    from perflab.measure.window_perf import PerfWindowRecorder
+    from perflab.report.terminal.profile import render_diff
     from perflab.store import open_store
-    from perflab.studies.profile import ProfileDiffConfig, run_profile_diff
+    from perflab.studies.profile_diff import ProfileDiffConfig, diff, load_side
 
-    store = open_store(db_url)
-    res = run_profile_diff(ProfileDiffConfig(a, b, threshold / 100.0, top), None, store, _console())
-    _write_json(json_path, res.summary())
-
-
-def _target(workload_name, command_args, shell, config_path):
-    try:
-        return resolve_target(workload_name, command_args, shell, config_path)
-    except ModuleNotFoundError as exc:
-        # perflab.workloads is optional for a plain `-- CMD`: the command is the workload.
-        if exc.name != "perflab.workloads" or workload_name or not command_args:
-            raise
-        from pathlib import Path
-
-        from perflab.model import Workload
-
-        return Workload(name=Path(command_args[0]).name, argv=tuple(command_args), shell=shell)
+    if not 0 <= threshold <= 100:  # also refuses nan
+        raise PerflabError(f"--threshold {threshold}: give a percentage from 0 to 100")
+    config = ProfileDiffConfig(a, b, threshold / 100.0, top)
+    recorder = PerfWindowRecorder()
+    with open_store(db_url) as store:
+        side_a, side_b = load_side(a, store, recorder), load_side(b, store, recorder)
+        result = diff(config, side_a, side_b)
+        with store.open_campaign("profile_diff", config.as_dict()) as camp:
+            result.campaign_id = camp.id
+            camp.summary = result.as_dict()
+    render_diff(result, _console())
+    if json_path:
+        emit_json(json_path, result.as_dict())
 
 
 class _ProfileCommand(click.Command):
@@ -88,64 +73,91 @@ class _ProfileCommand(click.Command):
 
 @click.command(name="profile", cls=_ProfileCommand)
 @target_options
+@click.option("--pid", type=Count(1, 2**31 - 1), metavar="PID", help="Attach to this running process (markers from --log).")
+@click.option("--children", is_flag=True,
+              help="With --pid: also its descendants (running now, and those started later).")
 @click.option("--start", metavar="REGEX", help="Open the window at the first output line matching REGEX.")
 @click.option("--stop", metavar="REGEX", help="Close it at the next line matching REGEX.")
-@click.option("--event", "event_n", type=int, metavar="N",
+@click.option("--event", "event_n", type=Count(0, 2**62), metavar="N",
               help="Window = event N: 'start processing event #N' .. 'done processing event #N'.")
 @click.option("--after", type=float, metavar="S", help="Time window: open S seconds after launch.")
-@click.option("--duration", type=float, metavar="S", help="Close the window S seconds after it opened.")
+@click.option("--duration", type=DURATION, metavar="S", help="Close the window S seconds after it opened.")
 @click.option("--log", "log_file", metavar="FILE", help="Watch FILE (inotify) for the markers instead of the output.")
 @click.option("--pipe", is_flag=True, help="Read the output through a pipe (with stdbuf -oL) instead of a pty.")
 @click.option("--perf-event", "-e", "perf_event", metavar="EV",
-              help="perf event (default: cycles with hardware counters, else cpu-clock).")
-@click.option("--freq", "-F", default=4000, show_default=True, help="Sampling frequency (Hz).")
+              help="perf event (default: cycles where the PMU counts them, else cpu-clock).")
+@click.option("--freq", "-F", default=4000, show_default=True, type=Count(1, 1_000_000),
+              help="Sampling frequency (Hz).")
 @click.option("--call-graph", metavar="MODE", help="Record call graphs: fp, dwarf or lbr.")
-@click.option("--cpu", type=int, metavar="N", help="Pin the workload to CPU N (taskset).")
-@click.option("--repeat", default=1, show_default=True, help="Record the window K times (for CIs in diff).")
+@click.option("--cpu", type=Cpu(), metavar="N", help="Pin the workload to CPU N (taskset).")
+@click.option("--repeat", default=1, show_default=True, type=Count(1, 100_000), help="Record the window K times (3+ for CIs in diff).")
 @click.option("--threshold", default=1.0, show_default=True, metavar="PCT",
               help="List functions with at least PCT %% of the samples.")
-@click.option("--annotate", "annotate_top", default=5, show_default=True, metavar="N",
+@click.option("--annotate", "annotate_top", default=5, show_default=True, metavar="N", type=Count(0, 1000),
               help="Annotate the top N functions instruction by instruction.")
 @click.option("--out", "out_dir", default="perflab-out/profiles", show_default=True,
               help="Where perf.data files are kept (one folder per campaign).")
-@click.option("--timeout", type=float, metavar="S", help="Kill the workload after S seconds.")
+@click.option("--timeout", type=DURATION, metavar="S",
+              help="Kill the workload after S seconds (with --pid: stop recording).")
 @store_option
 @json_option
-def command(workload_name, config_path, shell, command_args, start, stop, event_n, after, duration,
-            log_file, pipe, perf_event, freq, call_graph, cpu, repeat, threshold, annotate_top,
-            out_dir, timeout, db_url, json_path) -> None:
-    """Profile a window of a run (one event), from the workload's own output.
+def command(workload_name, config_path, shell, command_args, pid, children, start, stop, event_n,
+            after, duration, log_file, pipe, perf_event, freq, call_graph, cpu, repeat, threshold,
+            annotate_top, out_dir, timeout, db_url, json_path) -> None:
+    """Profile a window of a run (one event), from the workload's output or a log file.
 
     perf record starts before the workload with its events disabled and is enabled through
     its control fifo when the start marker appears (acknowledged), disabled at the stop
-    marker. Also: `perflab profile diff A B`.
+    marker. --pid PID --log FILE does the same for a job already running. Without markers
+    the window is the whole run. Also: `perflab profile diff A B`.
     """
-    from perflab.studies.profile import ProfileConfig, run_profile
-    from perflab.studies.profile_window import Window, compile_marker, event_markers
+    from perflab.measure.window import Window, perf_path
+    from perflab.measure.window_perf import PerfWindowRecorder
+    from perflab.report.terminal.profile import render
+    from perflab.store import open_store
+    from perflab.studies import profile, run_study
+    from perflab.studies.profile_window import event_markers
 
     if event_n is not None:
         if start or stop:
             raise PerflabError("give --event N or --start/--stop, not both")
         start, stop = event_markers(event_n)
-    compile_marker(start, "--start")
-    compile_marker(stop, "--stop")
     if stop and not start:
         raise PerflabError("--stop needs --start (or use --after S for a time window)")
     if after is not None and start:
         raise PerflabError("--after is for time windows: drop it, or drop --start")
-    workload = _target(workload_name, command_args, shell, config_path)
-    from perflab.store import open_store
-
-    config = ProfileConfig(
+    if children and pid is None:
+        raise PerflabError("--children goes with --pid: a launched workload's children are always followed")
+    if after is not None and not (math.isfinite(after) and after >= 0):
+        raise PerflabError(f"--after {after}: give a finite number of seconds >= 0")
+    if not 0 <= threshold <= 100:  # also refuses nan
+        raise PerflabError(f"--threshold {threshold}: give a percentage from 0 to 100")
+    if pid is not None:
+        if workload_name or command_args:
+            raise PerflabError("give --pid PID or a workload to launch, not both")
+        workload = None
+    else:
+        workload = resolve_target(workload_name, command_args, shell, config_path)
+    config = profile.ProfileConfig(
         workload=workload, window=Window(start, stop, after, duration), event=perf_event,
         freq=freq, call_graph=call_graph, cpu=cpu, repeat=repeat, threshold=threshold / 100.0,
-        annotate_top=annotate_top, log_file=log_file, use_pty=not pipe, out_dir=out_dir,
-        timeout=timeout,
+        # absolute: `perflab resume` may run from another directory
+        annotate_top=annotate_top, log_file=os.path.abspath(log_file) if log_file else None,
+        use_pty=not pipe, out_dir=os.path.abspath(out_dir),
+        timeout=timeout, pid=pid, children=children,
     )
-    store = open_store(db_url)
+    profile.validate(config)  # before a store or campaign exists
+    perf_path()
     console = _console()
-    res = run_profile(config, None, store, console)
-    console.print(f"perf.data: {', '.join(res.perf_data)}; campaign {res.campaign_id} in {store.display}")
-    _write_json(json_path, res.summary())
-    if not res.opened:
+    with open_store(db_url) as store, PerfWindowRecorder() as recorder:
+        result = run_study(profile, config, store, recorder,
+                           progress=lambda m: console.print(m, style="dim"))
+        display = store.display
+    render(result, console)
+    folders = sorted({os.path.dirname(p) for p in result.perf_data if p})
+    console.print(f"perf.data: {len(result.perf_data)} file(s) in {', '.join(folders)}; "
+                  f"campaign {result.campaign_id} in {display}")
+    if json_path:
+        emit_json(json_path, result.as_dict())
+    if not result.opened:
         sys.exit(1)

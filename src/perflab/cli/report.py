@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import store_option
+from perflab.cli.options import Count, OutputPath
 
 
 @click.command("report")
-@click.argument("campaigns", nargs=-1, type=int)
-@click.option("-o", "--output", "output", metavar="FILE", help="Write here (default: report.html or report.md; '-' for stdout).")
+@click.argument("campaigns", nargs=-1, type=Count(1, 2**31 - 1))
+@click.option("-o", "--output", "output", metavar="FILE", type=OutputPath(), help="Write here (default: report.html or report.md; '-' for stdout).")
 @click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default=None,
               help="Output format (default: from the file name, else html).")
 @click.option("--title", default=None, help="Report title.")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 
 import click
 
-from perflab.cli.common import json_option, store_option
+from perflab.cli.common import json_option, make_console, store_option
+from perflab.cli.options import Count
 
 
 def _fmt_s(x: float | None) -> str:
@@ -33,7 +33,7 @@ def _short(text: str | None, width: int = 60) -> str:
 
 
 @click.command(name="results")
-@click.argument("campaign_id", required=False, type=int)
+@click.argument("campaign_id", required=False, type=Count(1, 2**31 - 1))
 @click.option("--study", "-s", metavar="NAME", help="Only campaigns of this study (e.g. instances).")
 @click.option("--all-runs", "-a", is_flag=True, help="With ID: list every run, not one row per configuration.")
 @store_option
@@ -41,18 +41,13 @@ def _short(text: str | None, width: int = 60) -> str:
 def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: str | None,
             json_path: str | None) -> None:
     """List stored campaigns; with a campaign ID, summarise its measurements."""
-    from rich.console import Console
     from rich.table import Table
 
     from perflab.store import open_store
-    from perflab.store.listing import campaign_row, group_measurements
+    from perflab.report.listing import campaign_row, group_measurements
 
     # Tables go to stderr when the JSON goes to stdout, so `--json -` stays parseable.
-    import sys
-
-    # Piped output gets a wide fixed width rather than rich's 80-column fallback.
-    width = None if sys.stdout.isatty() else 132
-    console = Console(markup=False, highlight=False, stderr=json_path == "-", width=width)
+    console = make_console(markup=False, highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         if campaign_id is None:
             rows = [campaign_row(c) for c in store.campaigns(study=study)]

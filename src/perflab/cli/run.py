@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, store_option, target_options
+from perflab.cli.gate_common import RunGate, run_gate_options
 from perflab.errors import PerflabError
 
 
@@ -87,21 +88,25 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--export-markdown", metavar="PATH", help="hyperfine-style Markdown table.")
 @click.option("--command-name", "-n", "names", multiple=True, metavar="NAME",
               help="Display name of each command, in order.")
+@run_gate_options
 @store_option
 @json_option
 @click.pass_context
 def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, precision,
             min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
             cpus, perf_stat, timeout, ignore_failure, prepare, export_json, export_csv,
-            export_markdown, names, db_url, json_path):
+            export_markdown, names, db_url, json_path, **gate_options):
     """Time CMD (after --) or several quoted commands, hyperfine-style.
 
     \b
     perflab run --runs 30 -- sleep 0.01
     perflab run 'gzip -1 -k -f big' 'gzip -9 -k -f big'
     perflab run -L n 1,2,4 -- ./work --threads {n}
+    perflab run --runs 20 --baseline main --fail-if 'median>+3%' -- ./trigger
     """
     import shlex
+
+    gate = RunGate(**gate_options)
 
     from perflab.measure.metrics import compile_patterns
     from perflab.studies.run import Command, RunConfig
@@ -186,60 +191,47 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
     for spec in run_study_module.plan(config):
         check_command(spec.argv, spec.shell)
-    console = _console(json_path == "-" or "-" in (export_json, export_csv, export_markdown))
-    result, display = _measure(run_study_module, config, db_url, console)
+    console = make_console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
+    from perflab.measure.executor import default_executor
     from perflab.report import export
     from perflab.report.terminal.run import render
+    from perflab.store.lite import open_fast
 
-    render(result, console)
-    console.print(f"perflab: results in {display}, campaign {result.campaign_id}", highlight=False)
-    if export_json:
-        export.export_json(result, export_json)
-    if export_csv:
-        export.export_csv(result, export_csv)
-    if export_markdown:
-        export.export_markdown(result, export_markdown)
-    if json_path:
-        import json
-
-        export._write(json_path, json.dumps(result.as_dict(), indent=2, default=str) + "\n")
-
-
-def _console(stderr: bool):
-    """A rich console; files and pipes get a wide one (COLUMNS, else 200) so nothing is cut."""
-    import os
-
-    from rich.console import Console
-
-    console = Console(stderr=stderr)
-    if not console.is_terminal:
-        console.width = int(os.environ.get("COLUMNS") or 0) or max(console.width, 200)
-    return console
+    machine = _Pending()  # the machine capture, on a thread beside the runs
+    with open_fast(db_url) as store, default_executor() as executor:
+        gate.precheck(store)
+        result = _measure(run_study_module, config, store, executor, machine, console)
+        render(result, console)
+        console.print(f"perflab: results in {store.display}, campaign {result.campaign_id}", highlight=False)
+        if export_json:
+            export.export_json(result, export_json)
+        if export_csv:
+            export.export_csv(result, export_csv)
+        if export_markdown:
+            export.export_markdown(result, export_markdown)
+        if json_path:
+            emit_json(json_path, result.as_dict())
+        gate.after(store, result.campaign_id, stdout_taken=console.stderr)
 
 
-def _measure(module, config, db_url, console):
-    """Open the store and executor, run the study with a transient progress line on a terminal.
+def _measure(module, config, store, executor, machine, console):
+    """Run the study, with a transient progress line on a terminal.
 
     The machine capture runs on a thread beside the runs: it waits on subprocesses and a steal
     sample, which need no CPU of ours, and the study needs nothing from it before it ends.
     """
-    from perflab.measure.executor import default_executor
-    from perflab.store.lite import open_fast
     from perflab.studies import run_study
 
-    machine = _capture_in_background()
-    with open_fast(db_url) as store, default_executor() as executor:
-        if not console.is_terminal:
-            return run_study(module, config, store, executor, machine=machine), store.display
-        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+    if not console.is_terminal:
+        return run_study(module, config, store, executor, machine=machine)
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-        # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
-        with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                      transient=True, refresh_per_second=4) as bar:
-            task = bar.add_task("measuring")
-            result = run_study(module, config, store, executor, machine=machine,
-                               progress=lambda text: bar.update(task, description=f"measuring: {text}"))
-        return result, store.display
+    # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True, refresh_per_second=4) as bar:
+        task = bar.add_task("measuring")
+        return run_study(module, config, store, executor, machine=machine,
+                         progress=lambda text: bar.update(task, description=f"measuring: {text}"))
 
 
 class _Pending:
@@ -270,7 +262,3 @@ class _Pending:
         if self._error is not None:
             raise self._error
         return self._value
-
-
-def _capture_in_background() -> _Pending:
-    return _Pending()

@@ -7,6 +7,8 @@ import time
 
 import click
 
+from perflab.cli.common import make_console
+
 from perflab.errors import PerflabError
 
 _config_option = click.option(
@@ -24,7 +26,6 @@ def command() -> None:
 @_config_option
 def list_cmd(config_path: str | None) -> None:
     """List the workload names --workload accepts."""
-    from rich.console import Console
     from rich.table import Table
 
     from perflab.workloads import list_workloads
@@ -34,7 +35,7 @@ def list_cmd(config_path: str | None) -> None:
         table.add_column(col)
     for w in list_workloads(config_path):
         table.add_row(w.name, w.source, w.command, w.description)
-    Console(width=200).print(table)
+    make_console(width=200).print(table)
 
 
 def _build(name: str, cflags: str | None, config_path: str | None):

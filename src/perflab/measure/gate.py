@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from perflab.measure import perfstat
 from perflab.measure.interface import ConcurrentResult
+from perflab.measure.memory import PssSampler
 from perflab.measure.server import build_helper, raise_spawn_errno
 from perflab.measure.spawn import base_argv, kill_group, spawn
 from perflab.model import RunSpec
@@ -76,7 +77,12 @@ def run_gated(ex: "RealExecutor", specs: Sequence[RunSpec], gate: bool = True) -
             release = time.monotonic_ns()
             os.close(gate_w)  # EOF on every copy's gate read: all released at once
             gate_w = -1
-        ends, statuses, timed, text = _wait_all(copies, rep_r)
+        sampler = PssSampler([c["pid"] for c in copies]).start() if any(
+            sp.sample_pss for sp in specs) else None
+        try:
+            ends, statuses, timed, text = _wait_all(copies, rep_r)
+        finally:
+            peaks = sampler.stop() if sampler else {}
     except BaseException:
         for c in copies:
             if c["pid"] is not None:
@@ -103,6 +109,8 @@ def run_gated(ex: "RealExecutor", specs: Sequence[RunSpec], gate: bool = True) -
             raise_spawn_errno(int(err_rec[2]), base_argv(c["spec"])[0])
         res = ex.finish(c["spec"], status, ru, release, ends[pid], timed[pid],
                         c["out"], c["err"], c["perf_out"], records.get(("R", pid)))
+        if peaks.get(pid) is not None:
+            res.metrics["pss_kb"] = float(peaks[pid])  # peak PSS of the command's process tree
         if gate:
             # Gated copies are timed from the common release, as the contract says.
             res.wall_ns = res.end_ns - release

@@ -7,6 +7,7 @@ asking for it, so later runs pay only for what this machine can count.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from typing import Sequence
@@ -51,28 +52,56 @@ def wrap(argv: Sequence[str], events: Sequence[str], output_path: str) -> tuple[
 
 
 def parse(text: str) -> tuple[dict[str, float], list[str]]:
-    """Parse ``perf stat -x,`` output into {event: value} and the list of unsupported events."""
+    """Parse ``perf stat -x,`` output into {event: value} and the list of unsupported events.
+
+    Fields (perf-stat(1), CSV FORMAT): value, unit, event, run time, percentage of run time
+    counted, [metric value, metric unit]. ``-I`` puts a timestamp first (the counts of every
+    interval are summed); hybrid CPUs name an event per PMU (``cpu_core/cycles/``,
+    ``cpu_atom/cycles/``): both count the same task on different cores, so they are summed too.
+    Values are perf's own estimates: when events were multiplexed (percentage < 100) perf has
+    already scaled them to the whole run.
+    """
     counters: dict[str, float] = {}
     unsupported: list[str] = []
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split(",")
+        if len(fields) >= 4 and _INTERVAL.fullmatch(fields[0]) and _VALUE.match(fields[1]):
+            fields = fields[1:]  # -I: the interval's timestamp
         if len(fields) < 3:
             continue
-        value, event = fields[0].strip(), fields[2].strip()
+        value, event = fields[0].strip(), _event_name(fields[2].strip())
         if not event:
             continue
         if value.startswith("<not supported>"):
-            unsupported.append(event)
+            if event not in unsupported:
+                unsupported.append(event)
             continue
         if value.startswith("<"):  # <not counted>: multiplexed out or the command ended first
             continue
         try:
-            counters[event] = float(value)
+            counters[event] = counters.get(event, 0.0) + float(value)
         except ValueError:
             continue
     return counters, unsupported
+
+
+_INTERVAL = re.compile(r"\s*\d+\.\d+")
+_VALUE = re.compile(r"\s*(<not |[\d.]+$)")
+
+
+def _event_name(raw: str) -> str:
+    """``cpu_core/iTLB-load-misses/`` -> ``iTLB-load-misses``; other names unchanged."""
+    m = re.fullmatch(r"cpu(?:_core|_atom)?/([^/]+)/(:?\w*)", raw)
+    return m.group(1) + m.group(2) if m else raw
+
+
+def per_unit(counters: dict[str, float], event: str, units: float) -> float | None:
+    """``event`` counted per unit of work (e.g. iTLB misses per dispatch), or None if not counted."""
+    if event not in counters or units <= 0:
+        return None
+    return counters[event] / units
 
 
 def record_unsupported(events: Sequence[str]) -> None:

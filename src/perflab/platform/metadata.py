@@ -12,8 +12,7 @@ import shutil
 import subprocess
 import time
 
-from perflab.platform.sysfs import Root, parse_cpulist
-from perflab.platform.topology import cpuinfo_blocks
+from perflab.platform.sysfs import Root, cpuinfo_blocks
 
 FLAGS_OF_INTEREST = ("avx", "avx2", "avx512f", "fma", "sse4_2", "bmi2", "hypervisor")
 COMPILERS = ("gcc", "g++", "clang")
@@ -191,8 +190,7 @@ def collect(root: Root = Root("/")) -> dict:
         "defrag": _bracketed(root.read("sys/kernel/mm/transparent_hugepage/defrag")),
     }
     md["smt_control"] = root.read("sys/devices/system/cpu/smt/control")
-    isolated = root.read("sys/devices/system/cpu/isolated")
-    md["isolated_cpus"] = parse_cpulist(isolated) if isolated is not None else None
+    md["isolated_cpus"] = root.read_cpulist("sys/devices/system/cpu/isolated")
     md["perf_event_paranoid"] = root.read_int("proc/sys/kernel/perf_event_paranoid")
     md["mem_total_bytes"] = meminfo.get("MemTotal")
     md["hugepages"] = _hugepages(root, meminfo)

@@ -11,6 +11,12 @@ import os
 import re
 from dataclasses import dataclass
 
+from perflab.errors import PerflabError
+
+# Linux's largest NR_CPUS is 8192; a list reaching far past it is damage or a typo, and
+# expanding "0-999999999" would exhaust memory before anything could say so.
+MAX_CPU_ID = 65535
+
 
 @dataclass(frozen=True)
 class Root:
@@ -39,6 +45,19 @@ class Root:
         except ValueError:
             return default
 
+    def read_cpulist(self, rel: str) -> list[int] | None:
+        """A kernel CPU list file parsed (None if unreadable); a malformed one is named in one line."""
+        text = self.read(rel)
+        if text is None:
+            return None
+        try:
+            return parse_cpulist(text)
+        except ValueError as exc:
+            raise PerflabError(
+                f"malformed CPU list in {self.join(rel)}: {exc}; the tree is damaged or not a "
+                "sysfs snapshot"
+            ) from None
+
     def exists(self, rel: str) -> bool:
         return os.path.lexists(self.join(rel))
 
@@ -66,24 +85,33 @@ def _natural_key(name: str) -> list[object]:
 
 
 def parse_cpulist(text: str | None) -> list[int]:
-    """Parse a kernel list like ``0-3,8,10-11`` (empty string -> [])."""
-    out: list[int] = []
+    """Parse a kernel list like ``0-3,8,10-11`` (empty string -> []); ValueError if malformed."""
+    out: set[int] = set()
     if not text:
-        return out
+        return []
     for part in text.strip().split(","):
         part = part.strip()
         if not part:
             continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            step = 1
-            if ":" in hi:  # "0-31:2" stride form (rare, cgroup/isolcpus)
-                hi, s = hi.split(":", 1)
-                step = int(s.split("/")[0])
-            out.extend(range(int(lo), int(hi) + 1, step))
-        else:
-            out.append(int(part))
-    return sorted(set(out))
+        try:
+            if "-" in part:
+                lo_s, hi_s = part.split("-", 1)
+                step = 1
+                if ":" in hi_s:  # "0-31:2" stride form (rare, cgroup/isolcpus)
+                    hi_s, s = hi_s.split(":", 1)
+                    step = int(s.split("/")[0])
+                lo, hi = int(lo_s), int(hi_s)
+            else:
+                lo = hi = int(part)
+                step = 1
+        except ValueError:
+            raise ValueError(f"{part!r} is not a CPU number or range") from None
+        if lo < 0 or hi < lo or step < 1:
+            raise ValueError(f"{part!r} is not an ascending range of CPU numbers")
+        if hi > MAX_CPU_ID:
+            raise ValueError(f"CPU {hi} is beyond any machine (at most {MAX_CPU_ID})")
+        out.update(range(lo, hi + 1, step))
+    return sorted(out)
 
 
 def parse_cpumask(text: str | None) -> list[int]:
@@ -127,3 +155,30 @@ def parse_size(text: str | None) -> int | None:
         return None
     mult = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2).upper()]
     return int(m.group(1)) * mult
+
+
+def format_size(n: int) -> str:
+    """Inverse of parse_size, for people: 1536 -> '1.5 KiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def cpuinfo_blocks(root: Root) -> list[dict[str, str]]:
+    """/proc/cpuinfo as one dict per "processor" block (keys as the kernel writes them)."""
+    text = root.read("proc/cpuinfo") or ""
+    blocks: list[dict[str, str]] = []
+    cur: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if cur:
+                blocks.append(cur)
+                cur = {}
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            cur[key.strip()] = value.strip()
+    if cur:
+        blocks.append(cur)
+    return blocks

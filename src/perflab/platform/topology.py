@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist, parse_cpumask, parse_size
+from perflab.platform.sysfs import Root, cpuinfo_blocks, format_cpulist, parse_cpumask, parse_size
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class Topology:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading a sysfs tree. Rules (see /work/shared/topologies/README.md and docs/sections/10-machine.md):
+# Reading a sysfs tree. Rules (see tests/data/topologies/README.md and docs/machine.md):
 #  * online set from cpu/online, else per-CPU cpuN/online files (missing file = online);
 #  * never walk through symlinks: list cpu[0-9]+ / node[0-9]+ and read known file names only;
 #  * cores are the connected groups of core_cpus / thread_siblings (mask preferred, list as
@@ -153,16 +153,16 @@ def _read_set(root: Root, base: str, mask_name: str, list_name: str | None) -> s
     if text is not None and text.strip():
         return set(parse_cpumask(text))
     if list_name is not None:
-        text = root.read(f"{base}/{list_name}")
-        if text is not None:
-            return set(parse_cpulist(text))
+        cpus = root.read_cpulist(f"{base}/{list_name}")
+        if cpus is not None:
+            return set(cpus)
     return None
 
 
 def _online_cpus(root: Root, present: list[int]) -> set[int]:
-    text = root.read(f"{CPU_DIR}/online")
-    if text is not None:
-        online = set(parse_cpulist(text))
+    listed = root.read_cpulist(f"{CPU_DIR}/online")
+    if listed is not None:
+        online = set(listed)
         # A CPU without its directory cannot be described; keep those we can read.
         return online & set(present) if present else online
     out = set()
@@ -171,25 +171,6 @@ def _online_cpus(root: Root, present: list[int]) -> set[int]:
         if flag is None or flag.strip() != "0":
             out.add(cpu)
     return out
-
-
-def cpuinfo_blocks(root: Root) -> list[dict[str, str]]:
-    """/proc/cpuinfo as one dict per "processor" block (keys as the kernel writes them)."""
-    text = root.read("proc/cpuinfo") or ""
-    blocks: list[dict[str, str]] = []
-    cur: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            if cur:
-                blocks.append(cur)
-                cur = {}
-            continue
-        key, sep, value = line.partition(":")
-        if sep:
-            cur[key.strip()] = value.strip()
-    if cur:
-        blocks.append(cur)
-    return blocks
 
 
 def _amd_module_family(root: Root) -> int | None:
@@ -227,8 +208,8 @@ def _groups(members: dict[int, set[int]]) -> list[tuple[int, ...]]:
 def _node_ids(root: Root) -> tuple[list[int], list[int]]:
     """(online node ids that have a directory, ids the distance rows may be written against)."""
     dirs = [int(n[4:]) for n in root.listdir(NODE_DIR, r"node\d+")]
-    online_text = root.read(f"{NODE_DIR}/online")
-    online = parse_cpulist(online_text) if online_text is not None else dirs
+    listed = root.read_cpulist(f"{NODE_DIR}/online")
+    online = listed if listed is not None else dirs
     return [n for n in online if n in dirs], dirs
 
 
@@ -238,9 +219,9 @@ def _distances(root: Root, nodes: list[int]) -> dict[tuple[int, int], int]:
     # candidate id list whose length matches the row.
     candidates = []
     for name in ("online", "possible", "has_cpu"):
-        text = root.read(f"{NODE_DIR}/{name}")
-        if text is not None:
-            candidates.append(parse_cpulist(text))
+        listed = root.read_cpulist(f"{NODE_DIR}/{name}")
+        if listed is not None:
+            candidates.append(listed)
     candidates.append([int(n[4:]) for n in root.listdir(NODE_DIR, r"node\d+")])
     out: dict[tuple[int, int], int] = {}
     for i in nodes:
@@ -349,8 +330,8 @@ def read_topology(root: Root = Root("/")) -> Topology:
     else:
         for n in node_ids:
             base = f"{NODE_DIR}/node{n}"
-            text = root.read(f"{base}/cpulist")
-            cpus = set(parse_cpulist(text)) if text is not None else set(parse_cpumask(root.read(f"{base}/cpumap")))
+            listed = root.read_cpulist(f"{base}/cpulist")
+            cpus = set(listed) if listed is not None else set(parse_cpumask(root.read(f"{base}/cpumap")))
             node_cpus[n] = tuple(sorted(cpus & online))
         distances = _distances(root, node_ids)
         mem = {n: _node_mem(root, n) for n in node_ids}

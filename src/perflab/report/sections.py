@@ -99,7 +99,9 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
     rows = []
     for s in scans:
         for p in s.get("points") or []:
-            rows.append([s.get("policy"), p.get("n"), p.get("throughput"), _ci_text(p.get("lo"), p.get("hi")),
+            ci = p.get("ci") or {}
+            rows.append([s.get("policy"), p.get("n"), p.get("throughput"),
+                         _ci_text(ci.get("low"), ci.get("high")) + (f" {ci['level']:.0%}" if ci else ""),
                          p.get("per_copy"), p.get("gain_per_copy"), p.get("start_spread_us")])
     sec.tables = [Table(f"Throughput against copies ({unit})",
                         ["policy", "copies", "throughput", "CI", "per copy", "gain per added copy",
@@ -109,6 +111,8 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
         sec.tables.append(Table("Forked master without and with NUMA placement (seed 004's table)",
                                 ["workers", f"no NUMA ({unit})", f"NUMA ({unit})", "NUMA gain"],
                                 [[f.get("n"), f.get("no_numa"), f.get("numa"), f.get("gain")] for f in fork]))
+        if summary.get("fork_verdict"):
+            sec.verdict = ((sec.verdict or "") + " Fork master: " + summary["fork_verdict"]["text"]).strip()
     if scans:
         _plot(sec, "Machine throughput against number of copies", lambda: plots.lines(
             {s["policy"]: ([p["n"] for p in s["points"]], [p["throughput"] for p in s["points"]]) for s in scans},
@@ -185,15 +189,22 @@ def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
     from perflab.report import plots
 
     sec = generic(campaign, summary)
-    pts = summary.get("platforms") or summary.get("rows") or []
-    env = summary.get("envelope_kw") or (summary.get("requirement") or {}).get("envelope_kw")
-    if pts and all(isinstance(p, dict) for p in pts):
+    pts, env = cost_points(summary)
+    if pts:
         def make() -> str:
-            return plots.scatter_labeled(
-                [(p["name"], p["total_power_kw"], p["total_cost"], bool(p.get("fits", True))) for p in pts],
-                "total power [kW]", "total cost", ("power envelope", env) if env else None)
+            return plots.scatter_labeled(pts, "total power [kW]", "total cost",
+                                         ("power envelope", env) if env else None)
         _plot(sec, "Cost against power", make)
     return sec
+
+
+def cost_points(summary: dict) -> tuple[list[tuple[str, float, float, bool]], float | None]:
+    """(name, kW, cost, fits power and budget) per platform, and the envelope in kW."""
+    platforms = [p for p in summary.get("platforms") or [] if isinstance(p, dict)]
+    env = (summary.get("requirement") or {}).get("power_envelope_kw")
+    pts = [(p["name"], p["total_power_kw"], p["total_cost"],
+            bool(p.get("fits_power")) and bool(p.get("fits_budget", True))) for p in platforms]
+    return pts, env
 
 
 @builder("frontend")
@@ -209,13 +220,13 @@ def frontend_section(campaign: Any, summary: dict, measurements: list) -> Sectio
     rows = []
     for (b, cpu), modes in sorted(by_size.items(), key=lambda kv: (kv[0][1] or -1, kv[0][0] or 0)):
         p4, p2, r = modes.get("4k") or {}, modes.get("2m") or {}, ratios.get((b, cpu)) or {}
+        c4, c2, cr = p4.get("ci") or {}, p2.get("ci") or {}, r.get("ci") or {}
         rows.append([f"{(b or 0) / 1024:.0f} KiB", cpu if cpu is not None else "any",
-                     p4.get("median_ns"), _ci_text(p4.get("lo_ns"), p4.get("hi_ns")), p2.get("median_ns"),
-                     _ci_text(p2.get("lo_ns"), p2.get("hi_ns")),
-                     None if not r else f"{r.get('ratio', 0):.3f} {_ci_text(r.get('lo'), r.get('hi'), '{:.3f}')}"])
-    sec.tables = [Table(f"ns per dispatch against hot code size ({summary.get('kind', '')})",
-                        ["code size", "CPU", "4 KiB pages", "95% CI", "2 MiB pages", "95% CI", "4K/2M"], rows,
-                        note=str(summary.get("huge_reason") or ""))]
+                     p4.get("median_ns"), _ci_text(c4.get("low"), c4.get("high")), p2.get("median_ns"),
+                     _ci_text(c2.get("low"), c2.get("high")),
+                     None if not r else f"{r.get('ratio', 0):.3f} {_ci_text(cr.get('low'), cr.get('high'), '{:.3f}')}"])
+    sec.tables = [Table(f"ns per dispatch against hot code size ({summary.get('kind', '')})", ["code size", "CPU",
+                        "4 KiB pages", "CI", "2 MiB pages", "CI", "4K/2M"], rows, note=str(summary.get("huge_reason") or ""))]
     knees = summary.get("knees") or []
     sec.tables.append(Table("Knee of runtime against code size", ["pages", "CPU", "knee", "nearest reference",
                                                                   "slope before", "slope after"],

@@ -37,7 +37,7 @@ def study_module(name: str) -> ModuleType:
 def run_study(
     module: ModuleType, config: Any, store: Store, executor: Any, machine: Machine | None = None,
     progress: Callable[[str], None] = _quiet, parent_id: int | None = None, resume: int | None = None,
-    name: str = "",
+    name: str = "", energy: Any = None,
 ) -> Any:
     """Capture the host, open the campaign, execute the study through a Session, keep its result.
 
@@ -52,7 +52,7 @@ def run_study(
         host_id = store.add_host(*machine.record())
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
                         name=name, labels=batch_labels(), resume=resume) as camp:
-        session = Session(executor, store, camp.id, progress, resumed=camp.resumed)
+        session = Session(executor, store, camp.id, progress, resumed=camp.resumed, energy=energy)
         result = module.execute(config, session, machine)
         result.campaign_id = camp.id
         camp.summary = result.as_dict()

@@ -14,35 +14,25 @@ links, devices or FIFOs.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shlex
 import shutil
-import stat as stat_mod
-import subprocess
-import tarfile
 import tempfile
-import threading
-import time
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterable
 
-from perflab.model import Workload
 from perflab.errors import PerflabError
-from perflab.model import MetricPattern, RunResult
+from perflab.model import MetricPattern, Workload
+from perflab.measure.capture import isolation_available, run_captured
+from perflab.platform.files import resolve_links
+from perflab.platform.sysfs import format_size
 from perflab.studies import footprint as fp
+from perflab.studies.bundle_archive import MANIFEST, ROOT, RUNNER, safe_unpack, write_archive
 
-MANIFEST = "perflab-bundle.json"
-RUNNER = "run.sh"
-ROOT = "root"
 FORMAT = 1
 ISOLATIONS = ("bwrap", "unshare", "chroot")
-
-
-class UnsafeArchive(PerflabError):
-    """An archive member would write outside the target directory."""
 
 
 @dataclass(frozen=True)
@@ -94,53 +84,6 @@ class VerifyResult:
     campaign_id: int | None = None
 
 
-# --- running with captured output ------------------------------------------------------------
-
-def run_captured(argv: list[str], cwd: str | None = None, env: dict | None = None,
-                 timeout: float | None = None) -> tuple[RunResult, str, str]:
-    """Run argv, keeping all of stdout (to compare outputs) and rusage from wait4."""
-    full_env = None if env is None else {**os.environ, **env}
-    try:
-        p = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as exc:
-        raise PerflabError(f"cannot run {argv[0]}: {exc.strerror}; check the command") from None
-    start = time.monotonic_ns()
-    chunks: dict[str, bytes] = {}
-
-    def drain(name: str, stream: Any) -> None:
-        chunks[name] = stream.read()
-
-    threads = [threading.Thread(target=drain, args=(n, s)) for n, s in (("out", p.stdout), ("err", p.stderr))]
-    for t in threads:
-        t.start()
-    timed_out = False
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        if pid:
-            break
-        if deadline is not None and time.monotonic() > deadline:
-            p.kill()
-            timed_out = True
-        time.sleep(0.002)
-    end = time.monotonic_ns()
-    p.returncode = 0  # reaped by wait4 above; keep Popen from waiting again
-    for t in threads:
-        t.join()
-    out = chunks.get("out", b"").decode(errors="replace")
-    err = chunks.get("err", b"").decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    result = RunResult(
-        wall_ns=end - start, user_s=ru.ru_utime, sys_s=ru.ru_stime, maxrss_kb=ru.ru_maxrss,
-        minflt=ru.ru_minflt, majflt=ru.ru_majflt, nvcsw=ru.ru_nvcsw, nivcsw=ru.ru_nivcsw,
-        exit_code=code if code >= 0 else None, signal=-code if code < 0 else None, timed_out=timed_out,
-        start_ns=start, end_ns=end,
-        stdout_tail="\n".join(out.splitlines()[-5:]), stderr_tail="\n".join(err.splitlines()[-20:]),
-    )
-    return result, out, err
-
-
 def _extract(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
     from perflab.measure.metrics import extract
 
@@ -158,24 +101,6 @@ def _file_sha(path: str) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-# --- isolation -------------------------------------------------------------------------------
-
-def isolation_available() -> str | None:
-    """The isolation run.sh would pick on this machine."""
-    if shutil.which("bwrap"):
-        try:
-            if subprocess.run(["bwrap", "--bind", "/", "/", "--unshare-all", "true"],
-                              capture_output=True, timeout=20).returncode == 0:
-                return "bwrap"
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    if os.geteuid() == 0 and shutil.which("unshare"):
-        return "unshare"
-    if os.geteuid() == 0 and shutil.which("chroot"):
-        return "chroot"
-    return None
 
 
 def runner_script(argv: list[str], cwd: str, env: dict[str, str], name: str) -> str:
@@ -253,17 +178,17 @@ def needed_set(result: fp.FootprintResult, include: Iterable[str] = (), cwd: str
         if os.path.isdir(p):
             for d, _sub, names in os.walk(p):
                 extra.extend(os.path.join(d, n) for n in names)
-            dirs.add(fp.resolve_links(p)[0])
+            dirs.add(resolve_links(p)[0])
         else:
             extra.append(p)
     for p in extra:
-        real, chain = fp.resolve_links(p)
+        real, chain = resolve_links(p)
         for link, target in chain:
             links[link] = _rel_target(link, target)
         if os.path.isfile(real):
             files[real] = os.path.getsize(real)
     if cwd:
-        dirs.add(fp.resolve_links(cwd)[0])
+        dirs.add(resolve_links(cwd)[0])
     # every parent directory of what we carry, created as a real directory
     for p in [*files, *links, *list(dirs)]:
         parent = os.path.dirname(p)
@@ -314,10 +239,10 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
         files, links, dirs = needed_set(trace_result, config.include, cwd)
         unpacked = sum(files.values())
         if config.budget_bytes is not None and unpacked > config.budget_bytes:
-            tops = ", ".join(f"{t.top} {fp._size(t.bytes)}" for t in trace_result.by_top[:4])
+            tops = ", ".join(f"{t.top} {format_size(t.bytes)}" for t in trace_result.by_top[:4])
             raise PerflabError(
-                f"bundle needs {fp._size(unpacked)} ({len(files)} files: {tops}), over the budget of "
-                f"{fp._size(config.budget_bytes)}; raise --budget or slim the workload"
+                f"bundle needs {format_size(unpacked)} ({len(files)} files: {tops}), over the budget of "
+                f"{format_size(config.budget_bytes)}; raise --budget or slim the workload"
             )
         # The reference output, kept in the manifest for a verify where the original is gone.
         ref_res, out, err = run_captured(argv, cwd=cwd, env=dict(wl.env) or None, timeout=config.timeout)
@@ -335,7 +260,7 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
             "failed_lookups": [f.path for f in failed],
             "unpacked_bytes": unpacked,
         }
-        _write_archive(config.output, manifest, runner_script(argv, cwd, dict(wl.env), wl.name))
+        write_archive(config.output, manifest, runner_script(argv, cwd, dict(wl.env), wl.name))
         size = os.path.getsize(config.output)
         store.add_artifact(campaign, "bundle", config.output, {"files": len(files), "unpacked_bytes": unpacked})
         result = BundleResult(
@@ -344,8 +269,8 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
             reference=reference, campaign_id=campaign, by_top=[t.__dict__ for t in trace_result.by_top],
         )
         summary = dict(result.__dict__)
-        summary["verdict"] = (f"{len(files)} files, {fp._size(unpacked)} unpacked, "
-                              f"{fp._size(size)} archive: {result.output}")
+        summary["verdict"] = (f"{len(files)} files, {format_size(unpacked)} unpacked, "
+                              f"{format_size(size)} archive: {result.output}")
         store.finish_campaign(campaign, "done", summary)
         return result
     except KeyboardInterrupt:
@@ -356,150 +281,6 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
         raise
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
-
-
-def _write_archive(output: str, manifest: dict, script: str) -> None:
-    out = Path(output)
-    if not out.parent.is_dir():
-        raise PerflabError(f"cannot write {output}: directory {out.parent} does not exist")
-    partial = out.with_name(out.name + ".partial")
-
-    def add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
-        info = tarfile.TarInfo(name)
-        info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-        tar.addfile(info, io.BytesIO(data))
-
-    def norm(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = "root"
-        info.mode &= 0o755 if info.isdir() or info.mode & 0o111 else 0o644
-        return info
-
-    with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
-        add_bytes(tar, RUNNER, script.encode(), 0o755)
-        add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode(), 0o644)
-        for d in sorted({"proc", "dev", "tmp", *(x.lstrip("/") for x in manifest["dirs"])}):
-            info = tarfile.TarInfo(f"{ROOT}/{d}")
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-            tar.addfile(info)
-        for f in manifest["files"]:
-            tar.add(f["path"], arcname=f"{ROOT}{f['path']}", recursive=False, filter=norm)
-        for link in manifest["links"]:
-            info = tarfile.TarInfo(f"{ROOT}{link['path']}")
-            info.type, info.linkname, info.mode = tarfile.SYMTYPE, link["target"], 0o777
-            tar.addfile(info)
-    os.replace(partial, out)
-
-
-# --- safe unpacking --------------------------------------------------------------------------
-
-def _parts(name: str) -> tuple[str, ...]:
-    return tuple(p for p in PurePosixPath(name).parts if p not in (".", ""))
-
-
-def check_members(members: list[tarfile.TarInfo]) -> None:
-    """Raise UnsafeArchive unless every member stays inside the target directory."""
-    links: dict[tuple[str, ...], str] = {}
-    seen: set[tuple[str, ...]] = set()
-    for m in members:
-        name = m.name
-        if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-            raise UnsafeArchive(f"archive member {name!r} has an absolute path: refusing to unpack")
-        parts = _parts(name)
-        if ".." in parts:
-            raise UnsafeArchive(f"archive member {name!r} contains '..': refusing to unpack")
-        if "\0" in name:
-            raise UnsafeArchive(f"archive member {name!r} contains a NUL byte: refusing to unpack")
-        if not (m.isreg() or m.isdir() or m.issym()):
-            kind = ("hard link" if m.islnk() else "device" if (m.ischr() or m.isblk())
-                    else "FIFO" if m.isfifo() else "special file")
-            raise UnsafeArchive(f"archive member {name!r} is a {kind}: refusing to unpack")
-        if parts in seen and not m.isdir():
-            raise UnsafeArchive(f"archive member {name!r} appears twice: refusing to unpack")
-        seen.add(parts)
-        if m.issym():
-            if not m.linkname or m.linkname.startswith("/"):
-                raise UnsafeArchive(
-                    f"archive symlink {name!r} -> {m.linkname!r} is absolute (points outside): refusing to unpack")
-            links[parts] = m.linkname
-    for m in members:
-        parts = _parts(m.name)
-        for i in range(1, len(parts)):
-            if parts[:i] in links:
-                raise UnsafeArchive(
-                    f"archive member {m.name!r} lies under symlink {'/'.join(parts[:i])!r}: refusing to unpack")
-        if m.issym():
-            _check_link(parts, m.linkname, links)
-
-
-def _check_link(parts: tuple[str, ...], target: str, links: dict[tuple[str, ...], str]) -> None:
-    """Follow a symlink through the archive's own links; it must never climb above the root."""
-    stack = list(parts[:-1])
-    todo = [p for p in target.split("/") if p not in ("", ".")]
-    hops = 0
-    while todo:
-        comp = todo.pop(0)
-        if comp == "..":
-            if not stack:
-                raise UnsafeArchive(
-                    f"archive symlink {'/'.join(parts)!r} -> {target!r} points outside the target: refusing to unpack")
-            stack.pop()
-            continue
-        stack.append(comp)
-        key = tuple(stack)
-        if key in links:
-            hops += 1
-            if hops > 40:
-                raise UnsafeArchive(f"archive symlink {'/'.join(parts)!r} loops: refusing to unpack")
-            inner = links[key]
-            if inner.startswith("/"):
-                raise UnsafeArchive(f"archive symlink {'/'.join(key)!r} is absolute: refusing to unpack")
-            stack.pop()
-            todo = [p for p in inner.split("/") if p not in ("", ".")] + todo
-
-
-def safe_unpack(archive: str, dest: str) -> list[str]:
-    """Unpack a tar archive into an empty `dest`, checking every member first."""
-    try:
-        tar = tarfile.open(archive, "r:*")
-    except (OSError, tarfile.TarError) as exc:
-        raise PerflabError(f"cannot read bundle {archive}: {exc}; give a .tar.gz made by perflab bundle") from None
-    with tar:
-        members = tar.getmembers()
-        check_members(members)  # everything is checked before the first byte is written
-        d = Path(dest)
-        if d.exists() and any(d.iterdir()):
-            raise PerflabError(f"{dest} is not empty: unpack into a fresh directory")
-        d.mkdir(parents=True, exist_ok=True)
-        real_dest = os.path.realpath(d)
-        names = []
-        symlinks = []
-        for m in members:
-            parts = _parts(m.name)
-            if not parts:
-                continue
-            target = os.path.join(real_dest, *parts)
-            if m.isdir():
-                os.makedirs(target, exist_ok=True)
-                os.chmod(target, 0o755)
-            elif m.isreg():
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                if os.path.realpath(os.path.dirname(target)) != os.path.dirname(target):
-                    raise UnsafeArchive(f"archive member {m.name!r} would be written through a link")
-                src = tar.extractfile(m)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-                with os.fdopen(fd, "wb") as out, src:
-                    shutil.copyfileobj(src, out)
-                # no setuid/setgid/sticky from an archive
-                os.chmod(target, m.mode & 0o777)
-            elif m.issym():
-                symlinks.append((m.linkname, target))
-            names.append(m.name)
-        # links last, so no file is ever written through one
-        for linkname, target in symlinks:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.symlink(linkname, target)
-        return names
 
 
 # --- verify ----------------------------------------------------------------------------------

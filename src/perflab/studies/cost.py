@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
+from perflab.studies.cost_power import campaign_power
 
 POWER_FACTOR = 1.6  # seed 004: node power ~ 1.6 x TDP x sockets
 PRICE_KEYS = ("board", "memory", "psu", "cpu", "chassis", "other")
@@ -29,6 +30,7 @@ class Platform:
     prices: dict[str, float]  # cpu is per socket; the rest per node
     throughput_per_node: float | None = None  # events/s of one node
     throughput_from_campaign: int | None = None  # an `instances` campaign's optimum_throughput
+    power_from_campaign: int | None = None  # an `instances` campaign's measured watts at its optimum
     measured_power_w: float | None = None  # one node under full load
     note: str = ""
 
@@ -92,6 +94,8 @@ def _num(table: dict, key: str, where: str, required: bool = True, positive: boo
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise PerflabError(f"{where}: '{key}' must be a number, not {value!r}")
+    if not math.isfinite(value):
+        raise PerflabError(f"{where}: '{key}' must be a finite number, not {value}")
     if positive and value <= 0:
         raise PerflabError(f"{where}: '{key}' must be positive, not {value}")
     return float(value)
@@ -100,9 +104,13 @@ def _num(table: dict, key: str, where: str, required: bool = True, positive: boo
 def load_platforms(path: str) -> CostConfig:
     """Read PLATFORMS.toml: [requirement] and [[platform]] tables."""
     try:
-        data = tomllib.loads(Path(path).read_text())
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PerflabError(f"{path}: no such file; start from src/perflab/examples/seed004-platforms.toml") from None
+    except UnicodeDecodeError as exc:
+        raise PerflabError(f"{path}: not UTF-8 text (byte {exc.start}); a platforms file is a UTF-8 TOML file") from None
+    except OSError as exc:
+        raise PerflabError(f"{path}: cannot read it ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise PerflabError(f"{path} is not valid TOML: {exc}; fix the syntax") from None
     req = data.get("requirement")
@@ -138,25 +146,31 @@ def load_platforms(path: str) -> CostConfig:
             _num(prices, k, where + " prices", positive=False)
         campaign = p.get("throughput_from_campaign")
         given = _num(p, "throughput_per_node", where, required=campaign is None)
-        if campaign is not None and (isinstance(campaign, bool) or not isinstance(campaign, int)):
-            raise PerflabError(f"{where}: throughput_from_campaign must be a campaign id (an integer)")
+        power_campaign = p.get("power_from_campaign")
+        for key, value in (("throughput_from_campaign", campaign), ("power_from_campaign", power_campaign)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise PerflabError(f"{where}: {key} must be a campaign id (a positive integer)")
         sockets = _num(p, "sockets", where)
         if sockets != int(sockets):
             raise PerflabError(f"{where}: sockets must be a whole number")
         platforms.append(Platform(
             name=name, sockets=int(sockets), tdp_w=_num(p, "tdp_w", where),  # type: ignore[arg-type]
             prices={k: float(v) for k, v in prices.items()}, throughput_per_node=given,
-            throughput_from_campaign=campaign,
+            throughput_from_campaign=campaign, power_from_campaign=power_campaign,
             measured_power_w=_num(p, "measured_power_w", where, required=False),
             note=str(p.get("note", "")),
         ))
     return CostConfig(platforms=tuple(platforms), requirement=requirement, source=str(path))
 
 
-def platform_cost(p: Platform, req: Requirement, throughput: float, source: str) -> PlatformCost:
-    """The numbers for one platform (pure arithmetic, tested by hand)."""
+def platform_cost(p: Platform, req: Requirement, throughput: float, source: str,
+                  power: tuple[float, str] | None = None) -> PlatformCost:
+    """The numbers for one platform (pure arithmetic, tested by hand); ``power`` is (watts per
+    node, where they come from) when a campaign measured them."""
     nodes = math.ceil(req.target_events_per_s / throughput - 1e-9)
-    if p.measured_power_w is not None:
+    if power is not None:
+        node_power, psource = power
+    elif p.measured_power_w is not None:
         node_power, psource = p.measured_power_w, "measured"
     else:
         node_power, psource = POWER_FACTOR * p.tdp_w * p.sockets, f"{POWER_FACTOR} x TDP x sockets"
@@ -224,7 +238,9 @@ def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
                 src = f"campaign {p.throughput_from_campaign}"
             else:
                 thr, src = float(p.throughput_per_node), "given"  # type: ignore[arg-type]
-            costs.append(platform_cost(p, req, thr, src))
+            power = (campaign_power(store, p.power_from_campaign, p.name)
+                     if p.power_from_campaign is not None else None)
+            costs.append(platform_cost(p, req, thr, src, power))
         best, why = choose(costs, req)
         result = CostResult(requirement=req, platforms=costs, best=best, why=why, campaign_id=campaign)
         if config.plot:
@@ -290,10 +306,17 @@ def render(result: CostResult, console: Any) -> None:
         t.add_row(c.name + mark,
                   f"{c.throughput_per_node:,.1f}" + (f" ({c.throughput_source})" if c.throughput_source != "given" else ""),
                   f"{c.nodes:,}", f"{c.node_price:,.0f}", f"{c.total_cost:,.0f}",
-                  f"{c.node_power_w:,.0f}" + ("" if c.power_source == "measured" else " (est.)"),
+                  f"{c.node_power_w:,.0f}" + _power_mark(c.power_source),
                   f"{c.total_power_kw:,.1f}", fits, f"{c.cost_per_event_s:.2f}", f"{c.watts_per_event_s:.3f}")
     console.print(t)
     console.print(("best: " + result.best if result.best else "no platform fits") + f". {result.why}")
-    console.print("(est.) = 1.6 x TDP x sockets, the seed's estimate; others measured."
+    console.print("(est.) = 1.6 x TDP x sockets, the seed's estimate; (RAPL) = CPU packages and DRAM "
+                  "measured by a campaign, which undercounts the node; others measured at the node."
                   + (f"  Plot: {result.plot}" if result.plot else "") + f"  Campaign {result.campaign_id}.")
 
+
+def _power_mark(source: str) -> str:
+    """How a node power figure was obtained, as a short mark in the table."""
+    if source.startswith("campaign"):
+        return " (RAPL)" if "RAPL" in source else f" ({source.split(':')[0]})"
+    return "" if source == "measured" else " (est.)"

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.platform import strace
+from perflab.platform.files import interpreters, join_path, resolve_links
 
 OPEN_CALLS = {"open", "openat", "openat2", "creat", "open_by_handle_at"}
 STAT_CALLS = {"stat", "lstat", "stat64", "lstat64", "newfstatat", "fstatat64", "statx", "access",
@@ -111,81 +112,6 @@ def default_cpu() -> int:
     return max(os.sched_getaffinity(0))
 
 
-def _join(base: str, path: str) -> str:
-    return os.path.normpath(os.path.join(base, path)) if not path.startswith("/") else os.path.normpath(path)
-
-
-def resolve_links(path: str, limit: int = 40) -> tuple[str, list[tuple[str, str]]]:
-    """Resolve every symlink of an absolute path component by component.
-
-    Returns the real path and each (link, target text) met, where every link's parent is
-    itself a real directory, so a bundle can recreate the links where they really are.
-    """
-    links: list[tuple[str, str]] = []
-    parts = [p for p in path.split("/") if p]
-    real = "/"
-    hops = 0
-    while parts:
-        part = parts.pop(0)
-        if part == ".":
-            continue
-        if part == "..":
-            real = os.path.dirname(real) or "/"
-            continue
-        candidate = os.path.join(real, part)
-        try:
-            st = os.lstat(candidate)
-        except OSError:
-            # missing: keep the rest as written
-            return os.path.normpath(os.path.join(candidate, *parts)), links
-        if stat_mod.S_ISLNK(st.st_mode):
-            hops += 1
-            if hops > limit:
-                return candidate, links
-            target = os.readlink(candidate)
-            if (candidate, target) not in links:
-                links.append((candidate, target))
-            new = [p for p in target.split("/") if p]
-            if target.startswith("/"):
-                real = "/"
-            parts = new + parts
-            continue
-        real = candidate
-    return real, links
-
-
-def interpreters(path: str) -> list[str]:
-    """Files the kernel itself opens to exec `path`: ELF PT_INTERP or a script's #! line."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-            if head.startswith(b"#!"):
-                line = head[2:].split(b"\n", 1)[0].strip()
-                return [line.split()[0].decode(errors="replace")] if line else []
-            if head[:4] != b"\x7fELF":
-                return []
-            is64 = head[4] == 2
-            little = head[5] == 1
-            order = "little" if little else "big"
-            num = lambda off, n: int.from_bytes(head[off:off + n], order)  # noqa: E731
-            if is64:
-                phoff, phentsize, phnum = num(32, 8), num(54, 2), num(56, 2)
-            else:
-                phoff, phentsize, phnum = num(28, 4), num(42, 2), num(44, 2)
-            for i in range(phnum):
-                f.seek(phoff + i * phentsize)
-                ph = f.read(phentsize)
-                p = lambda off, n: int.from_bytes(ph[off:off + n], order)  # noqa: E731
-                if p(0, 4) != 3:  # PT_INTERP
-                    continue
-                off, size = (p(8, 8), p(32, 8)) if is64 else (p(4, 4), p(16, 4))
-                f.seek(off)
-                return [f.read(size).rstrip(b"\0").decode(errors="replace")]
-    except OSError:
-        return []
-    return []
-
-
 def analyse(calls: Sequence[strace.Syscall], cwd: str) -> tuple[list[FileUse], list[FailedLookup]]:
     """Turn parsed syscalls into the files used and the failed look-ups."""
     cwds: dict[int, str] = {}
@@ -218,7 +144,7 @@ def analyse(calls: Sequence[strace.Syscall], cwd: str) -> tuple[list[FileUse], l
             continue
         if raw is None or raw == "":
             continue  # fstatat(fd, "", AT_EMPTY_PATH): a call on an open fd, not a look-up
-        path = _join(base, raw)
+        path = join_path(base, raw)
         if c.name == "chdir":
             if not c.failed:
                 cwds[c.pid] = path
@@ -400,57 +326,6 @@ def summary_of(result: FootprintResult) -> dict[str, Any]:
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
-
-
-def render(result: FootprintResult, console: Any, show_all: bool = False, limit: int = 40) -> None:
-    """Files used, failed look-ups, size by top directory, tracing overhead."""
-    from rich.table import Table
-
-    files = [f for f in result.files if show_all or f.kind in ("file", "gone")]
-    t = Table(title=f"files used by {result.workload} ({len(result.files)} paths, {result.syscalls} calls traced)")
-    for col in ("path", "uses", "kind", "size", "resolves to"):
-        t.add_column(col, justify="right" if col == "size" else "left")
-    for f in files[:limit]:
-        t.add_row(f.path, ",".join(f.uses), f.kind + (" (written)" if f.written else ""),
-                  _size(f.size) if f.kind == "file" else "",
-                  f.real_path if f.real_path != f.path else "")
-    if len(files) > limit:
-        t.add_row(f"... {len(files) - limit} more (--all, --json)", "", "", "", "")
-    console.print(t)
-    if result.failed:
-        ft = Table(title=f"failed look-ups ({len(result.failed)})")
-        for col in ("path", "uses", "errno"):
-            ft.add_column(col)
-        for f in result.failed[:limit]:
-            ft.add_row(f.path, ",".join(f.uses), f.errno)
-        if len(result.failed) > limit:
-            ft.add_row(f"... {len(result.failed) - limit} more", "", "")
-        console.print(ft)
-    tt = Table(title="needed files by top directory")
-    for col in ("directory", "files", "size"):
-        tt.add_column(col, justify="left" if col == "directory" else "right")
-    for d in result.by_top:
-        tt.add_row(d.top, str(d.files), _size(d.bytes))
-    tt.add_row("total", str(result.total_files), _size(result.total_bytes))
-    console.print(tt)
-    if result.overhead is not None:
-        lo, hi = result.overhead_ci or (result.overhead, result.overhead)
-        from perflab.stats import median
-
-        console.print(
-            f"tracing overhead: {result.overhead:.2f}x wall time (95% CI {lo:.2f}-{hi:.2f}; median "
-            f"{median(result.traced_wall_s) * 1e3:.1f} ms traced vs {median(result.untraced_wall_s) * 1e3:.1f} ms, "
-            f"{len(result.traced_wall_s)} runs each, pinned to CPU {result.cpu}"
-            f"{', seccomp-bpf' if result.seccomp else ''})"
-        )
-    console.print(f"campaign {result.campaign_id}")
-
-
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
 
 
 def with_cwd(workload: Workload, cwd: str | None) -> Workload:

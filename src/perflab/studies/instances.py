@@ -1,99 +1,92 @@
-"""How many concurrent instances give the most throughput, and what does NUMA placement gain?
-(seed 004: throughput against instance count; one forking master per NUMA node gave up to +14%)
+"""How many concurrent copies give the most throughput, and what does NUMA placement gain?
+(seed 004: machine throughput against the number of instances; one forking master per NUMA node)
 
-For each placement policy and each N, N copies are started through a gate (released together,
-start spread measured) and the aggregate throughput is taken: the primary metric summed over the
-copies (e.g. events/s), or copies/s = N / the longest wall time when the workload has no metric.
-The (policy, N) points are repeated ``reps`` times in an order shuffled each round (drift-robust);
-each point's median with a bootstrap CI, the marginal gain per added copy, the optimum N and the
-smallest N within 1% of it are reported per policy. ``fork_master`` compares one unbound forking
-master with one master per NUMA node bound to it (CPUs and memory), forking its share.
+For each placement policy and each N, N copies start together through a gate. Machine throughput
+is the total fixed work of the copies (their ``events``, or one unit per copy) over the makespan,
+from the first start to the last finish, as SPEC rate does: copies that do not overlap do not add
+up, and a per-copy rate (which may be CPU time) is shown beside it, never summed into it. Points
+run ``reps`` rounds in a shuffled order; each point's median carries an order-statistic CI with
+its real level. ``fork_master`` compares one unbound master forking N workers with one master per
+NUMA node bound to it, on the same total events (disjoint shares) and the same N workers, paired
+per round and judged by an exact sign test over all pairs (see instances_result).
 """
 
 from __future__ import annotations
 
 import random
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from itertools import groupby
 from typing import Any, Sequence
 
-from perflab.model import Workload
 from perflab.errors import PerflabError
+from perflab.model import RunResult, RunSpec, Workload
+from perflab.platform.host import Machine
 from perflab.platform.topology import Topology
+from perflab.stats import knee, median, median_ci
 from perflab.studies import placement
+from perflab.studies.instances_result import (
+    MIN_LEVEL,
+    InstancesResult,
+    counter_ratio,
+    Point,
+    PolicyScan,
+    fork_rows,
+    fork_verdict,
+    memory_at,
+    point_throughput,
+    points_of,
+)
 
+NAME = "instances"
 WITHIN = 0.01  # "smallest N within 1% of the optimum"
+Result = InstancesResult
+# Counted around every scan copy where the PMU has them: IPC and LLC misses per event vs copies.
+COUNTERS = ("cycles", "instructions", "LLC-load-misses")
+
+
+def pmu(machine: Machine) -> tuple[bool, str]:
+    """(hardware counters usable, why) from the probe the machine capture recorded."""
+    probe = (machine.metadata.get("probes") or {}).get("hw_counters") or {}
+    return bool(probe.get("available")), str(probe.get("reason") or "no probe recorded")
 
 
 @dataclass(frozen=True)
 class InstancesConfig:
     workload: Workload
-    ns: tuple[int, ...] | None = None  # None: default_ns(2 x logical CPUs or max_n)
+    ns: tuple[int, ...] | None = None  # None: default_ns(2 x usable CPUs / threads, or max_n)
     max_n: int | None = None
     policies: tuple[str, ...] | None = None  # None: every policy meaningful on this machine
-    reps: int = 3
+    reps: int = 5  # 5 rounds: min..max of a median is a 93.75 % interval
     fork_master: bool = False
     numa_pin: bool = False  # numa policy: one CPU per copy instead of the node's CPU set
+    threads_per_copy: int = 1
     seed: int = 0
     timeout: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["workload"] = {"name": self.workload.name, "argv": list(self.workload.argv),
-                         "primary_metric": self.workload.primary_metric}
+        d["workload"] = self.workload.as_dict()
         return d
 
-
-@dataclass
-class Point:
-    n: int
-    throughput: float  # median over reps
-    lo: float
-    hi: float
-    reps: int
-    per_copy: float  # throughput / n
-    gain_per_copy: float | None  # (T(n) - T(previous n)) / (n - previous n)
-    start_spread_us: float  # median over reps
-    samples: list[float] = field(default_factory=list)
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "InstancesConfig":
+        d = dict(d)
+        d["workload"] = Workload.from_dict(d["workload"])
+        for key in ("ns", "policies"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
+        return cls(**d)
 
 
-@dataclass
-class PolicyScan:
-    policy: str
-    points: list[Point]
-    optimum_n: int
-    optimum_throughput: float
-    within_1pct_n: int  # smallest N whose throughput is within 1% of the optimum
-    knee_n: float | None = None  # where the throughput curve bends (two-segment fit, BIC)
-    notes: list[str] = field(default_factory=list)
+Config = InstancesConfig
 
 
-@dataclass
-class ForkRow:
-    n: int  # workers in all
-    no_numa: float  # one unbound master forking n workers
-    numa: float  # one bound master per NUMA node forking its share
-    gain: float  # numa / no_numa
-    masters: list[tuple[int, int]]  # (node, workers)
-    gain_lo: float | None = None  # bootstrap CI of the ratio of medians (needs reps >= 2)
-    gain_hi: float | None = None
-
-
-@dataclass
-class InstancesResult:
-    campaign_id: int | None
-    unit: str
+@dataclass(frozen=True)
+class Design:
     ns: list[int]
-    scans: list[PolicyScan]
-    optimum_n: int
-    optimum_throughput: float
-    optimum_policy: str
-    fork: list[ForkRow] | None = None
-    notes: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    policies: list[str]
+    notes: list[str]
+    fork_events: int | None  # total events of the fork comparison, the same in both modes
 
 
 def default_ns(limit: int) -> list[int]:
@@ -127,60 +120,54 @@ def default_policies(topology: Topology) -> tuple[list[str], list[str]]:
     return chosen, skipped
 
 
-def throughput_of(workload: Workload, results) -> float:
-    """Aggregate throughput of one concurrent point: summed per-copy metric, or N / max wall."""
-    bad = [r for r in results if not r.ok]
-    if bad:
-        r = bad[0]
-        raise PerflabError(
-            f"{len(bad)} of {len(results)} copies failed (exit {r.exit_code}, signal {r.signal}, "
-            f"timed out {r.timed_out}): {r.stderr_tail[-300:]!r}; fix the workload or lower N"
-        )
-    metric = workload.primary_metric
-    if metric is None:
-        return len(results) / max(r.wall_s for r in results)
-    missing = [r for r in results if metric not in r.metrics]
-    if missing:
-        raise PerflabError(f"a copy printed no '{metric}' metric: {missing[0].stdout_tail[-200:]!r}; "
-                           "check the workload's metric patterns")
-    values = [float(r.metrics[metric]) for r in results]
-    if workload.higher_is_better:
-        return sum(values)
-    if min(values) <= 0:
-        raise PerflabError(f"metric '{metric}' is not positive; cannot turn it into a rate")
-    return sum(1.0 / v for v in values)
+def work_metric(workload: Workload) -> str | None:
+    """The metric that counts a copy's fixed work ('events' for an 'events_per_s' rate), if any."""
+    rate = workload.primary_metric
+    if rate is None or not workload.higher_is_better or not rate.endswith("_per_s"):
+        return None
+    base = rate[: -len("_per_s")]
+    return base if any(f"(?P<{base}>" in m.regex for m in workload.metrics) else None
 
 
 def unit_of(workload: Workload) -> str:
-    metric = workload.primary_metric
-    if metric is None:
-        return "copies/s"
-    if workload.higher_is_better:
-        return metric.replace("_per_", "/") if "_per_" in metric else metric
-    return f"1/{metric}"
+    base = work_metric(workload)
+    return f"{base}/s" if base else "copies/s"
 
 
-def _fork_argv(workload: Workload, n: int) -> tuple[str, ...]:
-    assert workload.fork_arg is not None
-    return workload.argv + tuple(a.replace("{n}", str(n)) for a in workload.fork_arg)
+def fork_events(workload: Workload) -> int:
+    """Total events of the fork comparison: the value the workload's command gives the option
+    that precedes '{events}' in its fork template (the last occurrence wins)."""
+    tpl = workload.fork_arg or ()
+    if "{events}" not in tpl or "{first}" not in tpl or tpl.index("{events}") == 0:
+        raise PerflabError(
+            f"workload '{workload.name}': fork_arg {list(tpl)} needs {{first}} and {{events}} placeholders "
+            "so both fork modes process the same events; add them (minihlt has them)")
+    option = tpl[tpl.index("{events}") - 1]
+    argv = list(workload.argv)
+    found = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == option]
+    if not found or not found[-1].isdigit() or int(found[-1]) < 1:
+        raise PerflabError(f"--fork-master needs a fixed event count: give the workload '{option} N' "
+                           f"(e.g. perflab instances -w {workload.name} --fork-master -- {option} 100)")
+    return int(found[-1])
 
 
-def run_instances(config: InstancesConfig, executor, store, console=None,
-                  topology: Topology | None = None) -> InstancesResult:
-    """Scan throughput against N for each policy (and the fork-master NUMA comparison)."""
-    if topology is None:
-        from perflab.platform.topology import read_topology
-
-        topology = read_topology()
+def design(config: InstancesConfig, topology: Topology) -> Design:
+    """The points to run (N values, policies) and notes; bad input raises PerflabError."""
     if config.reps < 1:
         raise PerflabError(f"--reps must be at least 1, got {config.reps}")
+    if config.max_n is not None and config.max_n < 1:
+        raise PerflabError(f"--max must be at least 1, got {config.max_n}")
+    if config.timeout is not None and not 0 < config.timeout < float("inf"):
+        raise PerflabError(f"--timeout must be a finite number of seconds > 0, got {config.timeout}")
     if config.fork_master and config.workload.fork_arg is None:
         raise PerflabError(
             f"workload '{config.workload.name}' has no fork argument, so --fork-master cannot apply; "
-            "use a workload with fork_arg (minihlt) or drop --fork-master"
-        )
+            "use a workload with fork_arg (minihlt) or drop --fork-master")
+    placement.check_threads(topology, config.threads_per_copy)
+    events = fork_events(config.workload) if config.fork_master else None
     ncpu = len(placement.usable_cpus(topology))
-    ns = sorted(set(config.ns)) if config.ns else default_ns(config.max_n or 2 * ncpu)
+    t = config.threads_per_copy
+    ns = sorted(set(config.ns)) if config.ns else default_ns(config.max_n or max(1, 2 * ncpu // t))
     if ns[0] < 1:
         raise PerflabError(f"instance counts must be at least 1, got {ns[0]} (fix --n)")
     notes: list[str] = []
@@ -192,214 +179,189 @@ def run_instances(config: InstancesConfig, executor, store, console=None,
     else:
         policies, notes = default_policies(topology)
     for p in policies:
-        for note in dict.fromkeys(n for k in ns for n in placement.plan_notes(topology, k, p)
+        for note in dict.fromkeys(n for k in ns for n in placement.plan_notes(topology, k, p, t)
                                   if "oversubscribed" not in n):
             notes.append(f"{p}: {note}")
-    if ns[-1] > ncpu:
-        notes.append(f"N above {ncpu} oversubscribes the {ncpu} usable CPUs (bound policies reuse CPUs round-robin)")
+    if ns[-1] * t > ncpu:
+        notes.append(f"N above {ncpu // t} oversubscribes the {ncpu} usable CPUs "
+                     "(bound policies reuse CPUs round-robin)")
+    level = median_ci(range(config.reps)).level
+    if level < MIN_LEVEL:
+        notes.append(f"{config.reps} rounds give {level:.0%} intervals for a median; "
+                     "use --reps 5 or more for 90 %")
+    if events is not None and len(placement.numa_nodes_with_cpus(topology)) == 1:
+        notes.append("fork-master: 1 NUMA node, so 'NUMA' is one master bound to that node "
+                     "(the gain measures binding alone)")
+    if events is not None and events < 2 * ns[-1]:
+        notes.append(f"fork-master: {events} events for up to {ns[-1]} workers: few events per worker, "
+                     "so start-up and the slowest event weigh heavily; give more events")
+    return Design(ns, policies, notes, events)
 
-    from perflab.studies.cores import _add_host
 
-    host_id = _add_host(store, topology)
-    campaign = store.start_campaign("instances", config.as_dict(), host_id=host_id)
-    started = time.monotonic()
+def _fork_argv(workload: Workload, workers: int, first: int, events: int) -> tuple[str, ...]:
+    values = {"{n}": str(workers), "{first}": str(first), "{events}": str(events)}
+    return workload.argv + tuple(values.get(a, a) for a in workload.fork_arg or ())
+
+
+def _fork_specs(config: InstancesConfig, topology: Topology, mode: str, n: int, events: int,
+                rnd: int) -> list[RunSpec]:
+    """One unbound master with n workers, or one bound master per node with disjoint event shares."""
+    wl = config.workload
+    label = f"fork-{mode}/n={n}"
+    if mode == "no-numa":
+        return [wl.spec(argv=_fork_argv(wl, n, 0, events), timeout=config.timeout, label=label,
+                        sample_pss=True, params={"mode": mode, "n": n, "master": 0, "round": rnd})]
+    masters = placement.fork_masters(topology, n)
+    shares = placement.apportion(events, [workers for _, workers, _ in masters])
+    specs, first = [], 0
+    for i, ((node, workers, cpus), share) in enumerate(zip(masters, shares)):
+        specs.append(wl.spec(argv=_fork_argv(wl, workers, first, share), cpus=cpus, mem_node=node,
+                             timeout=config.timeout, label=label, sample_pss=True,
+                             params={"mode": mode, "n": n, "master": i, "round": rnd}))
+        first += share
+    return specs
+
+
+def plan(config: InstancesConfig, machine: Machine) -> list[RunSpec]:
+    """Every copy of every round: points shuffled per round, copies of a point adjacent."""
+    topology = machine.topology
+    d = design(config, topology)
+    counters = COUNTERS if pmu(machine)[0] else None
     rng = random.Random(config.seed)
-    samples: dict[tuple[str, int], list[float]] = {(p, n): [] for p in policies for n in ns}
-    spreads: dict[tuple[str, int], list[int]] = {(p, n): [] for p in policies for n in ns}
-    fork_samples: dict[tuple[str, int], list[float]] = {}
-    try:
-        points = [(p, n) for p in policies for n in ns]
-        for rep in range(config.reps):
-            order = list(points)
-            rng.shuffle(order)
-            for policy, n in order:
-                slots = placement.plan(topology, n, policy, numa_pin=config.numa_pin)
-                specs = [
-                    config.workload.spec(
-                        cpus=s.affinity, mem_node=s.mem_node, timeout=config.timeout,
-                        params={"policy": policy, "n": n, "copy": s.copy},
-                    )
-                    for s in slots
-                ]
-                cr = executor.run_concurrent(specs, gate=True)
-                for s, r in zip(slots, cr.results):
-                    store.add_measurement(
-                        campaign, r,
-                        {"policy": policy, "n": n, "copy": s.copy, "cpus": list(s.cpus),
-                         "mem_node": s.mem_node, "start_spread_ns": cr.start_spread_ns},
-                        rep=rep, label=f"{policy}/n={n}",
-                    )
-                samples[(policy, n)].append(throughput_of(config.workload, cr.results))
-                spreads[(policy, n)].append(cr.start_spread_ns)
-            if console is not None:
-                console.print(f"round {rep + 1}/{config.reps} done ({len(order)} points)", highlight=False)
-        fork_rows = None
-        if config.fork_master:
-            fork_rows = _fork_scan(config, executor, store, campaign, topology, ns, rng, fork_samples, notes)
-        scans = [_scan(p, ns, samples, spreads) for p in policies]
-        best = max(scans, key=lambda s: s.optimum_throughput)
-        result = InstancesResult(
-            campaign_id=campaign, unit=unit_of(config.workload), ns=ns, scans=scans,
-            optimum_n=best.optimum_n, optimum_throughput=best.optimum_throughput,
-            optimum_policy=best.policy, fork=fork_rows, notes=notes,
-            elapsed_s=time.monotonic() - started,
-        )
-        store.finish_campaign(campaign, "done", summary=result.as_dict())
-        return result
-    except KeyboardInterrupt:
-        store.finish_campaign(campaign, "interrupted")
-        raise
-    except BaseException:
-        store.finish_campaign(campaign, "failed")
-        raise
+    points: list[tuple[str, Any, int]] = [("scan", p, n) for p in d.policies for n in d.ns]
+    if d.fork_events is not None:
+        points += [("fork", mode, n) for mode in ("no-numa", "numa") for n in d.ns]
+    specs: list[RunSpec] = []
+    for rnd in range(config.reps):
+        order = list(points)
+        rng.shuffle(order)
+        for kind, what, n in order:
+            if kind == "fork":
+                specs.extend(_fork_specs(config, topology, what, n, d.fork_events, rnd))
+                continue
+            slots = placement.plan(topology, n, what, numa_pin=config.numa_pin,
+                                   threads=config.threads_per_copy)
+            specs.extend(config.workload.spec(
+                cpus=s.affinity, mem_node=s.mem_node, timeout=config.timeout, label=f"{what}/n={n}",
+                sample_pss=True, perf_events=counters,
+                params={"policy": what, "n": n, "copy": s.copy, "round": rnd}) for s in slots)
+    return specs
 
 
-def _scan(policy: str, ns: Sequence[int], samples, spreads) -> PolicyScan:
-    from perflab.stats import bootstrap_median_ci, median
+@dataclass
+class Run:
+    """One stored copy: its design key and what it measured (a store Measurement fits too)."""
 
+    params: dict
+    result: RunResult
+
+
+def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResult:
+    """Run every point's copies together through the session (stored as they finish), analyse."""
+    d = design(config, machine.topology)
+    specs = plan(config, machine)
+    runs: list[Run] = []
+    batches = [list(g) for _, g in groupby(specs, key=lambda s: (s.params["round"], s.label))]
+    for i, batch in enumerate(batches):
+        rnd = batch[0].params["round"]
+        out = session.run_concurrent(batch, rep=rnd, gate=True)
+        runs.extend(Run(dict(s.params), r) for s, r in zip(batch, out.results))
+        if i + 1 == len(batches) or batches[i + 1][0].params["round"] != rnd:
+            session.say(f"round {rnd + 1}/{config.reps} done")
+    result = analyse(config, runs, d.ns, d.policies)
+    has_pmu, why = pmu(machine)
+    result.notes = d.notes + result.notes + ([] if has_pmu else [
+        f"IPC and last-level-cache misses per event not measured: {why}"])
+    for row in result.fork or []:
+        masters = placement.fork_masters(machine.topology, row.n)
+        shares = placement.apportion(d.fork_events, [w for _, w, _ in masters])
+        row.masters = [[node, w, e] for (node, w, _), e in zip(masters, shares)]
+    if not result.failed:
+        slots = placement.plan(machine.topology, result.optimum_n, result.optimum_policy,
+                               numa_pin=config.numa_pin, threads=config.threads_per_copy)
+        nodes = {s.copy: s.mem_node if s.mem_node is not None else
+                 machine.topology.cpu(s.cpus[0]).node if s.cpus else "any" for s in slots}
+        result.memory = memory_at(runs, nodes, result.optimum_policy, result.optimum_n)
+    return result
+
+
+def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | None = None,
+            policies: Sequence[str] | None = None) -> InstancesResult:
+    """Throughput per point, its CI, optimum and knee per policy; fork rows and verdict. Pure."""
+    wl = config.workload
+    work = work_metric(wl)
+    scan_pts = points_of(runs, "policy")
+    ns = list(ns) if ns is not None else sorted({n for _, n, _ in scan_pts})
+    policies = list(policies) if policies is not None else list(dict.fromkeys(p for p, _, _ in scan_pts))
+    failures: dict[str, int] = {}
+    for r in runs:
+        if not r.result.ok:
+            reason = r.result.failure or "failed"
+            failures[reason] = failures.get(reason, 0) + 1
+    acc: dict[tuple[str, int], dict[str, list[float]]] = {}
+    failed_pts: dict[tuple[str, int], int] = {}
+    for (policy, n, _rnd), point in sorted(scan_pts.items(), key=lambda kv: kv[0][2]):
+        results = [r.result for r in point]
+        tp, why = point_throughput(results, work)
+        if tp is None:
+            failed_pts[(policy, n)] = failed_pts.get((policy, n), 0) + 1
+            if why and why.startswith("no "):
+                failures[why] = failures.get(why, 0) + 1
+            continue
+        a = acc.setdefault((policy, n), {k: [] for k in ("tp", "own", "spread", "pss", "ipc", "llc")})
+        a["tp"].append(tp)
+        a["own"].extend(float(r.metrics[wl.primary_metric]) for r in results
+                        if wl.primary_metric and wl.primary_metric in r.metrics)
+        a["pss"].extend(float(r.metrics["pss_kb"]) for r in results if "pss_kb" in r.metrics)
+        a["ipc"].extend(counter_ratio(results, "instructions", "cycles"))
+        a["llc"].extend(counter_ratio(results, "LLC-load-misses", work))
+        spread = results[0].health.get("start_spread_ns")
+        if spread is not None:
+            a["spread"].append(float(spread))
+    scans = [_scan(p, ns, acc, failed_pts) for p in policies]
+    done = [s for s in scans if s.optimum_n is not None]
+    best = max(done, key=lambda s: s.optimum_throughput) if done else None
+    fork = fork_rows(ns, points_of(runs, "mode"), work) if config.fork_master else None
+    notes = []
+    if failures:
+        notes.append(f"{sum(failures.values())} runs failed or gave no result and are left out: "
+                     + ", ".join(f"{k} x{v}" for k, v in failures.items()))
+    return InstancesResult(
+        unit=unit_of(wl), ns=list(ns), scans=scans, optimum_n=best.optimum_n if best else None,
+        optimum_throughput=best.optimum_throughput if best else None,
+        optimum_policy=best.policy if best else None, own_metric=wl.primary_metric,
+        fork=fork, fork_verdict=fork_verdict(fork) if fork else None, failures=failures, notes=notes,
+        level=median_ci(range(config.reps)).level,
+    )
+
+
+def _scan(policy: str, ns: Sequence[int], acc, failed_pts) -> PolicyScan:
     points: list[Point] = []
     prev: Point | None = None
     for n in ns:
-        xs = samples[(policy, n)]
-        lo, hi = bootstrap_median_ci(xs) if len(xs) >= 2 else (xs[0], xs[0])
+        a = acc.get((policy, n))
+        failed = failed_pts.get((policy, n), 0)
+        if not a:
+            points.append(Point(n, None, None, None, 0, failed))
+            continue
+        xs = a["tp"]
         t = median(xs)
         gain = None if prev is None else (t - prev.throughput) / (n - prev.n)
-        pt = Point(n, t, lo, hi, len(xs), t / n, gain, median(spreads[(policy, n)]) / 1e3, list(xs))
+        pt = Point(n, t, median_ci(xs), t / n, len(xs), failed, gain,
+                   median(a["own"]) if a["own"] else None,
+                   median(a["spread"]) / 1e3 if a["spread"] else None, list(xs),
+                   median(a["pss"]) if a["pss"] else None, median(a["ipc"]) if a["ipc"] else None,
+                   median(a["llc"]) if a["llc"] else None)
         points.append(pt)
         prev = pt
-    best = max(points, key=lambda p: p.throughput)
-    within = min((p for p in points if p.throughput >= (1 - WITHIN) * best.throughput), key=lambda p: p.n)
+    ok = [p for p in points if p.throughput is not None]
+    if not ok:
+        return PolicyScan(policy, points, None, None, None)
+    top = max(ok, key=lambda p: p.throughput)
+    within = min((p for p in ok if p.throughput >= (1 - WITHIN) * top.throughput), key=lambda p: p.n)
     # Every repetition is a point of the fit, so 4 values of N with 3 reps are enough for a knee.
-    from perflab.stats import knee
-
-    xs = [float(p.n) for p in points for _ in p.samples]
-    ys = [x for p in points for x in p.samples]
+    xs = [float(p.n) for p in ok for _ in p.samples]
+    ys = [x for p in ok for x in p.samples]
     k = knee(xs, ys) if len(set(xs)) >= 3 else None
-    return PolicyScan(policy, points, best.n, best.throughput, within.n, knee_n=None if k is None else k.x)
-
-
-def _fork_scan(config, executor, store, campaign, topology, ns, rng, fork_samples, notes) -> list[ForkRow]:
-    """One unbound master forking N vs one bound master per NUMA node forking its share."""
-    from perflab.stats import median, ratio_of_medians
-
-    nodes = placement.numa_nodes_with_cpus(topology)
-    if len(nodes) == 1:
-        notes.append("fork-master: 1 NUMA node, so 'NUMA' is one master bound to that node "
-                     "(the gain measures binding alone)")
-    points = [(mode, n) for mode in ("no-numa", "numa") for n in ns]
-    for rep in range(config.reps):
-        order = list(points)
-        rng.shuffle(order)
-        for mode, n in order:
-            if mode == "no-numa":
-                specs = [config.workload.spec(argv=_fork_argv(config.workload, n), timeout=config.timeout,
-                                              params={"mode": mode, "n": n, "master": 0})]
-                where = [(None, n)]
-            else:
-                masters = placement.fork_masters(topology, n)
-                specs = [config.workload.spec(argv=_fork_argv(config.workload, share), cpus=cpus,
-                                              mem_node=node, timeout=config.timeout,
-                                              params={"mode": mode, "n": n, "master": i})
-                         for i, (node, share, cpus) in enumerate(masters)]
-                where = [(node, share) for node, share, _ in masters]
-            cr = executor.run_concurrent(specs, gate=True)
-            for i, ((node, share), r) in enumerate(zip(where, cr.results)):
-                store.add_measurement(campaign, r, {"mode": mode, "n": n, "master": i, "node": node,
-                                                    "workers": share}, rep=rep, label=f"fork-{mode}/n={n}")
-            fork_samples.setdefault((mode, n), []).append(throughput_of(config.workload, cr.results))
-    rows = []
-    for n in ns:
-        a = median(fork_samples[("no-numa", n)])
-        b = median(fork_samples[("numa", n)])
-        masters = [(node, share) for node, share, _ in placement.fork_masters(topology, n)]
-        row = ForkRow(n, a, b, b / a if a else float("nan"), masters)
-        if config.reps >= 2:
-            r = ratio_of_medians(fork_samples[("numa", n)], fork_samples[("no-numa", n)], seed=config.seed)
-            row.gain_lo, row.gain_hi = r.lo, r.hi
-        rows.append(row)
-    return rows
-
-
-SPARK = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: Sequence[float]) -> str:
-    if not values:
-        return ""
-    lo, hi = min(values), max(values)
-    span = hi - lo or 1.0
-    return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * (len(SPARK) - 1) + 0.5))] for v in values)
-
-
-def render(result: InstancesResult, console, workload_name: str = "") -> None:
-    from rich.table import Table
-
-    for note in result.notes:
-        console.print(f"note: {note}", highlight=False)
-    from rich.markup import escape
-
-    table = Table(title=escape(f"perflab instances {workload_name}: aggregate throughput [{result.unit}]"),
-                  title_justify="left")
-    table.add_column("N", justify="right")
-    for scan in result.scans:
-        table.add_column(f"{scan.policy} (95% CI)", justify="right")
-        table.add_column("gain/copy", justify="right")
-    table.add_column("start spread", justify="right")
-    for i, n in enumerate(result.ns):
-        row = [str(n)]
-        for scan in result.scans:
-            p = scan.points[i]
-            mark = "*" if n == scan.optimum_n else ""
-            row.append(f"{_fmt(p.throughput)} ({_fmt(p.lo, 3)}-{_fmt(p.hi, 3)}){mark}")
-            row.append("" if p.gain_per_copy is None else _fmt(p.gain_per_copy, sign=True))
-        row.append(f"{result.scans[0].points[i].start_spread_us:.0f} us")
-        table.add_row(*row)
-    console.print(table)
-    for scan in result.scans:
-        console.print(
-            f"{scan.policy:>8}: {sparkline([p.throughput for p in scan.points])}  optimum N = {scan.optimum_n} "
-            f"({_fmt(scan.optimum_throughput)} {result.unit}); smallest N within 1%: {scan.within_1pct_n}"
-            + (f"; knee at N = {scan.knee_n:g}" if scan.knee_n is not None else ""),
-            highlight=False,
-        )
-    console.print(f"best: policy {result.optimum_policy}, N = {result.optimum_n}, "
-                  f"{_fmt(result.optimum_throughput)} {result.unit}", highlight=False)
-    if result.fork:
-        ft = Table(title="fork-master: one unbound master vs one bound master per NUMA node", title_justify="left")
-        for col in ("workers", f"{result.unit} no NUMA", f"{result.unit} NUMA", "NUMA gain (95% CI)", "masters (node:workers)"):
-            ft.add_column(col, justify="right")
-        for r in result.fork:
-            ci = f" ({r.gain_lo:.3f}-{r.gain_hi:.3f})" if r.gain_lo is not None else ""
-            ft.add_row(str(r.n), _fmt(r.no_numa), _fmt(r.numa), f"{r.gain:.3f}{ci}",
-                       " ".join(f"{node}:{w}" for node, w in r.masters))
-        console.print(ft)
-
-
-def _fmt(x: float, digits: int = 4, sign: bool = False) -> str:
-    return f"{x:+.{digits}g}" if sign else f"{x:.{digits}g}"
-
-
-def render_plans(topology: Topology, ns: Sequence[int], policies: Sequence[str], console,
-                 numa_pin: bool = False) -> None:
-    """The placement of every copy for each policy and N, without running anything."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from perflab.platform.sysfs import format_cpulist
-
-    nodes = placement.numa_nodes_with_cpus(topology)
-    console.print(f"{len(placement.usable_cpus(topology))} usable CPUs, {len(topology.cores)} cores, "
-                  f"{len(topology.sockets)} sockets, NUMA nodes {', '.join(map(str, nodes))}", highlight=False)
-    for policy in policies:
-        table = Table(title=f"policy {policy}", title_justify="left")
-        table.add_column("N", justify="right")
-        table.add_column(escape("copy:cpus [mem node]"))
-        for n in ns:
-            slots = placement.plan(topology, n, policy, numa_pin=numa_pin)
-            cells = []
-            for s in slots:
-                where = format_cpulist(s.cpus) if s.cpus else "any"
-                cells.append(f"{s.copy}:{where}" + (f"[m{s.mem_node}]" if s.mem_node is not None else ""))
-            notes = placement.plan_notes(topology, n, policy)
-            table.add_row(str(n), escape("  ".join(cells) + (f"  ({'; '.join(notes)})" if notes else "")))
-        console.print(table)
+    return PolicyScan(policy, points, top.n, top.throughput, within.n,
+                      knee_n=None if k is None else k.x)

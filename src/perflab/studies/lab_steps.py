@@ -127,7 +127,7 @@ def instances_step(ctx: LabContext) -> Step:
     ncpu = len(os.sched_getaffinity(0))
     ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
     config = instances.InstancesConfig(workload=wl, ns=ns, reps=1 if q else 3,
-                                       fork_master=wl.fork_arg is not None, seed=ctx.config.seed)
+                                       fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
     return _shaped(instances, config, _executor_bound(ctx, instances.run_instances))
 
 
@@ -181,8 +181,8 @@ def slowest_event(ctx: LabContext) -> tuple[int, float] | None:
 
 @step("profile")
 def profile_step(ctx: LabContext) -> Step:
+    from perflab.measure.window import Window
     from perflab.studies import profile
-    from perflab.studies.profile_window import Window
 
     slow = slowest_event(ctx)
     if slow is not None:
@@ -205,7 +205,7 @@ def frontend_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
     config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
                                points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
-                               reps=2 if q else 3, perf_span=not q, seed=ctx.config.seed)
+                               reps=10, perf_span=not q, seed=ctx.config.seed)
     return _shaped(fe, config, _executor_bound(ctx, fe.run_frontend))
 
 

@@ -1,27 +1,33 @@
 """What do single operations cost per ABI? (seeds 000, 002, 003)
 
-One C driver (perflab/kernels/micro/micro.c) holds every benchmark; it is built once per ABI
-(-m64, -m32, -mx32 where this kernel runs it) through the build cache and prints ns per
-operation over a timed loop. Each (benchmark, ABI) pair runs once per round, in an order
-shuffled anew each round, so drift spreads over all pairs. Per pair: the median ns/op with a
-bootstrap CI over the rounds; per benchmark: every other ABI against -m64 as the ratio of
-medians with its bootstrap CI, shown as a percentage difference (seed 002's figure), with a
-Mann-Whitney p-value, Holm-corrected over the benchmarks, and Cliff's delta.
-Cycles per op are added where hardware counters exist (perf stat, whole process).
+One C driver (perflab/kernels/micro) holds every benchmark; it is built once per ABI (-m64,
+-m32, -mx32 where this kernel runs it) and prints ns per operation over a timed loop. Each round
+runs every (benchmark, ABI) pair once in an order shuffled anew (seeded: a resumed campaign
+replans the same order), so drift spreads over all pairs. Per pair: the median ns/op with its
+order-statistic CI (stats.median_ci, with the level it reaches). Per benchmark, each ABI against
+-m64: the median of the per-round ratios (both ran in the same round) with its order-statistic
+CI, shown as a percentage (seed 002's figure), a Mann-Whitney p-value Holm-corrected over the
+benchmarks, and Cliff's delta. Seed 000's malloc threshold is measured per ABI (initial and
+dynamic maximum) beside its formula 4*1024*1024*sizeof(long). Cycles per op where the PMU counts.
 """
 
 from __future__ import annotations
 
 import random
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from math import comb
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from perflab.errors import PerflabError
-from perflab.model import MetricPattern, RunSpec
+from perflab.kernels.micro import build_micro
+from perflab.model import MetricPattern, RunResult, RunSpec
+from perflab.platform import probes
 from perflab.platform.sysfs import Root
+from perflab.stats import CI, cliffs_delta, holm, mann_whitney, median, median_ci
 
+NAME = "micro"
+PROGRAM = "micro-{abi}"  # stands for the ABI's built driver in a plan made before the builds
 # name -> (iterations per run at scale 1, what one op is)
 BENCHES: dict[str, tuple[int, str]] = {
     "getpid": (100_000, "raw getpid system call, syscall(SYS_getpid)"),
@@ -35,8 +41,8 @@ BENCHES: dict[str, tuple[int, str]] = {
     "fprintf": (10_000_000, "fprintf() of 1 byte (buffered)"),
     "fprintf_fflush": (50_000, "fprintf() + fflush() of 1 byte"),
     "write_osync": (100, "write() of 1 byte, file opened O_SYNC"),
-    "malloc_small": (20_000, "malloc+touch+free of 64 KiB (below the 128 KiB mmap threshold)"),
-    "malloc_large": (10_000, "malloc+touch+free of 1 MiB (above the mmap threshold)"),
+    "malloc_small": (20_000, "malloc+touch+free of 64 KiB from the heap (mmap threshold fixed at 128 KiB)"),
+    "malloc_large": (10_000, "malloc+touch+free of 1 MiB by mmap (mmap threshold fixed at 128 KiB)"),
     "shm": (1, "one 4 KiB page written and read through SysV shm segments attached in turn"),
 }
 DEFAULT_BENCHES = tuple(b for b in BENCHES if b != "shm")
@@ -52,13 +58,16 @@ _METRICS = (
                   r"brk_growth_bytes=(?P<brk_growth_bytes>-?\d+) batch=(?P<batch>\d+)"),
     MetricPattern(r"total_bytes=(?P<shm_total_bytes>\d+) touched_bytes=(?P<shm_touched_bytes>\d+)"),
 )
+_THRESHOLD = (MetricPattern(r"sizeof_long=(?P<sizeof_long>\d+) initial_low=(?P<initial_low>\d+) "
+                            r"initial_high=(?P<initial_high>\d+) dynamic_max_low=(?P<dynamic_max_low>\d+) "
+                            r"dynamic_max_high=(?P<dynamic_max_high>\d+) formula=(?P<formula>\d+)"),)
 
 
 @dataclass(frozen=True)
 class MicroConfig:
     benches: tuple[str, ...] = DEFAULT_BENCHES
     abis: tuple[str, ...] = ABIS
-    reps: int = 10  # rounds; each runs every (bench, ABI) once, shuffled
+    reps: int = 10  # rounds (each runs every pair once): 98 % medians' CIs, Holm can pass at 13 benches
     scale: float = 1.0  # multiplies every benchmark's iteration count
     io_dir: str = "."  # where the I/O benchmarks create their temporary file
     shm: str = "auto"  # "on", "off", or "auto": on when memory is plentiful
@@ -87,18 +96,29 @@ class MicroConfig:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "MicroConfig":
+        d = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        for key in ("benches", "abis"):
+            if key in d:
+                d[key] = tuple(d[key])
+        return cls(**d)
+
+
+Config = MicroConfig
+
 
 @dataclass
 class Cell:
     bench: str
     abi: str
     n: int
-    median_ns: float
-    lo_ns: float
-    hi_ns: float
-    ops_per_s: float
+    median_ns: float | None  # None: every run failed
+    ci: CI | None
+    ops_per_s: float | None
     cycles_per_op: float | None = None
     extra: dict[str, float] = field(default_factory=dict)  # medians of malloc/shm metrics
+    failed: int = 0
 
 
 @dataclass
@@ -106,10 +126,9 @@ class AbiDiff:
     bench: str
     abi: str  # compared against base
     base: str
-    pct: float  # (median abi / median base - 1) * 100: positive = slower than base
-    lo_pct: float
-    hi_pct: float
-    p_value: float
+    pct: float  # (median of per-round abi/base ratios - 1) * 100: positive = slower than base
+    ci_pct: CI  # of that percentage (order-statistic CI of the ratios' median, with its level)
+    p_value: float  # Mann-Whitney, two-sided
     p_adjusted: float | None = None
     effect_size: float = 0.0  # Cliff's delta
     significant: bool = False
@@ -117,32 +136,30 @@ class AbiDiff:
 
 @dataclass
 class MicroResult:
-    campaign_id: int | None
-    abis: list[str]
-    skipped: dict[str, str]  # ABI or bench -> one-line reason
+    abis: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # ABI or bench -> one-line reason
     cells: list[Cell] = field(default_factory=list)
     diffs: list[AbiDiff] = field(default_factory=list)
+    thresholds: dict[str, dict[str, int]] = field(default_factory=dict)  # ABI -> seed 000's probe
+    failures: dict[str, int] = field(default_factory=dict)  # why -> runs left out
+    runs: int = 0
     notes: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
+    campaign_id: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-
-def source() -> Path:
-    return Path(__file__).resolve().parents[1] / "kernels" / "micro" / "micro.c"
-
-
-def build_micro(abi: str):
-    from perflab.kernels.build import build
-
-    return build([source()], f"micro_{abi}", compiler="gcc", cflags=("-O2", f"-{abi}"), ldflags=("-lm",))
+    @classmethod
+    def from_dict(cls, d: dict) -> "MicroResult":
+        d = dict(d)
+        d["cells"] = [Cell(**{**c, "ci": CI.from_dict(c["ci"]) if c.get("ci") else None})
+                      for c in d.get("cells", [])]
+        d["diffs"] = [AbiDiff(**{**x, "ci_pct": CI.from_dict(x["ci_pct"])}) for x in d.get("diffs", [])]
+        return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})
 
 
 def usable_abis(wanted: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
     """The ABIs this machine builds and runs, and one line for each it cannot."""
-    from perflab.platform import probes
-
     ok, skipped = [], {}
     for abi in wanted:
         if abi == "m64":
@@ -184,199 +201,137 @@ def shm_plan(config: MicroConfig, mode: str, root: Root = Root("/")) -> tuple[bo
     return True, total, f"shm: {total / 2**30:.2f} GiB through {SHM_SEGMENT >> 20} MiB segments"
 
 
-def run_micro(config: MicroConfig, executor, store, console=None) -> MicroResult:
-    """Build per ABI, run shuffled rounds of every (bench, ABI), summarise and compare ABIs."""
-    from perflab.platform import probes
+def plan(config: MicroConfig, machine: Any, abis: list[str] | None = None,
+         benches: list[str] | None = None, shm_total: int = 0, cycles: bool = False,
+         paths: dict[str, str] | None = None) -> list[RunSpec]:
+    """Every (round, bench, ABI) run, each round shuffled by a generator seeded from config."""
+    abis = list(config.abis if abis is None else abis)
+    benches = [b for b in config.benches if b != "shm"] if benches is None else benches
+    rng = random.Random(config.seed)
+    specs = []
+    for rnd in range(config.reps):
+        # shm touches gigabytes: two rounds show its cost without paging the machine for minutes
+        order = [(b, a) for b in benches for a in abis if not (b == "shm" and rnd >= 2)]
+        rng.shuffle(order)
+        for bench, abi in order:
+            argv = [(paths or {}).get(abi, PROGRAM.format(abi=abi)), "--bench", bench, "--iters", str(config.iters(bench)),
+                    "--dir", config.io_dir]
+            if bench == "shm":
+                argv += ["--total", str(shm_total), "--size", str(min(SHM_SEGMENT, shm_total))]
+            specs.append(RunSpec(argv=tuple(argv), metrics=_METRICS, timeout=config.timeout,
+                                 perf_events=("cycles",) if cycles else None, label=f"{bench} {abi}",
+                                 params={"bench": bench, "abi": abi, "round": rnd}))
+    return specs
 
-    started = time.monotonic()
-    say = (lambda msg: console.print(msg, highlight=False)) if console is not None else (lambda msg: None)
+
+def execute(config: MicroConfig, session: Any, machine: Any) -> MicroResult:
+    """Build per ABI, probe the malloc threshold, run the plan through the session, analyse."""
     abis, skipped = usable_abis(config.abis)
-    for abi, why in skipped.items():
-        say(f"{abi}: {why}; skipped")
     if not abis:
         raise PerflabError("no requested ABI runs here: add --abi m64")
     benches = [b for b in config.benches if b != "shm"]
     # naming shm among the benchmarks asks for it as --shm on does
     shm_mode = "on" if "shm" in config.benches else config.shm
     run_shm, shm_total, why = shm_plan(config, shm_mode)
-    say(why)
     if run_shm:
         benches.append("shm")
     elif shm_mode != "off":
         skipped["shm"] = why
     if not benches:
         raise PerflabError("no benchmark left to run: choose --bench names or --shm on")
-    binaries = {abi: build_micro(abi).path for abi in abis}
-    counters = probes.hw_counters()
-    events = ("cycles",) if counters.available else None
-    result = MicroResult(None, abis, skipped)
-    if not counters.available:
-        result.notes.append(f"cycles per op: {counters.reason}; ns per op only")
-
-    campaign = store.start_campaign("micro", config.as_dict(), host_id=_add_host(store))
-    result.campaign_id = campaign
-    samples: dict[tuple[str, str], list] = {}
-    rng = random.Random(config.seed)
-    try:
-        for rep in range(config.reps):
-            order = [(b, a) for b in benches for a in abis if not (b == "shm" and rep >= 2)]
-            rng.shuffle(order)
-            for bench, abi in order:
-                argv = [str(binaries[abi]), "--bench", bench, "--iters", str(config.iters(bench)),
-                        "--dir", config.io_dir]
-                if bench == "shm":
-                    argv += ["--total", str(shm_total), "--size", str(min(SHM_SEGMENT, shm_total))]
-                spec = RunSpec(argv=tuple(argv), metrics=_METRICS, perf_events=events,
-                               timeout=config.timeout, label=f"{bench} {abi}")
-                res = executor.run(spec)
-                store.add_measurement(campaign, res, {"bench": bench, "abi": abi}, rep=rep,
-                                      label=f"{bench}-{abi}")
-                if not res.ok or "ns_per_op" not in res.metrics:
-                    tail = (res.stderr_tail or res.stdout_tail).strip().splitlines()
-                    raise PerflabError(f"micro benchmark {bench} ({abi}) failed: "
-                                       f"{tail[-1] if tail else 'exit ' + str(res.exit_code)}")
-                samples.setdefault((bench, abi), []).append(res)
-            say(f"round {rep + 1}/{config.reps} done")
-        result.cells, result.diffs = analyse(samples, benches, abis)
-        if len(abis) > 1:
-            from math import comb
-
-            # Mann-Whitney's smallest two-sided p with n vs n samples is 2 / C(2n, n); Holm
-            # multiplies it by the number of benchmarks compared
-            floor = min(1.0, 2 / comb(2 * config.reps, config.reps) * len(benches))
-            if floor >= 0.05:
-                result.notes.append(f"with {config.reps} reps no difference can reach p < 0.05 after "
-                                    f"Holm's correction over {len(benches)} benchmarks (smallest "
-                                    f"possible {floor:.2g}): use --reps 10 for significance marks")
-        result.elapsed_s = time.monotonic() - started
-        store.finish_campaign(campaign, "done", summary=result.as_dict())
-    except KeyboardInterrupt:
-        store.finish_campaign(campaign, "interrupted")
-        raise
-    except BaseException:
-        store.finish_campaign(campaign, "failed")
-        raise
+    paths = {abi: str(build_micro(abi).path) for abi in abis}
+    pmu = (machine.metadata or {}).get("probes", {}).get("hw_counters") or {
+        "available": probes.hw_counters().available, "reason": probes.hw_counters().reason}
+    notes = [] if pmu["available"] else [f"cycles per op: {pmu['reason']}; ns per op only"]
+    if run_shm:
+        notes.append(why)
+    runs: list[tuple[dict, RunResult]] = []
+    for abi in abis:
+        spec = RunSpec(argv=(paths[abi], "--bench", "mmap_threshold", "--iters", "1"), metrics=_THRESHOLD,
+                       timeout=60, label=f"mmap_threshold {abi}", params={"probe": "mmap_threshold", "abi": abi})
+        runs.append((dict(spec.params), session.run(spec)))
+    specs = plan(config, machine, abis, benches, shm_total, bool(pmu["available"]), paths)
+    for i, spec in enumerate(specs):
+        runs.append((dict(spec.params), session.run(spec, rep=spec.params["round"])))
+        if (i + 1) % max(1, len(specs) // config.reps) == 0:
+            session.say(f"{i + 1}/{len(specs)} runs")
+    result = analyse(config, runs, abis)
+    result.skipped.update(skipped)
+    result.notes = notes + result.notes
     return result
 
 
-def analyse(samples: dict, benches: list[str], abis: list[str]) -> tuple[list[Cell], list[AbiDiff]]:
-    """Median ns/op with bootstrap CI per (bench, ABI); each ABI against m64 (or the first)."""
-    from perflab.stats import bootstrap_median_ci, compare, holm, median
-
-    cells: list[Cell] = []
+def analyse(config: MicroConfig, runs: Iterable[tuple[dict, RunResult]],
+            abis: list[str] | None = None) -> MicroResult:
+    """Cells per (bench, ABI), paired ABI ratios against m64 with Holm, thresholds (pure)."""
+    abis = list(abis or config.abis)
+    result = MicroResult(abis=abis)
+    ok: dict[tuple[str, str], dict[int, RunResult]] = {}
+    failed: dict[tuple[str, str], int] = {}
+    for params, res in runs:
+        if params.get("probe") == "mmap_threshold":
+            if res.ok and "formula" in res.metrics:
+                result.thresholds[params["abi"]] = {k: int(v) for k, v in res.metrics.items()}
+            continue
+        result.runs += 1
+        key = (params["bench"], params["abi"])
+        if not res.ok or "ns_per_op" not in res.metrics:
+            why = res.failure or "no ns_per_op in the output"
+            result.failures[why] = result.failures.get(why, 0) + 1
+            failed[key] = failed.get(key, 0) + 1
+        else:
+            ok.setdefault(key, {})[params.get("round", 0)] = res
+    benches = list(dict.fromkeys(b for b, _ in list(ok) + list(failed)))
     for bench in benches:
         for abi in abis:
-            runs = samples.get((bench, abi), [])
-            if not runs:
+            got = list(ok.get((bench, abi), {}).values())
+            if not got and (bench, abi) not in failed:
                 continue
-            ns = [r.metrics["ns_per_op"] for r in runs]
-            lo, hi = bootstrap_median_ci(ns) if len(ns) > 1 else (ns[0], ns[0])
-            cyc = None
-            if all("cycles" in r.counters for r in runs):
-                cyc = float(median([r.counters["cycles"] / r.metrics["ops"] for r in runs]))
-            extra = {}
-            for key in ("minflt_per_op", "mmap_blocks", "brk_growth_bytes", "shm_total_bytes"):
-                vals = [r.metrics[key] for r in runs if key in r.metrics]
-                if vals:
-                    extra[key] = float(median(vals))
-            cells.append(Cell(bench, abi, len(ns), float(median(ns)), float(lo), float(hi),
-                              float(median([r.metrics["ops_per_s"] for r in runs])), cyc, extra))
-    diffs: list[AbiDiff] = []
+            result.cells.append(_cell(bench, abi, got, failed.get((bench, abi), 0)))
     base = "m64" if "m64" in abis else abis[0]
-    for abi in abis:
-        if abi == base:
-            continue
+    for abi in [a for a in abis if a != base]:
+        mine = []
         for bench in benches:
-            a = [r.metrics["ns_per_op"] for r in samples.get((bench, abi), [])]
-            b = [r.metrics["ns_per_op"] for r in samples.get((bench, base), [])]
-            if len(a) < 2 or len(b) < 2:
+            a, b = ok.get((bench, abi), {}), ok.get((bench, base), {})
+            pairs = [a[k].metrics["ns_per_op"] / b[k].metrics["ns_per_op"] for k in sorted(set(a) & set(b))]
+            if len(a) < 2 or len(b) < 2 or len(pairs) < 2:
                 continue
-            c = compare(a, b)
-            diffs.append(AbiDiff(bench, abi, base, (c.ratio - 1) * 100, (c.lo - 1) * 100,
-                                 (c.hi - 1) * 100, c.p_value, effect_size=c.effect_size))
-        mine = [d for d in diffs if d.abi == abi]
+            xa = [r.metrics["ns_per_op"] for r in a.values()]
+            xb = [r.metrics["ns_per_op"] for r in b.values()]
+            ci = median_ci(pairs)
+            mine.append(AbiDiff(bench, abi, base, (median(pairs) - 1) * 100,
+                                CI((ci.low - 1) * 100, (ci.high - 1) * 100, ci.level),
+                                mann_whitney(xa, xb)[1], effect_size=cliffs_delta(xa, xb)))
         for d, p in zip(mine, holm([d.p_value for d in mine])):
             d.p_adjusted = p
-            d.significant = p < 0.05 and (d.lo_pct > 0 or d.hi_pct < 0)
-    return cells, diffs
+            d.significant = p < 0.05 and not d.ci_pct.contains(0.0)
+        result.diffs += mine
+    if len(abis) > 1 and benches:
+        # Mann-Whitney's smallest two-sided p with n vs n samples is 2 / C(2n, n); Holm
+        # multiplies it by the number of benchmarks compared
+        floor = min(1.0, 2 / comb(2 * config.reps, config.reps) * len(benches))
+        if floor >= 0.05:
+            result.notes.append(f"with {config.reps} reps no difference can reach p < 0.05 after Holm's "
+                                f"correction over {len(benches)} benchmarks (smallest possible {floor:.2g}): "
+                                "use --reps 10 for significance marks")
+    levels = [c.ci.level for c in result.cells if c.ci is not None and c.n > 1]
+    if levels and min(levels) < 0.90:
+        result.notes.append(f"with {config.reps} rounds a median's interval reaches only {min(levels):.0%} "
+                            "confidence: use --reps 5 or more for 90 %")
+    return result
 
 
-def _add_host(store) -> int | None:
-    try:
-        from perflab.platform.metadata import collect
-
-        metadata = collect()
-    except Exception:  # noqa: BLE001 - metadata is context, never a reason to lose a study
-        metadata = {}
-    return store.add_host(metadata, None)
-
-
-def _ns(x: float) -> str:
-    if x >= 1e6:
-        return f"{x / 1e6:.3g} ms"
-    if x >= 1e3:
-        return f"{x / 1e3:.3g} µs"
-    return f"{x:.3g} ns"
-
-
-def render(result: MicroResult, console) -> None:
-    from rich.table import Table
-
-    table = Table(title="perflab micro: time per operation, median [95% CI]")
-    table.add_column("operation")
-    for abi in result.abis:
-        table.add_column(f"-{abi}", justify="right")
-    base = "m64" if "m64" in result.abis else result.abis[0]
-    others = [a for a in result.abis if a != base]
-    for abi in others:
-        table.add_column(f"-{abi} vs -{base}", justify="right")
-    cells = {(c.bench, c.abi): c for c in result.cells}
-    diffs = {(d.bench, d.abi): d for d in result.diffs}
-    for bench in dict.fromkeys(c.bench for c in result.cells):
-        row = [bench]
-        for abi in result.abis:
-            c = cells.get((bench, abi))
-            if c is None:
-                row.append("-")
-                continue
-            text = f"{_ns(c.median_ns)} [{_ns(c.lo_ns)}, {_ns(c.hi_ns)}]"
-            if c.cycles_per_op is not None:
-                text += f" {c.cycles_per_op:.1f} cyc"
-            row.append(text)
-        for abi in others:
-            d = diffs.get((bench, abi))
-            row.append("-" if d is None else
-                       f"{d.pct:+.1f}% [{d.lo_pct:+.1f}, {d.hi_pct:+.1f}]{' *' if d.significant else ''}")
-        table.add_row(*row)
-    console.print(table)
-    if others:
-        console.print(f"+N% = slower than -{base}; * = significant (Mann-Whitney, Holm-corrected "
-                      "p < 0.05, CI excludes 0)", highlight=False)
-    io = [c for c in result.cells if c.bench in IO_BENCHES]
-    if io:
-        t = Table(title="file output, one byte per operation (operations per second)")
-        t.add_column("method")
-        for abi in result.abis:
-            t.add_column(f"-{abi} ops/s", justify="right")
-        for bench in [b for b in IO_BENCHES if any(c.bench == b for c in io)]:
-            t.add_row(bench, *[f"{cells[(bench, a)].ops_per_s:,.0f}" if (bench, a) in cells else "-"
-                               for a in result.abis])
-        console.print(t)
-    mal = [c for c in result.cells if c.bench.startswith("malloc")]
-    if mal:
-        t = Table(title="malloc below and above the mmap threshold (per malloc+touch+free)")
-        for col in ("operation", "ABI", "time", "page faults/op", "mmap'd blocks (of 16 held)", "brk growth"):
-            t.add_column(col, justify="right" if col not in ("operation", "ABI") else "left")
-        for c in mal:
-            t.add_row(c.bench, c.abi, _ns(c.median_ns), f"{c.extra.get('minflt_per_op', 0):.2f}",
-                      f"{c.extra.get('mmap_blocks', 0):.0f}", f"{c.extra.get('brk_growth_bytes', 0) / 1024:.0f} KiB")
-        console.print(t)
-    for c in result.cells:
-        if c.bench == "shm":
-            console.print(f"shm ({c.abi}): {c.extra.get('shm_total_bytes', 0) / 2**30:.2f} GiB touched through "
-                          f"segments attached in turn, {_ns(c.median_ns)} per 4 KiB page", highlight=False)
-    for what, why in result.skipped.items():
-        console.print(f"skipped {what}: {why}", highlight=False)
-    for note in result.notes:
-        console.print(f"note: {note}", highlight=False)
-    console.print(f"{result.elapsed_s:.1f} s", highlight=False)
+def _cell(bench: str, abi: str, runs: list[RunResult], failed: int) -> Cell:
+    if not runs:
+        return Cell(bench, abi, 0, None, None, None, failed=failed)
+    ns = [r.metrics["ns_per_op"] for r in runs]
+    cyc = None
+    if all("cycles" in r.counters for r in runs):
+        cyc = float(median([r.counters["cycles"] / r.metrics["ops"] for r in runs]))
+    extra = {}
+    for key in ("minflt_per_op", "mmap_blocks", "brk_growth_bytes", "shm_total_bytes"):
+        vals = [r.metrics[key] for r in runs if key in r.metrics]
+        if vals:
+            extra[key] = float(median(vals))
+    return Cell(bench, abi, len(ns), float(median(ns)), median_ci(ns),
+                float(median([r.metrics["ops_per_s"] for r in runs])), cyc, extra, failed)

@@ -15,6 +15,11 @@ Policies (copy k of n):
   remainder), each bound to its node's whole CPU set (or, with ``numa_pin``, one CPU of it) and
   its memory bound to that node.
 
+With ``threads`` T > 1 (multi-threaded copies) every copy gets T CPUs inside one NUMA node: a
+node's CPUs are dealt one thread per core before any SMT sibling and cut into groups of T;
+``compact`` and ``smt-last`` fill node after node, ``spread`` lets nodes (sockets first) take
+turns, ``numa`` splits copies per node as above and binds memory too.
+
 More copies than usable CPUs wrap around (oversubscription; ``plan_notes`` says so).
 Only online CPUs that this process may use are planned on; CPU-less nodes are skipped; sparse
 node ids are kept as the kernel numbers them.
@@ -22,10 +27,11 @@ node ids are kept as the kernel numbers them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from perflab.errors import PerflabError
+from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
 
 POLICIES: tuple[str, ...] = ("none", "compact", "spread", "smt-last", "numa")
@@ -151,7 +157,7 @@ def apportion(n: int, weights: Sequence[int]) -> list[int]:
     return shares
 
 
-def plan(topology: Topology, n: int, policy: str, numa_pin: bool = False) -> list[Slot]:
+def plan(topology: Topology, n: int, policy: str, numa_pin: bool = False, threads: int = 1) -> list[Slot]:
     """Slots for n copies under a placement policy (see the module docstring)."""
     if policy not in POLICIES:
         raise PerflabError(f"unknown placement policy {policy!r}: choose one of {', '.join(POLICIES)}")
@@ -161,6 +167,8 @@ def plan(topology: Topology, n: int, policy: str, numa_pin: bool = False) -> lis
         return [Slot(k, ()) for k in range(n)]
     if not usable_cpus(topology):
         raise PerflabError("the topology has no usable online CPU: check /sys/devices/system/cpu/online")
+    if threads > 1:
+        return _plan_threads(topology, n, policy, threads)
     if policy == "numa":
         return _plan_numa(topology, n, numa_pin)
     order = cpu_order(topology, policy)
@@ -182,10 +190,44 @@ def _plan_numa(topology: Topology, n: int, numa_pin: bool) -> list[Slot]:
     return slots
 
 
+def check_threads(topology: Topology, threads: int) -> None:
+    """Refuse a thread count that no NUMA node can hold (a copy never straddles nodes)."""
+    if threads < 1:
+        raise PerflabError(f"--threads-per-copy must be at least 1, got {threads}")
+    largest = max((len(cpus) for _, cpus in node_order(topology)), default=0)
+    if threads > largest:
+        raise PerflabError(f"--threads-per-copy {threads} is larger than a NUMA node here (the largest "
+                           f"has {largest} usable CPUs); use at most {largest}")
+
+
+def thread_groups(topology: Topology, threads: int) -> list[tuple[int, list[tuple[int, ...]]]]:
+    """Per NUMA node (node_order): its CPUs, one thread per core first, cut into groups of T."""
+    check_threads(topology, threads)
+    out = []
+    for node, cpus in node_order(topology):
+        order = cpu_order(_restrict(topology, cpus), "smt-last")
+        groups = [tuple(sorted(order[i:i + threads])) for i in range(0, len(order) - threads + 1, threads)]
+        out.append((node, groups))
+    return out
+
+
+def _plan_threads(topology: Topology, n: int, policy: str, threads: int) -> list[Slot]:
+    per_node = thread_groups(topology, threads)
+    if policy == "numa":
+        shares = apportion(n, [len(groups) for _, groups in per_node])
+        slots: list[Slot] = []
+        for (node, groups), share in sorted(zip(per_node, shares), key=lambda item: item[0][0]):
+            slots.extend(Slot(len(slots), groups[i % len(groups)], node) for i in range(share))
+        return slots
+    if policy == "spread":
+        order = _round_robin([groups for _, groups in per_node])
+    else:
+        order = [g for _, groups in sorted(per_node, key=lambda item: item[0]) for g in groups]
+    return [Slot(k, order[k % len(order)]) for k in range(n)]
+
+
 def _restrict(topology: Topology, cpus: tuple[int, ...]) -> Topology:
     """The same topology with only ``cpus`` allowed."""
-    from dataclasses import replace
-
     allowed = set(cpus) if topology.allowed is None else set(cpus) & set(topology.allowed)
     return replace(topology, allowed=tuple(sorted(allowed)))
 
@@ -208,12 +250,13 @@ def numa_nodes_with_cpus(topology: Topology) -> list[int]:
     return sorted(node for node, _ in node_order(topology))
 
 
-def plan_notes(topology: Topology, n: int, policy: str) -> list[str]:
+def plan_notes(topology: Topology, n: int, policy: str, threads: int = 1) -> list[str]:
     """One-line remarks a study prints about a plan (oversubscription, degenerate policies)."""
     notes = []
     ncpu = len(usable_cpus(topology))
-    if policy != "none" and ncpu and n > ncpu:
-        notes.append(f"{n} copies on {ncpu} usable CPUs: oversubscribed, CPUs are reused round-robin")
+    if policy != "none" and ncpu and n * threads > ncpu:
+        what = f"{n} copies" if threads == 1 else f"{n} copies x {threads} threads"
+        notes.append(f"{what} on {ncpu} usable CPUs: oversubscribed, CPUs are reused round-robin")
     n_nodes = len(numa_nodes_with_cpus(topology)) if ncpu else 0
     if policy == "numa" and n_nodes == 1:
         notes.append("1 NUMA node: numa == compact with memory bound to that node")
@@ -224,8 +267,6 @@ def plan_notes(topology: Topology, n: int, policy: str) -> list[str]:
 
 def describe(slot: Slot) -> str:
     """Short human text for a slot: 'cpus 0-3, mem node 1'."""
-    from perflab.platform.sysfs import format_cpulist
-
     where = f"cpu {format_cpulist(slot.cpus)}" if slot.cpus else "unbound"
     if slot.mem_node is not None:
         where += f", mem node {slot.mem_node}"

@@ -1,50 +1,45 @@
-"""Windowed profiling (`perflab profile`) and profile diffs (`perflab profile diff`).
+"""Where the time of one window of a run goes (`perflab profile`): seed 001's slow event.
 
 Seed 001 profiled one slow event by watching the log with inotify and attaching perf late, which
-loses the start of the window. Here perf runs from the start with its events disabled and is
-switched on and off through its control fifo when the workload prints the window's markers
-(see profile_window); the samples are then folded into tables (see profile_parse).
+loses the start of the window. Here perf records with its events disabled and is switched on and
+off through its control fifo when the start / stop markers appear (measure/window.py), either
+around a run it launches or attached to a job already running (``--pid``). Each recording is one
+stored run whose health carries the window's figures and the folded profile, so the analysis
+needs neither perf nor the perf.data files, and a resumed campaign records only what is missing.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from perflab.model import Workload
 from perflab.errors import PerflabError
-from perflab.model import RunResult
+from perflab.measure.metrics import extract
+from perflab.measure.window import Window, WindowRecorder, WindowRequest, perf_failure_hint
+from perflab.measure.window_perf import PerfWindowRecorder
+from perflab.model import BuildRecipe, MetricPattern, RunResult, RunSpec, Workload
+from perflab.platform.host import Machine
 from perflab.studies.profile_parse import (
-    Annotation,
-    DiffRow,
-    Profile,
-    TopRow,
-    aggregate,
-    annotate,
-    diff_profiles,
-    read_samples,
-    top_functions,
+    Annotation, Profile, TopRow, aggregate, annotate, merge, parse_script, profile_from_dict,
+    profile_to_dict, top_functions, unknown_share, SCRIPT_FIELDS,
 )
 from perflab.studies.profile_window import (
-    Window,
-    WindowRecording,
-    compile_marker,
-    perf_failure_hint,
-    record_window,
+    attach_targets, check_log_dir, choose_event, compile_marker, window_figures,
 )
+from perflab.studies.session import Session
 
+NAME = "profile"
 DEFAULT_OUT = "perflab-out/profiles"
+UNKNOWN_MOST = 0.5  # above this share of unnamed samples the table cannot say where time goes
+UNKNOWN_NOTE = 0.1  # above this share the ranking of named functions is incomplete: say so
 
 
 @dataclass(frozen=True)
 class ProfileConfig:
-    workload: Workload
+    workload: Workload | None = None  # what to launch; None when attaching to --pid
     window: Window = Window()
-    event: str | None = None  # None: cycles where hardware counters exist, else cpu-clock
+    event: str | None = None  # None: cycles where the PMU counts them, else cpu-clock
     freq: int = 4000
     call_graph: str | None = None  # e.g. "fp", "dwarf", "lbr"
     cpu: int | None = None  # pin the workload (taskset) to this CPU
@@ -56,385 +51,275 @@ class ProfileConfig:
     use_pty: bool = True
     out_dir: str = DEFAULT_OUT
     timeout: float | None = None
+    pid: int | None = None  # attach to this running process instead of launching
+    children: bool = False  # with pid: its descendants too
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ProfileConfig":
+        kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        kw["window"] = Window(**(kw.get("window") or {}))
+        if kw.get("workload"):
+            kw["workload"] = workload_from_dict(kw["workload"])
+        return cls(**kw)
+
+
+Config = ProfileConfig
+
+
+def workload_from_dict(d: dict[str, Any]) -> Workload:
+    """The inverse of dataclasses.asdict(Workload): tuples and nested types restored."""
+    kw = dict(d)
+    kw["argv"] = tuple(kw["argv"])
+    kw["metrics"] = tuple(MetricPattern(**m) for m in kw.get("metrics") or ())
+    kw["env"] = dict(kw.get("env") or {})
+    for key in ("fork_arg", "event_arg"):
+        if kw.get(key) is not None:
+            kw[key] = tuple(kw[key])
+    if kw.get("build"):
+        b = kw["build"]
+        kw["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in b.items()})
+    return Workload(**kw)
 
 
 @dataclass
 class ProfileResult:
-    campaign_id: int | None
-    event: str
-    event_reason: str
-    recordings: list[dict[str, Any]]
-    top: list[TopRow]
-    annotations: list[Annotation]
-    opened: bool
+    event: str = ""
+    event_reason: str = ""
+    window: str = ""  # the window as asked: markers, a time window, or "whole run"
+    whole_run: bool = False
+    recordings: list[dict[str, Any]] = field(default_factory=list)
+    top: list[TopRow] = field(default_factory=list)
+    annotations: list[Annotation] = field(default_factory=list)
+    opened: bool = False
     message: str = ""
+    samples: int = 0
+    unknown_share: float = 0.0
+    symbol_hint: str = ""  # how to get names when most samples have none
+    failed: list[str] = field(default_factory=list)  # why each failed recording failed
     perf_data: list[str] = field(default_factory=list)
+    campaign_id: int | None = None
 
-    def summary(self) -> dict[str, Any]:
-        lat = [r["enable_latency_us"] for r in self.recordings if r.get("enable_latency_us") is not None]
-        return {
-            "verdict": self.message,
-            "event": self.event,
-            "event_reason": self.event_reason,
-            "window_opened": self.opened,
-            "enable_latency_us": lat,
-            "recordings": self.recordings,
-            "top": [r.as_dict() for r in self.top],
-            "annotations": [a.as_dict() for a in self.annotations],
-            "front_end_hints": [a.symbol for a in self.annotations if a.front_end_hint],
-            "perf_data": self.perf_data,
-        }
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["top"] = [t.as_dict() for t in self.top]
+        d["annotations"] = [a.as_dict() for a in self.annotations]
+        # the keys the HTML report reads
+        d["verdict"] = self.message
+        d["window_opened"] = self.opened
+        d["enable_latency_us"] = [r["enable_latency_us"] for r in self.recordings
+                                  if r.get("enable_latency_us") is not None]
+        d["front_end_hints"] = [a.symbol for a in self.annotations if a.front_end_hint]
+        return d
 
-
-def choose_event(requested: str | None) -> tuple[str, str]:
-    """(event, one-line reason): hardware cycles where the machine counts them, else cpu-clock."""
-    if requested:
-        return requested, f"event {requested} (as asked)"
-    try:
-        from perflab.platform.probes import hw_counters
-
-        probe = hw_counters()
-        if probe.available:
-            return "cycles", "event cycles (hardware counters available)"
-        return "cpu-clock", f"event cpu-clock: no hardware cycles counter ({probe.reason})"
-    except ImportError:
-        return "cpu-clock", "event cpu-clock (hardware counter probe unavailable)"
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ProfileResult":
+        kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        kw["top"] = [TopRow(**t) for t in kw.get("top") or []]
+        kw["annotations"] = [Annotation(
+            symbol=a["symbol"], dso=a["dso"], samples=a["samples"], head_share=a["head_share"],
+            head_desc=a["head"], front_end_hint=a["front_end_hint"],
+            instructions=[(int(i["addr"], 16), i["insn"], i["share"]) for i in a["instructions"]],
+        ) for a in kw.get("annotations") or []]
+        return cls(**kw)
 
 
-def check_perf(perf: str = "perf") -> None:
-    """Raise a one-line PerflabError when perf is missing or not permitted."""
-    if shutil.which(perf) is None:
-        raise PerflabError("perf is not installed: install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)")
-    try:
-        from perflab.platform.probes import perf_status
-
-        probe = perf_status()
-    except ImportError:
-        return
-    if not probe.available:
-        raise PerflabError(
-            f"perf cannot record here ({probe.reason}): run 'sysctl kernel.perf_event_paranoid=1' "
-            "or run as root / with CAP_PERFMON")
-
-
-def _workload_argv(config: ProfileConfig) -> list[str]:
-    argv = list(config.workload.argv)
-    if config.workload.shell:
-        argv = ["/bin/sh", "-c", " ".join(argv)]
-    if config.cpu is not None:
-        argv = ["taskset", "-c", str(config.cpu), *argv]
-    return argv
-
-
-def _as_run_result(rec: WindowRecording, output: str, config: ProfileConfig) -> RunResult:
-    metrics: dict[str, float] = {}
-    if config.workload.metrics:
-        from perflab.measure.metrics import extract
-
-        metrics = extract(config.workload.metrics, output, "")
-    return RunResult(
-        wall_ns=rec.end_ns - rec.launch_ns, user_s=0.0, sys_s=0.0, maxrss_kb=0, minflt=0,
-        majflt=0, nvcsw=0, nivcsw=0, exit_code=rec.exit_code, start_ns=rec.launch_ns,
-        end_ns=rec.end_ns, metrics=metrics, stdout_tail="\n".join(rec.output_tail[-10:]),
-    )
-
-
-def recording_row(rec: WindowRecording, profile: Profile) -> dict[str, Any]:
-    """What one recording's window was, and how many samples fell outside it (should be 0)."""
-    row: dict[str, Any] = {
-        "perf_data": rec.perf_data, "exit_code": rec.exit_code, "opened": rec.opened,
-        "start_line": rec.start_line, "stop_line": rec.stop_line, "closed_by": rec.closed_by,
-        "samples": profile.samples,
-        "enable_latency_us": (rec.enable_latency_ns / 1e3) if rec.enable_latency_ns is not None else None,
-        "disable_latency_us": (rec.disable_latency_ns / 1e3) if rec.disable_latency_ns is not None else None,
-        "enabled_ns": rec.enabled_ns, "disabled_ns": rec.disabled_ns,
-        "start_marker_ns": rec.start_marker_ns, "stop_marker_ns": rec.stop_marker_ns,
-    }
-    if rec.enabled_ns is not None and rec.disabled_ns is not None:
-        row["window_ms"] = (rec.disabled_ns - rec.enabled_ns) / 1e6
-    if rec.start_marker_ns is not None and profile.first_ns is not None:
-        # perf enables before it acknowledges; the first sample shows when it really started.
-        row["first_sample_us"] = (profile.first_ns - rec.start_marker_ns) / 1e3
-    row["enable_sent_ns"] = rec.enable_sent_ns
-    return row
-
-
-def run_profile(config: ProfileConfig, executor: Any = None, store: Any = None, console: Any = None) -> ProfileResult:
-    """Record the window K times, then tabulate top functions and annotate the hottest ones.
-
-    The executor is unused: perf record itself must be the workload's parent so that the
-    window can be switched on without attaching late.
-    """
+def validate(config: ProfileConfig) -> None:
+    """Bad input in one line, before anything is started or stored."""
     compile_marker(config.window.start, "--start")
     compile_marker(config.window.stop, "--stop")
     if config.repeat < 1:
         raise PerflabError(f"--repeat {config.repeat}: give at least 1")
-    check_perf()
-    event, reason = choose_event(config.event)
-    say = console.print if console is not None else (lambda *a, **k: None)
-    say(reason)
+    check_log_dir(config.log_file)
+    if config.pid is not None:
+        if config.workload is not None:
+            raise PerflabError("give --pid PID or a workload to launch, not both")
+        attach_targets(config.pid, config.children)
+        if config.log_file is None and config.window.start is not None:
+            raise PerflabError("--pid needs --log FILE: the markers of a running job come from its log")
+    elif config.workload is None:
+        raise PerflabError("nothing to profile: give --workload NAME, -- CMD, or --pid PID")
 
-    cid = None
-    if store is not None:
-        cfg = asdict(config)
-        cfg["workload"] = {"name": config.workload.name, "argv": list(config.workload.argv)}
-        cid = store.start_campaign("profile", cfg, host_id=_host_id(store))
-    out = Path(config.out_dir) / (str(cid) if cid is not None else time.strftime("%Y%m%d-%H%M%S"))
-    out.mkdir(parents=True, exist_ok=True)
-    recs: list[WindowRecording] = []
-    profiles: list[Profile] = []
-    rows: list[dict[str, Any]] = []
-    status = "failed"
-    try:
-        for rep in range(config.repeat):
-            name = "perf.data" if config.repeat == 1 else f"perf-{rep}.data"
-            data = str(out / name)
-            log = str(out / (f"output-{rep}.log" if config.repeat > 1 else "output.log"))
-            rec = record_window(
-                _workload_argv(config), data, config.window, event=event, freq=config.freq,
-                call_graph=config.call_graph, env=dict(config.workload.env) or None,
-                cwd=config.workload.cwd, log_file=config.log_file, use_pty=config.use_pty,
-                timeout=config.timeout, output_log=log,
-            )
-            if not Path(data).exists():
-                hint = perf_failure_hint(rec.output_tail + rec.perf_messages)
-                tail = " | ".join(rec.output_tail[-3:])
-                raise PerflabError(hint or f"perf record wrote no {data}: {tail}")
-            prof = aggregate(read_samples(data)) if rec.opened else Profile(0, 0, {})
-            recs.append(rec)
-            profiles.append(prof)
-            row = recording_row(rec, prof)
-            row["outside_window"] = _outside(data, rec) if rec.opened else 0
-            rows.append(row)
-            if store is not None and cid is not None:
-                output = Path(log).read_text(errors="replace") if Path(log).exists() else ""
-                store.add_measurement(cid, _as_run_result(rec, output, config),
-                                      {"cpu": config.cpu, "event": event}, rep=rep, label=config.workload.name)
-                store.add_artifact(cid, "perf.data", data, meta={k: v for k, v in row.items()})
-                store.add_artifact(cid, "log", log, meta={"rep": rep})
-            if rec.opened:
-                say(f"recording {rep + 1}/{config.repeat}: window opened at {rec.start_line!r} "
-                    f"(marker -> acknowledged enable {row['enable_latency_us']:.0f} us, "
-                    f"first sample {row.get('first_sample_us', float('nan')):.0f} us)"
-                    if rec.start_marker_ns and rec.start_line
-                    else f"recording {rep + 1}/{config.repeat}: window opened")
-                say(f"  closed by {rec.closed_by}; {row.get('window_ms', 0):.1f} ms, {prof.samples} samples, "
-                    f"{row['outside_window']} outside the window")
-        opened = all(r.opened for r in recs)
-        if not opened:
-            what = f"start marker /{config.window.start}/ not seen" if config.window.start else "run ended first"
-            message = f"the window never opened ({what})"
-            result = ProfileResult(cid, event, reason, rows, [], [], False, message,
-                                   [r.perf_data for r in recs])
+
+def plan(config: ProfileConfig, machine: Machine) -> list[RunSpec]:
+    """One run per recording of the window; params: the recording index and the perf event."""
+    event, _ = choose_event(config.event, machine)
+    specs = []
+    for k in range(config.repeat):
+        params = {"recording": k, "event": event}
+        if config.pid is not None:
+            specs.append(RunSpec(argv=(), label=f"pid {config.pid}", timeout=config.timeout,
+                                 params={**params, "pid": config.pid}))
         else:
-            merged = _merge(profiles)
-            top = top_functions(merged, config.threshold)
-            best = max(range(len(recs)), key=lambda i: profiles[i].samples)
-            anns = [annotate(recs[best].perf_data, merged.functions[t.symbol], hint_share=config.hint_share)
-                    for t in top[: config.annotate_top] if not t.symbol.startswith("[unknown]")
-                    and not merged.functions[t.symbol].dso.startswith("[kernel")]
-            hints = [a for a in anns if a.front_end_hint]
-            message = (f"{merged.samples} samples in {len(recs)} window(s); top: {top[0].symbol} "
-                       f"{top[0].share:.1%}" if top else f"{merged.samples} samples; no function above "
-                       f"{config.threshold:.0%}")
-            if hints:
-                message += ("; front-end hint: " + ", ".join(
-                    f"{a.symbol} has {a.head_share:.0%} of its samples on its {a.head_desc}" for a in hints))
-            result = ProfileResult(cid, event, reason, rows, top, anns, True, message,
-                                   [r.perf_data for r in recs])
-        status = "done"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        if store is not None and cid is not None:
-            store.finish_campaign(cid, status, result.summary() if status == "done" else None)
-    if console is not None:
-        render_profile(result, console)
+            assert config.workload is not None
+            specs.append(config.workload.spec(
+                cpus=(config.cpu,) if config.cpu is not None else None, timeout=config.timeout,
+                params=params if config.cpu is None else {**params, "cpu": config.cpu}))
+    return specs
+
+
+class _Recordings:
+    """Executor-style adapter: each run is one window recorded by the recorder, folded at once."""
+
+    def __init__(self, recorder: WindowRecorder, config: ProfileConfig, out: Path, event: str,
+                 reason: str) -> None:
+        self.recorder, self.config, self.out, self.event, self.reason = recorder, config, out, event, reason
+
+    def request(self, k: int) -> WindowRequest:
+        c = self.config
+        return WindowRequest(
+            perf_data=str(self.out / f"perf-{k}.data"), window=c.window, event=self.event, freq=c.freq,
+            call_graph=c.call_graph, log_file=c.log_file, use_pty=c.use_pty,
+            output_log=None if c.pid is not None else str(self.out / f"output-{k}.log"),
+            timeout=c.timeout, inherit=c.children,
+            attach=attach_targets(c.pid, c.children) if c.pid is not None else (),
+        )
+
+    def run(self, spec: RunSpec) -> RunResult:
+        req = self.request(int(spec.params["recording"]))
+        rec = self.recorder.record_window(spec, req)
+        perf_failed = not Path(req.perf_data).exists() and isinstance(self.recorder, PerfWindowRecorder)
+        if perf_failed:
+            hint = perf_failure_hint(rec.output_tail + rec.perf_messages)
+            raise PerflabError(hint or f"perf record wrote no {req.perf_data}: "
+                               + " | ".join(rec.output_tail[-3:]))
+        samples = parse_script(self.recorder.perf_script(req.perf_data, SCRIPT_FIELDS)) if rec.opened else []
+        prof = aggregate(samples) if rec.opened else Profile(0, 0, {})
+        bounds = rec.sample_bounds
+        outside = 0 if bounds is None else sum(1 for s in samples if not bounds[0] <= s.time_ns <= bounds[1])
+        metrics: dict[str, float] = {"samples": float(prof.samples)}
+        if rec.enable_latency_ns is not None:
+            metrics["enable_latency_us"] = rec.enable_latency_ns / 1e3
+        if spec.metrics:
+            log = Path(req.output_log) if req.output_log else None
+            text = log.read_text(errors="replace") if log and log.exists() else "\n".join(rec.output_tail)
+            metrics.update(extract(spec.metrics, text, ""))
+        rc = rec.exit_code
+        # perf passes the workload's status through; a negative one is a signal (Popen's spelling)
+        exit_code, signal = (rc, None) if rc is None or rc >= 0 else (None, -rc)
+        return RunResult(
+            wall_ns=rec.end_ns - rec.launch_ns, user_s=0.0, sys_s=0.0, maxrss_kb=0, minflt=0,
+            majflt=0, nvcsw=0, nivcsw=0, exit_code=exit_code, signal=signal, start_ns=rec.launch_ns,
+            timed_out=rec.timed_out and not req.attach,
+            end_ns=rec.end_ns, metrics=metrics, stdout_tail="\n".join(rec.output_tail[-10:]),
+            health={"event": self.event, "event_reason": self.reason,
+                    "window": window_figures(rec, prof.first_ns, outside),
+                    "profile": profile_to_dict(prof)},
+        )
+
+
+def execute(config: ProfileConfig, session: Session, machine: Machine) -> ProfileResult:
+    """Record the window K times (stored one by one), analyse, annotate the hottest functions."""
+    validate(config)
+    event, reason = choose_event(config.event, machine)
+    recorder: WindowRecorder = session.executor if hasattr(session.executor, "record_window") \
+        else PerfWindowRecorder()  # type: ignore[assignment]
+    out = Path(config.out_dir) / str(session.campaign_id)
+    out.mkdir(parents=True, exist_ok=True)
+    adapter = _Recordings(recorder, config, out, event, reason)
+    runs = Session(adapter, session.store, session.campaign_id, session.progress,  # type: ignore[arg-type]
+                   resumed=session.resumed)
+    results = []
+    for k, spec in enumerate(plan(config, machine)):
+        before = runs.executed
+        r = runs.run(spec, rep=k)
+        results.append(r)
+        w = r.health.get("window", {})
+        if runs.executed > before:
+            session.store.add_artifact(session.campaign_id, "perf.data", w.get("perf_data", ""), meta={"rep": k})
+            if config.pid is None:
+                session.store.add_artifact(session.campaign_id, "log", str(out / f"output-{k}.log"),
+                                           meta={"rep": k})
+        session.say(_progress(k, config.repeat, r, runs.executed == before))
+    session.executed += runs.executed
+    session.replayed += runs.replayed
+    result = analyse(config, results)
+    if result.opened and config.annotate_top:
+        result.annotations = _annotations(config, results, recorder)
+        hints = [a for a in result.annotations if a.front_end_hint]
+        if hints:
+            result.message += "; front-end hint: " + ", ".join(
+                f"{a.symbol} has {a.head_share:.0%} of its samples on its {a.head_desc}" for a in hints)
     return result
 
 
-def _host_id(store: Any) -> int | None:
-    try:
-        from perflab.platform.metadata import collect
-
-        return store.add_host(collect())
-    except ImportError:
-        return None
+def _progress(k: int, n: int, r: RunResult, replayed: bool) -> str:
+    head = f"recording {k + 1}/{n}" + (" was stored: not recorded again" if replayed else " stored")
+    if not r.ok:
+        return f"{head} (failed: {r.failure})"
+    return f"{head} ({int(r.metrics.get('samples', 0))} samples)"
 
 
-def _outside(perf_data: str, rec: WindowRecording) -> int:
-    bounds = rec.sample_bounds
-    assert bounds is not None
-    return sum(1 for s in read_samples(perf_data) if not bounds[0] <= s.time_ns <= bounds[1])
+def _annotations(config: ProfileConfig, runs: list[RunResult], recorder: WindowRecorder) -> list[Annotation]:
+    ok = [r for r in runs if r.ok and r.health.get("window", {}).get("opened")]
+    best = max(ok, key=lambda r: r.metrics.get("samples", 0))
+    perf_data = best.health["window"]["perf_data"]
+    merged = merge([profile_from_dict(r.health["profile"]) for r in ok])
+    if isinstance(recorder, PerfWindowRecorder) and not Path(perf_data).exists():
+        return []
+    top = top_functions(merged, config.threshold)
+    return [annotate(perf_data, merged.functions[t.symbol], recorder, hint_share=config.hint_share)
+            for t in top[: config.annotate_top]
+            if not t.symbol.startswith("[") and not merged.functions[t.symbol].dso.startswith("[kernel")]
 
 
-def _merge(profiles: list[Profile]) -> Profile:
-    """Sum several recordings of the same window into one profile."""
-    from collections import Counter
-
-    from perflab.studies.profile_parse import Function
-
-    funcs: dict[str, Function] = {}
-    for p in profiles:
-        for k, f in p.functions.items():
-            g = funcs.setdefault(k, Function(key=k, dso=f.dso, offsets=Counter()))
-            g.samples += f.samples
-            g.period += f.period
-            g.raw_names |= f.raw_names
-            g.offsets.update(f.offsets)
-    return Profile(sum(p.samples for p in profiles), sum(p.period for p in profiles), funcs)
-
-
-def render_profile(result: ProfileResult, console: Any) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    if not result.opened:
-        console.print(f"perflab: {result.message}")
-        return
-    t = Table(title=f"top functions ({result.event}, >= threshold)")
-    for col in ("share", "samples", "symbol", "shared object"):
-        t.add_column(col, justify="right" if col in ("share", "samples") else "left")
-    for r in result.top:
-        t.add_row(f"{r.share:.2%}", str(r.samples), escape(r.symbol), escape(r.dso))
-    console.print(t)
-    for a in result.annotations:
-        hot = sorted(a.instructions, key=lambda x: -x[2])[:3]
-        hot_txt = escape("; ".join(f"{' '.join(i.split())} {s:.0%}" for _, i, s in hot))
-        flag = "  <- front-end hint" if a.front_end_hint else ""
-        console.print(f"  {escape(a.symbol)}: {a.head_share:.0%} on its {a.head_desc}{flag}; hottest: {hot_txt}")
-    console.print(result.message)
-
-
-# --- diff ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ProfileDiffConfig:
-    a: str  # perf.data path or stored profile campaign id
-    b: str
-    threshold: float = 0.01  # of the extra
-    top: int = 15
-
-
-@dataclass
-class ProfileDiffResult:
-    campaign_id: int | None
-    a_label: str
-    b_label: str
-    a_period: int
-    b_period: int
-    swapped: bool
-    rows: list[DiffRow]
-    n_recordings: tuple[int, int]
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "verdict": (f"{self.b_label} has {self.extra_fraction:.1%} more samples' period than "
-                        f"{self.a_label}; top contributor "
-                        + (f"{self.rows[0].symbol} ({self.rows[0].share_of_extra:.1%} of the extra)"
-                           if self.rows else "none")),
-            "a": self.a_label, "b": self.b_label, "swapped": self.swapped,
-            "a_period": self.a_period, "b_period": self.b_period,
-            "extra_fraction": self.extra_fraction,
-            "n_recordings": list(self.n_recordings),
-            "contributors": [r.as_dict() for r in self.rows],
-        }
-
-    @property
-    def extra_fraction(self) -> float:
-        return (self.b_period - self.a_period) / self.a_period if self.a_period else 0.0
+def analyse(config: ProfileConfig, runs: list[RunResult]) -> ProfileResult:
+    """Top functions of the merged windows; what the window was; failed recordings left out."""
+    failed = [r.failure or "failed" for r in runs if not r.ok]
+    ok = [r for r in runs if r.ok]
+    first = runs[0].health if runs else {}
+    res = ProfileResult(event=first.get("event", config.event or ""), event_reason=first.get("event_reason", ""),
+                        window=config.window.describe(), whole_run=config.window.whole_run,
+                        recordings=[r.health.get("window", {}) for r in runs], failed=failed,
+                        perf_data=[r.health.get("window", {}).get("perf_data", "") for r in runs])
+    if not ok:
+        res.message = (f"all {len(runs)} recording(s) failed ({'; '.join(sorted(set(failed)))}): "
+                       "no profile" if runs else "nothing recorded")
+        return res
+    if not all(r.health.get("window", {}).get("opened") for r in ok):
+        what = f"start marker /{config.window.start}/ not seen" if config.window.start else "run ended first"
+        res.message = f"the window never opened ({what})"
+        return res
+    res.opened = True
+    merged = merge([profile_from_dict(r.health["profile"]) for r in ok])
+    res.samples = merged.samples
+    res.top = top_functions(merged, config.threshold)
+    res.unknown_share = unknown_share(merged)
+    scope = ("the whole run (no event markers: give --start/--stop or --event N to profile one event)"
+             if config.window.whole_run else f"{len(ok)} window(s) {config.window.describe()}")
+    msg = f"{merged.samples} samples ({res.event}) in {scope}"
+    named = [t for t in res.top if not t.symbol.startswith("[unknown]")]
+    if not merged.samples:
+        msg += "; no samples: what perf recorded did not run on a CPU in the window"
+        if config.pid is not None and not config.children:
+            msg += " (a forking master waits while its workers work: add --children)"
+    else:
+        if res.unknown_share >= UNKNOWN_NOTE:
+            res.symbol_hint = _symbol_hint(merged, res.unknown_share)
+        if res.unknown_share > UNKNOWN_MOST:
+            msg += f"; most samples ({res.unknown_share:.0%}) have no symbol, so no top function can be named"
+            if named:
+                msg += f" (largest named: {named[0].symbol} {named[0].share:.1%})"
+        elif named:
+            msg += f"; top: {named[0].symbol} {named[0].share:.1%}"
+            if res.unknown_share >= UNKNOWN_NOTE:
+                msg += (f", but {res.unknown_share:.0%} of the samples have no symbol: the ranking "
+                        "is incomplete")
+        else:
+            msg += f"; no function above {config.threshold:.0%}"
+    if failed:
+        msg += f"; {len(failed)} of {len(runs)} recording(s) failed and are left out ({'; '.join(sorted(set(failed)))})"
+    res.message = msg
+    return res
 
 
-def resolve_profiles(ref: str, store: Any) -> list[str]:
-    """A perf.data path, or a stored profile campaign id -> its perf.data paths."""
-    if os.path.exists(ref):
-        return [ref]
-    if ref.isdigit() and store is not None:
-        try:
-            arts = store.artifacts(int(ref))
-        except Exception:
-            arts = []
-        paths = [a.path for a in arts if a.kind == "perf.data"]
-        if paths:
-            missing = [p for p in paths if not os.path.exists(p)]
-            if missing:
-                raise PerflabError(f"campaign {ref}'s perf.data {missing[0]} is gone; record it again")
-            return paths
-        raise PerflabError(f"campaign {ref} has no perf.data artifacts in {store.display}; "
-                           "give a perf.data path or the id of a 'perflab profile' campaign")
-    raise PerflabError(f"{ref}: neither a perf.data file nor a stored campaign id")
-
-
-def run_profile_diff(config: ProfileDiffConfig, executor: Any = None, store: Any = None,
-                     console: Any = None) -> ProfileDiffResult:
-    """Which functions account for the extra samples of the slower profile over the faster."""
-    pa, pb = resolve_profiles(config.a, store), resolve_profiles(config.b, store)
-    profs_a = [aggregate(read_samples(p)) for p in pa]
-    profs_b = [aggregate(read_samples(p)) for p in pb]
-    la, lb = config.a, config.b
-    ma, mb = _merge(profs_a), _merge(profs_b)
-    # Average over recordings so that K recordings of A and K' of B compare per window.
-    per_a = ma.period / len(profs_a)
-    per_b = mb.period / len(profs_b)
-    swapped = per_a > per_b
-    if swapped:
-        profs_a, profs_b, la, lb = profs_b, profs_a, lb, la
-    ma, mb = _mean_profile(profs_a), _mean_profile(profs_b)
-    rows = diff_profiles(ma, mb)
-    pairs = min(len(profs_a), len(profs_b))
-    if pairs >= 2:
-        from perflab.stats import bootstrap_median_ci
-
-        per_pair = [{r.symbol: r.share_of_extra for r in diff_profiles(profs_a[i], profs_b[i])}
-                    for i in range(pairs)]
-        rows = [DiffRow(**{**r.as_dict(), **dict(zip(("lo", "hi"), bootstrap_median_ci(
-            [pp.get(r.symbol, 0.0) for pp in per_pair])))}) for r in rows]
-    rows = [r for r in rows if r.share_of_extra >= config.threshold][: config.top]
-    result = ProfileDiffResult(None, la, lb, ma.period, mb.period, swapped, rows,
-                               (len(profs_a), len(profs_b)))
-    if store is not None:
-        cid = store.start_campaign("profile_diff", asdict(config))
-        store.finish_campaign(cid, "done", result.summary())
-        result.campaign_id = cid
-    if console is not None:
-        render_diff(result, console)
-    return result
-
-
-def _mean_profile(profiles: list[Profile]) -> Profile:
-    """The per-recording mean (period and samples divided by K), for unequal K."""
-    m = _merge(profiles)
-    k = len(profiles)
-    for f in m.functions.values():
-        f.period = f.period / k  # type: ignore[assignment]
-        f.samples = f.samples / k  # type: ignore[assignment]
-    return Profile(m.samples / k, m.period / k, m.functions)  # type: ignore[arg-type]
-
-
-def render_diff(result: ProfileDiffResult, console: Any) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    if result.swapped:
-        console.print(f"(A is the slower profile: showing what {result.b_label} spends beyond {result.a_label})")
-    t = Table(title=f"major contributors to the extra samples of {result.b_label} over {result.a_label} "
-                    f"(+{result.extra_fraction:.1%})")
-    ci = any(r.lo is not None for r in result.rows)
-    cols = ["share of extra"] + (["95% CI"] if ci else []) + ["extra ms", "A samples", "B samples", "symbol", "shared object"]
-    for c in cols:
-        t.add_column(c, justify="left" if c in ("symbol", "shared object") else "right")
-    for r in result.rows:
-        cells = [f"{r.share_of_extra:.2%}"]
-        if ci:
-            cells.append(f"[{r.lo:.1%}, {r.hi:.1%}]" if r.lo is not None else "")
-        cells += [f"{r.extra_ms:.1f}", f"{r.a_samples:.1f}", f"{r.b_samples:.1f}", escape(r.symbol), escape(r.dso)]
-        t.add_row(*cells)
-    console.print(t)
-    if result.n_recordings[0] > 1 or result.n_recordings[1] > 1:
-        console.print(f"samples are means per recording ({result.n_recordings[0]} and "
-                      f"{result.n_recordings[1]} recordings); CI: bootstrap over recording pairs")
-    if abs(result.extra_fraction) < 0.05:
-        console.print(f"warning: the profiles differ by only {result.extra_fraction:.1%}: shares of so "
-                      "small an extra are dominated by sampling noise (record longer windows or --repeat)")
-    console.print(result.summary()["verdict"])
+def _symbol_hint(merged: Profile, share: float) -> str:
+    """How to get names for the samples perf could not name, naming the objects they fell in."""
+    dsos = sorted({f.dso_name for k, f in merged.functions.items()
+                   if k.startswith("[unknown]") and f.period >= 0.05 * merged.period})
+    return (f"{share:.0%} of the samples have no symbol (in {', '.join(dsos) or 'several objects'}): "
+            "the binary is stripped or has no symbol table. Install the distribution's debug-symbol "
+            "package (e.g. apt-get install PKG-dbgsym), rebuild with -g (and without -s), or record "
+            "with --call-graph dwarf to see which named callers the unnamed code runs under")

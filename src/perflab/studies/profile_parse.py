@@ -13,9 +13,11 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from perflab.errors import PerflabError
+from perflab.measure.window import WindowRecorder
+from perflab.measure.window_perf import PerfWindowRecorder
 
 SCRIPT_FIELDS = "pid,tid,time,period,ip,sym,symoff,dso"
 # " 9162/9162    313.802672848:     250000      7ff9aedbc3e0 sym+0x270 (/usr/lib/ld.so)"
@@ -88,17 +90,13 @@ def parse_script(text: str) -> list[Sample]:
     return samples
 
 
-def read_samples(perf_data: str, perf: str = "perf") -> list[Sample]:
+def read_samples(perf_data: str, recorder: WindowRecorder | None = None) -> list[Sample]:
     """All samples of a perf.data file (call chains hidden, names left mangled)."""
-    if not Path(perf_data).exists():
-        raise PerflabError(f"{perf_data}: no such perf.data file; give a path or a stored campaign id")
-    res = subprocess.run(
-        [perf, "script", "-i", perf_data, "--ns", "--no-demangle", "-G", "-F", SCRIPT_FIELDS],
-        capture_output=True, text=True, errors="replace",
-    )
-    if res.returncode != 0 and "no samples" not in res.stderr:
-        raise PerflabError(f"perf script could not read {perf_data}: {res.stderr.strip()[:200]}")
-    return parse_script(res.stdout)
+    if recorder is None:
+        recorder = PerfWindowRecorder()
+        if not Path(perf_data).exists():
+            raise PerflabError(f"{perf_data}: no such perf.data file; give a path or a stored campaign id")
+    return parse_script(recorder.perf_script(perf_data, SCRIPT_FIELDS))
 
 
 @dataclass
@@ -231,8 +229,8 @@ def parse_annotate(text: str) -> list[tuple[int, str, float]]:
     return rows
 
 
-def annotate(perf_data: str, func: Function, *, head_insns: int = 4, head_bytes: int = 16,
-             hint_share: float = 0.30, perf: str = "perf") -> Annotation:
+def annotate(perf_data: str, func: Function, recorder: WindowRecorder, *, head_insns: int = 4,
+             head_bytes: int = 16, hint_share: float = 0.30) -> Annotation:
     """Per-instruction shares of one function, and whether its first instructions are hot.
 
     The seed's pattern: many samples on a function's first instructions (push, mov of a
@@ -245,24 +243,25 @@ def annotate(perf_data: str, func: Function, *, head_insns: int = 4, head_bytes:
     names = demangle(func.raw_names)
     candidates = sorted(func.raw_names, key=len) + sorted({strip_params(names[n]) for n in func.raw_names})
     for raw in candidates:
-        res = subprocess.run(
-            [perf, "annotate", "--stdio", "--no-source", "-i", perf_data, "-s", raw],
-            capture_output=True, text=True, errors="replace",
-        )
-        rows = parse_annotate(res.stdout)
+        rows = parse_annotate(recorder.perf_annotate(perf_data, raw))
         if rows:
             break
-    total = sum(func.offsets.values())
     if rows:
         head = sum(s for _, _, s in rows[:head_insns])
         desc = f"first {head_insns} instructions"
     else:
-        head = sum(p for off, p in func.offsets.items() if off < head_bytes) / total if total else 0.0
+        head = head_share(func, head_bytes)
         desc = f"first {head_bytes} bytes"
     return Annotation(
         symbol=func.key, dso=func.dso_name, samples=func.samples, instructions=rows,
         head_share=head, head_desc=desc, front_end_hint=head >= hint_share and func.samples >= 20,
     )
+
+
+def head_share(func: Function, head_bytes: int = 16) -> float:
+    """Share of a function's period on its first `head_bytes` bytes (from sample offsets)."""
+    total = sum(func.offsets.values())
+    return sum(p for off, p in func.offsets.items() if off < head_bytes) / total if total else 0.0
 
 
 # --- diff -----------------------------------------------------------------------------------
@@ -273,14 +272,18 @@ class DiffRow:
     dso: str
     a_samples: float  # mean per recording when profiles hold several recordings
     b_samples: float
-    extra_ms: float  # B - A, in ms of cpu-clock period (cycles/1e6 for a cycles profile)
+    extra: float  # B - A in millions of period units: ms for cpu-clock, Mcycles for cycles
     share_of_extra: float  # (B_f - A_f) / (B_total - A_total)
-    lo: float | None = None  # bootstrap CI of share_of_extra over repeated recordings
-    hi: float | None = None
+    ci: dict[str, float] | None = None  # {"low", "high", "level"} of share_of_extra
 
     def as_dict(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in
-                ("symbol", "dso", "a_samples", "b_samples", "extra_ms", "share_of_extra", "lo", "hi")}
+                ("symbol", "dso", "a_samples", "b_samples", "extra", "share_of_extra", "ci")}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "DiffRow":
+        return cls(**{k: d.get(k) for k in ("symbol", "dso", "a_samples", "b_samples", "extra",
+                                            "share_of_extra", "ci")})
 
 
 def diff_profiles(a: Profile, b: Profile) -> list[DiffRow]:
@@ -294,7 +297,67 @@ def diff_profiles(a: Profile, b: Profile) -> list[DiffRow]:
         assert ref is not None
         rows.append(DiffRow(
             symbol=key, dso=ref.dso_name, a_samples=fa.samples if fa else 0,
-            b_samples=fb.samples if fb else 0, extra_ms=d / 1e6,
+            b_samples=fb.samples if fb else 0, extra=d / 1e6,
             share_of_extra=d / extra if extra else 0.0,
         ))
     return sorted(rows, key=lambda r: (-r.share_of_extra, r.symbol))
+
+
+# --- profiles kept with the stored run, merged and averaged ---------------------------------
+
+KEEP_FUNCTIONS = 400  # per recording: the rest is folded into one "[other]" row
+_FAR = 1 << 30  # offset bucket standing for "past the function's head" in a stored profile
+
+
+def profile_to_dict(p: Profile, keep: int = KEEP_FUNCTIONS, head_bytes: int = 16) -> dict[str, Any]:
+    """A recording's profile in the JSON kept with its stored run (analysis needs no perf.data)."""
+    funcs = sorted(p.functions.values(), key=lambda f: (-f.period, f.key))
+    rows = [{"key": f.key, "dso": f.dso, "samples": f.samples, "period": f.period,
+             "head": sum(v for o, v in f.offsets.items() if o < head_bytes),
+             "offsets": sum(f.offsets.values()), "raw": sorted(f.raw_names)[:3]} for f in funcs[:keep]]
+    rest = funcs[keep:]
+    if rest:
+        rows.append({"key": "[other]", "dso": "", "samples": sum(f.samples for f in rest),
+                     "period": sum(f.period for f in rest), "head": 0, "offsets": 0, "raw": []})
+    return {"samples": p.samples, "period": p.period, "first_ns": p.first_ns, "last_ns": p.last_ns,
+            "functions": rows}
+
+
+def profile_from_dict(d: dict[str, Any]) -> Profile:
+    funcs = {}
+    for r in d.get("functions") or []:
+        # Two offset buckets keep what the head-share detector needs: head vs the rest.
+        offsets = Counter({0: r["head"], _FAR: r["offsets"] - r["head"]})
+        funcs[r["key"]] = Function(key=r["key"], dso=r["dso"], samples=r["samples"],
+                                   period=r["period"], raw_names=set(r.get("raw") or ()),
+                                   offsets=+offsets)
+    return Profile(d.get("samples", 0), d.get("period", 0), funcs, d.get("first_ns"), d.get("last_ns"))
+
+
+def merge(profiles: Sequence[Profile]) -> Profile:
+    """Sum several recordings of the same window into one profile."""
+    funcs: dict[str, Function] = {}
+    for p in profiles:
+        for k, f in p.functions.items():
+            g = funcs.setdefault(k, Function(key=k, dso=f.dso, offsets=Counter()))
+            g.samples += f.samples
+            g.period += f.period
+            g.raw_names |= f.raw_names
+            g.offsets.update(f.offsets)
+    return Profile(sum(p.samples for p in profiles), sum(p.period for p in profiles), funcs)
+
+
+def mean_profile(profiles: Sequence[Profile]) -> Profile:
+    """The per-recording mean (period and samples divided by K), for unequal K."""
+    m = merge(profiles)
+    k = len(profiles)
+    for f in m.functions.values():
+        f.period = f.period / k  # type: ignore[assignment]
+        f.samples = f.samples / k  # type: ignore[assignment]
+    return Profile(m.samples / k, m.period / k, m.functions)  # type: ignore[arg-type]
+
+
+def unknown_share(p: Profile) -> float:
+    """Share of the period whose samples perf could not name ("[unknown]")."""
+    unk = sum(f.period for k, f in p.functions.items() if k.startswith("[unknown]"))
+    return unk / p.period if p.period else 0.0

@@ -14,6 +14,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from perflab.measure.energy import EnergyMeter
 from perflab.measure.executor import ConcurrentResult, Executor
 from perflab.model import RunResult, RunSpec
 from perflab.store import Store, canonical_params
@@ -38,6 +39,7 @@ class Session:
     campaign_id: int
     progress: Callable[[str], None] = _quiet
     resumed: bool = False
+    energy: EnergyMeter | None = None  # read around every run when a source is available
     executed: int = 0
     replayed: int = 0
     _stored: dict[Key, deque[RunResult]] = field(default_factory=dict, repr=False)
@@ -61,7 +63,12 @@ class Session:
         result = self._replay(run_key(spec, rep)) if self._stored else None
         if result is not None:
             return result
-        result = self.executor.run(spec)
+        if self.energy is not None:
+            self.energy.start()
+            result = self.executor.run(spec)
+            result.energy = self.energy.stop()
+        else:
+            result = self.executor.run(spec)
         self.executed += 1
         self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
                                    label=spec.label)
@@ -76,11 +83,20 @@ class Session:
             results = [self._replay(k) for k in keys]
             starts = [r.start_ns for r in results]
             return ConcurrentResult(results, max(starts) - min(starts), min(starts), starts, gate)
-        out = self.executor.run_concurrent(specs, gate=gate)
+        if self.energy is not None:
+            # One reading covers the whole batch: it is stored with the first copy's run.
+            self.energy.start()
+            out = self.executor.run_concurrent(specs, gate=gate)
+            if out.results:
+                out.results[0].energy = self.energy.stop()
+        else:
+            out = self.executor.run_concurrent(specs, gate=gate)
         self.executed += len(specs)
-        for spec, result in zip(specs, out.results):
-            self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
-                                       label=spec.label)
+        for result in out.results:
+            # Incidental, so not a design key (it would break resume and compare's matching).
+            result.health.setdefault("start_spread_ns", out.start_spread_ns)
+        self.store.add_measurements(self.campaign_id, [(r, dict(s.params or {}), rep, s.label)
+                                                       for s, r in zip(specs, out.results)])
         return out
 
     def capture(self, spec: RunSpec, rep: int = 0,

@@ -159,7 +159,7 @@ def workload(
             output="minihlt",
         ),
         source="builtin",
-        fork_arg=("--fork", "{n}"),
+        fork_arg=("--fork", "{n}", "--first", "{first}", "--events", "{events}"),
         event_arg=("--event", "{k}"),
         checksum_metric="checksum",
     )

@@ -21,6 +21,7 @@ struct Options {
     double seconds = 0;   // 0: no time limit
     unsigned long long seed = 1;
     long long event = -1; // --event K: only event K
+    long long first = 0;  // --first K: events K .. K+events-1 (disjoint shares for several masters)
     int fork = 0;
     int static_mb = 120;
     bool event_stats = false;
@@ -39,7 +40,7 @@ double now() {
 [[noreturn]] void usage(const char* msg) {
     if (msg) fprintf(stderr, "minihlt: %s\n", msg);
     fprintf(stderr,
-            "usage: minihlt [--events N] [--seconds S] [--seed N] [--event K] [--fork N]\n"
+            "usage: minihlt [--events N] [--first K] [--seconds S] [--seed N] [--event K] [--fork N]\n"
             "               [--static-mb M] [--event-stats]\n");
     exit(msg ? 2 : 0);
 }
@@ -66,6 +67,7 @@ Options parse(int argc, char** argv) {
             if (!events_given) o.events = (long long)1 << 60;
         } else if (a == "--seed") o.seed = (unsigned long long)int_arg(i, argc, argv);
         else if (a == "--event") o.event = int_arg(i, argc, argv);
+        else if (a == "--first") o.first = int_arg(i, argc, argv);
         else if (a == "--fork") o.fork = (int)int_arg(i, argc, argv);
         else if (a == "--static-mb") o.static_mb = (int)int_arg(i, argc, argv);
         else if (a == "--event-stats") o.event_stats = true;
@@ -79,7 +81,7 @@ Options parse(int argc, char** argv) {
 // Process events first, first+stride, ... until count or the deadline.
 Partial run_events(const Context& ctx, const Options& o, long long first, long long stride, double t0) {
     Partial p{0, 0, 0, 0};
-    for (long long ev = first; ev < o.events; ev += stride) {
+    for (long long ev = o.first + first; ev < o.first + o.events; ev += stride) {
         if (o.seconds > 0 && now() - t0 >= o.seconds) break;
         printf("start processing event #%lld\n", ev);
         const double a = now();
@@ -127,6 +129,7 @@ int main(int argc, char** argv) {
     if (o.event >= 0) {  // one event only, for profiling
         Options one = o;
         one.events = o.event + 1;
+        one.first = 0;
         one.seconds = 0;
         const double t0 = now();
         Partial p = run_events(ctx, one, o.event, one.events, t0);

@@ -1,1 +1,1 @@
-"""Terminal rendering: one module per study, each with ``render(result, console)`` (rich)."""
+"""How each study's result looks in a terminal (rich): one module per study."""

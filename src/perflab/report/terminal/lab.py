@@ -15,21 +15,10 @@ def _legacy(name: str) -> Callable[[Any, Any], None] | None:
         from perflab.studies import cores
 
         return lambda r, c: cores.render(r, c, "")
-    if name == "instances":
-        from perflab.studies import instances
-
-        return lambda r, c: instances.render(r, c, "")
     if name == "variants":
         from perflab.studies import variants
 
         return variants.print_table
-    if name == "profile":
-        from perflab.studies import profile
-
-        return profile.render_profile
-    if name in ("frontend", "micro"):
-        module = importlib.import_module(f"perflab.studies.{name}")
-        return getattr(module, "render", None)
     return None
 
 

@@ -1,0 +1,162 @@
+"""The regression gate at the CLI edge, shared by `perflab compare --baseline` and `perflab run`.
+
+Options become a typed GateConfig here; the gate itself is perflab.studies.gate. Exit status:
+0 pass, 1 a gated measure changed beyond its threshold and significantly, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from perflab.errors import PerflabError
+from perflab.report import gate as gate_report
+from perflab.report.compare_html import compare_html
+from perflab.store.baselines import check_name
+from perflab.studies.gate import (
+    DEFAULT_FAIL_IF,
+    GateConfig,
+    GateResult,
+    Threshold,
+    baseline_measures,
+    check_measures,
+    evaluate,
+    parse_threshold,
+)
+
+FAIL_IF_HELP = ("Fail (exit 1) when MEASURE changed beyond the threshold AND significantly, "
+                "e.g. 'median>+3%', 'rss>+10MiB', 'events_per_s<-2%' (repeatable; default "
+                f"'{DEFAULT_FAIL_IF}').")
+
+
+def fail_if_option(f: Callable) -> Callable:
+    return click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", help=FAIL_IF_HELP)(f)
+
+
+def cross_machine_option(f: Callable) -> Callable:
+    return click.option("--cross-machine", is_flag=True,
+                        help="Gate even when the baseline was measured on another machine.")(f)
+
+
+def junit_option(f: Callable) -> Callable:
+    return click.option("--junit", "junit_path", metavar="PATH", type=click.Path(dir_okay=False),
+                        help="Write the gate's verdict as JUnit XML (GitLab, Jenkins).")(f)
+
+
+def thresholds_of(fail_if: tuple[str, ...]) -> tuple[Threshold, ...]:
+    """Parse every --fail-if (or the default), so bad input stops before anything runs."""
+    return tuple(parse_threshold(t) for t in (fail_if or (DEFAULT_FAIL_IF,)))
+
+
+def precheck(store: Any, baseline: str, thresholds: tuple[Threshold, ...], study: str | None = None) -> None:
+    """Before measuring: the baseline exists, is of this study, and has the gated measures."""
+    camp, have, primary = baseline_measures(store, baseline)
+    if study is not None and camp.study != study:
+        raise PerflabError(f"baseline '{baseline}' is a '{camp.study}' campaign (campaign {camp.id}): "
+                           f"gate a '{study}' run against a baseline of a '{study}' campaign")
+    check_measures(thresholds, have, primary)
+
+
+def write_output(path: str, text: str, what: str) -> None:
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise PerflabError(f"cannot write {what} to {path}: {exc.strerror}; choose another path") from None
+    click.echo(f"perflab: wrote {what} to {path}", err=True)
+
+
+def run_gate(store: Any, config: GateConfig, junit_path: str | None = None,
+             markdown_path: str | None = None, json_path: str | None = None,
+             html_path: str | None = None, stdout_taken: bool = False) -> GateResult:
+    """Evaluate the gate, print one line per compared measure, write the requested files."""
+    result = evaluate(config, store)
+    for w in result.warnings:
+        click.echo(f"perflab: warning: {w}", err=True)
+    # When a file goes to stdout (PATH '-'), the verdict lines go to stderr.
+    quiet = stdout_taken or "-" in (json_path, markdown_path, junit_path)
+    out = sys.stderr if quiet else sys.stdout
+    m = len(result.lines)
+    for ln in result.lines:
+        click.echo(ln.text(m), file=out)
+    click.echo(result.summary, file=out)
+    if junit_path:
+        write_output(junit_path, gate_report.to_junit(result), "JUnit XML")
+    if markdown_path:
+        write_output(markdown_path, gate_report.to_markdown(result), "Markdown")
+    if json_path:
+        write_output(json_path, gate_report.to_json(result), "JSON")
+    if html_path:
+        camps = [store.campaign(result.compare.a), store.campaign(result.compare.b)]
+        write_output(html_path, compare_html(result.compare, camps, result.hosts), "HTML")
+    return result
+
+
+def exit_for(result: GateResult) -> None:
+    """Exit 1 when the gate failed (distinct from bad input's 2)."""
+    if result.failed:
+        sys.exit(1)
+
+
+def run_gate_options(f: Callable) -> Callable:
+    """`perflab run` options that save a baseline or gate the new campaign against one."""
+    for opt in reversed((
+        click.option("--baseline-save", "baseline_save", metavar="NAME",
+                     help="After the run, name its campaign NAME (e.g. main) for later gates."),
+        click.option("--baseline", "gate_baseline", metavar="NAME",
+                     help="After the run, gate it against baseline NAME (exit 1 on a regression)."),
+        fail_if_option, cross_machine_option, junit_option,
+        click.option("--gate-markdown", "gate_markdown", metavar="PATH", type=click.Path(dir_okay=False),
+                     help="With --baseline: write the gate's table as Markdown."),
+        click.option("--gate-json", "gate_json", metavar="PATH", type=click.Path(dir_okay=False),
+                     help="With --baseline: write the gate's result as JSON."),
+    )):
+        f = opt(f)
+    return f
+
+
+class RunGate:
+    """What `perflab run` was asked to do with baselines, checked before anything runs."""
+
+    def __init__(self, baseline_save: str | None = None, gate_baseline: str | None = None,
+                 fail_if: tuple[str, ...] = (), cross_machine: bool = False,
+                 junit_path: str | None = None, gate_markdown: str | None = None,
+                 gate_json: str | None = None) -> None:
+        if not gate_baseline:
+            for flag, v in (("--fail-if", fail_if), ("--junit", junit_path), ("--cross-machine", cross_machine),
+                            ("--gate-markdown", gate_markdown), ("--gate-json", gate_json)):
+                if v:
+                    raise PerflabError(f"{flag} belongs to the gate: add --baseline NAME")
+        self.save = check_name(baseline_save) if baseline_save else None
+        self.baseline = gate_baseline
+        self.thresholds = thresholds_of(fail_if) if gate_baseline else ()
+        self.cross_machine = cross_machine
+        self.files = (junit_path, gate_markdown, gate_json)
+
+    def precheck(self, store: Any) -> None:
+        """Refuse an unknown baseline or a threshold on a missing measure before measuring."""
+        if self.baseline:
+            precheck(store, self.baseline, self.thresholds, study="run")
+
+    def after(self, store: Any, campaign_id: int | None, stdout_taken: bool = False) -> None:
+        """Gate the finished campaign, then save it as a baseline (only when it passed)."""
+        if campaign_id is None:
+            return
+        failed = False
+        if self.baseline:
+            cfg = GateConfig(self.baseline, campaign_id, self.thresholds, cross_machine=self.cross_machine)
+            failed = run_gate(store, cfg, *self.files, stdout_taken=stdout_taken).failed
+        if self.save:
+            if failed:
+                click.echo(f"perflab: baseline '{self.save}' not moved: campaign {campaign_id} failed "
+                           "the gate", err=True)
+            else:
+                b = store.set_baseline(self.save, campaign_id)
+                click.echo(f"perflab: baseline '{b.name}' -> campaign {b.campaign_id}", err=True)
+        if failed:
+            sys.exit(1)

@@ -1,0 +1,40 @@
+"""perflab resume: finish an interrupted campaign of any study from what the store holds."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from perflab.cli.common import emit_json, json_option, make_console, store_option
+from perflab.cli.options import Count
+
+
+@click.command(name="resume")
+@click.argument("campaign", required=False, type=Count(1, 2**31 - 1))
+@store_option
+@json_option
+def command(campaign, db_url, json_path):
+    """Finish an interrupted campaign (default: the newest one) without repeating stored runs.
+
+    The study is planned again from its stored configuration and seed; every run already in the
+    store is taken from there, only the missing runs are executed, and the campaign is closed.
+    """
+
+    from perflab.measure.executor import RealExecutor
+    from perflab.store import open_store
+    from perflab.studies import resume_study
+
+    console = make_console(stderr=json_path == "-")
+    with open_store(db_url) as store, RealExecutor() as executor:
+        study, result = resume_study(store, campaign, executor,
+                                     progress=lambda text: console.print(text, highlight=False))
+        try:
+            renderer = importlib.import_module(f"perflab.report.terminal.{study}")
+        except ModuleNotFoundError:
+            renderer = None
+        if renderer is not None:
+            renderer.render(result, console)
+        console.print(f"results: {store.display} (campaign {result.campaign_id}, resumed)", highlight=False)
+        if json_path:
+            emit_json(json_path, result.as_dict())

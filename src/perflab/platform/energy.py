@@ -1,0 +1,109 @@
+"""Energy counters a machine offers, read through the root-aware helper.
+
+RAPL through powercap sysfs (``/sys/class/powercap/intel-rapl:*``; AMD Zen exposes the same
+driver name): a package zone per socket (``intel-rapl:N``, name ``package-N``) with sub-zones
+(``intel-rapl:N:M``: core, uncore, dram), each an ``energy_uj`` counter that wraps at
+``max_energy_range_uj``. RAPL covers the CPU packages and DRAM only: a node's fans, disks and
+power-supply losses are not in it, which is why a cooling envelope wants the node's own meter
+(``ipmitool dcmi power reading``, parsed here; sampled by perflab.measure.energy).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from perflab.errors import PerflabError
+from perflab.platform.sysfs import Root
+
+POWERCAP = "sys/class/powercap"
+
+
+@dataclass(frozen=True)
+class RaplDomain:
+    """One RAPL counter: ``key`` such as ``package-0`` or ``package-0/dram``."""
+
+    key: str
+    path: str  # relative to the root, e.g. sys/class/powercap/intel-rapl:0:1
+    max_range_uj: int
+
+
+def rapl_domains(root: Root = Root("/")) -> list[RaplDomain]:
+    """Every RAPL zone with an energy counter, packages first (empty when there is no RAPL)."""
+    out: list[RaplDomain] = []
+    zones = root.listdir(POWERCAP, r"(intel|amd)-rapl:\d+(:\d+)?")
+    names = {z: (root.read(f"{POWERCAP}/{z}/name") or z) for z in zones}
+    for zone in zones:
+        if not root.exists(f"{POWERCAP}/{zone}/energy_uj"):
+            continue
+        parts = zone.split(":")
+        name = names[zone]
+        if len(parts) == 3:
+            parent = names.get(f"{parts[0]}:{parts[1]}", f"package-{parts[1]}")
+            name = f"{parent}/{name}"
+        max_range = root.read_int(f"{POWERCAP}/{zone}/max_energy_range_uj")
+        if max_range is None or max_range <= 0:
+            raise PerflabError(f"{root.join(f'{POWERCAP}/{zone}/max_energy_range_uj')} is missing or not a "
+                               "positive number: cannot account for counter wrap-around")
+        out.append(RaplDomain(name, f"{POWERCAP}/{zone}", max_range))
+    return out
+
+
+def read_rapl(root: Root, domains: list[RaplDomain]) -> dict[str, int]:
+    """energy_uj of every domain; a missing or unreadable counter is named in one line."""
+    out: dict[str, int] = {}
+    for d in domains:
+        value = root.read_int(f"{d.path}/energy_uj")
+        if value is None:
+            raise PerflabError(
+                f"cannot read {root.join(d.path + '/energy_uj')} (unreadable or not a number): RAPL "
+                "counters are root-only on recent kernels; run as root or choose --energy off"
+            )
+        out[d.key] = value
+    return out
+
+
+def rapl_delta_uj(before: int, after: int, max_range_uj: int) -> int:
+    """Energy between two reads of one counter, across at most one wrap-around."""
+    return after - before if after >= before else after + max_range_uj - before
+
+
+def rapl_available(root: Root = Root("/")) -> tuple[bool, str]:
+    """(available, one-line reason) for RAPL through powercap on this machine."""
+    try:
+        domains = rapl_domains(root)
+    except PerflabError as exc:
+        return False, str(exc)
+    if not domains:
+        return False, "no RAPL energy counters in /sys/class/powercap (virtual machine, or the intel_rapl driver not loaded)"
+    try:
+        read_rapl(root, domains)
+    except PerflabError as exc:
+        return False, str(exc)
+    return True, "RAPL: " + ", ".join(d.key for d in domains)
+
+
+_IPMI_WATTS = re.compile(r"Instantaneous power reading:\s*(\d+(?:\.\d+)?)\s*Watts", re.I)
+_IPMI_STATE = re.compile(r"Power reading state is:\s*(\w+)", re.I)
+
+
+def parse_ipmi_dcmi(text: str) -> float:
+    """Watts from ``ipmitool dcmi power reading``; a BMC that does not measure is one line."""
+    m = _IPMI_WATTS.search(text)
+    if m is None:
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "no output")
+        raise PerflabError(f"ipmitool gave no power reading ({first}); check that the BMC supports DCMI")
+    watts = float(m.group(1))
+    state = _IPMI_STATE.search(text)
+    if watts == 0 and state is not None and state.group(1).lower() == "deactivated":
+        raise PerflabError("the BMC's power reading is deactivated (0 W): enable DCMI power "
+                           "readings in the BMC, or choose another --energy source")
+    return watts
+
+
+_PERF_ENERGY = re.compile(r"^\s*([0-9.]+),(Joules),(power/energy-[a-z]+/)", re.M)
+
+
+def parse_perf_energy(text: str) -> dict[str, float]:
+    """Joules per perf power event from ``perf stat -x, -a -e power/energy-pkg/,...`` output."""
+    return {m.group(3).strip("/").split("/")[-1]: float(m.group(1)) for m in _PERF_ENERGY.finditer(text)}

@@ -1,0 +1,59 @@
+"""What `perflab results` shows: campaigns as rows, a campaign's runs grouped by configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from perflab.stats import median
+from perflab.store import Campaign, Measurement, canonical_params
+
+
+@dataclass(frozen=True)
+class RunGroup:
+    """The runs of one (label, params) configuration of a campaign."""
+
+    label: str
+    params: dict
+    n: int
+    failed: int
+    wall_median_s: float | None
+    wall_min_s: float | None
+    wall_max_s: float | None
+    maxrss_median_kb: float | None
+    metrics: dict[str, float] = field(default_factory=dict)  # metric name -> median
+
+
+def group_measurements(measurements: Sequence[Measurement]) -> list[RunGroup]:
+    """Group runs by (label, params) in first-seen order; medians over the successful runs."""
+    groups: dict[tuple[str, str], list[Measurement]] = {}
+    for m in measurements:
+        groups.setdefault((m.label, canonical_params(m.params)), []).append(m)
+    out = []
+    for (label, _), ms in groups.items():
+        ok = [m.result for m in ms if m.result.ok]
+        walls = [r.wall_s for r in ok]
+        names = sorted({k for r in ok for k in r.metrics})
+        metrics = {}
+        for name in names:
+            values = [r.metrics[name] for r in ok if name in r.metrics]
+            metrics[name] = median(values)
+        out.append(RunGroup(
+            label=label, params=ms[0].params, n=len(ms), failed=len(ms) - len(ok),
+            wall_median_s=median(walls) if walls else None,
+            wall_min_s=min(walls) if walls else None, wall_max_s=max(walls) if walls else None,
+            maxrss_median_kb=median([r.maxrss_kb for r in ok]) if ok else None, metrics=metrics,
+        ))
+    return out
+
+
+def campaign_row(c: Campaign) -> dict:
+    """A campaign as a JSON-able dict (what `perflab results --json` writes)."""
+    duration = (c.finished - c.started).total_seconds() if c.finished else None
+    verdict = (c.summary or {}).get("verdict") if isinstance(c.summary, dict) else None
+    return {
+        "id": c.id, "study": c.study, "name": c.name, "status": c.status,
+        "measurements": c.n_measurements, "started": c.started.isoformat(timespec="seconds"),
+        "finished": c.finished.isoformat(timespec="seconds") if c.finished else None,
+        "duration_s": duration, "parent_id": c.parent_id, "host_id": c.host_id, "verdict": verdict,
+    }

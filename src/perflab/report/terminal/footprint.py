@@ -1,0 +1,51 @@
+"""How a footprint looks in a terminal: files used, failed look-ups, sizes, tracing overhead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perflab.platform.sysfs import format_size
+from perflab.stats import median
+from perflab.studies.footprint import FootprintResult
+
+
+def render(result: FootprintResult, console: Any, show_all: bool = False, limit: int = 40) -> None:
+    """Files used, failed look-ups, size by top directory, tracing overhead."""
+    from rich.table import Table
+
+    files = [f for f in result.files if show_all or f.kind in ("file", "gone")]
+    t = Table(title=f"files used by {result.workload} ({len(result.files)} paths, {result.syscalls} calls traced)")
+    for col in ("path", "uses", "kind", "size", "resolves to"):
+        t.add_column(col, justify="right" if col == "size" else "left")
+    for f in files[:limit]:
+        t.add_row(f.path, ",".join(f.uses), f.kind + (" (written)" if f.written else ""),
+                  format_size(f.size) if f.kind == "file" else "",
+                  f.real_path if f.real_path != f.path else "")
+    if len(files) > limit:
+        t.add_row(f"... {len(files) - limit} more (--all, --json)", "", "", "", "")
+    console.print(t)
+    if result.failed:
+        ft = Table(title=f"failed look-ups ({len(result.failed)})")
+        for col in ("path", "uses", "errno"):
+            ft.add_column(col)
+        for f in result.failed[:limit]:
+            ft.add_row(f.path, ",".join(f.uses), f.errno)
+        if len(result.failed) > limit:
+            ft.add_row(f"... {len(result.failed) - limit} more", "", "")
+        console.print(ft)
+    tt = Table(title="needed files by top directory")
+    for col in ("directory", "files", "size"):
+        tt.add_column(col, justify="left" if col == "directory" else "right")
+    for d in result.by_top:
+        tt.add_row(d.top, str(d.files), format_size(d.bytes))
+    tt.add_row("total", str(result.total_files), format_size(result.total_bytes))
+    console.print(tt)
+    if result.overhead is not None:
+        lo, hi = result.overhead_ci or (result.overhead, result.overhead)
+        console.print(
+            f"tracing overhead: {result.overhead:.2f}x wall time (95% CI {lo:.2f}-{hi:.2f}; median "
+            f"{median(result.traced_wall_s) * 1e3:.1f} ms traced vs {median(result.untraced_wall_s) * 1e3:.1f} ms, "
+            f"{len(result.traced_wall_s)} runs each, pinned to CPU {result.cpu}"
+            f"{', seccomp-bpf' if result.seccomp else ''})"
+        )
+    console.print(f"campaign {result.campaign_id}")

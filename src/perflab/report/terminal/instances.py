@@ -1,0 +1,154 @@
+"""Terminal rendering of an instances study and of a placement plan (rich)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.markup import escape
+from rich.table import Table
+
+from perflab.platform.sysfs import format_cpulist
+from perflab.platform.topology import Topology
+from perflab.studies import placement
+from perflab.studies.instances_result import InstancesResult
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float]) -> str:
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    span = hi - lo or 1.0
+    return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * (len(SPARK) - 1) + 0.5))] for v in values)
+
+
+def _fmt(x: float | None, digits: int = 4, sign: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{x:+.{digits}g}" if sign else f"{x:.{digits}g}"
+
+
+def render(result: InstancesResult, console, workload_name: str = "") -> None:
+    """The throughput table per policy, the optimum, the fork-master comparison and its verdict."""
+    for note in result.notes:
+        console.print(f"note: {note}", highlight=False)
+    table = Table(title=escape(f"perflab instances {workload_name}: machine throughput [{result.unit}] "
+                               "= total work / makespan"), title_justify="left")
+    table.add_column("N", justify="right")
+    level = f"{result.level:.0%} CI"
+    for scan in result.scans:
+        table.add_column(escape(f"{scan.policy} ({level})"), justify="right")
+        table.add_column("gain/copy", justify="right")
+    own = result.own_metric
+    if own:
+        table.add_column(escape(f"{own} per copy"), justify="right")
+    table.add_column("start spread", justify="right")
+    for i, n in enumerate(result.ns):
+        row = [str(n)]
+        for scan in result.scans:
+            p = scan.points[i]
+            if p.throughput is None:
+                row += [f"failed ({p.failed} rounds)", ""]
+                continue
+            mark = "*" if n == scan.optimum_n else ""
+            # fewer rounds (failures) give a lower level than the column's: say it in the cell
+            lvl = "" if abs(p.ci.level - result.level) < 1e-9 else f", {p.ci.level:.0%}"
+            row.append(f"{_fmt(p.throughput)} ({_fmt(p.ci.low, 3)}-{_fmt(p.ci.high, 3)}{lvl}){mark}")
+            row.append("" if p.gain_per_copy is None else _fmt(p.gain_per_copy, sign=True))
+        first = result.scans[0].points[i] if result.scans else None
+        if own:
+            row.append(_fmt(first.own_metric) if first else "-")
+        spread = first.start_spread_us if first else None
+        row.append("-" if spread is None else f"{spread:.0f} us")
+        table.add_row(*row)
+    console.print(table)
+    if own:
+        console.print(f"({own} per copy is the workload's own figure for policy {result.scans[0].policy}, "
+                      "shown beside; it is never summed into machine throughput)", highlight=False)
+    for scan in result.scans:
+        if scan.optimum_n is None:
+            console.print(f"{scan.policy:>8}: every point failed", highlight=False)
+            continue
+        console.print(
+            f"{scan.policy:>8}: {sparkline([p.throughput for p in scan.points if p.throughput is not None])}"
+            f"  optimum N = {scan.optimum_n} ({_fmt(scan.optimum_throughput)} {result.unit}); "
+            f"smallest N within 1%: {scan.within_1pct_n}"
+            + (f"; knee at N = {scan.knee_n:g}" if scan.knee_n is not None else ""),
+            highlight=False,
+        )
+    if result.failed:
+        console.print("best: none, every point failed (see the notes for why)", highlight=False)
+    else:
+        console.print(f"best: policy {result.optimum_policy}, N = {result.optimum_n}, "
+                      f"{_fmt(result.optimum_throughput)} {result.unit}", highlight=False)
+    if any(p.ipc is not None or p.llc_per_unit is not None for scan in result.scans for p in scan.points):
+        _render_counters(result, console)
+    mem = result.memory
+    if mem:
+        nodes = ", ".join(f"node {k}: {_mib(v)}" for k, v in mem["per_node_kb"].items())
+        console.print(f"memory at the optimum ({mem['policy']}, N = {mem['n']}), peak PSS: "
+                      f"{_mib(mem['per_copy_kb'])} per copy; {nodes}; {_mib(mem['total_kb'])} in all",
+                      highlight=False)
+    if result.fork:
+        _render_fork(result, console)
+
+
+def _render_counters(result: InstancesResult, console) -> None:
+    base = result.unit.split("/")[0]
+    work = "copy" if base == "copies" else base[:-1] if base.endswith("s") else base
+    table = Table(title="hardware counters against copies (all copies of a point together)",
+                  title_justify="left")
+    table.add_column("N", justify="right")
+    for scan in result.scans:
+        table.add_column(f"{scan.policy} IPC", justify="right")
+        table.add_column(escape(f"LLC misses/{work}"), justify="right")
+    for i, n in enumerate(result.ns):
+        row = [str(n)]
+        for scan in result.scans:
+            p = scan.points[i]
+            row += [_fmt(p.ipc, 3), _fmt(p.llc_per_unit, 4)]
+        table.add_row(*row)
+    console.print(table)
+
+
+def _mib(kb: float | None) -> str:
+    return "-" if kb is None else f"{kb / 1024:.1f} MiB"
+
+
+def _render_fork(result: InstancesResult, console) -> None:
+    ft = Table(title="fork-master at equal work: one unbound master vs one bound master per NUMA node",
+               title_justify="left")
+    for col in ("workers", f"{result.unit} no NUMA", f"{result.unit} NUMA", "NUMA gain (CI)",
+                "masters (node:workers:events)", "PSS no NUMA / NUMA"):
+        ft.add_column(escape(col), justify="right")
+    for r in result.fork:
+        ci = f" ({r.ci.low:.3f}-{r.ci.high:.3f}, {r.ci.level:.0%})" if r.ci is not None else ""
+        gain = "-" if r.gain is None else f"{r.gain:.3f}{ci}"
+        ft.add_row(str(r.n), _fmt(r.no_numa), _fmt(r.numa), gain,
+                   " ".join(":".join(map(str, m)) for m in r.masters),
+                   f"{_mib(r.no_numa_pss_kb)} / {_mib(r.numa_pss_kb)}")
+    console.print(ft)
+    if result.fork_verdict is not None:
+        console.print(f"verdict: {result.fork_verdict.text}", highlight=False)
+
+
+def render_plans(topology: Topology, ns: Sequence[int], policies: Sequence[str], console,
+                 numa_pin: bool = False, threads: int = 1) -> None:
+    """The placement of every copy for each policy and N, without running anything."""
+    nodes = placement.numa_nodes_with_cpus(topology)
+    console.print(f"{len(placement.usable_cpus(topology))} usable CPUs, {len(topology.cores)} cores, "
+                  f"{len(topology.sockets)} sockets, NUMA nodes {', '.join(map(str, nodes))}", highlight=False)
+    for policy in policies:
+        table = Table(title=f"policy {policy}", title_justify="left")
+        table.add_column("N", justify="right")
+        table.add_column(escape("copy:cpus [mem node]"))
+        for n in ns:
+            slots = placement.plan(topology, n, policy, numa_pin=numa_pin, threads=threads)
+            cells = []
+            for s in slots:
+                where = format_cpulist(s.cpus) if s.cpus else "any"
+                cells.append(f"{s.copy}:{where}" + (f"[m{s.mem_node}]" if s.mem_node is not None else ""))
+            notes = placement.plan_notes(topology, n, policy, threads)
+            table.add_row(str(n), escape("  ".join(cells) + (f"  ({'; '.join(notes)})" if notes else "")))
+        console.print(table)

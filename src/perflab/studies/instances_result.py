@@ -1,0 +1,289 @@
+"""What an instances study found (throughput points per policy, memory, the fork-master rows and
+verdict) and the figures it is computed from: a point's throughput over its makespan.
+
+The fork-master verdict pools every paired round of every N into one exact two-sided sign test
+of "NUMA-bound masters and one unbound master give the same throughput" (one hypothesis, so no
+multiplicity correction): each pair is one round's NUMA / no-NUMA throughput ratio, both modes
+doing the same events with the same workers. The sign test needs no distributional assumption,
+and a burst of interference that hits one side of a pair moves only that pair's sign.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from perflab.model import RunResult
+from perflab.stats import CI, median, median_ci
+
+MIN_LEVEL = 0.90  # the default repetitions must give at least this interval (or a note says so)
+ALPHA = 0.05
+
+
+def _ci(d: Any) -> CI | None:
+    return CI.from_dict(d) if d else None
+
+
+def _ci_dict(ci: CI | None) -> dict | None:
+    return ci.as_dict() if ci is not None else None
+
+
+@dataclass
+class Point:
+    n: int
+    throughput: float | None  # median over rounds of total work / makespan; None: every round failed
+    ci: CI | None
+    per_copy: float | None
+    reps: int  # rounds that gave a value
+    failed: int = 0  # rounds left out because a copy failed
+    gain_per_copy: float | None = None  # (T(n) - T(previous n)) / (n - previous n)
+    own_metric: float | None = None  # the workload's own per-copy metric, median (never summed)
+    start_spread_us: float | None = None  # median gate start spread (incidental, not a design key)
+    samples: list[float] = field(default_factory=list)
+    pss_kb: float | None = None  # median peak PSS of one copy's process tree
+    ipc: float | None = None  # instructions / cycles of all copies together (PMU only)
+    llc_per_unit: float | None = None  # last-level-cache load misses per unit of work (PMU only)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ci"] = _ci_dict(self.ci)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Point":
+        return cls(**{**d, "ci": _ci(d.get("ci"))})
+
+
+@dataclass
+class PolicyScan:
+    policy: str
+    points: list[Point]
+    optimum_n: int | None
+    optimum_throughput: float | None
+    within_1pct_n: int | None  # smallest N whose throughput is within 1% of the optimum
+    knee_n: float | None = None  # where the throughput curve bends (two-segment fit, BIC)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["points"] = [p.as_dict() for p in self.points]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PolicyScan":
+        return cls(**{**d, "points": [Point.from_dict(p) for p in d["points"]]})
+
+
+@dataclass
+class ForkRow:
+    n: int  # workers in all, in both modes
+    no_numa: float | None  # one unbound master forking n workers, median throughput
+    numa: float | None  # one bound master per NUMA node forking its share of workers and events
+    gain: float | None  # median of the per-round ratios numa / no-numa
+    ci: CI | None  # order-statistic CI of that median, with its level
+    ratios: list[float] = field(default_factory=list)
+    masters: list[list[int]] = field(default_factory=list)  # [node, workers, events] per master
+    no_numa_pss_kb: float | None = None  # all masters' and workers' PSS together, median
+    numa_pss_kb: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ci"] = _ci_dict(self.ci)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ForkRow":
+        return cls(**{**d, "ci": _ci(d.get("ci"))})
+
+
+@dataclass
+class ForkVerdict:
+    gain: float | None  # median of all paired ratios
+    ci: CI | None
+    pairs: int
+    above: int  # pairs where NUMA was faster
+    p_value: float
+    significant: bool
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ci"] = _ci_dict(self.ci)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ForkVerdict":
+        return cls(**{**d, "ci": _ci(d.get("ci"))})
+
+
+def sign_test(ratios: Sequence[float]) -> tuple[int, int, float]:
+    """Exact two-sided sign test of median ratio 1: (pairs without ties, pairs above 1, p)."""
+    above = sum(1 for r in ratios if r > 1)
+    below = sum(1 for r in ratios if r < 1)
+    m = above + below
+    if m == 0:
+        return 0, 0, 1.0
+    k = min(above, below)
+    tail = sum(math.comb(m, i) for i in range(k + 1)) / 2 ** m
+    return m, above, min(1.0, 2 * tail)
+
+
+def fork_verdict(rows: Sequence[ForkRow], alpha: float = ALPHA) -> ForkVerdict:
+    """One verdict on NUMA-bound masters over every paired round of every N."""
+    ratios = [r for row in rows for r in row.ratios]
+    if not ratios:
+        return ForkVerdict(None, None, 0, 0, 1.0, False, "fork-master: no paired rounds finished; no verdict")
+    m, above, p = sign_test(ratios)
+    gain = median(ratios)
+    ci = median_ci(ratios)
+    evidence = (f"median ratio {gain:.3f} ({ci.label()} {ci.low:.3f}-{ci.high:.3f}) over {len(ratios)} "
+                f"paired rounds, NUMA faster in {above} of {m}; sign test p = {p:.2g}")
+    significant = p < alpha
+    change = f"{100 * abs(gain - 1):.1f} % throughput at equal work: {evidence}"
+    if significant and gain > 1:
+        text = f"one bound master per NUMA node gives +{change}"
+    elif significant and gain < 1:
+        text = f"one bound master per NUMA node costs {change}"
+    else:
+        text = f"no evidence that NUMA-bound masters change throughput at equal work: {evidence}"
+    return ForkVerdict(gain, ci, len(ratios), above, p, significant, text)
+
+
+@dataclass
+class InstancesResult:
+    unit: str
+    ns: list[int]
+    scans: list[PolicyScan]
+    optimum_n: int | None
+    optimum_throughput: float | None
+    optimum_policy: str | None
+    own_metric: str | None = None  # the workload's own rate metric, shown per copy beside
+    fork: list[ForkRow] | None = None
+    fork_verdict: ForkVerdict | None = None
+    failures: dict[str, int] = field(default_factory=dict)  # why runs failed -> how many
+    notes: list[str] = field(default_factory=list)
+    level: float = 0.0  # the level of a point's CI at the configured rounds
+    memory: dict[str, Any] | None = None  # PSS per copy and per NUMA node at the optimum
+    campaign_id: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Every point of every policy failed: nothing to rank."""
+        return self.optimum_n is None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["scans"] = [s.as_dict() for s in self.scans]
+        d["fork"] = [r.as_dict() for r in self.fork] if self.fork is not None else None
+        d["fork_verdict"] = self.fork_verdict.as_dict() if self.fork_verdict else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "InstancesResult":
+        d = dict(d)
+        d["scans"] = [PolicyScan.from_dict(s) for s in d["scans"]]
+        d["fork"] = [ForkRow.from_dict(r) for r in d["fork"]] if d.get("fork") is not None else None
+        d["fork_verdict"] = ForkVerdict.from_dict(d["fork_verdict"]) if d.get("fork_verdict") else None
+        return cls(**d)
+
+
+def point_throughput(results: Sequence[RunResult], work: str | None) -> tuple[float | None, str | None]:
+    """(total work / makespan, None) for one point, or (None, why) when a copy failed.
+
+    The makespan runs from the first start to the last finish of the point's copies (SPEC
+    rate's definition), so copies that do not overlap in time do not add up.
+    """
+    for r in results:
+        if not r.ok:
+            return None, r.failure or "failed"
+        if work is not None and work not in r.metrics:
+            return None, f"no '{work}' metric"
+    makespan = (max(r.end_ns for r in results) - min(r.start_ns for r in results)) / 1e9
+    if makespan <= 0:
+        return None, "no duration"
+    total = sum(float(r.metrics[work]) for r in results) if work else float(len(results))
+    return total / makespan, None
+
+
+def points_of(runs: Sequence[Any], key_name: str) -> dict[tuple[Any, int, int], list[Any]]:
+    """(policy or mode, n, round) -> the point's runs (objects with .params and .result)."""
+    out: dict[tuple[Any, int, int], list[Any]] = {}
+    for r in runs:
+        p = r.params
+        if key_name in p:
+            out.setdefault((p[key_name], int(p["n"]), int(p["round"])), []).append(r)
+    return out
+
+
+def pss_total(results: Sequence[RunResult]) -> float | None:
+    """Summed peak PSS of a point's copies, or None unless every copy has a figure."""
+    values = [r.metrics.get("pss_kb") for r in results]
+    return float(sum(values)) if values and all(v is not None for v in values) else None
+
+
+def fork_rows(ns: Sequence[int], pts, work: str | None) -> list[ForkRow]:
+    """Per N: both modes' median throughput and PSS, and the per-round ratios NUMA / no NUMA."""
+    rows = []
+    for n in ns:
+        per_mode: dict[str, dict[int, float]] = {"no-numa": {}, "numa": {}}
+        pss: dict[str, list[float]] = {"no-numa": [], "numa": []}
+        for (mode, k, rnd), runs in pts.items():
+            if k != n:
+                continue
+            results = [r.result for r in runs]
+            tp, _ = point_throughput(results, work)
+            if tp is not None:
+                per_mode[mode][rnd] = tp
+                kb = pss_total(results)
+                if kb is not None:
+                    pss[mode].append(kb)
+        paired = sorted(set(per_mode["no-numa"]) & set(per_mode["numa"]))
+        ratios = [per_mode["numa"][r] / per_mode["no-numa"][r] for r in paired]
+        a = median(list(per_mode["no-numa"].values())) if per_mode["no-numa"] else None
+        b = median(list(per_mode["numa"].values())) if per_mode["numa"] else None
+        rows.append(ForkRow(n, a, b, median(ratios) if ratios else None,
+                            median_ci(ratios) if ratios else None, ratios,
+                            no_numa_pss_kb=median(pss["no-numa"]) if pss["no-numa"] else None,
+                            numa_pss_kb=median(pss["numa"]) if pss["numa"] else None))
+    return rows
+
+
+def memory_at(runs: Sequence[Any], node_of_copy: dict[int, Any], policy: str, n: int) -> dict[str, Any] | None:
+    """PSS at one point: per copy (median over copies and rounds) and per node (median over rounds
+    of the summed PSS of the copies placed there; 'any' for unbound copies)."""
+    per_copy: list[float] = []
+    per_node: dict[str, list[float]] = {}
+    for (p, k, _rnd), point in points_of(runs, "policy").items():
+        if (p, k) != (policy, n) or not all(r.result.ok for r in point):
+            continue
+        sums: dict[str, float] = {}
+        for r in point:
+            kb = r.result.metrics.get("pss_kb")
+            if kb is None:
+                break
+            per_copy.append(float(kb))
+            node = str(node_of_copy.get(int(r.params["copy"]), "any"))
+            sums[node] = sums.get(node, 0.0) + float(kb)
+        else:
+            for node, kb in sums.items():
+                per_node.setdefault(node, []).append(kb)
+    if not per_copy:
+        return None
+    nodes = {node: median(v) for node, v in sorted(per_node.items())}
+    return {"policy": policy, "n": n, "per_copy_kb": median(per_copy), "per_node_kb": nodes,
+            "total_kb": sum(nodes.values())}
+
+
+def counter_ratio(results: Sequence[RunResult], num: str, den: str | None) -> list[float]:
+    """[sum of counter num / sum of den over a point's copies] (den: a counter or a work metric;
+    None: copies), or [] when a copy lacks either."""
+    def value(r: RunResult, name: str | None) -> float | None:
+        if name is None:
+            return 1.0
+        return r.counters.get(name, r.metrics.get(name))
+
+    pairs = [(value(r, num), value(r, den)) for r in results]
+    if not pairs or any(a is None or b is None for a, b in pairs):
+        return []
+    total = sum(b for _, b in pairs)
+    return [sum(a for a, _ in pairs) / total] if total > 0 else []

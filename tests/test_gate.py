@@ -1,0 +1,269 @@
+"""The regression gate: real `sleep` runs gated against a baseline, noise that must not fail,
+JUnit checked against a schema, bad input, baselines on SQLite and PostgreSQL, the null rate.
+
+Thresholds in the end-to-end tests are 20 %: on this shared 2-CPU machine (load 6-13 while
+other engineers test) the cost of starting a process and waking it moves by 1-3 ms between
+campaigns, 5-15 % of a 20 ms sleep; the slower sleep is +50 %.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from perflab.errors import PerflabError
+from perflab.model import RunResult
+from perflab.store import open_store
+from perflab.studies.gate import GateConfig, evaluate, parse_threshold
+from perflab.studies.gate_sim import SimConfig, simulate
+
+XSD = Path(__file__).parent / "data" / "junit-gitlab.xsd"
+
+
+def perflab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PERFLAB_DB": str(cwd / "perflab.db")}
+    return subprocess.run([sys.executable, "-m", "perflab", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=240)
+
+
+def _validate_junit(path: Path) -> ET.Element:
+    import xmlschema
+
+    xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    return ET.parse(path).getroot()
+
+
+def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
+    p = perflab("run", "--runs", "15", "-n", "work", "--baseline-save", "main", "--", "sleep", "0.02",
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "baseline 'main' -> campaign 1" in p.stderr
+    junit, md, js = tmp_path / "gate.xml", tmp_path / "gate.md", tmp_path / "gate.json"
+    p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%",
+                "--junit", str(junit), "--gate-markdown", str(md), "--gate-json", str(js),
+                "--", "sleep", "0.03", cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")]
+    assert len(fail) == 1 and "wall time" in fail[0] and "95% CI" in fail[0] and "p=" in fail[0]
+    assert "gate: FAIL" in p.stdout
+    data = json.loads(js.read_text())
+    wall = next(ln for ln in data["lines"] if ln["measure"] == "wall_s")
+    # 30 ms against 20 ms of sleep, plus a process start whose cost moves with the load
+    assert wall["status"] == "FAIL" and 1.2 < wall["ratio"] < 2.0 and wall["ci"]["level"] == 0.95
+    assert wall["ci"]["low"] > 1.0 and wall["significant"] and wall["p_adjusted"] < 0.05
+    root = _validate_junit(junit)
+    assert root.tag == "testsuites" and root.get("failures") == "1"
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == len(data["lines"]) and all(c.get("classname") and c.get("name") for c in cases)
+    assert [c.find("failure") is not None for c in cases].count(True) == 1
+    assert "| ❌ | work | wall time [s] |" in md.read_text()
+    # the same command again passes, and the compare command gates a stored campaign alike
+    p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%",
+                "--", "sleep", "0.02", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "gate: pass" in p.stdout
+    p = perflab("compare", "--baseline", "main", "2", "--fail-if", "median>+20%", cwd=tmp_path)
+    assert p.returncode == 1 and "gate: FAIL" in p.stdout
+    p = perflab("compare", "--baseline", "main", "3", "--fail-if", "median>+20%", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def _noisy_script(tmp_path: Path, name: str, times_ms: list[int]) -> Path:
+    """A command that sleeps the next of a fixed, shuffled list of durations on every run
+    (shell builtins only, besides sleep itself, so the process overhead stays small)."""
+    d = tmp_path / name
+    d.mkdir()
+    order = list(times_ms)
+    random.Random(name).shuffle(order)
+    script = d / "work.sh"
+    script.write_text('#!/bin/sh\nd=${0%/*}\ni=0\n[ -f "$d/i" ] && read i < "$d/i"\n'
+                      'echo $((i + 1)) > "$d/i"\n'
+                      f'set -- {" ".join(f"{t / 1000:.3f}" for t in order)}\n'
+                      'shift $((i % 10))\nexec sleep "$1"\n')
+    script.chmod(0o755)
+    return script
+
+
+def test_noise_large_against_the_threshold_does_not_fail(tmp_path):
+    # Durations from 50 to 300 ms; B's two middle values are 50 ms longer: its median is
+    # about 30 % above A's while the samples interleave, so no test can call it a change.
+    a = [50, 75, 100, 125, 140, 150, 160, 175, 225, 300]
+    b = [50, 75, 100, 125, 190, 200, 160, 175, 225, 300]
+    for name, times in (("a", a), ("b", b)):
+        script = _noisy_script(tmp_path, name, times)
+        p = perflab("run", "--runs", "10", "-n", "noisy", "--", str(script), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+    assert perflab("baseline", "set", "main", "1", cwd=tmp_path).returncode == 0
+    js = tmp_path / "g.json"
+    p = perflab("compare", "--baseline", "main", "2", "--fail-if", "median>+3%", "--json", str(js),
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    wall = next(ln for ln in json.loads(js.read_text())["lines"] if ln["measure"] == "wall_s")
+    # The change alone is beyond the threshold: significance is what keeps the gate quiet.
+    assert wall["ratio"] > 1.03 and not wall["significant"] and wall["status"] == "pass"
+    assert "not significant" in wall["verdict"]
+
+
+def _result(wall: float) -> RunResult:
+    return RunResult(wall_ns=int(wall * 1e9), user_s=wall, sys_s=0.0, maxrss_kb=1000, minflt=0,
+                     majflt=0, nvcsw=0, nivcsw=0, exit_code=0)
+
+
+def _campaign(store, study: str, walls, host: int | None = None, label: str = "work") -> int:
+    cid = store.start_campaign(study, {}, host_id=host)
+    for i, w in enumerate(walls):
+        store.add_measurement(cid, _result(w), {"cpu": 0} if study == "cores" else {}, rep=i, label=label)
+    store.finish_campaign(cid, "done")
+    return cid
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        run = _campaign(store, "run", [1.0, 1.01, 0.99, 1.0, 1.02])
+        cores = _campaign(store, "cores", [1.0, 1.01, 0.99, 1.0, 1.02])
+        store.set_baseline("main", run)
+        store.set_baseline("cores-main", cores)
+    cases = [
+        (["compare", "--baseline", "nope", str(run)], "no baseline named 'nope'"),
+        (["compare", "--baseline", "main", str(run), "--fail-if", "median>3"], "needs a sign and a unit"),
+        (["compare", "--baseline", "main", str(run), "--fail-if", "p99>+3%"], "no measure 'p99'"),
+        (["compare", "--baseline", "cores-main", str(run)], "same study"),
+        (["compare", "--baseline", "main", str(run), "--fail-if", "median<+3%"], "a decrease"),
+        (["compare", "--baseline", "main", str(run), "--fail-if", "rss>+3ms"], "units"),
+        (["run", "--runs", "3", "--baseline", "cores-main", "--", "sleep", "0.01"], "'cores' campaign"),
+        (["run", "--runs", "3", "--baseline", "main", "--fail-if", "p99>+3%", "--", "sleep", "0.01"], "p99"),
+        (["run", "--runs", "3", "--fail-if", "median>+3%", "--", "sleep", "0.01"], "--baseline"),
+        (["baseline", "set", "bad name", str(run)], "not usable"),
+        (["baseline", "show", "nope"], "no baseline named"),
+        (["baseline", "rm", "nope"], "no baseline named"),
+        (["baseline", "set", "x", "999"], "no campaign 999"),
+    ]
+    for args, needle in cases:
+        p = perflab(*args, cwd=tmp_path)
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("perflab: error:") and needle in lines[0], (args, lines)
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        # the refused runs measured nothing and left no campaign behind
+        assert [c.id for c in store.campaigns()] == [run, cores]
+
+
+def test_cross_machine_is_refused_unless_asked(tmp_path):
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        h1 = store.add_host({"hostname": "node-a"})
+        h2 = store.add_host({"hostname": "node-b"})
+        a = _campaign(store, "run", [1.0, 1.01, 0.99, 1.0, 1.02], host=h1)
+        b = _campaign(store, "run", [1.0, 1.02, 0.98, 1.01, 1.0], host=h2)
+        store.set_baseline("main", a)
+        with pytest.raises(PerflabError, match="node-a .* node-b.*--cross-machine"):
+            evaluate(GateConfig("main", b, (parse_threshold("median>+3%"),)), store)
+    p = perflab("compare", "--baseline", "main", str(b), "--cross-machine", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "warning: baseline 'main' was measured on node-a" in p.stderr
+
+
+def test_thresholds_parse_relative_and_absolute():
+    t = parse_threshold("median>+3%")
+    assert (t.measure(None), t.op, t.value, t.relative) == ("wall_s", ">", 0.03, True)
+    assert parse_threshold("median>+2ms").value == pytest.approx(0.002)
+    assert parse_threshold("rss>+10MiB").value == pytest.approx(10240)
+    assert parse_threshold("events_per_s<-2%").measure(None) == "metric:events_per_s"
+    assert parse_threshold("primary<-5").measure("events_per_s") == "metric:events_per_s"
+    assert parse_threshold("energy>+1.5J").value == pytest.approx(1.5)
+    for bad in ("median>3", "median", "median>+3", "median>=+3%", "rss>+3s", "events_per_s>+3ms"):
+        with pytest.raises(PerflabError):
+            parse_threshold(bad)
+
+
+def _baselines_roundtrip(store) -> None:
+    a = _campaign(store, "run", [1.0, 1.1])
+    b = _campaign(store, "run", [1.0, 1.1])
+    assert store.set_baseline("main", a, note="nightly").campaign_id == a
+    assert store.set_baseline("main", b).campaign_id == b  # the name moves
+    store.set_baseline("release/1.2", a)
+    assert [x.name for x in store.baselines()] == ["main", "release/1.2"]
+    assert store.baseline("main").note == ""
+    assert store.remove_baseline("main").campaign_id == b
+    assert [x.name for x in store.baselines()] == ["release/1.2"]
+    assert store.campaign(b).id == b  # the campaign stays
+    with pytest.raises(PerflabError, match="no baseline named 'main'"):
+        store.baseline("main")
+
+
+def test_baselines_in_sqlite(tmp_path):
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        _baselines_roundtrip(store)
+
+
+@pytest.mark.postgres
+def test_baselines_in_postgresql(postgres_url):
+    with open_store(postgres_url) as store:
+        _baselines_roundtrip(store)
+
+
+def test_junit_schema_rejects_what_gitlab_would_not_read(tmp_path):
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(XSD))
+    bad = tmp_path / "bad.xml"
+    bad.write_text('<testsuites><testsuite name="s" tests="1" failures="0" errors="0">'
+                   '<testcase name="x"/></testsuite></testsuites>')  # no classname
+    assert not schema.is_valid(str(bad))
+    bad.write_text('<testsuites><testsuite name="s" tests="1" failures="1" errors="0">'
+                   '<testcase classname="c" name="x"><fail/></testcase></testsuite></testsuites>')
+    assert not schema.is_valid(str(bad))
+
+
+def test_gate_false_failure_rate_on_null_pairs_is_low():
+    res = simulate(SimConfig(pairs=25))
+    assert res.false_positive <= 0.05 and res.detection >= 0.9
+    # With noise large against the threshold, the median change alone crosses it often; the
+    # significance requirement keeps the false-failure rate at the test's level.
+    noisy = simulate(SimConfig(pairs=25, sigma=0.15, planted=0.0, seed=1))
+    assert noisy.null_beyond > 0.15 and noisy.false_positive <= 0.05
+
+
+def test_a_gated_measure_missing_from_the_campaign_is_an_error_not_a_pass(tmp_path):
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        a = store.start_campaign("run", {"primary_metric": "events_per_s"})
+        b = store.start_campaign("run", {"primary_metric": "events_per_s"})
+        for i in range(6):
+            r = _result(1.0 + 0.01 * i)
+            r.metrics = {"events_per_s": 100.0 - i}
+            store.add_measurement(a, r, {}, rep=i, label="work")
+            store.add_measurement(b, _result(1.0 + 0.01 * i), {}, rep=i, label="work")
+        store.finish_campaign(a, "done")
+        store.finish_campaign(b, "done")
+        store.set_baseline("main", a)
+        ok = evaluate(GateConfig("main", b, (parse_threshold("median>+3%"),)), store)
+        assert not ok.failed and "baseline' was measured on an unrecorded machine" not in " ".join(ok.warnings)
+        assert any("cannot check they are the same machine" in w for w in ok.warnings)
+        with pytest.raises(PerflabError, match="campaign 2 has no successful run with 'primary'"):
+            evaluate(GateConfig("main", b, (parse_threshold("primary<-3%"),)), store)
+
+
+def test_energy_is_compared_where_recorded_and_can_be_gated(tmp_path):
+    rng = random.Random(3)
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        cids = []
+        for joules in (10.0, 12.0):  # B costs 20 % more energy per run at the same speed
+            cid = store.start_campaign("run", {})
+            for i in range(12):
+                r = _result(1.0 * rng.lognormvariate(0, 0.01))
+                r.energy = {"rapl:package-0": joules * rng.lognormvariate(0, 0.01)}
+                store.add_measurement(cid, r, {}, rep=i, label="work")
+            store.finish_campaign(cid, "done")
+            cids.append(cid)
+        store.set_baseline("main", cids[0])
+        res = evaluate(GateConfig("main", cids[1], (parse_threshold("energy>+10%"),
+                                                    parse_threshold("median>+10%"))), store)
+        by = {ln.row.measure: ln for ln in res.lines}
+        assert by["energy_j"].failed and 1.15 < by["energy_j"].row.ratio < 1.25
+        assert not by["wall_s"].failed and res.failed
