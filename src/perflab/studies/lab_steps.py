@@ -77,20 +77,18 @@ def prepare(ctx: LabContext) -> None:
     ctx.session.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
 
 
-def _shaped(module: ModuleType, config: Any, legacy_fn: Callable[..., Any]) -> Step:
-    """The study-shaped module when it has execute, else its legacy run_* function."""
+def _shaped(ctx: LabContext, module: ModuleType, config: Any, legacy: str) -> Step:
+    """The study-shaped module when it has execute, else its ``run_*`` function (named, and
+    looked up only then: a converted module no longer has it)."""
     if hasattr(module, "execute"):
         return Step(module, config)
+    run = getattr(module, legacy)
 
-    def legacy(store: Any) -> tuple[Any, int | None]:
-        result = legacy_fn(config, None, store)
+    def call(store: Any) -> tuple[Any, int | None]:
+        result = run(config, ctx.session.executor, store, None)
         return result, (store.started[-1] if store.started else None)
 
-    return Step(None, config, legacy)
-
-
-def _executor_bound(ctx: LabContext, fn: Callable[..., Any]) -> Callable[..., Any]:
-    return lambda config, _executor, store: fn(config, ctx.session.executor, store, None)
+    return Step(None, config, call)
 
 
 @step("run")
@@ -114,7 +112,7 @@ def cores_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
     config = cores.CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
                                max_time=40 if q else 600, seed=ctx.config.seed)
-    return _shaped(cores, config, _executor_bound(ctx, cores.run_cores))
+    return _shaped(ctx, cores, config, "run_cores")
 
 
 @step("instances")
@@ -128,7 +126,7 @@ def instances_step(ctx: LabContext) -> Step:
     ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
     config = instances.InstancesConfig(workload=wl, ns=ns, reps=1 if q else 3,
                                        fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
-    return _shaped(instances, config, _executor_bound(ctx, instances.run_instances))
+    return _shaped(ctx, instances, config, "run_instances")
 
 
 @step("variants")
@@ -151,7 +149,7 @@ def variants_step(ctx: LabContext) -> Step:
     config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(vbm.parse_variant(s) for s in specs),
                                baseline="m64-O2", rounds=5 if q else 10, warmup=1, seed=ctx.config.seed,
                                train_argv=("{exe}", *args, "--seed", "12345"))
-    return _shaped(vs, config, _executor_bound(ctx, vs.run_variants))
+    return _shaped(ctx, vs, config, "run_variants")
 
 
 _DONE = re.compile(r"done processing event #(\d+) in ([\d.]+) ms")
@@ -195,7 +193,7 @@ def profile_step(ctx: LabContext) -> Step:
     # A quick event lasts a few ms: sample faster so the table has enough samples to read.
     config = profile.ProfileConfig(workload=ctx.workload, window=window, repeat=1 if ctx.config.quick else 3,
                                    freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
-    return _shaped(profile, config, _executor_bound(ctx, profile.run_profile))
+    return _shaped(ctx, profile, config, "run_profile")
 
 
 @step("frontend")
@@ -206,7 +204,7 @@ def frontend_step(ctx: LabContext) -> Step:
     config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
                                points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
                                reps=10, perf_span=not q, seed=ctx.config.seed)
-    return _shaped(fe, config, _executor_bound(ctx, fe.run_frontend))
+    return _shaped(ctx, fe, config, "run_frontend")
 
 
 @step("micro")
@@ -218,4 +216,4 @@ def micro_step(ctx: LabContext) -> Step:
     # 10 rounds even when quick: with fewer no difference can pass Holm over 13 operations.
     config = mi.MicroConfig(reps=10, scale=0.1 if q else 1.0, io_dir=tempfile.gettempdir(),
                             shm="off" if q else "auto", seed=ctx.config.seed)
-    return _shaped(mi, config, _executor_bound(ctx, mi.run_micro))
+    return _shaped(ctx, mi, config, "run_micro")
