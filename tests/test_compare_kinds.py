@@ -56,7 +56,7 @@ def _synthetic(store, study: str, points: list[tuple[str, dict]], slow: dict[int
 
 
 def _significant_walls(res) -> set[str]:
-    return {r.key for r in res.rows if r.measure == "wall_s" and r.significant}
+    return {r.key for r in res.rows if r.measure == "wall_s" and r.significant and not r.overall}
 
 
 def test_cores_campaigns_match_on_cpu_and_find_the_slow_one(store):
@@ -71,8 +71,9 @@ def test_cores_campaigns_match_on_cpu_and_find_the_slow_one(store):
     b = run_cores(cfg, MockExecutor(model({2: 1.08}, 2)), store, topology=_box(4)).campaign_id
     res = run_compare(CompareConfig(a, b), store)
     assert not res.unmatched_a and not res.unmatched_b
-    assert {r.key for r in res.rows if r.measure == "wall_s"} == {f"cpu={c}" for c in range(4)}
-    assert all(r.n_a == r.n_b == 10 for r in res.rows)  # rounds are repetitions, not keys
+    points = [r for r in res.rows if not r.overall]
+    assert {r.key for r in points if r.measure == "wall_s"} == {f"cpu={c}" for c in range(4)}
+    assert all(r.n_a == r.n_b == 10 for r in points)  # rounds are repetitions, not keys
     assert _significant_walls(res) == {"cpu=2"}
     row = next(r for r in res.rows if r.key == "cpu=2" and r.measure == "wall_s")
     assert 1.05 < row.ratio < 1.11 and row.lo > 1 and row.better == "A"
@@ -110,7 +111,7 @@ def test_instances_campaigns_match_despite_start_spread_and_aggregate_copies(sto
     assert not spreads(a) & spreads(b)
     res = run_compare(CompareConfig(a, b), store)
     assert not res.unmatched_a and not res.unmatched_b
-    walls = [r for r in res.rows if r.measure == "wall_s"]
+    walls = [r for r in res.rows if r.measure == "wall_s" and not r.overall]
     assert {r.key for r in walls} == {f"policy={p} n={n}" for p in ("none", "compact") for n in (1, 2, 3)}
     # One observation per round: the copies of a round are aggregated (makespan), not pooled.
     assert all(r.n_a == r.n_b == 8 for r in walls)
@@ -162,7 +163,7 @@ def test_synthetic_campaigns_of_each_kind(store, study, points, extra):
     b = _synthetic(store, study, points, {1: 1.06}, seed=2, extra=eb)
     res = run_compare(CompareConfig(a, b), store)
     assert not res.unmatched_a and not res.unmatched_b
-    assert len({r.key for r in res.rows}) == len(points)
+    assert len({r.key for r in res.rows if not r.overall}) == len(points)
     planted = design_key(study, points[1][0], points[1][1]).text
     assert _significant_walls(res) == {planted}
     row = next(r for r in res.rows if r.measure == "wall_s" and r.key == planted)

@@ -158,3 +158,63 @@ def test_joules_per_event_and_energy_optimal_copies_through_the_mock(tmp_path):
     assert energy_optimal(points) == 4
     turbo = {2: (100.0, 160.0), 4: (190.0, 260.0), 8: (200.0, 420.0)}
     assert energy_optimal(turbo) == 4 and max(turbo, key=lambda n: turbo[n][0]) == 8
+
+
+def test_instances_watts_and_energy_optimal_copies_through_the_mock(tmp_path):
+    """A modelled node: throughput saturates at 4 CPUs while watts keep rising with copies, and a
+    'turbo' makes 2 copies cheap per event; the study reports watts per N and the energy optimum."""
+    from perflab.checks.compare_check import _machine
+    from perflab.model import MetricPattern, Workload
+    from perflab.report.terminal.instances import render
+    from perflab.studies import instances, run_study
+    from rich.console import Console
+
+    ex = MockExecutor()
+
+    def model(spec):
+        n = int(spec.params["n"])
+        wall = 1.0 * max(1.0, n / 4)
+        return RunResult(wall_ns=int(wall * 1e9), user_s=wall, sys_s=0, maxrss_kb=1, minflt=0, majflt=0,
+                         nvcsw=0, nivcsw=0, exit_code=0, start_ns=ex.clock_ns, end_ns=ex.clock_ns + int(wall * 1e9),
+                         metrics={"events": 100.0})
+
+    ex.model = model
+
+    watts = {1: 120.0, 2: 140.0, 3: 230.0, 4: 300.0, 6: 310.0, 8: 320.0}
+
+    class Meter:
+        source = "model"
+
+        def start(self):
+            self.t0, self.c0 = ex.clock_ns, len(ex.calls)
+
+        def stop(self):
+            n = len(ex.calls) - self.c0
+            return {"ipmi:node": watts[n] * (ex.clock_ns - self.t0) / 1e9}
+
+    wl = Workload("sim", ("sim",), metrics=(MetricPattern(r"events: (?P<events>\d+)"),))
+    cfg = instances.InstancesConfig(wl, ns=(1, 2, 3, 4, 6, 8), policies=("none",), reps=3)
+    with open_store(str(tmp_path / "s.db")) as store:
+        result = run_study(instances, cfg, store, ex, machine=_machine(4), energy=Meter())
+    pts = {p.n: p for p in result.scans[0].points}
+    assert pts[2].watts == pytest.approx(140.0) and pts[8].watts == pytest.approx(320.0)
+    assert pts[4].joules_per_unit == pytest.approx(300.0 / 4)  # no rate metric: the unit is a copy
+    assert result.optimum_n in (4, 6, 8) and result.energy_optimum_n == 2  # 70 J per copy
+    assert "node meter" in result.energy_source
+    console = Console(width=200, record=True)
+    render(result, console, "sim")
+    text = console.export_text()
+    assert "fewest joules per unit of work at N = 2" in text and "energy against copies" in text
+
+
+def test_instances_cli_says_once_that_energy_is_not_measured_here(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "perflab", "instances", "--n", "1,2", "--reps", "1",
+                        "--policy", "none", "--db", str(tmp_path / "s.db"), "--", "true"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    meter, note = choose_meter("auto")
+    if meter is None:
+        assert p.stdout.count("energy: not measured") == 1 and "energy against copies" not in p.stdout

@@ -29,7 +29,7 @@ from perflab.report.terminal.frontend import render
 from perflab.store import open_store
 from perflab.studies import frontend as fe
 from perflab.studies import run_study
-from perflab.studies.frontend_check import model, verdict_check
+from perflab.checks.frontend_check import model, verdict_check
 from perflab.studies.frontend_verdict import find_knee
 
 DATA = Path(__file__).parent / "data" / "perfstat"

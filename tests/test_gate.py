@@ -22,7 +22,7 @@ from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies.gate import GateConfig, evaluate, parse_threshold
-from perflab.studies.gate_sim import SimConfig, simulate
+from perflab.checks.gate_sim import SimConfig, simulate
 
 XSD = Path(__file__).parent / "data" / "junit-gitlab.xsd"
 

@@ -23,7 +23,7 @@ from perflab.report.terminal.instances import render, sparkline
 from perflab.store import open_store
 from perflab.studies import instances, run_study
 from perflab.studies.instances import InstancesConfig, InstancesResult, default_ns, point_throughput
-from perflab.studies.instances_check import two_node_topology, verdict_check
+from perflab.checks.instances_check import two_node_topology, verdict_check
 from perflab.studies.instances_result import sign_test
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -86,11 +86,13 @@ def test_probes_agree_with_the_machine():
 
 
 def test_abi_probes():
-    x32 = probes.x32_runnable()
-    assert x32.reason in (probes.NO_X32_KERNEL, probes.NO_X32_LIBC, "builds and runs -mx32 binaries") \
+    from perflab.kernels import abi
+
+    x32 = abi.x32_runnable()
+    assert x32.reason in (abi.NO_X32_KERNEL, abi.NO_X32_LIBC, "builds and runs -mx32 binaries") \
         or x32.reason.startswith("cannot build -mx32")
     assert x32.available == (x32.reason == "builds and runs -mx32 binaries")
-    m32 = probes.m32_buildable()
+    m32 = abi.m32_buildable()
     assert "-m32" in m32.reason
     clang = probes.clang_available()
     assert clang.available == (shutil.which("clang") is not None)

@@ -218,3 +218,23 @@ def test_median_ci_coverage_by_simulation():
             level = ci.level
             hits += ci.low <= true_median <= ci.high
         assert abs(hits / 2000 - level) < 0.03, (n, hits / 2000, level)
+
+
+def test_van_elteren_one_stratum_is_mann_whitney_and_null_is_calibrated():
+    import random
+
+    from perflab.stats import mann_whitney
+    from perflab.stats.stratified import pooled_ratio, van_elteren
+
+    rng = random.Random(1)
+    a = [rng.random() for _ in range(30)]
+    b = [rng.random() + 0.2 for _ in range(25)]
+    z, p = van_elteren([(a, b)])
+    assert z > 0 and abs(p - mann_whitney(b, a)[1]) < 0.001  # scipy adds a continuity correction
+    hits = sum(van_elteren([([rng.lognormvariate(0, 0.03) for _ in range(5)],
+                             [rng.lognormvariate(0, 0.03) for _ in range(5)]) for _ in range(8)])[1] < 0.05
+               for _ in range(1000))
+    assert 0.03 < hits / 1000 < 0.07
+    strata = [([1.0, 1.1, 0.9], [2.0, 2.2, 1.8]), ([10.0, 11.0, 9.0], [20.0, 22.0, 18.0])]
+    ratio, lo, hi = pooled_ratio(strata)
+    assert abs(ratio - 2.0) < 1e-9 and lo <= 2.0 <= hi

@@ -141,16 +141,17 @@ class Workload:
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> "Workload":
         """The inverse of ``as_dict`` (lists back to tuples), for resuming a stored campaign."""
-        w = dict(d)
-        w["argv"] = tuple(w["argv"])  # type: ignore[arg-type]
-        w["metrics"] = tuple(MetricPattern(**m) for m in w.get("metrics") or ())  # type: ignore[union-attr]
-        if w.get("build"):
-            w["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v
-                                        for k, v in dict(w["build"]).items()})  # type: ignore[call-overload]
+        d = dict(d)
+        d["argv"] = tuple(d["argv"])  # type: ignore[arg-type]
+        d["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics") or ())  # type: ignore[union-attr]
         for key in ("fork_arg", "event_arg"):
-            if w.get(key) is not None:
-                w[key] = tuple(w[key])  # type: ignore[arg-type]
-        return cls(**w)  # type: ignore[arg-type]
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])  # type: ignore[arg-type]
+        if d.get("build"):
+            b = dict(d["build"])  # type: ignore[call-overload]
+            d["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in b.items()})
+        d["env"] = dict(d.get("env") or {})  # type: ignore[call-overload]
+        return cls(**d)  # type: ignore[arg-type]
 
     def spec(self, **overrides: object) -> RunSpec:
         """A RunSpec for this workload; keyword overrides go to RunSpec fields."""

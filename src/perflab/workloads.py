@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from perflab.errors import PerflabError
+from perflab.kernels import minihlt
+from perflab.kernels.build import build
 from perflab.measure.metrics import AGGREGATES, parse_pattern
 from perflab.model import BuildRecipe, MetricPattern, Workload
 
@@ -46,14 +48,10 @@ class WorkloadInfo:
 
 
 def _minihlt(**kw: Any) -> Workload:
-    from perflab.kernels import minihlt
-
     return minihlt.workload(**kw)
 
 
 def _minihlt_quick(**kw: Any) -> Workload:
-    from perflab.kernels import minihlt
-
     return minihlt.quick_workload(**kw)
 
 
@@ -336,8 +334,6 @@ def list_workloads(config_path: str | os.PathLike | None = None) -> list[Workloa
 
 def build_toml_workload(tw: TomlWorkload, cflags: Sequence[str] | None = None):
     """Build a perflab.toml workload's recipe through the build cache; returns a BuildResult."""
-    from perflab.kernels.build import build
-
     assert tw.build is not None
     base = tw.path.parent
     return build(

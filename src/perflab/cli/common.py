@@ -104,3 +104,23 @@ def make_console(stderr: bool = False, **kwargs: Any) -> Any:
     kwargs.setdefault("width", max(width, PIPE_WIDTH))
     kwargs.setdefault("soft_wrap", True)
     return Console(stderr=stderr, **kwargs)
+
+
+def energy_option(f: Callable) -> Callable:
+    """``--energy auto|rapl|perf|ipmi|off``: the meter read around every run (docs/energy.md)."""
+    return click.option(
+        "--energy", "energy_source", type=click.Choice(["auto", "rapl", "perf", "ipmi", "off"]),
+        default="auto", show_default=True,
+        help="Energy source read around every run: RAPL, perf's power events, the node's BMC "
+        "(ipmitool), or off. auto: RAPL or perf where they count; says so when there is none.",
+    )(f)
+
+
+def open_energy(source: str, console: Any) -> Any:
+    """The chosen energy meter (or None), its one-line note printed once."""
+    from perflab.measure.energy import choose_meter
+
+    meter, note = choose_meter(source)
+    if source != "off":
+        console.print(note, highlight=False)
+    return meter

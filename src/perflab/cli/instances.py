@@ -6,7 +6,16 @@ import os
 
 import click
 
-from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.common import (
+    emit_json,
+    energy_option,
+    json_option,
+    make_console,
+    open_energy,
+    resolve_target,
+    store_option,
+    target_options,
+)
 from perflab.cli.options import Count, CountList, Duration
 from perflab.errors import PerflabError
 from perflab.measure.executor import default_executor
@@ -42,11 +51,12 @@ MAX_COPIES = 65536
 @click.option("--seed", default=0, show_default=True, help="Seed of the shuffled point order.")
 @click.option("--timeout", type=Duration(), default=None, metavar="S",
               help="Kill a copy after S seconds (the run is stored as failed and left out).")
+@energy_option
 @target_options
 @store_option
 @json_option
 def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only, root_dir, seed, timeout,
-            workload_name, config_path, shell, command_args, db_url, json_path):
+            energy_source, workload_name, config_path, shell, command_args, db_url, json_path):
     """How many concurrent copies give the most throughput, and where should they run?
 
     N copies start together through a gate; machine throughput (total work over the makespan,
@@ -76,8 +86,9 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
     console = make_console(stderr=json_path == "-")
     machine = capture()
     instances.design(config, machine.topology)  # bad input fails here, before a campaign opens
+    meter = open_energy(energy_source, console)
     with open_store(db_url) as store, default_executor() as executor:
-        result = run_study(instances, config, store, executor, machine=machine,
+        result = run_study(instances, config, store, executor, machine=machine, energy=meter,
                            progress=lambda text: console.print(text, highlight=False))
         render(result, console, workload.name)
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)

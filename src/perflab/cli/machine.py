@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from perflab.cli.common import make_console
+
 
 @click.command(name="machine")
 @click.option("--root", "root_dir", metavar="DIR", default=None,
@@ -16,13 +18,14 @@ def command(root_dir: str | None, as_json: bool) -> None:
     import os
 
     from perflab.errors import PerflabError
+    from perflab.kernels import abi
     from perflab.platform.show import machine_info, render
     from perflab.platform.sysfs import Root
 
     if root_dir is not None and not os.path.isdir(root_dir):
         raise PerflabError(f"--root {root_dir}: no such directory (give an unpacked sysfs snapshot)")
-    info = machine_info(Root(root_dir or "/"))
+    info = machine_info(Root(root_dir or "/"), extra_probes=abi.PROBES)
     if as_json:
         click.echo(json.dumps(info, indent=2, sort_keys=False))
     else:
-        render(info)
+        render(info, make_console())

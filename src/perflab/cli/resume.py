@@ -6,15 +6,16 @@ import importlib
 
 import click
 
-from perflab.cli.common import emit_json, json_option, make_console, store_option
+from perflab.cli.common import emit_json, energy_option, json_option, make_console, open_energy, store_option
 from perflab.cli.options import Count
 
 
 @click.command(name="resume")
 @click.argument("campaign", required=False, type=Count(1, 2**31 - 1))
+@energy_option
 @store_option
 @json_option
-def command(campaign, db_url, json_path):
+def command(campaign, energy_source, db_url, json_path):
     """Finish an interrupted campaign (default: the newest one) without repeating stored runs.
 
     The study is planned again from its stored configuration and seed; every run already in the
@@ -27,7 +28,9 @@ def command(campaign, db_url, json_path):
 
     console = make_console(stderr=json_path == "-")
     with open_store(db_url) as store, RealExecutor() as executor:
-        study, result = resume_study(store, campaign, executor,
+        # The runs still to do are measured as the rest were: with energy where a source counts.
+        meter = open_energy(energy_source, console)
+        study, result = resume_study(store, campaign, executor, energy=meter,
                                      progress=lambda text: console.print(text, highlight=False))
         try:
             renderer = importlib.import_module(f"perflab.report.terminal.{study}")

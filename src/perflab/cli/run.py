@@ -241,6 +241,7 @@ class _Pending:
         import threading
 
         from perflab.platform.hostcache import capture_cached
+        from perflab.studies import with_abi_probes
 
         self._done = threading.Event()
         self._value: object = None
@@ -248,7 +249,7 @@ class _Pending:
 
         def work() -> None:
             try:
-                self._value = capture_cached()
+                self._value = with_abi_probes(capture_cached())
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting study
                 self._error = exc
             finally:

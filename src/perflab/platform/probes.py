@@ -1,32 +1,23 @@
 """Optional machine features, each probed once per process: ``Probe(available, reason)``.
 
 Studies ask a probe before they rely on a feature and print its one-line reason when it is
-missing (the pyperf ``_system.py`` habit). Each probe runs the real thing (``perf stat``, a
-compiled -mx32 binary) rather than guessing from config files.
+missing (the pyperf ``_system.py`` habit). Each probe runs the real thing (``perf stat``)
+rather than guessing from config files. Probes that build a program (can this machine build and
+run -m32 or -mx32 binaries?) live with the builds, in perflab.kernels.abi.
 """
 
 from __future__ import annotations
 
-import errno
 import functools
-import os
-import platform
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from perflab.platform.sysfs import Root
+from perflab.platform.topology import read_topology
 
 NO_HW_COUNTERS = "no hardware performance counters (virtual machine?): using cpu-clock"
-NO_X32_KERNEL = "this kernel cannot run x32 binaries (CONFIG_X86_X32_ABI not set)"
-NO_X32_LIBC = "cannot build -mx32: install libc6-dev-x32"
-NO_M32_LIBC = "cannot build -m32: install gcc-multilib (libc6-dev-i386)"
 
-_PROBE_SOURCE = (
-    "#include <stdio.h>\n"
-    "int main(void) { printf(\"ok %d\\n\", (int)(sizeof(void *) * 8)); return 0; }\n"
-)
 
 
 @dataclass(frozen=True)
@@ -84,61 +75,6 @@ def hw_counters() -> Probe:
     return Probe(True, "hardware counters work (cycles, instructions)")
 
 
-def _probe_source() -> Path:
-    from perflab.kernels.build import cache_root
-
-    src = cache_root() / "probes" / "abi_probe.c"
-    if not src.exists() or src.read_text() != _PROBE_SOURCE:
-        src.parent.mkdir(parents=True, exist_ok=True)
-        tmp = src.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(_PROBE_SOURCE)
-        os.replace(tmp, src)
-    return src
-
-
-def _build_and_exec(flag: str, no_libc: str, no_kernel: str, compiler: str = "gcc") -> tuple[bool, bool, str]:
-    """(built, ran, reason) for the probe program compiled with ``flag``."""
-    from perflab.kernels.build import BuildError, build
-
-    if platform.machine() not in ("x86_64", "amd64"):
-        return False, False, f"{flag} needs an x86-64 machine (this is {platform.machine()})"
-    if shutil.which(compiler) is None:
-        return False, False, f"{compiler} not found: install it"
-    try:
-        res = build([_probe_source()], f"abi_probe{flag}", compiler=compiler, cflags=(flag, "-O1"))
-    except BuildError as exc:
-        log = f"{exc}\n{exc.log}"
-        # Missing multilib headers or crt/libc objects: the package is the fix.
-        if any(s in log for s in ("No such file", "cannot find", "skipping incompatible")):
-            return False, False, no_libc
-        return False, False, f"cannot build {flag}: {exc}"
-    try:
-        proc = _run([str(res.path)], timeout=10)
-    except OSError as exc:
-        if exc.errno == errno.ENOEXEC:
-            return True, False, no_kernel
-        return True, False, f"{flag} binary does not run: {exc}"
-    if proc.returncode != 0 or not proc.stdout.startswith("ok"):
-        return True, False, f"{flag} binary exited with status {proc.returncode}"
-    return True, True, f"builds and runs {flag} binaries"
-
-
-@functools.lru_cache(maxsize=None)
-def x32_runnable() -> Probe:
-    """x32 ABI usable end to end: a -mx32 program builds (build cache) and executes."""
-    _, ran, reason = _build_and_exec("-mx32", NO_X32_LIBC, NO_X32_KERNEL)
-    return Probe(ran, reason)
-
-
-@functools.lru_cache(maxsize=None)
-def m32_buildable() -> Probe:
-    """A -m32 (i386) program builds; the reason says whether it also runs."""
-    built, ran, reason = _build_and_exec(
-        "-m32", NO_M32_LIBC, "builds -m32, but this kernel cannot run i386 binaries (IA32_EMULATION off)"
-    )
-    return Probe(built, reason)
-
-
 @functools.lru_cache(maxsize=None)
 def clang_available() -> Probe:
     exe = shutil.which("clang")
@@ -151,8 +87,6 @@ def clang_available() -> Probe:
 @functools.lru_cache(maxsize=None)
 def numa_nodes() -> Probe:
     """Number of online NUMA nodes (available when there are at least two to compare)."""
-    from perflab.platform.topology import read_topology
-
     n = len(read_topology(Root("/")).nodes)
     if n < 2:
         return Probe(False, f"{n} NUMA node: memory-placement comparisons need at least two", n)
@@ -162,8 +96,6 @@ def numa_nodes() -> Probe:
 PROBES = {
     "perf": perf_status,
     "hw_counters": hw_counters,
-    "x32": x32_runnable,
-    "m32": m32_buildable,
     "clang": clang_available,
     "numa": numa_nodes,
 }

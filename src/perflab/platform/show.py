@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from perflab.platform.metadata import collect
+from perflab.platform.probes import all_probes
 from perflab.platform.sysfs import Root, format_cpulist
 from perflab.platform.topology import read_topology
 
 
-def machine_info(root: Root = Root("/"), probes: bool | None = None) -> dict:
-    """{"topology", "metadata", "probes"} for ``root``; probes run only on the live machine."""
-    from perflab.platform.metadata import collect
+def machine_info(root: Root = Root("/"), probes: bool | None = None, extra_probes: dict | None = None) -> dict:
+    """{"topology", "metadata", "probes"} for ``root``; probes run only on the live machine.
 
+    ``extra_probes`` (name -> probe function) adds probes that live above this layer (the ABI
+    probes build programs, in perflab.kernels.abi).
+    """
     topo = read_topology(root)
     out = {"root": root.path, "topology": topo.to_dict(), "metadata": collect(root)}
     if probes if probes is not None else root.is_live:
-        from perflab.platform.probes import all_probes
-
-        out["probes"] = {k: {"available": p.available, "reason": p.reason} for k, p in all_probes().items()}
+        found = {**all_probes(), **{k: fn() for k, fn in (extra_probes or {}).items()}}
+        out["probes"] = {k: {"available": p.available, "reason": p.reason} for k, p in found.items()}
     return out
 
 

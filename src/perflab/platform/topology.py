@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from perflab.errors import PerflabError
 from perflab.platform.sysfs import Root, cpuinfo_blocks, format_cpulist, parse_cpumask, parse_size
 
 
@@ -279,8 +280,6 @@ def _caches(root: Root, online: set[int]) -> list[Cache]:
 def read_topology(root: Root = Root("/")) -> Topology:
     """Topology of the online CPUs of the sysfs tree under ``root`` (hwloc-compatible counts)."""
     if not root.isdir(CPU_DIR):
-        from perflab.errors import PerflabError
-
         raise PerflabError(
             f"{root.join(CPU_DIR)} does not exist: give --root the top directory of an unpacked "
             "sysfs snapshot (the one holding sys/ and proc/)"

@@ -41,8 +41,9 @@ def _evidence(study: str, s: dict) -> str:
     if study == "cores":
         slow = s.get("slow") or []
         if slow:
-            return "; ".join(f"core {x.get('core')}: ratio {x.get('ratio', 0):.3g}, p={x.get('p_adjusted', 1):.2g} "
-                             "(Holm)" for x in slow)
+            return "; ".join(f"core {x.get('core')}: ratio {x.get('ratio', 0):.3g} {_ci(x.get('ratio_ci'))}, "
+                             f"p={x.get('p_adjusted', 1):.2g} (Holm), slower in {x.get('slower_rounds')} of "
+                             f"{x.get('rounds')} rounds" for x in slow)
         ps = [c.get("p_adjusted") for c in s.get("cpus") or [] if c.get("p_adjusted") is not None]
         return f"not significant (smallest Holm-adjusted p = {min(ps):.2g})" if ps else ""
     if study == "instances" and s.get("optimum_n") is not None:

@@ -61,26 +61,32 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
     sec = generic(campaign, {"notes": summary.get("notes", [])})
     cpus = summary.get("cpus") or []
     unit = summary.get("unit", "")
-    slow = summary.get("slow") or []
-    if slow:
-        parts = [f"core {s.get('core')} (CPUs {', '.join(map(str, s.get('cpus') or []))}, socket {s.get('socket')}, "
-                 f"node {s.get('node')}) is {_pct(s.get('ratio'))} slower than the rest "
-                 f"{_ci_text(s.get('ratio_lo'), s.get('ratio_hi'), '{:.3f}')}, p={s.get('p_adjusted', 1):.2g} (Holm)"
-                 for s in slow]
-        sec.verdict = "Slow: " + "; ".join(parts) + "."
-    elif cpus:
-        sec.verdict = f"No CPU of the {len(cpus)} scanned is significantly slower than the rest."
-    sec.tables = [Table(f"Per CPU ({unit})", ["CPU", "socket", "core", "node", "siblings", "runs", "median",
-                                              "95% CI", "vs rest", "p (Holm)", "slow"],
+    sec.verdict = summary.get("verdict") or ""
+    for x in summary.get("disturbances") or []:
+        rounds = ", ".join(map(str, x.get("rounds") or []))
+        sec.verdict += (f"; CPU {x.get('cpu')} {'was slower only in' if x.get('intermittent') else 'was disturbed in'} "
+                        f"rounds {rounds} ({_pct(x.get('ratio'))})")
+
+    def ci(c: dict | None, fmt: str = "{:.4g}") -> str:
+        return _ci_text((c or {}).get("low"), (c or {}).get("high"), fmt) + (
+            f" {c['level']:.0%}" if c and c.get("level") is not None else "")
+
+    sec.tables = [Table(f"Per CPU ({unit}); ratio = cost / median of the other CPUs in the same round",
+                        ["CPU", "socket", "core", "node", "siblings", "runs", "failed", "median", "CI", "ratio",
+                         "ratio CI", "slower in", "p (Holm)", "verdict"],
                         [[c.get("cpu"), c.get("socket"), c.get("core"), c.get("node"), _cell(c.get("siblings")),
-                          c.get("n"), c.get("median"), _ci_text(c.get("lo"), c.get("hi")), _pct(c.get("ratio")),
-                          c.get("p_adjusted"), bool(c.get("slow"))] for c in cpus],
-                        note=f"{summary.get('rounds', '?')} rounds, stopped by {summary.get('stopped', '?')}; "
-                             "CPU order shuffled each round.")]
-    if cpus:
+                          c.get("runs"), c.get("failed"), c.get("median"), ci(c.get("ci")), _pct(c.get("ratio")),
+                          ci(c.get("ratio_ci"), "{:.3f}"), f"{c.get('slower_rounds')}/{c.get('rounds')}",
+                          c.get("p_adjusted"), c.get("verdict") or ""] for c in cpus],
+                        note=f"{summary.get('rounds', '?')} rounds ({summary.get('mode', 'sequential')}), stopped "
+                             f"by {summary.get('stopped', '?')}; smallest detectable slowdown "
+                             f"{_pct(1 + summary['mde']) if summary.get('mde') is not None else '—'}.")]
+    ran = [c for c in cpus if c.get("median") is not None]  # a CPU whose runs all failed has no bar
+    if ran:
         _plot(sec, f"Per-CPU median {unit} with its CI (slow CPUs: orange squares)", lambda: plots.bars_with_ci(
-            [str(c["cpu"]) for c in cpus], [c["median"] for c in cpus], [c.get("lo") for c in cpus],
-            [c.get("hi") for c in cpus], ylabel=f"median [{unit}]", highlight=[bool(c.get("slow")) for c in cpus]))
+            [str(c["cpu"]) for c in ran], [c["median"] for c in ran],
+            [(c.get("ci") or {}).get("low") for c in ran], [(c.get("ci") or {}).get("high") for c in ran],
+            ylabel=f"median [{unit}]", highlight=[c.get("verdict") == "slow" for c in ran]))
     return sec
 
 

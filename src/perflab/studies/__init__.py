@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from perflab.errors import PerflabError
+from perflab.kernels.abi import abi_probes
 from perflab.platform.host import Machine, batch_labels, capture
 from perflab.store import Store
 from perflab.studies.session import Session, _quiet
@@ -34,6 +35,14 @@ def study_module(name: str) -> ModuleType:
     return module
 
 
+def with_abi_probes(machine: Machine) -> Machine:
+    """What this machine can build and run belongs to its record too (cached per process)."""
+    if "probes" in machine.metadata:
+        machine.metadata["probes"].update(
+            {k: {"available": p.available, "reason": p.reason} for k, p in abi_probes().items()})
+    return machine
+
+
 def run_study(
     module: ModuleType, config: Any, store: Store, executor: Any, machine: Machine | None = None,
     progress: Callable[[str], None] = _quiet, parent_id: int | None = None, resume: int | None = None,
@@ -48,7 +57,7 @@ def run_study(
     if pending is not None:
         machine, host_id = None, None
     else:
-        machine = machine if machine is not None else capture()
+        machine = with_abi_probes(machine if machine is not None else capture())
         host_id = store.add_host(*machine.record())
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
                         name=name, labels=batch_labels(), resume=resume) as camp:
@@ -57,12 +66,12 @@ def run_study(
         result.campaign_id = camp.id
         camp.summary = result.as_dict()
         if pending is not None:
-            store.set_campaign_host(camp.id, store.add_host(*pending.result().record()))
+            store.set_campaign_host(camp.id, store.add_host(*with_abi_probes(pending.result()).record()))
     return result
 
 
 def resume_study(store: Store, campaign_id: int | None, executor: Any,
-                 progress: Callable[[str], None] = _quiet) -> tuple[str, Any]:
+                 progress: Callable[[str], None] = _quiet, energy: Any = None) -> tuple[str, Any]:
     """Finish an interrupted campaign (default: the newest one): (study name, its result)."""
     if campaign_id is None:
         found = [c for c in store.campaigns() if c.status in ("interrupted", "running", "failed")
@@ -76,4 +85,4 @@ def resume_study(store: Store, campaign_id: int | None, executor: Any,
     module = study_module(camp.study)
     config = module.Config.from_dict(camp.config)
     return camp.study, run_study(module, config, store, executor, progress=progress,
-                                 parent_id=camp.parent_id, resume=camp.id)
+                                 parent_id=camp.parent_id, resume=camp.id, energy=energy)

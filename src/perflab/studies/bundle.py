@@ -25,6 +25,7 @@ from typing import Any, Iterable
 
 from perflab.errors import PerflabError
 from perflab.model import MetricPattern, Workload
+from perflab.measure.metrics import extract
 from perflab.measure.capture import isolation_available, run_captured
 from perflab.platform.files import resolve_links
 from perflab.platform.sysfs import format_size
@@ -85,8 +86,6 @@ class VerifyResult:
 
 
 def _extract(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
-    from perflab.measure.metrics import extract
-
     pats = tuple(MetricPattern(**p) for p in patterns)
     return extract(pats, out, err) if pats else {}
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from perflab import stats
 from perflab.errors import PerflabError
+from perflab.stats import median
+from perflab.stats.stratified import pooled_ratio, van_elteren
 from perflab.studies.compare_keys import higher_is_better, measure_title, series
 
 # Below this many runs per side the percentile bootstrap interval covers less than it says
@@ -46,6 +49,7 @@ class CompareRow:
     significant: bool = False
     better: str = ""  # "A", "B" or "" (not significant)
     level: float = 0.95  # confidence level of [lo, hi]
+    overall: bool = False  # across every matched point (van Elteren), not one point
 
     @property
     def change(self) -> float:
@@ -58,7 +62,7 @@ class CompareRow:
                 "median_b": self.median_b, "ratio": self.ratio,
                 "ci": {"low": self.lo, "high": self.hi, "level": self.level},
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted,
-                "significant": self.significant, "better": self.better}
+                "significant": self.significant, "better": self.better, "overall": self.overall}
 
 
 @dataclass
@@ -102,7 +106,6 @@ def compare_measurements(
 
     Returns (rows, keys only in A, keys only in B, notes).
     """
-    from perflab import stats
 
     sa, ta = series(study, meas_a)
     sb, tb = series(study, meas_b)
@@ -131,12 +134,22 @@ def compare_measurements(
             c = stats.compare(b, a, alpha=alpha, confidence=1 - alpha, seed=seed)
             rows.append(CompareRow(ta[key], measure, len(a), len(b), stats.median(a),
                                    stats.median(b), c.ratio, c.lo, c.hi, c.p_value, level=1 - alpha))
-    if rows:
-        for r, p in zip(rows, stats.holm([r.p_value for r in rows])):
+    overall = _overall_rows(sa, sb, rows, alpha, seed)
+    # Two families, each Holm-corrected at alpha/2 when both exist (Bonferroni across the two,
+    # so the chance of any false alarm stays below alpha): the shift across all points, which
+    # finds an effect every point shares, and each point on its own, which finds where it is.
+    family_alpha = alpha / 2 if overall else alpha
+    for family in (overall, rows):
+        for r, p in zip(family, stats.holm([r.p_value for r in family])):
             r.p_adjusted = p
-            r.significant = p < alpha and not (r.lo <= 1.0 <= r.hi)
+            r.significant = p < family_alpha and not (r.lo <= 1.0 <= r.hi)
             if r.significant:
                 r.better = "B" if (r.ratio > 1) == higher_is_better(r.measure, config) else "A"
+    if overall:
+        notes.append(f"'all points' rows: van Elteren's stratified rank-sum test over the "
+                     f"{len(set(sa) & set(sb))} matched points; those rows and the per-point rows are "
+                     f"two families, each Holm-corrected at alpha/2 = {family_alpha:g}")
+    rows = overall + rows
     if small:
         notes.append(f"{small} comparisons have fewer than {MIN_N_FOR_CI} runs on a side: their "
                      "bootstrap CIs cover less than the stated level and Mann-Whitney can hardly "
@@ -144,6 +157,27 @@ def compare_measurements(
     only_a = sorted(ta[k] for k in set(sa) - set(sb))
     only_b = sorted(tb[k] for k in set(sb) - set(sa))
     return rows, only_a, only_b, notes
+
+
+def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed: int) -> list[CompareRow]:
+    """One row per measure across every matched point (van Elteren), where there are several."""
+    keys = sorted(set(sa) & set(sb), key=str)
+    if len(keys) < 2:
+        return []
+    out = []
+    for measure in sorted({r.measure for r in rows}, key=_measure_order):
+        strata = [(sa[k][measure], sb[k][measure]) for k in keys if measure in sa[k] and measure in sb[k]]
+        if len(strata) < 2:
+            continue
+        _, p = van_elteren(strata)
+        ratio, lo, hi = pooled_ratio(strata, confidence=1 - alpha, seed=seed)
+        if ratio != ratio:
+            continue
+        all_a = [x for a, _ in strata for x in a]
+        all_b = [x for _, b in strata for x in b]
+        out.append(CompareRow(f"all {len(strata)} points", measure, len(all_a), len(all_b),
+                              median(all_a), median(all_b), ratio, lo, hi, p, level=1 - alpha, overall=True))
+    return out
 
 
 def _measure_order(measure: str) -> tuple[int, str]:

@@ -16,6 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from perflab.stats import median
+from perflab.studies.energy import run_joules
+
 # Study kind -> the params that say which point of the design a measurement belongs to.
 # "run" has no fixed list: its key is the command label plus every scan parameter.
 DESIGN_KEYS: dict[str, tuple[str, ...]] = {
@@ -76,20 +79,12 @@ def _text(v: Any) -> str:
 
 
 def energy_j(result: Any) -> float | None:
-    """A run's joules: the node meter where recorded (it covers everything), else the top-level
-    domains plus DRAM (sub-domains such as a package's cores are inside it: not added again)."""
-    e = {k: float(v) for k, v in (getattr(result, "energy", None) or {}).items()
-         if isinstance(v, (int, float))}
-    if "ipmi:node" in e:
-        return e["ipmi:node"]
-    tops = [v for k, v in e.items() if k.count("/") == 0 or k.endswith("/dram")]
-    return sum(tops) if tops else None
+    """A run's joules, counted as everywhere else (perflab.studies.energy.run_joules)."""
+    return run_joules(result) if getattr(result, "energy", None) else None
 
 
 def _observation(results: list[Any]) -> dict[str, float]:
     """Measures of one observation: one run, or the copies of one concurrent point and round."""
-    from perflab.stats import median
-
     out = {
         "wall_s": max(r.wall_ns for r in results) / 1e9,
         "maxrss_kb": float(max(r.maxrss_kb for r in results)),

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.platform import strace
+from perflab.stats import ratio_of_medians
 from perflab.platform.files import interpreters, join_path, resolve_links
 
 OPEN_CALLS = {"open", "openat", "openat2", "creat", "open_by_handle_at"}
@@ -282,8 +283,6 @@ def run_footprint(config: FootprintConfig, executor: Any, store: Any, console: A
         top = by_top_dir(files)
         ratio = ci = None
         if traced and untraced and min(untraced) > 0:
-            from perflab.stats import ratio_of_medians
-
             r = ratio_of_medians(traced, untraced)
             ratio, ci = r.ratio, (r.lo, r.hi)
         trace_path = None

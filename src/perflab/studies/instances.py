@@ -33,9 +33,11 @@ from perflab.studies.instances_result import (
     fork_rows,
     fork_verdict,
     memory_at,
+    point_energy,
     point_throughput,
     points_of,
 )
+from perflab.studies.energy import energy_optimal, source_of
 
 NAME = "instances"
 WITHIN = 0.01  # "smallest N within 1% of the optimum"
@@ -308,8 +310,13 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
             if why and why.startswith("no "):
                 failures[why] = failures.get(why, 0) + 1
             continue
-        a = acc.setdefault((policy, n), {k: [] for k in ("tp", "own", "spread", "pss", "ipc", "llc")})
+        a = acc.setdefault((policy, n), {k: [] for k in ("tp", "own", "spread", "pss", "ipc", "llc",
+                                                         "watts", "jpu")})
         a["tp"].append(tp)
+        energy = point_energy(results, work)
+        if energy is not None:
+            a["watts"].append(energy[0])
+            a["jpu"].append(energy[1])
         a["own"].extend(float(r.metrics[wl.primary_metric]) for r in results
                         if wl.primary_metric and wl.primary_metric in r.metrics)
         a["pss"].extend(float(r.metrics["pss_kb"]) for r in results if "pss_kb" in r.metrics)
@@ -326,7 +333,14 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
     if failures:
         notes.append(f"{sum(failures.values())} runs failed or gave no result and are left out: "
                      + ", ".join(f"{k} x{v}" for k, v in failures.items()))
+    energy_n = None
+    if best is not None:
+        points = {p.n: (p.throughput, p.watts) for p in best.points
+                  if p.throughput is not None and p.watts is not None}
+        energy_n = energy_optimal(points)
+    measured = [r.result for r in runs if r.result.energy]
     return InstancesResult(
+        energy_source=source_of(measured) if measured else None, energy_optimum_n=energy_n,
         unit=unit_of(wl), ns=list(ns), scans=scans, optimum_n=best.optimum_n if best else None,
         optimum_throughput=best.optimum_throughput if best else None,
         optimum_policy=best.policy if best else None, own_metric=wl.primary_metric,
@@ -351,7 +365,8 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts) -> PolicyScan:
                    median(a["own"]) if a["own"] else None,
                    median(a["spread"]) / 1e3 if a["spread"] else None, list(xs),
                    median(a["pss"]) if a["pss"] else None, median(a["ipc"]) if a["ipc"] else None,
-                   median(a["llc"]) if a["llc"] else None)
+                   median(a["llc"]) if a["llc"] else None,
+                   median(a["watts"]) if a["watts"] else None, median(a["jpu"]) if a["jpu"] else None)
         points.append(pt)
         prev = pt
     ok = [p for p in points if p.throughput is not None]

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from perflab.model import RunResult
 from perflab.stats import CI, median, median_ci
+from perflab.studies.energy import run_joules
 
 MIN_LEVEL = 0.90  # the default repetitions must give at least this interval (or a note says so)
 ALPHA = 0.05
@@ -44,6 +45,8 @@ class Point:
     pss_kb: float | None = None  # median peak PSS of one copy's process tree
     ipc: float | None = None  # instructions / cycles of all copies together (PMU only)
     llc_per_unit: float | None = None  # last-level-cache load misses per unit of work (PMU only)
+    watts: float | None = None  # median over rounds: the batch's joules / its makespan
+    joules_per_unit: float | None = None  # median over rounds: joules / total work
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -164,6 +167,8 @@ class InstancesResult:
     notes: list[str] = field(default_factory=list)
     level: float = 0.0  # the level of a point's CI at the configured rounds
     memory: dict[str, Any] | None = None  # PSS per copy and per NUMA node at the optimum
+    energy_source: str | None = None  # where the watts come from (None: not measured)
+    energy_optimum_n: int | None = None  # fewest joules per unit of work (optimum policy)
     campaign_id: int | None = None
 
     @property
@@ -287,3 +292,19 @@ def counter_ratio(results: Sequence[RunResult], num: str, den: str | None) -> li
         return []
     total = sum(b for _, b in pairs)
     return [sum(a for a, _ in pairs) / total] if total > 0 else []
+
+
+def point_energy(results: Sequence[RunResult], work: str | None) -> tuple[float, float] | None:
+    """(watts, joules per unit of work) of one concurrent batch whose energy was measured.
+
+    The batch's joules are stored with its first copy (one meter reading covers the batch).
+    """
+    measured = [r for r in results if r.energy]
+    joules = run_joules(measured[0]) if measured else None
+    if joules is None or any(not r.ok for r in results):
+        return None
+    makespan = (max(r.end_ns for r in results) - min(r.start_ns for r in results)) / 1e9
+    total = sum(float(r.metrics.get(work, 0.0)) for r in results) if work else float(len(results))
+    if makespan <= 0 or total <= 0:
+        return None
+    return joules / makespan, joules / total

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from perflab.errors import PerflabError
 from perflab.kernels.micro import build_micro
 from perflab.model import MetricPattern, RunResult, RunSpec
+from perflab.kernels import abi as abi_probes
 from perflab.platform import probes
 from perflab.platform.sysfs import Root
 from perflab.stats import CI, cliffs_delta, holm, mann_whitney, median, median_ci
@@ -165,7 +166,7 @@ def usable_abis(wanted: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
         if abi == "m64":
             ok.append(abi)
             continue
-        probe = probes.x32_runnable() if abi == "mx32" else probes.m32_buildable()
+        probe = abi_probes.x32_runnable() if abi == "mx32" else abi_probes.m32_buildable()
         if probe.available and "cannot run" not in probe.reason:
             ok.append(abi)
         elif abi == "mx32" and "kernel" in probe.reason:

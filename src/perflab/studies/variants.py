@@ -126,13 +126,10 @@ class VariantsResult:
 
 
 def _platform_probe(name: str):
-    """Engineer B's cached probe ``perflab.platform.probes.<name>()``, or None if absent."""
-    try:
-        from perflab.platform import probes  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    fn = getattr(probes, name, None)
-    return fn() if fn else None
+    """The cached ABI probe ``perflab.kernels.abi.<name>()``."""
+    from perflab.kernels import abi
+
+    return getattr(abi, name)()
 
 
 X32_REFUSED = ("cannot run -mx32: exec format error: x32 is not supported by this kernel "

@@ -84,6 +84,8 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
                       f"{_fmt(result.optimum_throughput)} {result.unit}", highlight=False)
     if any(p.ipc is not None or p.llc_per_unit is not None for scan in result.scans for p in scan.points):
         _render_counters(result, console)
+    if result.energy_source:
+        _render_energy(result, console)
     mem = result.memory
     if mem:
         nodes = ", ".join(f"node {k}: {_mib(v)}" for k, v in mem["per_node_kb"].items())
@@ -92,6 +94,24 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
                       highlight=False)
     if result.fork:
         _render_fork(result, console)
+
+
+def _render_energy(result: InstancesResult, console) -> None:
+    """Node watts and joules per unit of work against copies, and the energy-optimal N."""
+    scan = next((s for s in result.scans if s.policy == result.optimum_policy), result.scans[0])
+    table = Table(title=escape(f"energy against copies, policy {scan.policy} ({result.energy_source})"),
+                  title_justify="left")
+    for col in ("N", "watts", f"joules per {result.unit.split('/')[0].rstrip('s') or 'unit'}"):
+        table.add_column(escape(col), justify="right")
+    for p in scan.points:
+        table.add_row(str(p.n), "-" if p.watts is None else _fmt(p.watts),
+                      "-" if p.joules_per_unit is None else _fmt(p.joules_per_unit))
+    console.print(table)
+    if result.energy_optimum_n is not None:
+        same = result.energy_optimum_n == result.optimum_n
+        console.print(f"fewest joules per unit of work at N = {result.energy_optimum_n}"
+                      + (" (the throughput optimum too)" if same else
+                         f"; the most throughput is at N = {result.optimum_n}"), highlight=False)
 
 
 def _render_counters(result: InstancesResult, console) -> None:

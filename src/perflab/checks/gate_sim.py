@@ -77,3 +77,10 @@ def simulate(cfg: SimConfig = SimConfig()) -> SimResult:
                 if not planted:
                     beyond += any(t.beyond(ln.row) for ln in result.lines for t in ln.thresholds)
     return SimResult(failed[False] / cfg.pairs, failed[True] / cfg.pairs, cfg.pairs, beyond / cfg.pairs)
+
+
+def verdict_check(runs: int = 200) -> SimResult:
+    """The gate's line for bench/verdicts.py: ``runs`` null and planted pairs at the defaults."""
+    result = simulate(SimConfig(pairs=runs))
+    print(result.line(), flush=True)
+    return result
