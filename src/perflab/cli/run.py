@@ -249,7 +249,7 @@ class _Pending:
 
         def work() -> None:
             try:
-                self._value = with_abi_probes(capture_cached())
+                self._value = capture_cached(extend=with_abi_probes)
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting study
                 self._error = exc
             finally:

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Callable
 
 from perflab import __version__
 from perflab.platform.host import Machine, capture
@@ -44,8 +45,9 @@ def cache_key(root: Root = Root("/")) -> str | None:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
-def capture_cached(root: Root = Root("/")) -> Machine:
-    """capture(), or its copy from earlier in this boot with the same tools."""
+def capture_cached(root: Root = Root("/"), extend: Callable[[Machine], Machine] = lambda m: m) -> Machine:
+    """capture(), or its copy from earlier in this boot with the same tools. ``extend`` adds what
+    a higher layer records with the host (the ABI probes), before it is cached."""
     key = cache_key(root)
     path = os.path.join(_cache_dir(), f"{key}.json") if key else None
     if path and os.path.exists(path):
@@ -56,7 +58,7 @@ def capture_cached(root: Root = Root("/")) -> Machine:
             return Machine(topology=read_topology(root), metadata=data["metadata"])
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a torn or old file: capture again
-    machine = capture(root)
+    machine = extend(capture(root))
     if path:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from perflab.errors import PerflabError
+from perflab.kernels.abi import PROBES as ABI_PROBES
 from perflab.kernels.abi import abi_probes
 from perflab.platform.host import Machine, batch_labels, capture
 from perflab.store import Store
@@ -36,8 +37,10 @@ def study_module(name: str) -> ModuleType:
 
 
 def with_abi_probes(machine: Machine) -> Machine:
-    """What this machine can build and run belongs to its record too (cached per process)."""
-    if "probes" in machine.metadata:
+    """What this machine can build and run belongs to its record too (cached per process; a
+    capture cached for the boot already holds them)."""
+    probes = machine.metadata.get("probes")
+    if probes is not None and not set(ABI_PROBES) <= set(probes):
         machine.metadata["probes"].update(
             {k: {"available": p.available, "reason": p.reason} for k, p in abi_probes().items()})
     return machine
