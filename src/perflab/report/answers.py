@@ -54,8 +54,12 @@ def _evidence(study: str, s: dict) -> str:
             return "; ".join(f"{v['name']}: {v.get('verdict', '')}" for v in sig)
         return "no variant significantly different in time" if s.get("variants") else ""
     for key in ("evidence", "p_value", "p_adjusted"):
-        if s.get(key) is not None:
-            return f"{key.replace('_', ' ')} {s[key]}"
+        value = s.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            return "; ".join(str(v) for v in value)
+        return str(value) if key == "evidence" else f"{key.replace('_', ' ')} {value}"
     return ""
 
 
