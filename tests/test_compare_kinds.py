@@ -60,15 +60,18 @@ def _significant_walls(res) -> set[str]:
 
 
 def test_cores_campaigns_match_on_cpu_and_find_the_slow_one(store):
-    from perflab.studies.cores import CoresConfig, run_cores
+    from perflab.platform.host import Machine
+    from perflab.studies import cores, run_study
+    from perflab.studies.cores import CoresConfig
 
     def model(slow: dict[int, float], seed: int):
         rng = random.Random(seed)
         return lambda spec: 0.05 * slow.get(spec.cpus[0], 1.0) * rng.lognormvariate(0, 0.01)
 
     cfg = CoresConfig(Workload("mock", ("work",)), rounds=10, min_rounds=10, max_time=1e9)
-    a = run_cores(cfg, MockExecutor(model({}, 1)), store, topology=_box(4)).campaign_id
-    b = run_cores(cfg, MockExecutor(model({2: 1.08}, 2)), store, topology=_box(4)).campaign_id
+    machine = Machine(_box(4), {"hostname": "mock"})
+    a = run_study(cores, cfg, store, MockExecutor(model({}, 1)), machine=machine).campaign_id
+    b = run_study(cores, cfg, store, MockExecutor(model({2: 1.08}, 2)), machine=machine).campaign_id
     res = run_compare(CompareConfig(a, b), store)
     assert not res.unmatched_a and not res.unmatched_b
     points = [r for r in res.rows if not r.overall]

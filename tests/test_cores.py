@@ -29,15 +29,14 @@ from perflab.store import open_store
 from perflab.studies import cores, resume_study, run_study
 from perflab.studies.cores import CoresConfig, CoresResult, analyse, plan, select_cpus
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import cores_verdicts  # noqa: E402
+from perflab.checks import cores_check
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 WL = Workload("mock", ("work",))
 
 
 def smt_box(n_cores: int = 4) -> Topology:
-    return cores_verdicts.smt_box(n_cores)
+    return cores_check.smt_box(n_cores)
 
 
 def machine(n_cores: int = 4) -> Machine:
@@ -283,7 +282,7 @@ def test_terminal_snapshot(store):
 # --- (e) the verdict check, short -----------------------------------------------------------------
 
 def test_verdict_check_short():
-    out = {name: (fp, det) for name, fp, det, _ in cores_verdicts.checks(runs=6, seed=1)}
+    out = {name: (fp, det) for name, fp, det, _ in cores_check.checks(runs=6, seed=1)}
     assert out["cores-persistent"] == (0.0, 1.0)
     assert out["cores-transient"][0] == 0.0 and out["cores-transient"][1] >= 5 / 6
 
@@ -403,7 +402,7 @@ def test_cli_json_concurrent_and_bad_input(tmp_path):
     assert set(data["cpus"][0]["ci"]) == {"low", "high", "level"}
     assert "verdict:" in stdout and "Traceback" not in stderr
     for args, msg in ((["--cpus", "0-1,999"], "offline or not allowed"), (["--cpus", "x"], "not a CPU list"),
-                      (["--alpha", "2"], "--alpha 2.0 must lie between"),
+                      (["--alpha", "2"], "is not a probability"),
                       (["--rounds", "3", "--min-rounds", "5"], "min-rounds")):
         p = _perflab("cores", *args, "--db", db, "--", "true")
         _, err = p.communicate(timeout=60)

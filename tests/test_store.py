@@ -120,7 +120,8 @@ def _make_v1(url: str) -> None:
     import sqlalchemy as sa
 
     from perflab.store import schema
-    from perflab.store.db import _now, _resolve_url
+    from perflab.store.rows import _now
+    from perflab.store.url import _resolve_url
 
     engine = sa.create_engine(_resolve_url(url)[0])
     with engine.begin() as conn:

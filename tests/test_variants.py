@@ -1,28 +1,37 @@
-"""Variants study: model, matrix expansion, probes, link-order trap, interleaving, checksum guard."""
+"""Variants study: model, probes, real builds, the study through the MockExecutor, snapshot, verdict check."""
 
 from __future__ import annotations
 
+import io
+import json
+import os
+import random
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from perflab.model import Workload
 from perflab.errors import PerflabError
+from perflab.kernels.linkorder import check_link_order, linkorder_demo
+from perflab.kernels.variant_build import build_variant
+from perflab.kernels.variant_probe import default_probe
+from perflab.kernels.variants import BuildTarget, Variant, expand_matrix, parse_variant, resolve_baseline
 from perflab.measure.executor import MockExecutor
-from perflab.model import MetricPattern, RunResult
+from perflab.model import MetricPattern, RunResult, Workload
+from perflab.platform.host import Machine
+from perflab.platform.topology import Topology
+from perflab.report.terminal.variants import render
+from perflab.stats.interval import CI
 from perflab.store import open_store
+from perflab.studies import run_study
 from perflab.studies import variants as vs
-from perflab.studies.variant_build import (
-    BuildTarget,
-    Variant,
-    VariantBuild,
-    build_variant,
-    check_link_order,
-    expand_matrix,
-    parse_variant,
-)
+from perflab.checks.variants_check import NoisyMachine, sim_config, verdict_check
+from perflab.studies.variants_result import BuildInfo, VariantsResult
 
 KERNELS = Path(vs.__file__).resolve().parent.parent / "kernels" / "linkorder"
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +48,7 @@ def test_matrix_expansion_is_the_exact_product():
     assert [v.name for v in vs_] == ["m64-O2", "m64-O3", "m32-O2", "m32-O3"]
     assert vs_[0].cflags == ("-m64", "-O2")
     assert vs_[3].cflags == ("-m32", "-msse2", "-mfpmath=sse", "-O3")
-    # without an opt axis every variant is built at the baseline's -O2
-    ab = expand_matrix(["abi=m64,m32,mx32"])
+    ab = expand_matrix(["abi=m64,m32,mx32"])  # without an opt axis: the baseline's -O2
     assert [(v.name, v.cflags) for v in ab] == [
         ("m64", ("-O2", "-m64")), ("m32", ("-O2", "-m32", "-msse2", "-mfpmath=sse")),
         ("mx32", ("-O2", "-mx32"))]
@@ -57,204 +65,262 @@ def test_matrix_and_variant_errors_say_how_to_fix():
     with pytest.raises(PerflabError, match="NAME='FLAGS'"):
         parse_variant("-O2")
     with pytest.raises(PerflabError, match="twice"):
-        vs.resolve_baseline([Variant("a", ("-O2",)), Variant("a", ("-O3",))], None)
+        resolve_baseline([Variant("a", ("-O2",)), Variant("a", ("-O3",))], None)
     with pytest.raises(PerflabError, match="not one of the variants"):
-        vs.resolve_baseline([Variant("a", ("-O2",))], "b")
+        resolve_baseline([Variant("a", ("-O2",))], "b")
 
 
 def test_parse_variant_splits_compile_link_pgo_and_compiler():
     v = parse_variant("x=cc=clang -O3 -march=native -lfoo -static pgo")
     assert v.compiler == "clang" and v.pgo and v.cflags == ("-O3", "-march=native", "-static")
     assert v.ldflags == ("-lfoo",) and v.driver("c++") == "clang++"
+    assert v.link_flags == ("-static", "-lfoo")  # what a Makefile's LDFLAGS must repeat
     lo = parse_variant("bad=-O2 -L/x -lmopt {src} -lm")
     assert lo.link_line == ("-L/x", "-lmopt", "{src}", "-lm") and lo.cflags == ("-O2",)
 
 
 def test_baseline_defaults_to_m64_O2_and_is_added_when_missing():
-    vars_, base = vs.resolve_baseline(expand_matrix(["abi=m64,m32"]), None)
+    vars_, base = resolve_baseline(expand_matrix(["abi=m64,m32"]), None)
     assert base == "m64" and len(vars_) == 2
-    vars_, base = vs.resolve_baseline([parse_variant("lto=-O2 -flto")], None)
+    vars_, base = resolve_baseline([parse_variant("lto=-O2 -flto")], None)
     assert base == "base" and vars_[0].cflags == ("-O2", "-m64")
 
 
-# -- probes ---------------------------------------------------------------------------------
+# -- probes and real builds of a small C program --------------------------------------------
 
 
 def test_x32_probe_says_not_supported_by_this_kernel(cache):
     """This VM's kernel has no CONFIG_X86_X32_ABI: the x32 build links, the run is refused."""
     v = Variant("mx32", ("-O2", "-mx32"))
-    before = vs.default_probe(v, None)  # refused before building: nothing to gain from the build
+    before = default_probe(v, None)  # refused before building: nothing to gain from the build
     assert not before.available and "not supported by this kernel" in before.reason
     target = BuildTarget("sinloop", (KERNELS / "sinloop.c",), "c", ldflags=("-lm",))
-    vb = build_variant(target, v, cache_dir=cache)
-    p = vs.default_probe(v, vb)
-    assert not p.available
-    assert "not supported by this kernel (CONFIG_X86_X32_ABI not set)" in p.reason, p.reason
-    m64 = vs.default_probe(Variant("m64", ("-O2", "-m64")), vb)
-    assert m64.available, m64.reason
-
-
-def test_missing_compiler_is_skipped_in_one_line(tmp_path):
-    p = vs.default_probe(Variant("icc", ("-O2",), compiler="no-such-cc"), None)
-    assert not p.available and "no-such-cc not installed" in p.reason
-
-
-# -- real builds of a small C program -------------------------------------------------------
+    p = default_probe(v, build_variant(target, v, cache_dir=cache))
+    assert not p.available and "(CONFIG_X86_X32_ABI not set)" in p.reason, p.reason
+    assert default_probe(Variant("m64", ("-O2", "-m64")), None).available
+    assert "no-such-cc not installed" in default_probe(Variant("i", ("-O2",), compiler="no-such-cc"), None).reason
 
 
 def test_small_c_program_under_several_variants_with_sizes_and_cache(cache):
     target = BuildTarget("sinloop", (KERNELS / "sinloop.c",), "c", ldflags=("-lm",))
-    names = []
+    built = {}
     for spec in ("O0=-O0", "O2=-m64 -O2", "m32=-m32 -msse2 -mfpmath=sse -O2", "static=-O2 -static",
                  "clang=cc=clang -O2"):
         v = parse_variant(spec)
         vb = build_variant(target, v, cache_dir=cache)
         assert vb.path.exists() and vb.sizes is not None and vb.sizes.text > 0
-        names.append((v.name, vb))
-    sizes = {n: vb.sizes for n, vb in names}
-    assert sizes["static"].text > 10 * sizes["O2"].text  # libc linked in
+        built[v.name] = vb
+    assert built["static"].sizes.text > 10 * built["O2"].sizes.text  # libc linked in
     again = build_variant(target, parse_variant("O2=-m64 -O2"), cache_dir=cache)
-    assert again.cached and again.path == dict(names)["O2"].path
+    assert again.cached and again.path == built["O2"].path
 
 
-def test_pgo_two_phase_build_applies_the_profile(cache):
-    target = BuildTarget("sinloop", (KERNELS / "sinloop.c",), "c", ldflags=("-lm",))
-    vb = build_variant(target, parse_variant("pgo=-O2 pgo"), train_argv=("{exe}", "200000"), cache_dir=cache)
-    assert not vb.cached and vb.path.exists()
-    assert "-fprofile-use" in vb.command
+def test_pgo_trains_in_the_users_directory_with_a_relative_path(cache, tmp_path):
+    """Issue 14 item 4: the training command names a file relative to where the user is; the
+    profile goes to the build's own directory, none to the working directory."""
+    src = tmp_path / "reader.c"
+    src.write_text('#include <stdio.h>\nint main(int c, char **v) { FILE *f = fopen(v[1], "r");\n'
+                   '  if (!f) { perror(v[1]); return 1; } long n = 0, x; while (fscanf(f, "%ld", &x) == 1)\n'
+                   '  for (long i = 0; i < x; i++) n += i % 7; printf("checksum %ld\\n", n); return 0; }\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.txt").write_text("200000 300000\n")
+    target = BuildTarget("reader", (src,), "c")
+    with pytest.raises(PerflabError, match="PGO training run failed in .*No such file"):
+        build_variant(target, parse_variant("pgo=-O2 pgo"), train_argv=("{exe}", "train.txt"),
+                      train_cwd=tmp_path, cache_dir=cache)
+    vb = build_variant(target, parse_variant("pgo=-O2 pgo"), train_argv=("{exe}", "train.txt"),
+                       train_cwd=work, cache_dir=cache)
+    assert "-fprofile-use=" + str(vb.path.parent / "profile") in vb.command
+    assert list((vb.path.parent / "profile").rglob("*.gcda")) and not list(work.rglob("*.gcda"))
     assert not [n for n in vb.notes if "did not apply" in n], vb.notes
-    assert build_variant(target, parse_variant("pgo=-O2 pgo"), train_argv=("{exe}", "200000"),
-                         cache_dir=cache).cached
-
-
-# -- link-order trap ------------------------------------------------------------------------
+    assert build_variant(target, parse_variant("pgo=-O2 pgo"), train_argv=("{exe}", "train.txt"),
+                         train_cwd=work, cache_dir=cache).cached
 
 
 def test_link_order_trap_detected_on_a_real_misordered_line(cache):
-    target, wl, (good, bad) = vs.linkorder_demo(cache_dir=cache)
-    gb = build_variant(target, good, cache_dir=cache)
-    bb = build_variant(target, bad, cache_dir=cache)
+    target, wl, (good, bad) = linkorder_demo(cache_dir=cache)
+    gb, bb = build_variant(target, good, cache_dir=cache), build_variant(target, bad, cache_dir=cache)
     assert gb.notes == []
     assert len(bb.notes) == 1 and "-lmopt" in bb.notes[0] and "sin" in bb.notes[0]
     issues = check_link_order(bb.command)
     assert issues[0].symbols == ("sin",) and issues[0].resolved_from == "-lm"
-    # and the consequence is real: the misordered binary takes sin from libm, not the archive
-    import subprocess
 
-    def sin_defined(p):
+    def sin_defined(p):  # and the consequence is real: the misordered binary takes libm's sin
         out = subprocess.run(["nm", str(p)], capture_output=True, text=True).stdout
         return any(line.split()[-2:] == ["T", "sin"] for line in out.splitlines() if line.strip())
 
     assert sin_defined(gb.path) and not sin_defined(bb.path)
 
 
-# -- the study through the MockExecutor -----------------------------------------------------
+# -- the study through the MockExecutor (real builds of sinloop, simulated runs) -------------
 
 
-def _fake_builder(target, v, train_argv=(), cache_dir=None):
-    return VariantBuild(v, Path(f"/fake/{v.name}"), cached=True, command=("cc",))
+class Model:
+    """Mock runs by variant: fast is 20 % faster but prints another checksum; crash always fails."""
 
-
-def _ok_probe(v, vb):
-    return vs.VariantProbe(True)
-
-
-class _CountingModel:
     def __init__(self):
         self.i = 0
 
     def __call__(self, spec):
         self.i += 1
-        name = Path(spec.argv[0]).name
-        secs = {"fast": 0.8, "m32": 1.02, "x32": 0.98}.get(name, 1.0) * (1 + (self.i % 5) * 0.002)
-        rss = {"m32": 80_000, "x32": 82_000}.get(name, 100_000)
+        name = spec.params["variant"]
+        if name == "crash":
+            return RunResult(wall_ns=10**6, user_s=0, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0,
+                             nivcsw=0, exit_code=None, signal=4, stderr_tail="Illegal instruction")
+        secs = {"fast": 0.8, "m32": 1.02}.get(name, 1.0) * (1 + (self.i % 5) * 0.002)
+        rss = {"m32": 80_000}.get(name, 100_000)
         return RunResult(wall_ns=int(secs * 1e9), user_s=secs, sys_s=0.0, maxrss_kb=rss, minflt=rss // 4,
                          majflt=0, nvcsw=0, nivcsw=0, exit_code=0,
                          metrics={"events_per_s": 100 / secs, "checksum": 7.5 if name == "fast" else 42.0})
 
 
-def _config(variants, rounds=6, **kw):
-    wl = Workload(name="w", argv=("{exe}", "--events", "10"),
-                  metrics=(MetricPattern(r"x"),), primary_metric="events_per_s", checksum_metric="checksum")
-    target = BuildTarget("w", (KERNELS / "sinloop.c",), "c")
-    return vs.VariantsConfig(target=target, workload=wl, variants=tuple(variants), rounds=rounds, **kw)
+def _config(cache, specs, rounds=6, **kw):
+    wl = Workload(name="w", argv=("{exe}", "1000"), metrics=(MetricPattern(r"checksum (?P<checksum>\S+)"),),
+                  primary_metric="events_per_s", checksum_metric="checksum")
+    target = BuildTarget("sinloop", (KERNELS / "sinloop.c",), "c", ldflags=("-lm",))
+    return vs.VariantsConfig(target=target, workload=wl, variants=tuple(parse_variant(s) for s in specs),
+                             rounds=rounds, cache_dir=str(cache), **kw)
 
 
-def test_interleaving_each_round_runs_every_variant_once_in_seeded_shuffled_order(tmp_path):
-    variants = [parse_variant(s) for s in ("m64=-m64 -O2", "m32=-m32 -O2", "fast=-O2 -ffast-math")]
-    ex = MockExecutor(model=_CountingModel())
-    store = open_store(str(tmp_path / "v.db"))
-    res = vs.run_variants(_config(variants, rounds=6, warmup=1, seed=3), ex, store,
-                          probe=_ok_probe, builder=_fake_builder)
-    names = [Path(s.argv[0]).name for s in ex.calls]
-    assert len(names) == 3 * 7  # one warm-up round + 6 rounds
+SPECS = ("m64=-m64 -O2", "m32=-m32 -msse2 -mfpmath=sse -O2", "fast=-O2 -ffast-math", "crash=-O1")
+
+
+def test_study_interleaves_stores_and_guards_results(cache, tmp_path):
+    config = _config(cache, SPECS, rounds=8, warmup=1, seed=3)
+    assert vs.VariantsConfig.from_dict(json.loads(json.dumps(config.as_dict()))) == config
+    ex = MockExecutor(model=Model())
+    with open_store(str(tmp_path / "v.db")) as store:
+        res = run_study(vs, config, store, ex, machine=MACHINE)
+        ms = store.measurements(res.campaign_id)
+        camp = store.campaign(res.campaign_id)
+    names = [s.params["variant"] for s in ex.calls if s.params["round"] >= 0 and s.params["variant"] != "crash"]
     rounds = [names[i:i + 3] for i in range(0, len(names), 3)]
     assert all(sorted(r) == ["fast", "m32", "m64"] for r in rounds)
     assert len({tuple(r) for r in rounds}) > 1  # shuffled, not a fixed order
-    assert res.order == rounds[1:]
-    again = vs.run_variants(_config(variants, rounds=6, warmup=1, seed=3), MockExecutor(model=_CountingModel()),
-                            store, probe=_ok_probe, builder=_fake_builder)
-    assert again.order == res.order  # seeded
-    # every measured run is in the store, labelled by variant
-    ms = store.measurements(res.campaign_id)
-    assert len(ms) == 18 and {m.label for m in ms} == {"m64", "m32", "fast"}
-    camp = store.campaign(res.campaign_id)
+    # every measured run is stored with its design key; the crashing variant stops after 2 failures
+    assert len(ms) == 3 * 8 + vs.MAX_FAILURES and {m.label for m in ms} == {"m64", "m32", "fast", "crash"}
+    assert [m.result.failure for m in ms if m.label == "crash"] == ["killed by SIGILL"] * 2
     assert camp.status == "done" and camp.summary["baseline"] == "m64"
+    m32, fast, crash = res.row("m32"), res.row("fast"), res.row("crash")
+    assert m32.status == "measured" and m32.comparisons["maxrss_kb"].ratio == pytest.approx(0.8)
+    assert m32.comparisons["maxrss_kb"].better and "max RSS -20.0 %" in m32.verdict
+    # fast-math: 20 % faster but a different checksum: reported, never the fastest
+    assert fast.status == "different result" and fast.comparisons["events_per_s"].better
+    assert res.fastest is None and "not named though faster, because the result differs: fast" in res.verdict
+    assert crash.status == "failed" and crash.failures == {"killed by SIGILL": 2} and not crash.comparisons
+    assert "crash" in res.verdict and "every run failed" in crash.verdict
+    # the analysis is pure: the stored runs give the same result, which survives JSON
+    again = vs.analyse(config, ms, {o.name: o.build for o in res.variants})
+    again.campaign_id = res.campaign_id
+    assert again.as_dict() == res.as_dict()
+    assert VariantsResult.from_dict(json.loads(json.dumps(res.as_dict()))).as_dict() == res.as_dict()
+    ci = res.row("m32").comparisons["events_per_s"].as_dict()["ci"]
+    assert set(ci) == {"low", "high", "level"} and 0.9 < ci["level"] < 1
 
 
-def test_ratios_verdicts_and_checksum_guard(tmp_path):
-    variants = [parse_variant(s) for s in ("m64=-m64 -O2", "m32=-m32 -O2", "fast=-O2 -ffast-math")]
-    res = vs.run_variants(_config(variants, rounds=8), MockExecutor(model=_CountingModel()),
-                          open_store(str(tmp_path / "v.db")), probe=_ok_probe, builder=_fake_builder)
-    m32, fast, base = res.row("m32"), res.row("fast"), res.row("m64")
-    assert base.verdict == "baseline" and base.checksum_ok
-    assert m32.rss_ratio[0] == pytest.approx(0.8) and m32.rss_significant
-    assert "physical memory -20.0 %" in m32.verdict
-    assert fast.time_ratio[0] == pytest.approx(0.8, rel=0.02) and fast.time_significant
-    assert fast.time_p is not None and fast.time_p < 0.05
-    # fast-math changed the checksum: flagged, reported as expected, and still measured
-    assert fast.checksum_ok is False and fast.status == "measured"
-    assert any("checksum differs" in n and "expected with -ffast-math" in n for n in fast.notes)
-    assert m32.checksum_ok is True
+def test_fastest_is_a_same_result_variant_with_significance(cache, tmp_path):
+    config = _config(cache, ("m64=-m64 -O2", "quick=-O3", "m32=-m32 -msse2 -mfpmath=sse -O2"), rounds=8)
+
+    def model(spec):
+        secs = {"quick": 0.9}.get(spec.params["variant"], 1.0) * (1 + spec.params["round"] % 3 * 0.003)
+        return RunResult(wall_ns=int(secs * 1e9), user_s=secs, sys_s=0, maxrss_kb=1000, minflt=0, majflt=0,
+                         nvcsw=0, nivcsw=0, exit_code=0, metrics={"events_per_s": 100 / secs, "checksum": 1.0})
+
+    with open_store(str(tmp_path / "v.db")) as store:
+        res = run_study(vs, config, store, MockExecutor(model=model), machine=MACHINE)
+    assert res.fastest == "quick" and res.verdict.startswith("fastest: quick (-O3), events_per_s +11.1 %")
 
 
-def test_x32_supported_path_through_a_probe_stub(tmp_path):
-    """Where a kernel runs x32, the x32 variant is measured like any other."""
-    variants = expand_matrix(["abi=m64,mx32"])
-    seen = []
-
-    def probe(v, vb):
-        seen.append((v.name, vb is not None))
-        return vs.VariantProbe(True)
-
-    def builder(target, v, train_argv=(), cache_dir=None):
-        return VariantBuild(v, Path("/fake") / ("x32" if v.abi == "mx32" else "m64"), True, ("cc",))
-
-    res = vs.run_variants(_config(variants), MockExecutor(model=_CountingModel()),
-                          open_store(str(tmp_path / "v.db")), probe=probe, builder=builder)
-    assert ("mx32", True) in seen and res.skipped == []
-    x = res.row("mx32")
-    assert x.status == "measured" and x.rss_ratio[0] == pytest.approx(0.82)
-
-
-def test_unsupported_variant_is_skipped_in_one_line_and_the_rest_measured(tmp_path):
-    variants = expand_matrix(["abi=m64,mx32"])
-
-    def probe(v, vb):
-        if v.abi == "mx32" and vb is not None:
-            return vs.VariantProbe(False, "cannot run -mx32: exec format error: x32 is not supported by "
-                                   "this kernel (CONFIG_X86_X32_ABI not set)")
-        return vs.VariantProbe(True)
-
-    ex = MockExecutor(model=_CountingModel())
+def test_unsupported_variant_is_skipped_in_one_line_and_the_rest_measured(cache, tmp_path):
     lines = []
-
-    class Console:
-        def print(self, *a, **k):
-            lines.append(" ".join(map(str, a)))
-
-    res = vs.run_variants(_config(variants, rounds=3), ex, open_store(str(tmp_path / "v.db")),
-                          console=Console(), probe=probe, builder=_fake_builder)
-    assert res.skipped == ["mx32"] and res.row("mx32").status == "skipped"
-    assert all(Path(s.argv[0]).name == "m64" for s in ex.calls)
+    ex = MockExecutor(model=Model())
+    with open_store(str(tmp_path / "v.db")) as store:
+        res = run_study(vs, _config(cache, ("m64=-m64 -O2", "mx32=-mx32 -O2"), rounds=3), store, ex,
+                        machine=MACHINE, progress=lines.append)
+    assert res.row("mx32").status == "skipped" and "CONFIG_X86_X32_ABI" in res.row("mx32").verdict
+    assert {s.params["variant"] for s in ex.calls} == {"m64"}
     assert any(line.startswith("mx32: skipped: cannot run -mx32") for line in lines)
+
+
+# -- snapshot of the terminal output, through the mock ----------------------------------------
+
+
+def _snapshot_result() -> VariantsResult:
+    """A simulated campaign: lto 5 % faster, native 8 % faster with another checksum, O3 skipped."""
+    config = sim_config(rounds=10)
+    runs = []
+    specs = [s for s in vs.plan(config) if s.params["round"] >= 0]
+    machine = NoisyMachine({"lto": 1.05, "native": 1.08}, random.Random(7), len(specs))
+    ex = MockExecutor(machine)
+    for s in specs:
+        r = ex.run(replace(s, argv=("true",)))
+        if s.params["variant"] == "native":
+            r.metrics["checksum"] = 41.0
+        runs.append((dict(s.params), r))
+    builds = {"O3": BuildInfo(skipped="cannot run -mx32: exec format error: x32 is not supported by this kernel")}
+    return vs.analyse(config, [r for r in runs if r[0]["variant"] != "O3"], builds)
+
+
+def test_terminal_output_snapshot():
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=120, color_system=None, force_terminal=False)
+    render(_snapshot_result(), console)
+    text = console.file.getvalue()
+    snap = SNAPSHOTS / "variants.txt"
+    if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
+        snap.parent.mkdir(exist_ok=True)
+        snap.write_text(text)
+    assert text == snap.read_text()
+    assert "fastest: lto" in text and "DIFFERS" in text and "different result" in text
+
+
+# -- statistics: the verdict's error rates (issue 13), a short run of bench/verdicts.py's check --
+
+
+def test_verdict_check_short():
+    fp, det = verdict_check(runs=40, seed=1, echo=False)
+    assert fp <= 0.10 and det >= 0.80, (fp, det)
+
+
+def test_levels_are_real():
+    res = _snapshot_result()
+    base = res.row(res.baseline).estimates["wall_s"].ci
+    assert isinstance(base, CI) and base.level == pytest.approx(0.978515625)  # n=10: x(2)..x(9)
+
+
+def test_template_build_cache_keys_on_the_source_tree_and_flags(tmp_path):
+    """A project build is reused until a source byte, a flag or the template changes; products of
+    the user's own build in the tree (.o) are neither copied nor hashed."""
+    from perflab.kernels.buildsys import DEFAULT_MAKE
+
+    src = tmp_path / "proj"
+    src.mkdir()
+    for f in ("fmsum.c", "Makefile"):
+        (src / f).write_bytes((Path(__file__).parent / "data" / "fmsum" / f).read_bytes())
+    target = BuildTarget("fmsum", template=DEFAULT_MAKE, src_dir=src, exe="fmsum")
+    cache = tmp_path / "cache"
+    first = build_variant(target, parse_variant("O2=-O2"), cache_dir=cache)
+    assert not first.cached and "CFLAGS=-O2" in first.command
+    (src / "fmsum.o").write_bytes(b"stale object from the user's own build")
+    assert build_variant(target, parse_variant("O2=-O2"), cache_dir=cache).cached
+    assert not (first.path.parent / "fmsum.o").read_bytes().startswith(b"stale")
+    assert not build_variant(target, parse_variant("O3=-O3"), cache_dir=cache).cached
+    (src / "fmsum.c").write_text((src / "fmsum.c").read_text() + "\n/* changed */\n")
+    again = build_variant(target, parse_variant("O2=-O2"), cache_dir=cache)
+    assert not again.cached and again.path != first.path
+
+
+def test_too_few_rounds_are_named_and_a_missing_metric_falls_back_to_time():
+    config = sim_config(rounds=5)
+    specs = [s for s in vs.plan(config) if s.params["round"] >= 0]
+    ex = MockExecutor(NoisyMachine({"lto": 1.5}, random.Random(3), len(specs)))
+    runs = [(dict(s.params), ex.run(replace(s, argv=("true",)))) for s in specs]
+    res = vs.analyse(config, runs)
+    # 2 / 2^5 * 3 variants > 0.05: not even a 50 % speed-up can be significant with 5 rounds
+    assert res.fastest is None and "no difference can reach significance" in res.verdict
+    assert "use --rounds 7 or more" in res.verdict
+    for _, r in runs:
+        r.metrics.pop("events_per_s")
+    assert vs.analyse(config, runs).primary == "wall_s"

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "baseline": ("perflab.cli.baseline", "Name stored campaigns as baselines for the regression gate."),
     "results": ("perflab.cli.results", "List stored campaigns and their measurements."),
     "resume": ("perflab.cli.resume", "Finish an interrupted campaign without repeating stored runs."),
+    "fleet": ("perflab.cli.fleet", "Run one study on every node of a farm through Slurm, into one store."),
 }
 
 

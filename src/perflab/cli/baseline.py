@@ -9,7 +9,7 @@ import click
 from perflab.cli.common import json_option, store_option
 from perflab.cli.gate_common import write_output
 from perflab.store import open_store
-from perflab.store.db import dumps
+from perflab.store import dumps
 
 
 @click.group("baseline")

@@ -6,21 +6,8 @@ import sys
 
 import click
 
-from perflab.cli.common import json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
 from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath
-
-
-def _write_json(json_path: str | None, payload: object) -> None:
-    if not json_path:
-        return
-    from perflab.store import dumps
-
-    text = dumps(payload)
-    if json_path == "-":
-        click.echo(text)
-    else:
-        with open(json_path, "w") as f:
-            f.write(text + "\n")
 
 
 @click.command(name="verify")
@@ -48,7 +35,8 @@ def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> Non
     console.print(f"  bundle: {result.bundle_value}\n  normal: {result.normal_value}")
     console.print(("OK: same output" if result.same else "MISMATCH: the bundle's output differs")
                   + f"  (campaign {result.campaign_id})")
-    _write_json(json_path, result.__dict__)
+    if json_path:
+        emit_json(json_path, result.__dict__)
     if not result.same:
         sys.exit(1)
 
@@ -98,4 +86,5 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     console.print(f"run it: tar xzf {output} -C DIR && DIR/run.sh   "
                   f"(isolation here: {result.isolation_here or 'none available'})")
     console.print(f"check it: perflab bundle verify {output}   (campaign {result.campaign_id})")
-    _write_json(json_path, result.__dict__)
+    if json_path:
+        emit_json(json_path, result.__dict__)

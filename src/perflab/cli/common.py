@@ -69,7 +69,7 @@ def emit_json(path: str, data: dict) -> None:
     """A result as JSON at PATH ('-': stdout); NaN becomes null; an unwritable path is one line."""
     import json
 
-    from perflab.store.db import dumps
+    from perflab.store import dumps
 
     text = json.dumps(json.loads(dumps(data)), indent=2) + "\n"
     if path == "-":

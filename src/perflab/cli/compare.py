@@ -21,7 +21,7 @@ from perflab.report.compare_html import compare_html
 from perflab.report.model import Table
 from perflab.report.render import format_cell, table_to_markdown
 from perflab.store import open_store
-from perflab.store.db import dumps
+from perflab.store import dumps
 from perflab.studies.compare import CompareConfig, run_compare
 from perflab.studies.compare_keys import measure_title
 from perflab.studies.gate import GateConfig

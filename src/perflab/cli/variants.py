@@ -1,87 +1,123 @@
-"""`perflab variants`: parse options into a VariantsConfig and run the study."""
+"""`perflab variants`: map options to a VariantsConfig, run the study, render it, write --json."""
 
 from __future__ import annotations
 
-import json
+import os
+import re
 import shlex
-import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from perflab.cli.common import json_option, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.options import Count, Duration
 from perflab.errors import PerflabError
+from perflab.kernels import minihlt
+from perflab.kernels.buildsys import DEFAULT_MAKE, check_template
+from perflab.kernels.linkorder import linkorder_demo
+from perflab.kernels.variants import (
+    BuildTarget, expand_matrix, is_matrix_token, parse_variant, with_common_flags,
+)
+from perflab.measure.executor import default_executor
+from perflab.measure.metrics import compile_patterns
+from perflab.model import Workload
+from perflab.report.terminal.variants import render
+from perflab.store import open_store
+from perflab.studies import run_study
+from perflab.studies import variants as study
+
+_TOML_KEYS = ("build", "src", "exe")  # [variants] keys that are not variants
 
 
-def _toml_variants(config_path: str | None) -> dict[str, str]:
-    """``[variants]`` of perflab.toml: NAME = "FLAGS"."""
+def _toml_variants(config_path: str | None) -> tuple[dict[str, str], dict[str, str], Path]:
+    """``[variants]`` of perflab.toml: NAME = "FLAGS", plus build / src / exe for a template build."""
     path = Path(config_path) if config_path else Path("perflab.toml")
     if not path.exists():
         if config_path:
             raise PerflabError(f"config file {config_path} not found: give an existing perflab.toml")
-        return {}
+        return {}, {}, path
     import tomllib
 
     try:
         data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PerflabError(f"{path}: invalid TOML: {exc}") from None
     table = data.get("variants", {})
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
         raise PerflabError(f'{path}: [variants] must map names to flag strings, e.g. lto = "-O2 -flto"')
-    return table
+    build = {k: table.pop(k) for k in _TOML_KEYS if k in table}
+    return table, build, path
 
 
-def _target(workload_name, command_args, shell, config_path, sources, events, static_mb):
-    """BuildTarget + Workload for minihlt, a perflab.toml workload with a build, or --source."""
-    from perflab.model import Workload
-    from perflab.studies.variant_build import BuildTarget
+def _minihlt(events, static_mb, extra_args) -> Workload:
+    kwargs = {k: v for k, v in (("events", events), ("static_mb", static_mb)) if v is not None}
+    wl = minihlt.workload(build=False, **kwargs)
+    return Workload(name=wl.name, argv=("{exe}", *wl.argv[1:], *extra_args), metrics=wl.metrics,
+                    primary_metric=wl.primary_metric, checksum_metric=wl.checksum_metric)
 
-    if sources:
-        if not command_args:
-            command_args = ("{exe}",)
-        srcs = tuple(Path(s).resolve() for s in sources)
+
+def _command_workload(opts: dict) -> Workload:
+    """``-- {exe} ARGS`` with --metric patterns; a metric named by --checksum is checked between builds."""
+    if not opts["command_args"]:
+        raise PerflabError("nothing to run: give the command after --, with {exe} for the built "
+                           "program, e.g. -- {exe} input.dat")
+    argv = tuple(opts["command_args"])
+    metrics = compile_patterns(opts["metric_regexes"])
+    names = {n for m in metrics for n in re.compile(m.regex).groupindex}
+    checksum = opts["checksum"] or ("checksum" if "checksum" in names else None)
+    if checksum is not None and checksum not in names:
+        raise PerflabError(f"--checksum {checksum}: no --metric has a group named {checksum}; add e.g. "
+                           f"--metric 'checksum: (?P<{checksum}>\\S+)'")
+    name = Path(argv[0]).name if argv[0] != "{exe}" else "program"
+    return Workload(name=name, argv=argv if "{exe}" in " ".join(argv) else ("{exe}", *argv),
+                    shell=opts["shell"], metrics=metrics, checksum_metric=checksum)
+
+
+def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[BuildTarget, Workload]:
+    """The program to rebuild and how to run it, from --build/--source/--workload and perflab.toml."""
+    name, args = opts["workload_name"], tuple(opts["command_args"])
+    template = opts["build"] or toml_build.get("build")
+    if name is None and template is None and not opts["sources"]:
+        raise PerflabError("nothing to build: give --workload minihlt, --source FILE... -- {exe} ARGS, "
+                           "or --build TEMPLATE --src DIR --exe PATH -- {exe} ARGS")
+    if template is not None:
+        src = opts["src"] or (toml_path.parent / toml_build["src"] if "src" in toml_build else None)
+        exe = opts["exe"] or toml_build.get("exe")
+        if name == "minihlt":
+            src, exe = src or minihlt.HERE, exe or "minihlt"
+            template = minihlt.MAKE_TEMPLATE if template == "make" else template
+            wl = _minihlt(opts["events"], opts["static_mb"], args)
+        else:
+            wl = resolve_target(name, args, opts["shell"], opts["config_path"]) if name else _command_workload(opts)
+        template = DEFAULT_MAKE if template == "make" else template
+        check_template(template)
+        if src is None or not Path(src).is_dir():
+            raise PerflabError(f"--build needs the project's source directory: --src DIR "
+                               f"({src} is not a directory)" if src else "--build needs --src DIR (the project's sources)")
+        if not exe:
+            raise PerflabError("--build needs --exe PATH: the program's path inside the build directory")
+        return BuildTarget(Path(exe).name, template=template, src_dir=Path(src).resolve(), exe=exe), wl
+    if opts["sources"]:
+        srcs = tuple(Path(s).resolve() for s in opts["sources"])
         lang = "c" if all(s.suffix == ".c" for s in srcs) else "c++"
-        name = srcs[0].stem
-        argv = tuple(command_args)
-        if "{exe}" not in argv:
-            argv = ("{exe}", *argv)
-        return BuildTarget(name, srcs, lang, ldflags=("-lm",)), Workload(name=name, argv=argv, shell=shell)
-    if workload_name == "minihlt":
-        return _minihlt_target(events, static_mb)
-    from perflab.cli.common import resolve_target
-
-    wl = resolve_target(workload_name, command_args, shell, config_path)
+        wl = _command_workload({**opts, "command_args": args or ("{exe}",)})
+        return BuildTarget(srcs[0].stem, srcs, lang, ldflags=("-lm",)), replace(wl, name=srcs[0].stem)
+    if name == "minihlt":
+        headers = tuple(minihlt.headers())
+        # C++17 for every compiler (clang 14 defaults to C++14)
+        return BuildTarget("minihlt", tuple(minihlt.cpp_sources()), "c++", cflags=("-std=c++17",),
+                           ldflags=("-lm",), extra_inputs=headers), _minihlt(opts["events"], opts["static_mb"], args)
+    wl = resolve_target(name, args, opts["shell"], opts["config_path"])
     if wl.build is None:
         raise PerflabError(
-            f"workload '{wl.name}' has no build recipe: variants rebuild the program, so use "
-            f"--workload minihlt, a perflab.toml workload with [workload.NAME.build], or "
-            f"--source FILE... -- {{exe}} ARGS"
-        )
+            f"workload '{wl.name}' has no build recipe: variants rebuild the program, so use --workload "
+            f"minihlt, a perflab.toml workload with [workload.NAME.build], --build TEMPLATE --src DIR, "
+            f"or --source FILE... -- {{exe}} ARGS")
     base = Path(wl.source).parent if wl.source not in ("builtin", "command") else Path.cwd()
     srcs = tuple((base / s).resolve() for s in wl.build.sources)
     target = BuildTarget(wl.build.output or wl.name, srcs, wl.build.language, ldflags=wl.build.ldflags)
-    return target, wl
-
-
-def _minihlt_target(events, static_mb):
-    """minihlt's sources and Workload from perflab.kernels.minihlt (engineer D's API)."""
-    from perflab.model import Workload
-    from perflab.kernels import minihlt
-    from perflab.studies.variant_build import BuildTarget
-
-    kwargs = {}
-    if events is not None:
-        kwargs["events"] = events
-    if static_mb is not None:
-        kwargs["static_mb"] = static_mb
-    srcs = tuple(Path(s) for s in minihlt.sources())
-    wl = minihlt.workload(**kwargs)
-    headers = tuple(s for s in srcs if s.suffix in (".h", ".hpp"))
-    cpp = tuple(s for s in srcs if s.suffix not in (".h", ".hpp"))
-    # C++17 for every compiler (clang 14 defaults to C++14)
-    return BuildTarget("minihlt", cpp, "c++", cflags=("-std=c++17",), ldflags=("-lm",),
-                       extra_inputs=headers), wl
+    return target, replace(wl, argv=("{exe}", *wl.argv[1:]), build=None)
 
 
 @click.command(name="variants")
@@ -96,73 +132,74 @@ def _minihlt_target(events, static_mb):
 @click.option("--cflags", "common_flags", default="", metavar="FLAGS", help="Extra flags for every variant.")
 @click.option("--source", "sources", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Build these C/C++ files (the command after -- runs {exe}).")
-@click.option("--rounds", "-r", default=10, show_default=True, help="Interleaved rounds (runs per variant).")
-@click.option("--warmup", default=1, show_default=True, help="Unrecorded warm-up rounds.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the per-round shuffle and bootstrap.")
-@click.option("--events", type=int, help="minihlt: events per run.")
-@click.option("--static-mb", type=int, help="minihlt: size of the static detector data.")
+@click.option("--build", "build", metavar="TEMPLATE",
+              help="Build with the project's own build system: 'cmake', 'make', or a template such as "
+                   "'make -C {src} CC={cc} CFLAGS={cflags} LDFLAGS={ldflags} -j{jobs}'.")
+@click.option("--src", "src", type=click.Path(file_okay=False), help="The project's source directory (--build).")
+@click.option("--exe", "exe", metavar="PATH", help="The built program's path inside the build directory.")
+@click.option("--metric", "metric_regexes", multiple=True, metavar="REGEX",
+              help="Named-group regex for a value in the command's output, e.g. 'checksum: (?P<checksum>\\S+)'.")
+@click.option("--checksum", metavar="NAME",
+              help="The metric holding the program's result checksum (default: a metric named checksum).")
+@click.option("--jobs", "-j", type=Count(0, 1024), default=0, help="Parallel build jobs (0: one per CPU).")
+@click.option("--rounds", "-r", type=Count(2, 100_000), default=study.DEFAULT_ROUNDS, show_default=True,
+              help="Interleaved rounds (runs per variant).")
+@click.option("--warmup", type=Count(0, 1000), default=1, show_default=True, help="Unrecorded warm-up rounds.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the per-round shuffle.")
+@click.option("--events", type=Count(1, 10**12), help="minihlt: events per run.")
+@click.option("--static-mb", type=Count(1, 1 << 20), help="minihlt: size of the static detector data.")
 @click.option("--train", "train_args", metavar="ARGS",
-              help="PGO training arguments (default: the measured ones; minihlt: another seed).")
-@click.option("--timeout", type=float, help="Seconds before a run is killed.")
+              help="PGO training command ({exe} for the program), run in this directory "
+                   "(default: the measured command; minihlt: another seed).")
+@click.option("--timeout", type=Duration(), help="Seconds before a run is killed.")
 @click.option("--link-order-demo", is_flag=True,
               help="Seed 003's trap: sin() from an archive placed after vs before the object.")
 @store_option
 @json_option
-def command(command_args, shell, workload_name, config_path, variant_specs, matrix, baseline, common_flags,
-            sources, rounds, warmup, seed, events, static_mb, train_args, timeout, link_order_demo,
-            db_url, json_path):
-    """Compare builds of the same code on time, memory and size.
+def command(**opts):
+    """Compare builds of the same code on time, memory and result.
 
     Every variant is probed (buildable? runnable on this kernel and CPU?), built through the cache,
     and measured interleaved in a seeded shuffled order each round. Each is compared with the
-    baseline (-m64 -O2 by default): ratio of medians with a bootstrap CI and a Holm-corrected
-    Mann-Whitney verdict, for elapsed time, max RSS and the workload's metric.
+    baseline (-m64 -O2 by default) round by round: Wilcoxon signed-rank, Holm-corrected, with the
+    ratio's distribution-free CI, for elapsed time, max RSS and the workload's metric. A variant
+    whose checksum differs from the baseline's is a "different result", never the fastest.
     """
-    from perflab.studies import variant_build as vbm
-    from perflab.studies import variants as vs
-
     # `--matrix abi=m64,m32 opt=O2,O3`: click gives the second item to the positional arguments
-    args = list(command_args)
-    matrix = list(matrix)
-    while args and vbm.is_matrix_token(args[0]) and matrix:
+    args, matrix = list(opts["command_args"]), list(opts["matrix"])
+    while args and is_matrix_token(args[0]) and matrix:
         matrix.append(args.pop(0))
-    command_args = tuple(args)
-
-    if link_order_demo:
-        target, wl, variants = vs.linkorder_demo()
+    opts["command_args"] = tuple(args)
+    toml_variants, toml_build, toml_path = _toml_variants(opts["config_path"])
+    baseline = opts["baseline"]
+    if opts["link_order_demo"]:
+        target, wl, variants = linkorder_demo()
         baseline = baseline or "objects-first"
     else:
-        target, wl = _target(workload_name, command_args, shell, config_path, sources, events, static_mb)
-        variants = [vbm.parse_variant(f"{k}={v}") for k, v in _toml_variants(config_path).items()]
-        variants += [vbm.parse_variant(s) for s in variant_specs]
-        variants += vbm.expand_matrix(matrix)
+        target, wl = _target(opts, toml_build, toml_path)
+        variants = [parse_variant(f"{k}={v}") for k, v in toml_variants.items()]
+        variants += [parse_variant(s) for s in opts["variant_specs"]] + expand_matrix(matrix)
         if not variants:
             raise PerflabError("no variants: give --variant NAME='FLAGS', --matrix AXIS=V1,V2 or "
                                "[variants] in perflab.toml")
-        variants = vs.with_common_flags(variants, shlex.split(common_flags))
-    train = ()
-    if train_args is not None:
-        train = ("{exe}", *shlex.split(train_args))
+        variants = with_common_flags(variants, shlex.split(opts["common_flags"]))
+    if opts["train_args"] is not None:
+        train = tuple(shlex.split(opts["train_args"]))
     elif wl.name == "minihlt":
         # train on other events than those measured (seed 003: a profile from its own input)
-        argv = list(wl.argv[1:])
-        train = ("{exe}", *argv, "--seed", "12345")
-    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(variants), baseline=baseline,
-                               rounds=rounds, warmup=warmup, seed=seed, train_argv=train, timeout=timeout)
+        train = (*wl.argv, "--seed", "12345")
+    else:
+        train = ()
+    config = study.VariantsConfig(
+        target=target, workload=wl, variants=tuple(variants), baseline=baseline, rounds=opts["rounds"],
+        warmup=opts["warmup"], seed=opts["seed"], train_argv=train, train_cwd=os.getcwd(),
+        timeout=opts["timeout"], jobs=opts["jobs"])
+    study.plan(config)  # bad designs fail here, before anything is built
 
-    from rich.console import Console
-
-    from perflab.measure.executor import default_executor
-    from perflab.store import open_store
-
-    console = Console(stderr=True)
-    store = open_store(db_url)
-    result = vs.run_variants(config, default_executor(), store, console=console)
-    vs.print_table(result, Console())
-    console.print(f"stored as campaign {result.campaign_id} in {store.display}")
-    if json_path:
-        text = json.dumps(result.as_dict(), indent=2, default=str)
-        if json_path == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            Path(json_path).write_text(text + "\n")
+    err = make_console(stderr=True)
+    with open_store(opts["db_url"]) as store, default_executor() as executor:
+        result = run_study(study, config, store, executor, progress=lambda m: err.print(m, soft_wrap=True))
+        render(result, make_console(stderr=opts["json_path"] == "-"))  # stdout is the JSON's then
+        err.print(f"stored as campaign {result.campaign_id} in {store.display}")
+    if opts["json_path"]:
+        emit_json(opts["json_path"], result.as_dict())

@@ -21,6 +21,7 @@ from perflab.platform.topology import Topology, read_topology
 # array tasks share one machine, as in the tests' single-node cluster.
 BATCH_ENV = {
     "PERFLAB_FLEET": "fleet",
+    "PERFLAB_FLEET_SLOT": "fleet_slot",
     "PERFLAB_HOST_LABEL": "host_label",
     "SLURM_JOB_ID": "slurm_job_id",
     "SLURM_ARRAY_JOB_ID": "slurm_array_job_id",

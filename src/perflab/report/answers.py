@@ -49,10 +49,15 @@ def _evidence(study: str, s: dict) -> str:
     if study == "instances" and s.get("optimum_n") is not None:
         return f"{s.get('optimum_throughput', 0):.3g} {s.get('unit', '')} at {s['optimum_n']} copies"
     if study == "variants":
-        sig = [v for v in s.get("variants") or [] if v.get("time_significant")]
-        if sig:
-            return "; ".join(f"{v['name']}: {v.get('verdict', '')}" for v in sig)
-        return "no variant significantly different in time" if s.get("variants") else ""
+        parts = []
+        for v in s.get("variants") or []:
+            for q, c in sorted((v.get("comparisons") or {}).items()):
+                if c.get("significant"):
+                    parts.append(f"{v.get('name')} {q}: ratio {c.get('ratio', 0):.3g} {_ci(c.get('ci'))}, "
+                                 f"p={c.get('p', 1):.2g} (Holm)")
+        if parts:
+            return "; ".join(parts)
+        return "no variant significantly different from the baseline" if s.get("variants") else ""
     for key in ("evidence", "p_value", "p_adjusted"):
         value = s.get(key)
         if value is None:

@@ -14,7 +14,7 @@ import socket
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 
-from perflab.store.db import dumps
+from perflab.store import dumps
 from perflab.studies.compare_keys import measure_title
 from perflab.studies.gate import GateResult
 

@@ -136,31 +136,36 @@ def variants_section(campaign: Any, summary: dict, measurements: list) -> Sectio
 
     sec = generic(campaign, {"notes": summary.get("notes", [])})
     rows = summary.get("variants") or []
-    measured = [v for v in rows if v.get("status") == "measured"]
-    base = summary.get("baseline")
-    metric = summary.get("metric")
-    lines = [f"{v['name']}: {v['verdict']}" for v in measured if v.get("name") != base and v.get("verdict")]
-    sec.verdict = (f"Against {base}: " + "; ".join(lines) + ".") if lines else f"baseline {base} only."
-    sec.tables = [Table("Variants", ["variant", "flags", "status", "median wall [s]", "95% CI",
-                                     f"{metric or 'metric'}", "max RSS [KiB]", "text [B]", "checksum",
-                                     "verdict"],
-                        [[v.get("name"), v.get("flags"), v.get("status") if v.get("status") == "measured"
-                          else f"{v.get('status')}: {v.get('reason', '')}", v.get("wall_median"),
-                          _ci_text(*(v.get("wall_ci") or (None, None))), v.get("metric_median"),
-                          v.get("maxrss_kb_median"), v.get("text"),
-                          None if v.get("checksum_ok") is None else ("same" if v.get("checksum_ok") else "DIFFERS"),
+    measured = [v for v in rows if (v.get("estimates") or {}).get("wall_s")]
+    base, primary = summary.get("baseline"), summary.get("primary")
+    sec.verdict = summary.get("verdict") or f"baseline {base} only."
+    if summary.get("caveat"):
+        sec.notes.append(summary["caveat"])
+
+    def wall(v: dict) -> dict:
+        return v["estimates"]["wall_s"]
+
+    sec.tables = [Table("Variants", ["variant", "flags", "status", "median wall [s]", "CI",
+                                     "max RSS [KiB]", "text [B]", f"{primary} vs base", "verdict"],
+                        [[v.get("name"), v.get("flags"), v.get("status"),
+                          wall(v)["median"] if v in measured else None,
+                          _ci_text(wall(v)["ci"]["low"], wall(v)["ci"]["high"]) + f" {wall(v)['ci']['level']:.0%}"
+                          if v in measured else None,
+                          (v["estimates"].get("maxrss_kb") or {}).get("median"),
+                          ((v.get("build") or {}).get("sizes") or {}).get("text"),
+                          (v.get("comparisons") or {}).get(primary, {}).get("ratio"),
                           v.get("verdict")] for v in rows])]
-    for s in summary.get("skipped") or []:
-        sec.notes.append(f"skipped: {s}")
     if measured:
         _plot(sec, "Wall time per variant (median with its CI; significant: orange squares)", lambda: plots.bars_with_ci(
-            [v["name"] for v in measured], [v["wall_median"] for v in measured],
-            [(v.get("wall_ci") or (None, None))[0] for v in measured],
-            [(v.get("wall_ci") or (None, None))[1] for v in measured], ylabel="wall time [s]",
-            highlight=[bool(v.get("time_significant")) for v in measured]))
+            [v["name"] for v in measured], [wall(v)["median"] for v in measured],
+            [wall(v)["ci"]["low"] for v in measured], [wall(v)["ci"]["high"] for v in measured],
+            ylabel="wall time [s]", highlight=[v.get("status") == "different result" or bool(
+                (v.get("comparisons") or {}).get("wall_s", {}).get("significant")) for v in measured]))
         _plot(sec, "Max RSS per variant (median)", lambda: plots.bars_with_ci(
-            [v["name"] for v in measured], [(v.get("maxrss_kb_median") or 0) / 1024 for v in measured],
-            ylabel="max RSS [MiB]", highlight=[bool(v.get("rss_significant")) for v in measured], zero=True))
+            [v["name"] for v in measured],
+            [((v["estimates"].get("maxrss_kb") or {}).get("median") or 0) / 1024 for v in measured],
+            ylabel="max RSS [MiB]", highlight=[bool((v.get("comparisons") or {}).get("maxrss_kb", {}).get(
+                "significant")) for v in measured], zero=True))
     return sec
 
 

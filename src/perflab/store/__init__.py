@@ -4,15 +4,8 @@
 SQLAlchemy is imported only when a store is opened, so importing this package is cheap.
 """
 
-from perflab.store.db import (
-    Artifact,
-    Campaign,
-    Measurement,
-    Store,
-    canonical_params,
-    dumps,
-    open_store,
-)
+from perflab.store.db import Store, open_store
+from perflab.store.rows import Artifact, Campaign, Measurement, canonical_params, dumps
 from perflab.store.schema import SCHEMA_VERSION
 
 __all__ = [

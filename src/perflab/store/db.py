@@ -7,197 +7,20 @@ loses at most the run in flight (hyperfine exports after every benchmark for the
 from __future__ import annotations
 
 import hashlib
-import json
-import math
-import os
-import signal
-import socket
-import threading
-from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, is_dataclass, asdict
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.model import RunResult
+from perflab.platform.host import batch_labels
 from perflab.store import tx
 from perflab.store.baselines import BaselineMethods
-from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
-
-DEFAULT_PATH = "perflab.db"
-STATUSES = ("running", "done", "interrupted", "failed")
-
-# RunResult fields stored as plain columns of `measurements` (metrics/counters are JSON).
-_RESULT_COLUMNS = (
-    "wall_ns", "user_s", "sys_s", "maxrss_kb", "minflt", "majflt", "nvcsw", "nivcsw",
-    "exit_code", "signal", "timed_out", "start_ns", "end_ns", "stdout_tail", "stderr_tail",
-    "suspect",
+from perflab.store.campaigns import CampaignMethods
+from perflab.store.measurements import MeasurementMethods
+from perflab.store.rows import (
+    STATUSES, Artifact, Campaign, _jsonable, _now, _utc, dumps, host_identity,
 )
-# Metadata keys that change between two looks at the same machine: not part of its identity.
-_VOLATILE = ("load", "steal", "uptime", "time", "date", "free", "avail", "idle")
-
-
-@dataclass(frozen=True)
-class Campaign:
-    """One invocation of a study: its config, status, summary and timestamps."""
-
-    id: int
-    study: str
-    name: str
-    status: str
-    config: dict
-    summary: dict | None
-    host_id: int | None
-    parent_id: int | None
-    started: datetime
-    finished: datetime | None
-    n_measurements: int = 0
-    labels: dict = field(default_factory=dict)  # fleet name, batch job ids, host label
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One stored run: its resume key (label, params, rep) and what it measured."""
-
-    id: int
-    campaign_id: int
-    label: str
-    params: dict
-    rep: int
-    result: RunResult
-    created: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """A file a study produced (perf.data, bundle, report), by path and content hash."""
-
-    id: int
-    campaign_id: int
-    kind: str
-    path: str
-    sha256: str | None
-    size: int | None
-    meta: dict = field(default_factory=dict)
-    created: datetime | None = None
-
-
-def _jsonable(obj: Any) -> Any:
-    """Plain JSON values; NaN/inf become null because PostgreSQL's json type rejects them."""
-    if obj is None or isinstance(obj, (bool, str, int)):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        items = sorted(obj, key=repr) if isinstance(obj, (set, frozenset)) else obj
-        return [_jsonable(v) for v in items]
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return _jsonable(asdict(obj))
-    if isinstance(obj, (Path, datetime)):
-        return str(obj)
-    if hasattr(obj, "item"):  # numpy scalars
-        return _jsonable(obj.item())
-    if hasattr(obj, "tolist"):  # numpy arrays
-        return _jsonable(obj.tolist())
-    if hasattr(obj, "_asdict"):
-        return _jsonable(obj._asdict())
-    return str(obj)
-
-
-def dumps(obj: Any) -> str:
-    """JSON text of any study value (the engine's json_serializer)."""
-    return json.dumps(_jsonable(obj), sort_keys=True, allow_nan=False)
-
-
-def canonical_params(params: dict | None) -> str:
-    """Canonical JSON of a measurement's parameters (sorted keys, no spaces): the resume key."""
-    return json.dumps(_jsonable(params or {}), sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def host_identity(metadata: dict | None, topology: dict | None) -> tuple[dict, dict | None, str, str]:
-    """(metadata, topology, hostname, fingerprint) as stored: the same machine, the same print."""
-    metadata = _jsonable(metadata or {})
-    topology = _jsonable(topology) if topology is not None else None
-    hostname = str(metadata.get("hostname") or socket.gethostname())
-    stable = {k: v for k, v in metadata.items() if not any(w in k.lower() for w in _VOLATILE)}
-    fingerprint = hashlib.sha256(
-        dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()).hexdigest()
-    return metadata, topology, hostname, fingerprint
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _utc(dt: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; every time stored is UTC, so say so."""
-    if dt is not None and dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt
-
-
-def _sa():
-    try:
-        import sqlalchemy
-    except ImportError as exc:  # pragma: no cover - a dependency
-        raise PerflabError("the results store needs SQLAlchemy: pip install 'SQLAlchemy>=2'") from exc
-    return sqlalchemy
-
-
-def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
-    """(SQLAlchemy URL, display string, sqlite file path or None) for a --db value."""
-    value = (url_or_path or "").strip() or os.environ.get("PERFLAB_DB", "").strip() or DEFAULT_PATH
-    if value.startswith(("postgresql://", "postgres://", "postgresql+")):
-        if value.startswith("postgres://"):
-            value = "postgresql://" + value[len("postgres://"):]
-        if value.startswith("postgresql://"):
-            value = "postgresql+psycopg://" + value[len("postgresql://"):]
-        if value.startswith("postgresql+psycopg://"):
-            try:
-                import psycopg  # noqa: F401
-            except ImportError:
-                raise PerflabError(
-                    "a PostgreSQL results store needs psycopg 3: pip install 'perflab[postgres]'"
-                ) from None
-        sa = _sa()
-        try:
-            display = sa.engine.make_url(value).render_as_string(hide_password=True)
-        except Exception:
-            raise PerflabError(
-                f"cannot parse results store URL {value!r}: use postgresql://USER[:PASS]@HOST[:PORT]/DB"
-            ) from None
-        return value, display.replace("postgresql+psycopg://", "postgresql://"), None
-    if value.startswith("sqlite:///"):
-        path = value[len("sqlite:///"):]
-    elif "://" in value:
-        scheme = value.split("://", 1)[0]
-        raise PerflabError(
-            f"unsupported results store URL scheme {scheme!r}: use a file path, sqlite:///PATH "
-            "or postgresql://USER@HOST/DB"
-        )
-    else:
-        path = value
-    if path == ":memory:":
-        return "sqlite://", "sqlite in-memory (not kept)", None
-    p = Path(path).expanduser().absolute()
-    if not p.parent.is_dir():
-        raise PerflabError(
-            f"cannot open results store {p}: directory {p.parent} does not exist; create it or "
-            "pass another --db"
-        )
-    if p.is_dir():
-        raise PerflabError(f"cannot open results store {p}: it is a directory; pass a file path to --db")
-    return f"sqlite:///{p}", str(p), str(p)
-
-
-def _one_line(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None) or exc
-    text = " ".join(str(orig).split())
-    return text[:300] or type(orig).__name__
-
+from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
+from perflab.store.url import _one_line, _resolve_url, _sa
 
 def open_store(url_or_path: str | None = None) -> "Store":
     """Open (creating and migrating as needed) the results store at a path or URL.
@@ -218,13 +41,25 @@ def open_store(url_or_path: str | None = None) -> "Store":
         @sa.event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:
             cur = dbapi_conn.cursor()
+            # The busy timeout first: switching a fresh file to WAL then waits for another
+            # process opening it at the same moment instead of failing.
+            cur.execute("PRAGMA busy_timeout=30000")
             # WAL: readers (perflab report) never block the writer; FULL sync: a committed
             # measurement survives a power cut, not just a crash.
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
+            # We issue BEGIN ourselves (below), not the sqlite3 module, which begins late.
+            dbapi_conn.isolation_level = None
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            # A write takes the lock up front (BEGIN IMMEDIATE): its reads and writes see one
+            # state, so two processes recording the same host cannot both decide to insert it,
+            # and the busy timeout applies instead of an immediate "database is locked".
+            write = conn.get_execution_options().get("perflab_write")
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
     try:
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
@@ -237,25 +72,7 @@ def open_store(url_or_path: str | None = None) -> "Store":
     return store
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM turned into an interrupt, so a campaign closes as 'interrupted' (batch systems
-    send SIGTERM before SIGKILL at the end of a job's time)."""
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
-
-
-@dataclass
-class OpenCampaign:
-    """The campaign a ``with store.open_campaign(...)`` block measures into; set ``summary`` to keep it."""
-
-    id: int
-    resumed: bool = False
-    summary: dict | None = None
-
-
-class Store(BaselineMethods):
+class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
     """Campaigns, measurements, hosts and artifacts; every method commits before returning."""
 
     def __init__(self, engine: Any, display: str, sqlite_path: str | None = None) -> None:
@@ -298,7 +115,7 @@ class Store(BaselineMethods):
 
         vt = version_table(sa)
         try:
-            with self.engine.begin() as conn:
+            with self.engine.execution_options(perflab_write=True).begin() as conn:
                 if self.dialect == "postgresql":
                     # Two perflab processes opening a fresh database must not both migrate it.
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(742114)"))
@@ -325,7 +142,7 @@ class Store(BaselineMethods):
 
     def _write(self) -> Any:
         """A transaction that turns a lost server into a one-line PerflabError."""
-        return _Tx(self)
+        return tx.Tx(self)
 
     # -- hosts ------------------------------------------------------------------------------
 
@@ -334,17 +151,25 @@ class Store(BaselineMethods):
         sa = self._sa
         hosts = self.t["hosts"]
         metadata, topology, hostname, fingerprint = host_identity(metadata, topology)
-        with self._write() as conn:
-            row = conn.execute(sa.select(hosts.c.id).where(hosts.c.fingerprint == fingerprint)).first()
-            if row is not None:
-                # Keep the latest look (load, steal) while the identity stays the same.
-                conn.execute(hosts.update().where(hosts.c.id == row.id).values(metadata=metadata))
-                return int(row.id)
-            res = conn.execute(hosts.insert().values(
-                hostname=hostname, fingerprint=fingerprint, metadata=metadata, topology=topology,
-                created=_now(),
-            ))
-            return int(res.inserted_primary_key[0])
+        for attempt in range(2):
+            try:
+                with self._write() as conn:
+                    row = conn.execute(sa.select(hosts.c.id).where(hosts.c.fingerprint == fingerprint)).first()
+                    if row is not None:
+                        # Keep the latest look (load, steal) while the identity stays the same.
+                        conn.execute(hosts.update().where(hosts.c.id == row.id).values(metadata=metadata))
+                        return int(row.id)
+                    res = conn.execute(hosts.insert().values(
+                        hostname=hostname, fingerprint=fingerprint, metadata=metadata, topology=topology,
+                        created=_now(),
+                    ))
+                    return int(res.inserted_primary_key[0])
+            except sa.exc.IntegrityError:
+                # Another process (a fleet's node sharing this store) recorded the same machine
+                # between our look and our insert: the second look finds its row.
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def host(self, host_id: int) -> dict:
         sa = self._sa
@@ -362,7 +187,13 @@ class Store(BaselineMethods):
         self, study: str, config: dict, host_id: int | None = None, parent_id: int | None = None,
         name: str = "", labels: dict | None = None,
     ) -> int:
-        """Open a campaign with status 'running'; return its id."""
+        """Open a campaign with status 'running'; return its id.
+
+        The batch labels of the environment (fleet name and slot, Slurm ids, host label) are
+        merged under ``labels``, so that every study run by a fleet task is found by its fleet
+        without each study passing them.
+        """
+        labels = {**batch_labels(), **(labels or {})}
         with self._write() as conn:
             res = conn.execute(self.t["campaigns"].insert().values(
                 study=study, name=name or "", status="running", config=_jsonable(config or {}),
@@ -374,8 +205,7 @@ class Store(BaselineMethods):
     def set_campaign_host(self, campaign_id: int, host_id: int) -> None:
         """Point a campaign at its host (a capture that finished while the study ran)."""
         c = self.t["campaigns"]
-        with self._write() as conn:
-            conn.execute(c.update().where(c.c.id == campaign_id).values(host_id=host_id))
+        tx.write(self, lambda conn: conn.execute(c.update().where(c.c.id == campaign_id).values(host_id=host_id)))
 
     def finish_campaign(self, campaign_id: int, status: str = "done", summary: dict | None = None) -> None:
         """Close a campaign: status done, interrupted or failed, and the study's summary."""
@@ -389,44 +219,6 @@ class Store(BaselineMethods):
             c.update().where(c.c.id == campaign_id).values(**values)).rowcount)
         if rowcount == 0:
             raise PerflabError(f"no campaign {campaign_id} in {self.display}")
-
-    @contextmanager
-    def open_campaign(
-        self, study: str, config: dict, host_id: int | None = None, parent_id: int | None = None,
-        name: str = "", labels: dict | None = None, resume: int | None = None,
-    ) -> Iterator[OpenCampaign]:
-        """Open (or reopen, with ``resume``) a campaign and close it as the block ends.
-
-        done when the block finishes, interrupted on Ctrl-C or SIGTERM, failed on any other
-        error (with the error's first line in the summary); the exception goes on either way.
-        """
-        if resume is not None:
-            camp = self.resume_campaign(resume)
-            if camp.study != study:
-                raise PerflabError(f"campaign {resume} is a {camp.study} campaign, not {study}")
-            handle = OpenCampaign(id=camp.id, resumed=True)
-        else:
-            handle = OpenCampaign(id=self.start_campaign(study, config, host_id, parent_id, name, labels))
-        previous = None
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGTERM, _raise_terminated)
-        try:
-            yield handle
-        except KeyboardInterrupt:
-            self.finish_campaign(handle.id, "interrupted", summary=handle.summary)
-            raise
-        except BaseException as exc:
-            error = {"error": _one_line(exc) if not isinstance(exc, PerflabError) else str(exc)}
-            try:
-                self.finish_campaign(handle.id, "failed", summary={**(handle.summary or {}), **error})
-            except PerflabError:
-                pass  # the store itself failed: the original error says more
-            raise
-        else:
-            self.finish_campaign(handle.id, "done", summary=handle.summary)
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
 
     def resume_campaign(self, campaign_id: int) -> Campaign:
         """Mark an interrupted/failed campaign running again; done_keys() says what to skip."""
@@ -479,89 +271,6 @@ class Store(BaselineMethods):
 
     # -- measurements -----------------------------------------------------------------------
 
-    def add_measurement(
-        self, campaign_id: int, result: RunResult, params: dict | None = None, rep: int = 0,
-        label: str = "",
-    ) -> int:
-        """Store one run; committed before returning so a crash keeps it."""
-        values = self._row(campaign_id, result, params, rep, label)
-        table = self.t["measurements"]
-
-        def insert(conn: Any) -> int:
-            # A bare insert() with a parameter dict: SQLAlchemy compiles it once and caches it,
-            # where .values(**values) builds a new statement per run (0.44 -> 0.13 ms per row).
-            return int(conn.execute(table.insert(), values).inserted_primary_key[0])
-
-        return tx.write(self, insert, lambda conn: self._committed(conn, values))
-
-    def add_measurements(self, campaign_id: int, runs: list[tuple[RunResult, dict | None, int, str]]) -> None:
-        """Store the copies of one concurrent point in one transaction: a crash keeps all or none,
-        so a resumed study never finds half a point (result, params, rep, label per copy)."""
-        rows = [self._row(campaign_id, *run) for run in runs]
-        if rows:
-            table = self.t["measurements"]
-            tx.write(self, lambda conn: conn.execute(table.insert(), rows),
-                     lambda conn: self._committed(conn, rows[0]))
-
-    def _committed(self, conn: Any, values: dict[str, Any]) -> int | None:
-        """The id of a row already written (a commit whose answer the lost connection ate)."""
-        c = self.t["measurements"].c
-        row = conn.execute(self._sa.select(c.id).where(
-            c.campaign_id == values["campaign_id"], c.label == values["label"], c.params == values["params"],
-            c.rep == values["rep"], c.wall_ns == values["wall_ns"], c.start_ns == values["start_ns"],
-        )).first()
-        return None if row is None else int(row.id)
-
-    def _row(self, campaign_id: int, result: RunResult, params: dict | None, rep: int, label: str) -> dict[str, Any]:
-        values: dict[str, Any] = {name: getattr(result, name) for name in _RESULT_COLUMNS}
-        values["wall_ns"] = int(values["wall_ns"])
-        values.update(
-            campaign_id=campaign_id, label=label or "", params=canonical_params(params), rep=int(rep),
-            metrics=_jsonable(result.metrics or {}), counters=_jsonable(result.counters or {}),
-            energy=_jsonable(result.energy) if result.energy else None,
-            health=_jsonable(result.health) if result.health else None,
-            failure=result.failure, created=_now(),
-        )
-        return values
-
-    def measurements(self, campaign_id: int) -> list[Measurement]:
-        """All runs of a campaign in the order they were recorded."""
-        sa = self._sa
-        m = self.t["measurements"]
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(m).where(m.c.campaign_id == campaign_id).order_by(m.c.id)).all()
-        return [self._measurement(r) for r in rows]
-
-    def iter_measurements(self, campaign_id: int) -> Iterator[Measurement]:
-        yield from self.measurements(campaign_id)
-
-    @staticmethod
-    def _measurement(row: Any) -> Measurement:
-        known = {f.name for f in fields(RunResult)}
-        kw = {name: getattr(row, name) for name in _RESULT_COLUMNS if name in known}
-        kw["timed_out"] = bool(kw.get("timed_out"))
-        kw["suspect"] = bool(kw.get("suspect"))
-        kw["energy"] = {k: v for k, v in (row.energy or {}).items() if v is not None}
-        kw["health"] = dict(row.health or {})
-        kw["stdout_tail"] = kw.get("stdout_tail") or ""
-        kw["stderr_tail"] = kw.get("stderr_tail") or ""
-        kw["metrics"] = {k: v for k, v in (row.metrics or {}).items() if v is not None}
-        kw["counters"] = {k: v for k, v in (row.counters or {}).items() if v is not None}
-        return Measurement(
-            id=row.id, campaign_id=row.campaign_id, label=row.label, params=json.loads(row.params),
-            rep=row.rep, result=RunResult(**kw), created=_utc(row.created),
-        )
-
-    def done_keys(self, campaign_id: int) -> set[tuple[str, str, int]]:
-        """(label, canonical params JSON, rep) of every stored run: what a resume may skip."""
-        sa = self._sa
-        m = self.t["measurements"]
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(m.c.label, m.c.params, m.c.rep).where(m.c.campaign_id == campaign_id)
-            ).all()
-        return {(r.label, r.params, int(r.rep)) for r in rows}
-
     # -- artifacts --------------------------------------------------------------------------
 
     def add_artifact(self, campaign_id: int, kind: str, path: str, meta: dict | None = None) -> int:
@@ -588,33 +297,3 @@ class Store(BaselineMethods):
             rows = conn.execute(sa.select(a).where(a.c.campaign_id == campaign_id).order_by(a.c.id)).all()
         return [Artifact(id=r.id, campaign_id=r.campaign_id, kind=r.kind, path=r.path, sha256=r.sha256,
                          size=r.size, meta=r.meta or {}, created=_utc(r.created)) for r in rows]
-
-
-class _Tx:
-    """engine.begin() whose database errors become one-line PerflabErrors."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.cm = store.engine.begin()
-
-    def __enter__(self) -> Any:
-        try:
-            return self.cm.__enter__()
-        except self.store._sa.exc.OperationalError as exc:
-            raise PerflabError(
-                f"results store {self.store.display} is unreachable: {_one_line(exc)}; "
-                f"{tx.RESUME_HINT}"
-            ) from None
-
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
-        op_error = self.store._sa.exc.OperationalError
-        try:
-            self.cm.__exit__(et, ev, tb)
-        except op_error as exc:
-            ev = exc
-        if isinstance(ev, op_error):
-            raise PerflabError(
-                f"results store {self.store.display} failed to write: {_one_line(ev)}; "
-                f"{tx.RESUME_HINT}"
-            ) from None
-        return False

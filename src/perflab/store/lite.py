@@ -26,8 +26,10 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult
-from perflab.store.db import (_RESULT_COLUMNS, STATUSES, Store, _resolve_url, canonical_params, dumps,
-                              host_identity, open_store)
+from perflab.platform.host import batch_labels
+from perflab.store.db import Store, open_store
+from perflab.store.rows import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
+from perflab.store.url import _resolve_url
 from perflab.store.schema import SCHEMA_VERSION
 
 _MEASUREMENT_COLUMNS = (*_RESULT_COLUMNS, "campaign_id", "label", "params", "rep", "metrics",
@@ -126,6 +128,7 @@ class LiteStore:
 
     def start_campaign(self, study: str, config: dict, host_id: int | None = None,
                        parent_id: int | None = None, name: str = "", labels: dict | None = None) -> int:
+        labels = {**batch_labels(), **(labels or {})}  # as Store.start_campaign: fleet, Slurm ids
         cur = self._write(
             "INSERT INTO campaigns (study, name, status, config, summary, host_id, parent_id, started, "
             "labels) VALUES (?, ?, 'running', ?, NULL, ?, ?, ?, ?)",
@@ -150,15 +153,18 @@ class LiteStore:
         self._write("UPDATE campaigns SET status = 'running', finished = NULL WHERE id = ?", (campaign_id,))
         return camp
 
+    def _row(self, campaign_id: int, result: RunResult, params: dict | None, rep: int, label: str) -> tuple:
+        r = result
+        return (*[int(v) if isinstance(v, bool) else v for v in (getattr(r, c) for c in _RESULT_COLUMNS)],
+                campaign_id, label or "", canonical_params(params) if params else "{}", int(rep),
+                dumps(r.metrics) if r.metrics else "{}", dumps(r.counters) if r.counters else "{}",
+                dumps(r.energy) if r.energy else None, dumps(r.health) if r.health else None,
+                r.failure, _now())
+
     def add_measurement(self, campaign_id: int, result: RunResult, params: dict | None = None,
                         rep: int = 0, label: str = "") -> int:
         """Store one run; committed before returning so a crash keeps it."""
-        r = result
-        row = (*[int(v) if isinstance(v, bool) else v for v in (getattr(r, c) for c in _RESULT_COLUMNS)],
-               campaign_id, label or "", canonical_params(params) if params else "{}", int(rep),
-               dumps(r.metrics) if r.metrics else "{}", dumps(r.counters) if r.counters else "{}",
-               dumps(r.energy) if r.energy else None,
-               dumps(r.health) if r.health else None, r.failure, _now())
+        row = self._row(campaign_id, result, params, rep, label)
         with self._lock:
             try:
                 # One statement outside BEGIN..COMMIT is its own transaction: one call, not three.
@@ -166,3 +172,9 @@ class LiteStore:
             except sqlite3.Error as exc:
                 raise PerflabError(f"results store {self.display} failed to write: {exc}; check the "
                                    "disk and rerun (committed measurements are kept)") from None
+
+    def add_measurements(self, campaign_id: int, runs: list[tuple[RunResult, dict | None, int, str]]) -> None:
+        """The copies of one concurrent point in one transaction: a crash keeps all or none."""
+        rows = [self._row(campaign_id, *run) for run in runs]
+        if rows:
+            self._transaction(lambda conn: conn.executemany(_INSERT, rows))

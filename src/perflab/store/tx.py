@@ -62,3 +62,33 @@ def write(store: Any, work: Callable[[Any], T], committed: Callable[[Any], T | N
                     continue
                 if found is not None:
                     return found
+
+
+class Tx:
+    """engine.begin() whose database errors become one-line PerflabErrors."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.cm = store.engine.execution_options(perflab_write=True).begin()
+
+    def __enter__(self) -> Any:
+        try:
+            return self.cm.__enter__()
+        except self.store._sa.exc.OperationalError as exc:
+            raise PerflabError(
+                f"results store {self.store.display} is unreachable: {one_line(exc)}; "
+                f"{RESUME_HINT}"
+            ) from None
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
+        op_error = self.store._sa.exc.OperationalError
+        try:
+            self.cm.__exit__(et, ev, tb)
+        except op_error as exc:
+            ev = exc
+        if isinstance(ev, op_error):
+            raise PerflabError(
+                f"results store {self.store.display} failed to write: {one_line(ev)}; "
+                f"{RESUME_HINT}"
+            ) from None
+        return False

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from perflab.errors import PerflabError
 from perflab.kernels.abi import PROBES as ABI_PROBES
 from perflab.kernels.abi import abi_probes
-from perflab.platform.host import Machine, batch_labels, capture
+from perflab.platform.host import Machine, capture
 from perflab.store import Store
 from perflab.studies.session import Session, _quiet
 
@@ -63,7 +63,7 @@ def run_study(
         machine = with_abi_probes(machine if machine is not None else capture())
         host_id = store.add_host(*machine.record())
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
-                        name=name, labels=batch_labels(), resume=resume) as camp:
+                        name=name, resume=resume) as camp:
         session = Session(executor, store, camp.id, progress, resumed=camp.resumed, energy=energy)
         result = module.execute(config, session, machine)
         result.campaign_id = camp.id

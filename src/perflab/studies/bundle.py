@@ -37,6 +37,8 @@ ISOLATIONS = ("bwrap", "unshare", "chroot")
 
 
 @dataclass(frozen=True)
+
+
 class BundleConfig:
     workload: Workload
     output: str
@@ -48,6 +50,8 @@ class BundleConfig:
 
 
 @dataclass
+
+
 class BundleResult:
     output: str
     files: int
@@ -62,6 +66,8 @@ class BundleResult:
 
 
 @dataclass(frozen=True)
+
+
 class VerifyConfig:
     archive: str
     workdir: str | None = None  # where to unpack (must be empty or absent); default: a temp dir
@@ -71,6 +77,8 @@ class VerifyConfig:
 
 
 @dataclass
+
+
 class VerifyResult:
     archive: str
     workdir: str
@@ -146,6 +154,7 @@ esac
 
 # --- the needed set --------------------------------------------------------------------------
 
+
 def _rel_target(link: str, target: str) -> str:
     """A link's target made relative to its directory, so it never points outside the bundle."""
     if not target.startswith("/"):
@@ -220,129 +229,120 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
     argv = _bundle_argv(wl, cwd)
     cpu = config.cpu if config.cpu is not None else fp.default_cpu()
     seccomp = config.seccomp and fp.strace.seccomp_bpf_supported()
-    campaign = store.start_campaign("bundle", {
+    tmpdir = tempfile.mkdtemp(prefix="perflab-bundle-")
+    with store.open_campaign("bundle", {
         "workload": wl.name, "argv": argv, "cwd": cwd, "output": os.path.abspath(config.output),
         "budget_bytes": config.budget_bytes, "include": list(config.include), "cpu": cpu,
-    })
-    tmpdir = tempfile.mkdtemp(prefix="perflab-bundle-")
-    try:
-        res, calls = fp.trace(wl, executor, cpu, seccomp, os.path.join(tmpdir, "trace.txt"), config.timeout)
-        store.add_measurement(campaign, res, {"mode": "traced", "cpu": cpu}, label=wl.name)
-        if not res.ok:
-            raise PerflabError(f"traced run of {wl.name} failed (exit {res.exit_code}): "
-                               f"{(res.stderr_tail or '').strip()[-200:]}; check that it runs on its own")
-        files_used, failed = fp.analyse(calls, cwd)
-        trace_result = fp.FootprintResult(
-            workload=wl.name, argv=tuple(argv), cwd=cwd, cpu=cpu, seccomp=seccomp, files=files_used,
-            failed=failed, by_top=fp.by_top_dir(files_used), total_files=0, total_bytes=0)
-        files, links, dirs = needed_set(trace_result, config.include, cwd)
-        unpacked = sum(files.values())
-        if config.budget_bytes is not None and unpacked > config.budget_bytes:
-            tops = ", ".join(f"{t.top} {format_size(t.bytes)}" for t in trace_result.by_top[:4])
-            raise PerflabError(
-                f"bundle needs {format_size(unpacked)} ({len(files)} files: {tops}), over the budget of "
-                f"{format_size(config.budget_bytes)}; raise --budget or slim the workload"
+    }) as camp:
+        campaign = camp.id
+        try:
+            res, calls = fp.trace(wl, executor, cpu, seccomp, os.path.join(tmpdir, "trace.txt"), config.timeout)
+            store.add_measurement(campaign, res, {"mode": "traced", "cpu": cpu}, label=wl.name)
+            if not res.ok:
+                raise PerflabError(f"traced run of {wl.name} failed (exit {res.exit_code}): "
+                                   f"{(res.stderr_tail or '').strip()[-200:]}; check that it runs on its own")
+            files_used, failed = fp.analyse(calls, cwd)
+            trace_result = fp.FootprintResult(
+                workload=wl.name, argv=tuple(argv), cwd=cwd, cpu=cpu, seccomp=seccomp, files=files_used,
+                failed=failed, by_top=fp.by_top_dir(files_used), total_files=0, total_bytes=0)
+            files, links, dirs = needed_set(trace_result, config.include, cwd)
+            unpacked = sum(files.values())
+            if config.budget_bytes is not None and unpacked > config.budget_bytes:
+                tops = ", ".join(f"{t.top} {format_size(t.bytes)}" for t in trace_result.by_top[:4])
+                raise PerflabError(
+                    f"bundle needs {format_size(unpacked)} ({len(files)} files: {tops}), over the budget of "
+                    f"{format_size(config.budget_bytes)}; raise --budget or slim the workload"
+                )
+            # The reference output, kept in the manifest for a verify where the original is gone.
+            ref_res, out, err = run_captured(argv, cwd=cwd, env=dict(wl.env) or None, timeout=config.timeout)
+            store.add_measurement(campaign, ref_res, {"mode": "reference"}, label=wl.name)
+            patterns = [{"regex": m.regex, "stream": m.stream} for m in wl.metrics]
+            reference = {"exit_code": ref_res.exit_code, "stdout_sha256": _sha(out),
+                         "metrics": _extract(patterns, out, err), "wall_s": ref_res.wall_s}
+            manifest = {
+                "format": FORMAT, "workload": wl.name, "argv": argv, "cwd": cwd, "env": dict(wl.env),
+                "metrics": patterns, "checksum_metric": wl.checksum_metric,
+                "primary_metric": wl.primary_metric,
+                "files": [{"path": p, "size": s, "sha256": _file_sha(p)} for p, s in sorted(files.items())],
+                "links": [{"path": p, "target": t} for p, t in sorted(links.items())],
+                "dirs": sorted(dirs), "reference": reference,
+                "failed_lookups": [f.path for f in failed],
+                "unpacked_bytes": unpacked,
+            }
+            write_archive(config.output, manifest, runner_script(argv, cwd, dict(wl.env), wl.name))
+            size = os.path.getsize(config.output)
+            store.add_artifact(campaign, "bundle", config.output, {"files": len(files), "unpacked_bytes": unpacked})
+            result = BundleResult(
+                output=os.path.abspath(config.output), files=len(files), links=len(links), dirs=len(dirs),
+                unpacked_bytes=unpacked, archive_bytes=size, isolation_here=isolation_available(),
+                reference=reference, campaign_id=campaign, by_top=[t.__dict__ for t in trace_result.by_top],
             )
-        # The reference output, kept in the manifest for a verify where the original is gone.
-        ref_res, out, err = run_captured(argv, cwd=cwd, env=dict(wl.env) or None, timeout=config.timeout)
-        store.add_measurement(campaign, ref_res, {"mode": "reference"}, label=wl.name)
-        patterns = [{"regex": m.regex, "stream": m.stream} for m in wl.metrics]
-        reference = {"exit_code": ref_res.exit_code, "stdout_sha256": _sha(out),
-                     "metrics": _extract(patterns, out, err), "wall_s": ref_res.wall_s}
-        manifest = {
-            "format": FORMAT, "workload": wl.name, "argv": argv, "cwd": cwd, "env": dict(wl.env),
-            "metrics": patterns, "checksum_metric": wl.checksum_metric,
-            "primary_metric": wl.primary_metric,
-            "files": [{"path": p, "size": s, "sha256": _file_sha(p)} for p, s in sorted(files.items())],
-            "links": [{"path": p, "target": t} for p, t in sorted(links.items())],
-            "dirs": sorted(dirs), "reference": reference,
-            "failed_lookups": [f.path for f in failed],
-            "unpacked_bytes": unpacked,
-        }
-        write_archive(config.output, manifest, runner_script(argv, cwd, dict(wl.env), wl.name))
-        size = os.path.getsize(config.output)
-        store.add_artifact(campaign, "bundle", config.output, {"files": len(files), "unpacked_bytes": unpacked})
-        result = BundleResult(
-            output=os.path.abspath(config.output), files=len(files), links=len(links), dirs=len(dirs),
-            unpacked_bytes=unpacked, archive_bytes=size, isolation_here=isolation_available(),
-            reference=reference, campaign_id=campaign, by_top=[t.__dict__ for t in trace_result.by_top],
-        )
-        summary = dict(result.__dict__)
-        summary["verdict"] = (f"{len(files)} files, {format_size(unpacked)} unpacked, "
-                              f"{format_size(size)} archive: {result.output}")
-        store.finish_campaign(campaign, "done", summary)
-        return result
-    except KeyboardInterrupt:
-        store.finish_campaign(campaign, "interrupted")
-        raise
-    except BaseException as exc:
-        store.finish_campaign(campaign, "failed", {"error": str(exc)})
-        raise
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+            summary = dict(result.__dict__)
+            summary["verdict"] = (f"{len(files)} files, {format_size(unpacked)} unpacked, "
+                                  f"{format_size(size)} archive: {result.output}")
+            camp.summary = summary
+            return result
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 # --- verify ----------------------------------------------------------------------------------
 
+
 def run_verify(config: VerifyConfig, store: Any, console: Any = None) -> VerifyResult:
     """Unpack into a fresh directory, run it isolated, compare with a normal run."""
     workdir = config.workdir or tempfile.mkdtemp(prefix="perflab-verify-")
-    campaign = store.start_campaign("bundle-verify", {
-        "archive": os.path.abspath(config.archive), "workdir": workdir, "isolation": config.isolation})
-    try:
-        safe_unpack(config.archive, workdir)
+    with store.open_campaign("bundle-verify", {
+        "archive": os.path.abspath(config.archive), "workdir": workdir, "isolation": config.isolation}) as camp:
+        campaign = camp.id
         try:
-            manifest = json.loads(Path(workdir, MANIFEST).read_text())
-        except (OSError, ValueError):
-            raise PerflabError(f"{config.archive} has no readable {MANIFEST}: not a perflab bundle") from None
-        env = {"PERFLAB_ISOLATION": config.isolation} if config.isolation else None
-        b_res, b_out, b_err = run_captured(["/bin/sh", os.path.join(workdir, RUNNER)], env=env,
-                                           timeout=config.timeout)
-        store.add_measurement(campaign, b_res, {"mode": "bundle"}, label=manifest["workload"])
-        how = "unknown"
-        for line in b_err.splitlines():
-            if line.startswith("run.sh: isolating with "):
-                how = line.rsplit(" ", 1)[-1]
-        if not b_res.ok:
-            tail = " ".join(b_err.strip().splitlines()[-2:])
-            raise PerflabError(f"the bundle failed to run isolated ({how}, exit {b_res.exit_code}): {tail}")
-        argv, cwd = manifest["argv"], manifest["cwd"]
-        patterns = manifest.get("metrics", [])
-        n_res = None
-        if os.path.exists(argv[0]) and os.path.isdir(cwd):
-            n_res, n_out, n_err = run_captured(argv, cwd=cwd, env=manifest.get("env") or None,
+            safe_unpack(config.archive, workdir)
+            try:
+                manifest = json.loads(Path(workdir, MANIFEST).read_text())
+            except (OSError, ValueError):
+                raise PerflabError(f"{config.archive} has no readable {MANIFEST}: not a perflab bundle") from None
+            env = {"PERFLAB_ISOLATION": config.isolation} if config.isolation else None
+            b_res, b_out, b_err = run_captured(["/bin/sh", os.path.join(workdir, RUNNER)], env=env,
                                                timeout=config.timeout)
-            store.add_measurement(campaign, n_res, {"mode": "normal"}, label=manifest["workload"])
-            normal = {"stdout_sha256": _sha(n_out), "metrics": _extract(patterns, n_out, n_err)}
-            source = "normal run on this machine"
-        else:
-            normal = manifest["reference"]
-            source = "reference recorded at bundle time"
-        b_metrics = _extract(patterns, b_out, b_err)
-        checksum = manifest.get("checksum_metric")
-        if checksum and checksum in normal.get("metrics", {}):
-            compared = f"checksum metric {checksum}"
-            bv, nv = b_metrics.get(checksum), normal["metrics"][checksum]
-        else:
-            compared = "stdout (sha256)"
-            bv, nv = _sha(b_out), normal["stdout_sha256"]
-        result = VerifyResult(
-            archive=os.path.abspath(config.archive), workdir=workdir, isolation=how, compared=compared,
-            bundle_value=str(bv), normal_value=str(nv), normal_source=source, same=bv == nv,
-            bundle_wall_s=b_res.wall_s, normal_wall_s=n_res.wall_s if n_res else None,
-            campaign_id=campaign,
-        )
-        summary = dict(result.__dict__)
-        summary["verdict"] = (f"bundle output {'matches' if result.same else 'DIFFERS from'} the "
-                              f"{source} ({compared}; isolated with {how})")
-        store.finish_campaign(campaign, "done", summary)
-        return result
-    except KeyboardInterrupt:
-        store.finish_campaign(campaign, "interrupted")
-        raise
-    except BaseException as exc:
-        store.finish_campaign(campaign, "failed", {"error": str(exc)})
-        raise
-    finally:
-        if not config.keep and not config.workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+            store.add_measurement(campaign, b_res, {"mode": "bundle"}, label=manifest["workload"])
+            how = "unknown"
+            for line in b_err.splitlines():
+                if line.startswith("run.sh: isolating with "):
+                    how = line.rsplit(" ", 1)[-1]
+            if not b_res.ok:
+                tail = " ".join(b_err.strip().splitlines()[-2:])
+                raise PerflabError(f"the bundle failed to run isolated ({how}, exit {b_res.exit_code}): {tail}")
+            argv, cwd = manifest["argv"], manifest["cwd"]
+            patterns = manifest.get("metrics", [])
+            n_res = None
+            if os.path.exists(argv[0]) and os.path.isdir(cwd):
+                n_res, n_out, n_err = run_captured(argv, cwd=cwd, env=manifest.get("env") or None,
+                                                   timeout=config.timeout)
+                store.add_measurement(campaign, n_res, {"mode": "normal"}, label=manifest["workload"])
+                normal = {"stdout_sha256": _sha(n_out), "metrics": _extract(patterns, n_out, n_err)}
+                source = "normal run on this machine"
+            else:
+                normal = manifest["reference"]
+                source = "reference recorded at bundle time"
+            b_metrics = _extract(patterns, b_out, b_err)
+            checksum = manifest.get("checksum_metric")
+            if checksum and checksum in normal.get("metrics", {}):
+                compared = f"checksum metric {checksum}"
+                bv, nv = b_metrics.get(checksum), normal["metrics"][checksum]
+            else:
+                compared = "stdout (sha256)"
+                bv, nv = _sha(b_out), normal["stdout_sha256"]
+            result = VerifyResult(
+                archive=os.path.abspath(config.archive), workdir=workdir, isolation=how, compared=compared,
+                bundle_value=str(bv), normal_value=str(nv), normal_source=source, same=bv == nv,
+                bundle_wall_s=b_res.wall_s, normal_wall_s=n_res.wall_s if n_res else None,
+                campaign_id=campaign,
+            )
+            summary = dict(result.__dict__)
+            summary["verdict"] = (f"bundle output {'matches' if result.same else 'DIFFERS from'} the "
+                                  f"{source} ({compared}; isolated with {how})")
+            camp.summary = summary
+            return result
+        finally:
+            if not config.keep and not config.workdir:
+                shutil.rmtree(workdir, ignore_errors=True)

@@ -17,12 +17,15 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.studies.cost_power import campaign_power
+from perflab.fleet.report import platform_throughput
 
 POWER_FACTOR = 1.6  # seed 004: node power ~ 1.6 x TDP x sockets
 PRICE_KEYS = ("board", "memory", "psu", "cpu", "chassis", "other")
 
 
 @dataclass(frozen=True)
+
+
 class Platform:
     name: str
     sockets: int
@@ -31,6 +34,8 @@ class Platform:
     throughput_per_node: float | None = None  # events/s of one node
     throughput_from_campaign: int | None = None  # an `instances` campaign's optimum_throughput
     power_from_campaign: int | None = None  # an `instances` campaign's measured watts at its optimum
+    throughput_from_fleet: str | None = None  # a fleet's median host throughput on this platform
+    fleet_platform: str | None = None  # which of the fleet's platforms (part of its CPU model)
     measured_power_w: float | None = None  # one node under full load
     note: str = ""
 
@@ -41,6 +46,8 @@ class Platform:
 
 
 @dataclass(frozen=True)
+
+
 class Requirement:
     target_events_per_s: float
     power_envelope_kw: float
@@ -49,6 +56,8 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+
+
 class CostConfig:
     platforms: tuple[Platform, ...]
     requirement: Requirement
@@ -57,6 +66,8 @@ class CostConfig:
 
 
 @dataclass(frozen=True)
+
+
 class PlatformCost:
     name: str
     throughput_per_node: float
@@ -74,6 +85,8 @@ class PlatformCost:
 
 
 @dataclass
+
+
 class CostResult:
     requirement: Requirement
     platforms: list[PlatformCost]
@@ -145,7 +158,10 @@ def load_platforms(path: str) -> CostConfig:
         for k in prices:
             _num(prices, k, where + " prices", positive=False)
         campaign = p.get("throughput_from_campaign")
-        given = _num(p, "throughput_per_node", where, required=campaign is None)
+        fleet = p.get("throughput_from_fleet")
+        if fleet is not None and not isinstance(fleet, str):
+            raise PerflabError(f"{where}: throughput_from_fleet must be a fleet name (a string)")
+        given = _num(p, "throughput_per_node", where, required=campaign is None and fleet is None)
         power_campaign = p.get("power_from_campaign")
         for key, value in (("throughput_from_campaign", campaign), ("power_from_campaign", power_campaign)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -157,6 +173,8 @@ def load_platforms(path: str) -> CostConfig:
             name=name, sockets=int(sockets), tdp_w=_num(p, "tdp_w", where),  # type: ignore[arg-type]
             prices={k: float(v) for k, v in prices.items()}, throughput_per_node=given,
             throughput_from_campaign=campaign, power_from_campaign=power_campaign,
+            throughput_from_fleet=fleet,
+            fleet_platform=str(p["fleet_platform"]) if "fleet_platform" in p else None,
             measured_power_w=_num(p, "measured_power_w", where, required=False),
             note=str(p.get("note", "")),
         ))
@@ -226,16 +244,19 @@ def _campaign_throughput(store: Any, campaign_id: int, name: str) -> float:
 def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
     """Cost, power and fit of every platform, the best one, and optionally the SVG plot."""
     req = config.requirement
-    campaign = store.start_campaign("cost", {
+    with store.open_campaign("cost", {
         "source": config.source, "requirement": asdict(req),
         "platforms": [asdict(p) for p in config.platforms],
-    })
-    try:
+    }) as camp:
+        campaign = camp.id
         costs = []
         for p in config.platforms:
             if p.throughput_from_campaign is not None:
                 thr = _campaign_throughput(store, p.throughput_from_campaign, p.name)
                 src = f"campaign {p.throughput_from_campaign}"
+            elif p.throughput_from_fleet is not None:
+                thr, plat, n = platform_throughput(store, p.throughput_from_fleet, p.fleet_platform)
+                src = f"fleet {p.throughput_from_fleet}: median of {n} hosts ({plat})"
             else:
                 thr, src = float(p.throughput_per_node), "given"  # type: ignore[arg-type]
             power = (campaign_power(store, p.power_from_campaign, p.name)
@@ -248,14 +269,8 @@ def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
             store.add_artifact(campaign, "plot", result.plot, {"format": "svg"})
         summary = result.to_dict()
         summary["verdict"] = (f"best: {best}" if best else "no platform fits") + f" ({why.split(';')[0]})"
-        store.finish_campaign(campaign, "done", summary)
+        camp.summary = summary
         return result
-    except KeyboardInterrupt:
-        store.finish_campaign(campaign, "interrupted")
-        raise
-    except BaseException as exc:
-        store.finish_campaign(campaign, "failed", {"error": str(exc)})
-        raise
 
 
 def plot(result: CostResult, path: str) -> str:

@@ -40,6 +40,8 @@ VIRTUAL_ROOTS = ("/proc", "/sys", "/dev", "/run")
 
 
 @dataclass(frozen=True)
+
+
 class FootprintConfig:
     """What to trace and how."""
 
@@ -52,6 +54,8 @@ class FootprintConfig:
 
 
 @dataclass(frozen=True)
+
+
 class FileUse:
     """One path the workload used, as it named it, and what it is on disk now."""
 
@@ -65,6 +69,8 @@ class FileUse:
 
 
 @dataclass(frozen=True)
+
+
 class FailedLookup:
     path: str
     uses: tuple[str, ...]
@@ -72,6 +78,8 @@ class FailedLookup:
 
 
 @dataclass(frozen=True)
+
+
 class TopDir:
     top: str
     files: int
@@ -79,6 +87,8 @@ class TopDir:
 
 
 @dataclass
+
+
 class FootprintResult:
     workload: str
     argv: tuple[str, ...]
@@ -248,69 +258,64 @@ def run_footprint(config: FootprintConfig, executor: Any, store: Any, console: A
     seccomp = config.seccomp and strace.seccomp_bpf_supported()
     if config.seccomp and not seccomp and console is not None:
         console.print("strace has no --seccomp-bpf here: tracing stops the workload at every system call")
-    campaign = store.start_campaign("footprint", {
-        "workload": wl.name, "argv": list(_argv(wl)), "cwd": cwd, "cpu": cpu, "seccomp": seccomp,
-        "reps": config.reps,
-    })
     tmpdir = tempfile.mkdtemp(prefix="perflab-strace-")
     traced: list[float] = []
     untraced: list[float] = []
     calls: list[strace.Syscall] = []
     first_trace: str | None = None
-    try:
-        # Interleave traced and untraced runs, order shuffled per round, so drift hits both.
-        rng = random.Random(0)
-        for rep in range(max(1, config.reps)):
-            order = ["traced", "untraced"]
-            rng.shuffle(order)
-            for mode in order:
-                if mode == "traced":
-                    out = os.path.join(tmpdir, f"trace{rep}.txt")
-                    res, parsed = trace(wl, executor, cpu, seccomp, out, config.timeout)
-                    if not calls:
-                        calls, first_trace = parsed, out
-                else:
-                    res = executor.run(wl.spec(cpus=(cpu,), timeout=config.timeout))
-                store.add_measurement(campaign, res, {"mode": mode, "cpu": cpu}, rep=rep, label=wl.name)
-                if not res.ok:
-                    detail = (res.stderr_tail or "").strip().splitlines()[-1:] or [""]
-                    raise PerflabError(
-                        f"{mode} run of {wl.name} failed (exit {res.exit_code}, signal {res.signal}): "
-                        f"{detail[0]}; check that the workload runs on its own first"
-                    )
-                (traced if mode == "traced" else untraced).append(res.wall_s)
-        files, failed = analyse(calls, cwd)
-        top = by_top_dir(files)
-        ratio = ci = None
-        if traced and untraced and min(untraced) > 0:
-            r = ratio_of_medians(traced, untraced)
-            ratio, ci = r.ratio, (r.lo, r.hi)
-        trace_path = None
-        if config.keep_trace and first_trace:
+    with store.open_campaign("footprint", {
+        "workload": wl.name, "argv": list(_argv(wl)), "cwd": cwd, "cpu": cpu, "seccomp": seccomp,
+        "reps": config.reps,
+    }) as camp:
+        campaign = camp.id
+        try:
+            # Interleave traced and untraced runs, order shuffled per round, so drift hits both.
+            rng = random.Random(0)
+            for rep in range(max(1, config.reps)):
+                order = ["traced", "untraced"]
+                rng.shuffle(order)
+                for mode in order:
+                    if mode == "traced":
+                        out = os.path.join(tmpdir, f"trace{rep}.txt")
+                        res, parsed = trace(wl, executor, cpu, seccomp, out, config.timeout)
+                        if not calls:
+                            calls, first_trace = parsed, out
+                    else:
+                        res = executor.run(wl.spec(cpus=(cpu,), timeout=config.timeout))
+                    store.add_measurement(campaign, res, {"mode": mode, "cpu": cpu}, rep=rep, label=wl.name)
+                    if not res.ok:
+                        detail = (res.stderr_tail or "").strip().splitlines()[-1:] or [""]
+                        raise PerflabError(
+                            f"{mode} run of {wl.name} failed (exit {res.exit_code}, signal {res.signal}): "
+                            f"{detail[0]}; check that the workload runs on its own first"
+                        )
+                    (traced if mode == "traced" else untraced).append(res.wall_s)
+            files, failed = analyse(calls, cwd)
+            top = by_top_dir(files)
+            ratio = ci = None
+            if traced and untraced and min(untraced) > 0:
+                r = ratio_of_medians(traced, untraced)
+                ratio, ci = r.ratio, (r.lo, r.hi)
+            trace_path = None
+            if config.keep_trace and first_trace:
+                import shutil
+
+                shutil.copyfile(first_trace, config.keep_trace)
+                trace_path = os.path.abspath(config.keep_trace)
+                store.add_artifact(campaign, "strace", trace_path, {"syscalls": len(calls)})
+            result = FootprintResult(
+                workload=wl.name, argv=_argv(wl), cwd=cwd, cpu=cpu, seccomp=seccomp, files=files,
+                failed=failed, by_top=top, total_files=sum(t.files for t in top),
+                total_bytes=sum(t.bytes for t in top), traced_wall_s=traced, untraced_wall_s=untraced,
+                overhead=ratio, overhead_ci=ci, campaign_id=campaign, trace_path=trace_path,
+                syscalls=len(calls),
+            )
+            camp.summary = summary_of(result)
+            return result
+        finally:
             import shutil
 
-            shutil.copyfile(first_trace, config.keep_trace)
-            trace_path = os.path.abspath(config.keep_trace)
-            store.add_artifact(campaign, "strace", trace_path, {"syscalls": len(calls)})
-        result = FootprintResult(
-            workload=wl.name, argv=_argv(wl), cwd=cwd, cpu=cpu, seccomp=seccomp, files=files,
-            failed=failed, by_top=top, total_files=sum(t.files for t in top),
-            total_bytes=sum(t.bytes for t in top), traced_wall_s=traced, untraced_wall_s=untraced,
-            overhead=ratio, overhead_ci=ci, campaign_id=campaign, trace_path=trace_path,
-            syscalls=len(calls),
-        )
-        store.finish_campaign(campaign, "done", summary_of(result))
-        return result
-    except KeyboardInterrupt:
-        store.finish_campaign(campaign, "interrupted")
-        raise
-    except BaseException:
-        store.finish_campaign(campaign, "failed")
-        raise
-    finally:
-        import shutil
-
-        shutil.rmtree(tmpdir, ignore_errors=True)
+            shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def summary_of(result: FootprintResult) -> dict[str, Any]:

@@ -13,7 +13,6 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
@@ -131,24 +130,23 @@ def instances_step(ctx: LabContext) -> Step:
 
 @step("variants")
 def variants_step(ctx: LabContext) -> Step:
-    from perflab.studies import variant_build as vbm
+    from perflab.kernels.variants import BuildTarget, parse_variant
     from perflab.studies import variants as vs
 
     wl0 = ctx.workload
     if not ctx.minihlt or wl0 is None:
         raise Unsupported(f"workload {wl0.name if wl0 else '?'} has no build recipe perflab can vary")
     q = ctx.config.quick
-    target = vbm.BuildTarget("minihlt", tuple(Path(s) for s in minihlt.cpp_sources()), "c++",
-                             cflags=("-std=c++17",), ldflags=("-lm",),
-                             extra_inputs=tuple(Path(s) for s in minihlt.headers()))
+    target = BuildTarget("minihlt", tuple(minihlt.cpp_sources()), "c++", cflags=("-std=c++17",),
+                         ldflags=("-lm",), extra_inputs=tuple(minihlt.headers()))
     args = tuple(wl0.argv[1:])
     wl = Workload(name="minihlt", argv=("{exe}", *args), metrics=wl0.metrics,
                   primary_metric="events_per_s", checksum_metric="checksum")
     specs = ["m64-O2=-m64 -O2", "m32-O2=-m32 -msse2 -mfpmath=sse -O2", "mx32-O2=-mx32 -O2",
              "O3-native=-m64 -O3 -march=native", "lto=-m64 -O2 -flto", "pgo=-m64 -O2 pgo"]
-    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(vbm.parse_variant(s) for s in specs),
-                               baseline="m64-O2", rounds=5 if q else 10, warmup=1, seed=ctx.config.seed,
-                               train_argv=("{exe}", *args, "--seed", "12345"))
+    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(parse_variant(s) for s in specs),
+                               baseline="m64-O2", rounds=8 if q else vs.DEFAULT_ROUNDS, warmup=1,
+                               seed=ctx.config.seed, train_argv=("{exe}", *args, "--seed", "12345"))
     return _shaped(ctx, vs, config, "run_variants")
 
 

@@ -46,6 +46,9 @@ METRICS: tuple[MetricPattern, ...] = (
     MetricPattern(r"(?m)^checksum: 0x[0-9a-f]+ \((?P<checksum>\d+)\)$"),
 )
 
+#: minihlt's own Makefile as a `perflab variants --build` template (its CMakeLists.txt: ``cmake``)
+MAKE_TEMPLATE = "make -C {src} CXX={cxx} CXXFLAGS={cxxflags} LDFLAGS={ldflags} LDLIBS={libs} -j{jobs}"
+
 #: printed once the static data is in memory (a profiling window starts after it)
 STATIC_LOADED_MARKER = "static data loaded:"
 

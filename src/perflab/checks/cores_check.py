@@ -10,17 +10,13 @@ slow drift of the machine (+-3 % over the campaign):
   false_positive = the share of campaigns that call any CPU slow; detection = the share that
   report that CPU as disturbed in those rounds.
 Prints `verdict-check: NAME false_positive=X detection=Y runs=N`; goal: false_positive <= 0.05,
-detection >= 0.90. ``checks(runs)`` is what the lead's bench/verdicts.py and the tests call.
-
-    PYTHONPATH=src python bench/cores_verdicts.py [--runs 200]
+detection >= 0.90. ``checks(runs)`` is what bench/verdicts.py and the tests call.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
-import sys
 from dataclasses import replace
 
 from perflab.measure.executor import MockExecutor
@@ -82,16 +78,7 @@ def checks(runs: int = 200, seed: int = 0) -> list[tuple[str, float, float, int]
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=200)
-    args = ap.parse_args(argv)
-    ok = True
-    for name, fp, det, n in checks(args.runs):
-        print(f"verdict-check: {name} false_positive={fp:.3f} detection={det:.3f} runs={n}")
-        ok &= fp <= 0.05 and det >= 0.90
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
+    """The two lines bench/verdicts.py prints."""
+    return [f"verdict-check: {name} false_positive={fp:.3f} detection={det:.3f} runs={n}"
+            for name, fp, det, n in checks(runs, seed)]

@@ -1,0 +1,122 @@
+"""How a fleet's status and report look: terminal tables and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+
+def _num(x: Any, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _headline(h: dict | None) -> str:
+    if not h:
+        return "-"
+    if "throughput" in h:
+        ci = h.get("ci")
+        ci_s = f" [{_num(ci['low'])}, {_num(ci['high'])}]" if ci else ""
+        return f"{_num(h['throughput'])}{ci_s} at N={h.get('optimum_n')} ({h.get('policy')})"
+    text = f"{_num(h.get('median'))} {h.get('quantity', '')}"
+    if h.get("ci"):
+        text += f" [{_num(h['ci']['low'])}, {_num(h['ci']['high'])}]"
+    if h.get("slow_cores"):
+        text += f"; slow cores: {', '.join(str(s['core']) for s in h['slow_cores'])}"
+    return text
+
+
+def status_table(name: str, slots: list, console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(f"perflab fleet {name}: {len(slots)} slots"), title_justify="left")
+    for col in ("slot", "state", "job", "host", "campaign", "why"):
+        table.add_column(col)
+    for s in slots:
+        table.add_row(escape(s.slot), s.state, escape(s.job or "-"), escape(s.host or "-"),
+                      str(s.campaign_id or "-"), escape(s.reason or ""))
+    console.print(table)
+    counts: dict[str, int] = {}
+    for s in slots:
+        counts[s.state] = counts.get(s.state, 0) + 1
+    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())), highlight=False, soft_wrap=True)
+
+
+def report_terminal(rep: dict[str, Any], console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    for plat in rep["platforms"]:
+        table = Table(title=escape(f"{plat['platform']}: {plat['n_hosts']} hosts, median "
+                                   f"{_num(plat.get('median'))} {plat.get('quantity') or ''}"),
+                      title_justify="left")
+        for col in ("host", "status", "campaign", "headline"):
+            table.add_column(col)
+        for h in rep["hosts"]:
+            if h["platform"] == plat["platform"] and h["status"] == "done":
+                mark = " (slow)" if h["host"] in plat["slow_hosts"] else ""
+                table.add_row(escape(h["host"] + mark), h["status"], str(h["campaign_id"]),
+                              escape(_headline(h["headline"])))
+        console.print(table)
+        if plat.get("spread"):
+            sp = plat["spread"]
+            console.print(f"  spread of host medians: min {_num(sp['min'])}, p10 {_num(sp['p10'])}, "
+                          f"p90 {_num(sp['p90'])}, max {_num(sp['max'])}; IQR {_num(sp['iqr_pct'], 3)}% "
+                          "of the median", highlight=False, soft_wrap=True)
+    if rep["slow_hosts"]:
+        console.print("slow hosts:", style="bold")
+        for s in rep["slow_hosts"]:
+            console.print(escape(f"  {s['host']}: {s['ratio']:.3f} x its peers' throughput "
+                                 f"(CI {s['ci']['low']:.3f}-{s['ci']['high']:.3f}, level >= "
+                                 f"{s['ci']['level']:.2f}); {s['evidence']}"), highlight=False, soft_wrap=True)
+    elif not any(h["status"] == "done" for h in rep["hosts"]):
+        console.print("no host has finished: nothing to compare yet", highlight=False, soft_wrap=True)
+    else:
+        n = sum(1 for h in rep["hosts"] if h["status"] == "done")
+        console.print(f"no slow host: none of {n} hosts is significantly below its platform's peers "
+                      "(this does not show that all hosts are equal, only that no difference above "
+                      "the minimum effect was found)", highlight=False, soft_wrap=True)
+    failed = [h for h in rep["hosts"] if h["status"] == "failed"]
+    for h in failed:
+        where = f"slot {h['slot']}" if h["host"] == f"slot {h['slot']}" else f"{h['host']} (slot {h['slot']})"
+        console.print(escape(f"failed: {where}, job {h['job']}: {h.get('error', '')}"),
+                      highlight=False, soft_wrap=True)
+    for m in rep["missing"]:
+        console.print(escape(f"missing: slot {m['slot']} ({m['status']}, job {m['job']}) {m['reason']}"),
+                      highlight=False, soft_wrap=True)
+
+
+def report_html(rep: dict[str, Any]) -> str:
+    e = html.escape
+    out = [f"<!doctype html><meta charset='utf-8'><title>perflab fleet {e(rep['fleet'])}</title>",
+           "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+           "td,th{border:1px solid #ccc;padding:2px 6px}.slow{background:#fdd}</style>",
+           f"<h1>perflab fleet {e(rep['fleet'])}</h1>"]
+    for plat in rep["platforms"]:
+        out.append(f"<h2>{e(plat['platform'])}</h2><p>{plat['n_hosts']} hosts; median "
+                   f"{e(_num(plat.get('median')))} {e(plat.get('quantity') or '')}</p>")
+        out.append("<table><tr><th>host</th><th>campaign</th><th>headline</th></tr>")
+        for h in rep["hosts"]:
+            if h["platform"] == plat["platform"] and h["status"] == "done":
+                cls = " class='slow'" if h["host"] in plat["slow_hosts"] else ""
+                out.append(f"<tr{cls}><td>{e(h['host'])}</td><td>{h['campaign_id']}</td>"
+                           f"<td>{e(_headline(h['headline']))}</td></tr>")
+        out.append("</table>")
+    out.append("<h2>Slow hosts</h2><ul>")
+    out += [f"<li>{e(s['host'])}: {s['ratio']:.3f} x peers (CI {s['ci']['low']:.3f}-{s['ci']['high']:.3f}, "
+            f"level &ge; {s['ci']['level']:.2f}); {e(s['evidence'])}</li>" for s in rep["slow_hosts"]]
+    if not rep["slow_hosts"]:
+        out.append("<li>none: no host is significantly below its platform's peers by more than the minimum "
+                   "effect (which does not show that the hosts are equal)</li>")
+    out.append("</ul><h2>Failed and missing</h2><ul>")
+    out += [f"<li>{e(h['host'])} (slot {e(h['slot'])}): {e(h.get('error', ''))}</li>"
+            for h in rep["hosts"] if h["status"] == "failed"]
+    out += [f"<li>slot {e(m['slot'])}: {e(m['status'])} {e(m['reason'])}</li>" for m in rep["missing"]]
+    if not rep["missing"] and not any(h["status"] == "failed" for h in rep["hosts"]):
+        out.append("<li>none</li>")
+    out.append("</ul>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,80 @@
+"""The batch script every fleet task runs: one perflab study on its node, into the fleet's store.
+
+Every user-supplied value is quoted with shlex.quote, so a workload argument with spaces,
+quotes or ';' reaches the study as given and is never read as shell. The database password is
+not in the script: it travels in the job's environment (PGPASSWORD), or the node's ~/.pgpass.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+# Stands for the node-local directory the bundle was unpacked into, in study arguments.
+BUNDLE_PLACEHOLDER = "{bundle}"
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What each task runs: the study and its arguments, where results go, the environment."""
+
+    fleet: str
+    study: str
+    study_args: tuple[str, ...]
+    db: str  # results store URL without password, or a shard directory (shards=True)
+    python: str  # interpreter with perflab installed, on every node
+    workdir: str
+    shards: bool = False
+    host_label: str | None = None  # tests: a distinct stand-in host name per slot
+    bundle: str | None = None  # a `perflab bundle` archive readable from every node
+    cache: str | None = None  # workload build cache; default node-local
+
+
+def _arg(value: str) -> str:
+    """One study argument, quoted; ``{bundle}`` becomes the unpacked bundle's directory."""
+    if BUNDLE_PLACEHOLDER not in value:
+        return shlex.quote(value)
+    parts = value.split(BUNDLE_PLACEHOLDER)
+    return '"$PERFLAB_BUNDLE_DIR"'.join(shlex.quote(p) if p else "" for p in parts)
+
+
+def write_script(spec: TaskSpec) -> str:
+    """The bash script for every slot of the fleet (the slot comes from the environment)."""
+    q = shlex.quote
+    lines = [
+        "#!/bin/bash",
+        f"# perflab fleet {q(spec.fleet)}: one {q(spec.study)} study per node (written by perflab fleet submit)",
+        "set -euo pipefail",
+        f"export PERFLAB_FLEET={q(spec.fleet)}",
+        # Array tasks are slots by index; --nodelist jobs get their slot from sbatch --export.
+        'export PERFLAB_FLEET_SLOT="${PERFLAB_FLEET_SLOT:-${SLURM_ARRAY_TASK_ID:-0}}"',
+    ]
+    if spec.host_label:
+        lines.append(f'export PERFLAB_HOST_LABEL={q(spec.host_label)}-"$PERFLAB_FLEET_SLOT"')
+    cache = q(spec.cache) if spec.cache else '"${TMPDIR:-/tmp}/perflab-cache-$(id -un)"'
+    lines += [
+        # A node-local build cache: no shared file system needed, and no two nodes racing on one.
+        f"export PERFLAB_CACHE={cache}",
+        f"cd {q(spec.workdir)} 2>/dev/null || cd \"${{TMPDIR:-/tmp}}\"",
+        'echo "perflab fleet: slot $PERFLAB_FLEET_SLOT on $(hostname) (job ${SLURM_JOB_ID:-?})"',
+    ]
+    if spec.bundle:
+        lines += [
+            'export PERFLAB_BUNDLE_DIR="${TMPDIR:-/tmp}/perflab-bundle-${SLURM_JOB_ID:-$$}"',
+            'mkdir -p "$PERFLAB_BUNDLE_DIR"',
+            f'tar -xzf {q(spec.bundle)} -C "$PERFLAB_BUNDLE_DIR"',
+            "trap 'rm -rf \"$PERFLAB_BUNDLE_DIR\"' EXIT",
+        ]
+    if spec.shards:
+        lines += [
+            f"mkdir -p {q(spec.db)}",
+            # One SQLite file per slot and job: a resubmitted slot never writes into the old one.
+            f'db={q(spec.db)}/{q(spec.fleet)}."$PERFLAB_FLEET_SLOT".job"${{SLURM_JOB_ID:-0}}".db',
+        ]
+    else:
+        lines.append(f"db={q(spec.db)}")
+    # --db first: the study's own arguments may end with `-- CMD ...`.
+    words = [q(spec.python), "-m", "perflab", q(spec.study), "--db", '"$db"',
+             *(_arg(a) for a in spec.study_args)]
+    lines.append(" ".join(words))
+    return "\n".join(lines) + "\n"

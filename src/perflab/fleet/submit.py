@@ -1,0 +1,135 @@
+"""Submitting a fleet: check everything that can be checked here, then write and submit one script.
+
+Nothing is submitted unless the batch system answers, the partition exists, the store is
+reachable, the fleet name is new and the study accepts its options. The store's password never
+enters the script, the fleet record or any output: the tasks get it from the job's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from perflab.errors import PerflabError
+from perflab.fleet import state
+from perflab.fleet.script import TaskSpec, write_script
+from perflab.fleet.submitter import Placement, Submitter
+from perflab.store.url import redact_url
+
+# Studies a node can run on its own and record into a store.
+STUDIES = ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "footprint", "lab")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    """What `perflab fleet submit` was asked, typed once at the CLI edge."""
+
+    name: str
+    study_argv: tuple[str, ...]
+    placement: Placement
+    db: str  # the store URL or path as given (may hold a password)
+    shards: str | None = None  # per-node SQLite directory the tasks write to instead
+    python: str = sys.executable
+    log_dir: str | None = None
+    host_label: str | None = None
+    bundle: str | None = None
+
+
+def split_password(url: str) -> tuple[str, str | None]:
+    """(URL without its password, the password or None): the script gets only the first."""
+    if "://" not in url:
+        return url, None
+    from sqlalchemy.engine import URL, make_url
+
+    try:
+        u = make_url(url)
+    except Exception:
+        raise PerflabError(f"cannot parse the store URL {redact_url(url)!r}; use postgresql://USER@HOST/DB") from None
+    if u.password is None:
+        return url, None
+    # URL.set(password=None) keeps the password (None means "unchanged"): build it anew.
+    bare = URL.create(u.drivername, username=u.username, host=u.host, port=u.port, database=u.database,
+                      query=u.query)
+    return bare.render_as_string(hide_password=False), str(u.password)
+
+
+def _spec(req: FleetRequest, task_db: str, workdir: str) -> TaskSpec:
+    return TaskSpec(fleet=req.name, study=req.study_argv[0], study_args=req.study_argv[1:], db=task_db,
+                    python=req.python, workdir=workdir, shards=req.shards is not None,
+                    host_label=req.host_label, bundle=req.bundle)
+
+
+def submit(req: FleetRequest, store, submitter: Submitter,
+           check_study: Callable[[tuple[str, ...]], None] | None = None) -> state.Fleet:
+    """Check, write the script, submit one task per slot, record the fleet; returns it.
+
+    ``check_study`` (the CLI's) parses the study's own options without running anything.
+    """
+    if not _NAME.fullmatch(req.name):
+        raise PerflabError(f"fleet name {req.name!r} must be letters, digits, '.', '_' or '-' (at most 64)")
+    pl = req.placement
+    if bool(pl.nodes) == bool(pl.nodelist):
+        raise PerflabError("give either --nodes N or --nodelist LIST (one task per node)")
+    if not req.study_argv:
+        raise PerflabError("no study to run: write it after --, e.g. perflab fleet submit NAME --nodes 4 -- run -w minihlt")
+    if req.study_argv[0] not in STUDIES:
+        raise PerflabError(f"{req.study_argv[0]!r} is not a study a fleet can run; choose one of {', '.join(STUDIES)}")
+    args = list(req.study_argv[1:])
+    if any(a == "--db" or a.startswith("--db=") for a in args[: args.index("--") if "--" in args else None]):
+        raise PerflabError("give --db to 'perflab fleet submit', not to the study: every task writes to the fleet's store")
+    if check_study is not None:
+        check_study(req.study_argv)
+    if req.bundle and not Path(req.bundle).is_file():
+        raise PerflabError(f"no bundle {req.bundle}; make one with 'perflab bundle -o FILE' (fix --bundle)")
+    submitter.check(pl)
+    if state.find(store, req.name) is not None:
+        state.create(store, req.name, {})  # raises the one-line 'exists already' error
+    # No --db: the default store, a SQLite file, which the tasks must find at its full path.
+    task_db, password = (str(Path(req.shards).absolute()), None) if req.shards else \
+        split_password(req.db or store.path or store.display)
+    if not req.shards and "://" not in task_db:
+        task_db = str(Path(task_db).absolute())
+    log_dir = Path(req.log_dir or Path("perflab-fleet") / req.name).absolute()
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PerflabError(f"cannot create the fleet's log directory {log_dir}: {exc.strerror} (fix --log-dir)") from None
+    script = log_dir / f"{req.name}.sbatch"
+    script.write_text(write_script(_spec(req, task_db, os.getcwd())))
+    script.chmod(0o755)
+    job_name = f"perflab-fleet-{req.name}"
+    config = {
+        "name": req.name, "study": req.study_argv[0], "study_args": list(req.study_argv[1:]),
+        "db": redact_url(task_db), "shards": req.shards is not None, "placement": asdict(pl),
+        "slots": pl.slots(), "script": str(script), "log_dir": str(log_dir), "job_name": job_name,
+        "submitter": submitter.name, "python": req.python, "host_label": req.host_label,
+        "bundle": req.bundle,
+    }
+    env = {"PGPASSWORD": password} if password else {}
+    jobs = submitter.submit(script, pl, pl.slots(), job_name, log_dir, env)
+    try:
+        fleet = state.create(store, req.name, config)
+        return state.record_jobs(store, fleet, jobs)
+    except PerflabError:
+        submitter.cancel(list(jobs.values()))
+        raise
+
+
+def resubmit(store, fleet: state.Fleet, submitter: Submitter, db: str) -> dict[str, str]:
+    """Submit again the slots without a finished campaign that are not queued or running."""
+    slots = [s.slot for s in state.slot_states(store, fleet, submitter) if s.state == "failed"]
+    if not slots:
+        return {}
+    pl = Placement(**{**fleet.config["placement"], "nodelist": tuple(fleet.config["placement"]["nodelist"])})
+    submitter.check(pl)
+    _, password = split_password(db) if db and not fleet.config.get("shards") else (None, None)
+    env = {"PGPASSWORD": password} if password else {}
+    jobs = submitter.submit(Path(fleet.config["script"]), pl, slots, fleet.config["job_name"],
+                            fleet.log_dir, env)
+    state.record_jobs(store, fleet, jobs)
+    return jobs

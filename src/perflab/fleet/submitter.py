@@ -1,0 +1,207 @@
+"""The batch system a fleet runs on: a small interface (submit, status, cancel) and Slurm.
+
+A fleet is a set of slots, one per node: the array task index (``--nodes N``) or the node name
+(``--nodelist``). The submitter maps slots to its own job ids and back; nothing else in perflab
+knows Slurm, so an HTCondor submitter only has to implement this Protocol.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from perflab.errors import PerflabError
+
+# Slurm job states (squeue/scontrol/sacct) -> the fleet's four.
+_PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
+            "SPECIAL_EXIT", "RESIZING"}
+_RUNNING = {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT"}
+_DONE = {"COMPLETED"}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where and how long the tasks may run (what the user asked for on `fleet submit`)."""
+
+    nodes: int | None = None  # N array tasks, one node each
+    nodelist: tuple[str, ...] = ()  # one job per named node
+    partition: str | None = None
+    constraint: str | None = None
+    time: str | None = None
+    exclusive: bool = True
+
+    def slots(self) -> list[str]:
+        return list(self.nodelist) if self.nodelist else [str(i) for i in range(self.nodes or 0)]
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """One slot as the batch system sees it: pending, running, done or failed (or unknown)."""
+
+    slot: str
+    job: str  # the batch system's id of this slot's task, e.g. "1234_5"
+    state: str
+    raw: str = ""  # the batch system's own word, e.g. CANCELLED
+    reason: str = ""
+
+
+class Submitter(Protocol):
+    """Submit a script once per slot, ask where each slot stands, cancel slots."""
+
+    name: str
+
+    def check(self, placement: Placement) -> None: ...
+
+    def submit(self, script: Path, placement: Placement, slots: list[str], job_name: str,
+               log_dir: Path, env: dict[str, str]) -> dict[str, str]: ...
+
+    def status(self, jobs: dict[str, str]) -> dict[str, SlotState]: ...
+
+    def cancel(self, jobs: list[str]) -> None: ...
+
+    def log_path(self, log_dir: Path, job_name: str, job: str) -> Path: ...
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None, check: bool = True) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, **(env or {})})
+    except FileNotFoundError:
+        raise PerflabError(f"{argv[0]} not found on PATH; run perflab fleet on a Slurm login node "
+                           "or install the Slurm client (Debian: slurm-client)") from None
+    except subprocess.TimeoutExpired:
+        raise PerflabError(f"{argv[0]} did not answer in 60 s; is slurmctld up (scontrol ping)?") from None
+    if check and proc.returncode != 0:
+        err = " ".join((proc.stderr or proc.stdout).split())[:300]
+        raise PerflabError(f"{' '.join(argv[:2])} failed: {err or f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
+class Slurm:
+    """Slurm through its commands (sbatch, squeue, scontrol, sacct, scancel); no daemon of ours."""
+
+    name = "slurm"
+
+    def check(self, placement: Placement) -> None:
+        """sbatch present and the partition known; raises one-line PerflabErrors."""
+        if shutil.which("sbatch") is None:
+            raise PerflabError("sbatch not found on PATH: fleet mode submits through Slurm; run on a "
+                               "login node or install the Slurm client (Debian: slurm-client)")
+        if placement.partition:
+            names = {p.strip().rstrip("*") for p in _run(["sinfo", "-h", "-o", "%P"]).split()}
+            if placement.partition not in names:
+                raise PerflabError(f"unknown Slurm partition {placement.partition!r}; partitions here: "
+                                   f"{', '.join(sorted(names)) or 'none'} (fix --partition)")
+
+    def _common(self, placement: Placement, job_name: str) -> list[str]:
+        argv = ["sbatch", "--parsable", f"--job-name={job_name}", "--nodes=1", "--ntasks=1"]
+        if placement.exclusive:
+            argv.append("--exclusive")
+        if placement.partition:
+            argv.append(f"--partition={placement.partition}")
+        if placement.constraint:
+            argv.append(f"--constraint={placement.constraint}")
+        if placement.time:
+            argv.append(f"--time={placement.time}")
+        return argv
+
+    def submit(self, script: Path, placement: Placement, slots: list[str], job_name: str,
+               log_dir: Path, env: dict[str, str]) -> dict[str, str]:
+        """Submit; return slot -> job id. Array tasks for --nodes, one job per node for --nodelist."""
+        jobs: dict[str, str] = {}
+        # sbatch expands %-patterns in --output: a literal % of the directory is written %%.
+        out_dir = str(log_dir).replace("%", "%%")
+        if placement.nodelist:
+            for node in slots:
+                argv = self._common(placement, job_name) + [
+                    f"--nodelist={node}", f"--output={out_dir}/{job_name}-%j.out",
+                    f"--export=ALL,PERFLAB_FLEET_SLOT={node}", str(script)]
+                jobs[node] = _run(argv, env).strip().split(";")[0]
+            return jobs
+        argv = self._common(placement, job_name) + [
+            f"--array={','.join(slots)}", f"--output={out_dir}/{job_name}-%A_%a.out", str(script)]
+        array_id = _run(argv, env).strip().split(";")[0]
+        return {slot: f"{array_id}_{slot}" for slot in slots}
+
+    def log_path(self, log_dir: Path, job_name: str, job: str) -> Path:
+        return log_dir / f"{job_name}-{job}.out"
+
+    def status(self, jobs: dict[str, str]) -> dict[str, SlotState]:
+        """slot -> state from squeue (queued, running), then scontrol and sacct (finished)."""
+        if not jobs:
+            return {}
+        parents = sorted({j.split("_")[0] for j in jobs.values()})
+        seen: dict[str, tuple[str, str]] = {}
+        out = _run(["squeue", "-h", "--array", "-j", ",".join(parents), "-o", "%i|%T|%r"], check=False)
+        for line in out.splitlines():
+            parts = line.strip().split("|")
+            if len(parts) == 3:
+                seen[parts[0]] = (parts[1], parts[2])
+        missing = [j for j in jobs.values() if j not in seen]
+        if missing:
+            seen.update({k: v for k, v in self._finished(parents).items() if k not in seen})
+        result = {}
+        for slot, job in jobs.items():
+            raw, reason = seen.get(job) or seen.get(job.split("_")[0] + "_*", ("", ""))
+            base = raw.split()[0] if raw else ""
+            state = ("pending" if base in _PENDING else "running" if base in _RUNNING
+                     else "done" if base in _DONE else "failed" if base else "unknown")
+            result[slot] = SlotState(slot, job, state, base, reason if reason not in ("None", "(null)") else "")
+        return result
+
+    def _finished(self, parents: list[str]) -> dict[str, tuple[str, str]]:
+        """Finished tasks: scontrol knows them for MinJobAge; sacct (if accounting runs) longer."""
+        seen: dict[str, tuple[str, str]] = {}
+        out = _run(["sacct", "-n", "-P", "-X", "-j", ",".join(parents), "-o", "JobID,State,ExitCode"],
+                   check=False)
+        for line in out.splitlines():
+            parts = line.split("|")
+            if len(parts) == 3 and re.fullmatch(r"\d+(_\d+)?", parts[0]):
+                seen[parts[0]] = (parts[1], f"exit {parts[2]}")
+        for parent in parents:
+            out = _run(["scontrol", "-o", "show", "job", parent], check=False)
+            for line in out.splitlines():
+                f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+                if "JobId" not in f:
+                    continue
+                value = (f.get("JobState", ""), f"exit {f.get('ExitCode', '?')}")
+                for key in _task_keys(f):
+                    seen.setdefault(key, value)
+        return seen
+
+    def cancel(self, jobs: list[str]) -> None:
+        if jobs:
+            _run(["scancel", *jobs])
+
+
+def _task_keys(f: dict[str, str]) -> list[str]:
+    """Job ids one `scontrol show job` record stands for: a job, an array task, or the tasks of
+    an array that never started (one record, its task id a range like 0-3,5 or NO_VAL)."""
+    tid = f.get("ArrayTaskId", "N/A")
+    if tid in ("N/A", ""):
+        return [f["JobId"]]
+    parent = f.get("ArrayJobId", f["JobId"])
+    if tid.isdigit() and int(tid) < 4294967294:
+        return [f"{parent}_{tid}"]
+    keys = []
+    for part in tid.split("%")[0].split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit() and (hi.isdigit() or not hi) and int(hi or lo) < 4294967294:
+            keys += [f"{parent}_{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    # A task id Slurm leaves unset (NO_VAL): the record speaks for every task not listed apart.
+    return keys or [f"{parent}_*"]
+
+
+SUBMITTERS = {"slurm": Slurm}
+
+
+def submitter(name: str = "slurm") -> Submitter:
+    try:
+        return SUBMITTERS[name]()
+    except KeyError:
+        raise PerflabError(f"unknown batch system {name!r}; known: {', '.join(SUBMITTERS)}") from None

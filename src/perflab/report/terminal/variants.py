@@ -1,0 +1,60 @@
+"""How a variants result looks in a terminal: one table, a verdict line per variant, the verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perflab.studies.variants_result import LABELS, Estimate, VariantOutcome, VariantsResult, pct
+
+
+def _est(e: Estimate | None, scale: float = 1.0, fmt: str = "{:.4g}") -> str:
+    if e is None:
+        return "-"
+    f = lambda x: fmt.format(x / scale)  # noqa: E731
+    return f"{f(e.median)} [{f(e.ci.low)}, {f(e.ci.high)}]"
+
+
+def _vs_base(o: VariantOutcome, primary: str) -> str:
+    c = o.comparisons.get(primary)
+    if c is None:
+        return "-"
+    star = "*" if c.significant else ""
+    return f"{pct(c.ratio)} [{pct(c.ci.low)}, {pct(c.ci.high)}] {star}p={c.p:.2g}"
+
+
+def _checksum(o: VariantOutcome, result: VariantsResult) -> str:
+    if not result.checksum_metric or o.checksum is None:
+        return "-"
+    return "DIFFERS" if o.status == "different result" else "same"
+
+
+def render(result: VariantsResult, console: Any) -> None:
+    """The table of variants, each variant's verdict and notes, the study's verdict and its limits."""
+    from rich.table import Table
+
+    levels = {e.ci.level for o in result.variants for e in o.estimates.values()}
+    level = f"{min(levels):.0%}" if levels else f"{result.level:.0%}"
+    label = LABELS.get(result.primary, result.primary)
+    t = Table(title=f"variants vs baseline '{result.baseline}': medians [{level} CI]; {label} vs baseline "
+                    f"paired by round, * = Holm p < {result.alpha:g}")
+    metric = result.primary not in LABELS
+    cols = ["variant", "status", "elapsed s", *([result.primary] if metric else []), "max RSS MiB", "text KiB",
+            f"{label} vs base", "checksum"]
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("variant", "status") else "right")
+    for o in result.variants:
+        sizes = o.build.sizes
+        wall, rss = o.estimates.get("wall_s"), o.estimates.get("maxrss_kb")
+        row = [o.name, o.status, "-" if wall is None else f"{wall.median:.3f}",
+               *([_est(o.estimates.get(result.primary))] if metric else []),
+               "-" if rss is None else f"{rss.median / 1024:.1f}",
+               "-" if not sizes else f"{sizes['text'] / 1024:.0f}", _vs_base(o, result.primary), _checksum(o, result)]
+        t.add_row(*row)
+    console.print(t)
+    for o in result.variants:
+        if o.status != "baseline":
+            console.print(f"{o.name}: {o.verdict}", soft_wrap=True)
+        for note in o.notes:
+            console.print(f"{o.name}: note: {note}", soft_wrap=True)
+    console.print(f"verdict: {result.verdict}", soft_wrap=True)
+    console.print(f"what it does not show: {result.caveat}", soft_wrap=True)

@@ -1,0 +1,219 @@
+"""What the variants study found: one Comparison per measured quantity, per variant, and the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from perflab.kernels.variants import VariantBuild
+from perflab.stats.interval import CI
+
+LABELS = {"wall_s": "elapsed", "maxrss_kb": "max RSS"}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A median with its order-statistic interval (and that interval's real level)."""
+
+    median: float
+    ci: CI
+
+    def as_dict(self) -> dict:
+        return {"median": self.median, "ci": self.ci.as_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Estimate":
+        return cls(d["median"], CI.from_dict(d["ci"]))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One quantity of one variant against the baseline, paired by round: ratio, CI, Holm p, Cliff's delta."""
+
+    quantity: str
+    ratio: float  # variant / baseline
+    ci: CI
+    p_raw: float  # two-sided Wilcoxon signed-rank on the per-round log ratios
+    p: float  # Holm-adjusted across the variants, for this quantity
+    effect: float  # Cliff's delta, variant vs baseline
+    significant: bool
+    higher_is_better: bool
+    pairs: int = 0  # rounds in which both the variant and the baseline ran successfully
+
+    @property
+    def better(self) -> bool | None:
+        """True/False when the difference is significant, None when it is not."""
+        return None if not self.significant else (self.ratio > 1) == self.higher_is_better
+
+    def text(self) -> str:
+        """'events_per_s +3.1 % [+1.2 %, +5.0 %] (95% CI), faster (Holm p=0.003)'."""
+        if self.better is None:
+            word = "no significant difference"
+        elif self.quantity == "maxrss_kb":
+            word = "less memory" if self.better else "more memory"
+        else:
+            word = "faster" if self.better else "slower"
+        return (f"{LABELS.get(self.quantity, self.quantity)} {pct(self.ratio)} [{pct(self.ci.low)}, "
+                f"{pct(self.ci.high)}] ({self.ci.label()}), {word} (Holm p={self.p:.2g})")
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["ci"] = self.ci.as_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Comparison":
+        return cls(**{**d, "ci": CI.from_dict(d["ci"])})
+
+
+def pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.1f} %"
+
+
+@dataclass
+class BuildInfo:
+    """How a variant was built (or why it was not): cache, program, section sizes, notes."""
+
+    cached: bool | None = None
+    path: str = ""
+    sizes: dict | None = None  # text, data, bss in bytes
+    notes: list[str] = field(default_factory=list)
+    skipped: str = ""  # the one-line reason this variant cannot be built or run here
+    log_path: str | None = None
+
+    @classmethod
+    def of(cls, build: VariantBuild | str) -> "BuildInfo":
+        if isinstance(build, str):
+            return cls(skipped=build)
+        sizes = asdict(build.sizes) if build.sizes is not None else None
+        return cls(build.cached, str(build.path), sizes, list(build.notes), "", build.log_path)
+
+
+@dataclass
+class VariantOutcome:
+    """One variant: its runs, medians, checksum, comparisons with the baseline and verdict."""
+
+    name: str
+    flags: str
+    status: str = ""  # baseline, measured, different result, failed, skipped, not run
+    build: BuildInfo = field(default_factory=BuildInfo)
+    n_ok: int = 0
+    failures: dict[str, int] = field(default_factory=dict)  # why runs failed -> how many
+    estimates: dict[str, Estimate] = field(default_factory=dict)
+    comparisons: dict[str, Comparison] = field(default_factory=dict)
+    checksum: float | None = None
+    notes: list[str] = field(default_factory=list)
+    verdict: str = ""
+
+    @property
+    def n_failed(self) -> int:
+        return sum(self.failures.values())
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["estimates"] = {k: e.as_dict() for k, e in self.estimates.items()}
+        d["comparisons"] = {k: c.as_dict() for k, c in self.comparisons.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "VariantOutcome":
+        return cls(**{**d, "build": BuildInfo(**d["build"]),
+                      "estimates": {k: Estimate.from_dict(e) for k, e in d["estimates"].items()},
+                      "comparisons": {k: Comparison.from_dict(c) for k, c in d["comparisons"].items()}})
+
+
+@dataclass
+class VariantsResult:
+    baseline: str
+    primary: str  # the quantity "fastest" is judged on: the workload's metric, else elapsed
+    level: float
+    alpha: float
+    rounds: int
+    checksum_metric: str | None
+    variants: list[VariantOutcome]
+    order: list[list[str]]  # the variants of each measured round, in the order they ran
+    fastest: str | None = None
+    verdict: str = ""
+    caveat: str = ""
+    campaign_id: int | None = None
+
+    def row(self, name: str) -> VariantOutcome:
+        return next(v for v in self.variants if v.name == name)
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["variants"] = [v.as_dict() for v in self.variants]
+        return {"study": "variants", **d}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "VariantsResult":
+        d = {k: v for k, v in d.items() if k != "study"}
+        return cls(**{**d, "variants": [VariantOutcome.from_dict(v) for v in d["variants"]]})
+
+
+def _variant_verdict(o: VariantOutcome, primary: str) -> str:
+    if o.status in ("skipped", "not run"):
+        return o.build.skipped or "not run"
+    if o.status == "failed":
+        return "every run failed: " + ", ".join(f"{n}x {why}" for why, n in o.failures.items())
+    keys = [primary] + [q for q in ("wall_s", "maxrss_kb") if q != primary]
+    parts = [o.comparisons[q].text() for q in keys if q in o.comparisons]
+    if o.status == "different result":
+        parts.insert(0, "DIFFERENT RESULT (checksum differs)")
+    if o.n_failed:
+        parts.append(f"{o.n_failed} run(s) failed and were left out: "
+                     + ", ".join(f"{n}x {why}" for why, n in o.failures.items()))
+    return "; ".join(parts)
+
+
+def verdicts(result: VariantsResult) -> None:
+    """Fill each variant's verdict, the fastest variant (same result only) and the study's verdict."""
+    for o in result.variants:
+        o.verdict = "baseline" if o.status == "baseline" else _variant_verdict(o, result.primary)
+    base = result.row(result.baseline)
+    if base.status == "failed":
+        result.verdict = f"the baseline '{base.name}' failed in every run: no comparison ({base.verdict})"
+        result.caveat = "Fix the baseline's runs (see its failures) and run the study again."
+        return
+    higher = next((c.higher_is_better for o in result.variants for q, c in o.comparisons.items()
+                   if q == result.primary), False)
+    better = [o for o in result.variants if o.comparisons.get(result.primary) is not None
+              and o.comparisons[result.primary].better]
+    same = [o for o in better if o.status == "measured"]
+    pick = (max if higher else min)(same, key=lambda o: o.comparisons[result.primary].ratio) if same else None
+    result.fastest = pick.name if pick else None
+    label = LABELS.get(result.primary, result.primary)
+    n_cmp = sum(1 for o in result.variants if result.primary in o.comparisons)
+    if pick:
+        c = pick.comparisons[result.primary]
+        result.verdict = (f"fastest: {pick.name} ({pick.flags}), {label} {pct(c.ratio)} "
+                          f"[{pct(c.ci.low)}, {pct(c.ci.high)}] ({c.ci.label()}) against {base.name}, "
+                          f"Holm p={c.p:.2g}")
+    else:
+        result.verdict = (f"no variant is faster than {base.name} with significance ({label}, Wilcoxon "
+                          f"signed-rank paired by round, Holm across {n_cmp} variant(s), alpha {result.alpha:g}, {result.rounds} rounds)")
+    # Wilcoxon's smallest two-sided p with n pairs is 2 / 2^n; Holm multiplies it by the variants
+    if n_cmp and 2.0 / 2 ** result.rounds * n_cmp >= result.alpha:
+        need = next(n for n in range(2, 64) if 2.0 / 2 ** n * n_cmp < result.alpha)
+        result.verdict += (f"; with {result.rounds} rounds and {n_cmp} variant(s) no difference can reach "
+                           f"significance (smallest Holm p {2.0 / 2 ** result.rounds * n_cmp:.2g}): "
+                           f"use --rounds {need} or more")
+    excluded = [o.name for o in better if o.status == "different result"]
+    if excluded:
+        result.verdict += f"; not named though faster, because the result differs: {', '.join(excluded)}"
+    slower = [f"{o.name} ({label} {pct(o.comparisons[result.primary].ratio)})" for o in result.variants
+              if o.comparisons.get(result.primary) is not None and o.comparisons[result.primary].better is False]
+    if slower:
+        result.verdict += f"; slower than {base.name}: {', '.join(slower)}"
+    smaller = [f"{o.name} (max RSS {pct(o.comparisons['maxrss_kb'].ratio)})" for o in result.variants
+               if o.comparisons.get("maxrss_kb") is not None and o.comparisons["maxrss_kb"].better]
+    if smaller:
+        result.verdict += f"; less memory: {', '.join(smaller)}"
+    bad = [o.name for o in result.variants if o.status in ("failed", "skipped", "not run")]
+    if bad:
+        result.verdict += f"; not compared: {', '.join(bad)}"
+    result.caveat = (
+        "This says which build ran faster on this machine, with this input and compiler; another CPU, "
+        "input or compiler can rank the builds differently. An equal checksum shows equal output for "
+        "this input only" + ("" if result.checksum_metric else "; no checksum was checked") + "."
+    )
