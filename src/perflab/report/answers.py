@@ -90,7 +90,7 @@ def _caveats(study: str, s: dict, campaign: Any, host: dict | None, fallback: di
 def answers(campaigns: list[Any], sections: list[Section], hosts: dict[int, dict]) -> list[Answer]:
     """One summary row per study section, in the report's order."""
     out = []
-    # Studies not yet in the study shape record their host without the probes: use the fullest.
+    # Hosts recorded by older perflab versions lack the probes: use the fullest record.
     fallback = max(hosts.values(), key=lambda h: len((h.get("metadata") or {}).get("probes") or {}), default=None)
     for camp, sec in zip(campaigns, sections):
         summary = camp.summary or {}

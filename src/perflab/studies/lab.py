@@ -161,15 +161,10 @@ def _child(ctx: LabContext, name: str, child: Any) -> Outcome:
     replayed = child.n_measurements if child is not None else 0
     try:
         step: Step = STEPS[name](ctx)
-        if step.module is not None:
-            res = run_study(step.module, step.config, store, ctx.session.executor, machine=ctx.machine,
-                            progress=ctx.session.progress, parent_id=ctx.session.campaign_id,
-                            name=name, resume=child.id if child is not None else None)
-            cid = res.campaign_id
-        else:
-            # Today's study modules (until they take the study shape): a fresh child campaign.
-            replayed = 0
-            res, cid = step.legacy(ParentedStore(store, ctx.session.campaign_id, name))
+        res = run_study(step.module, step.config, store, ctx.session.executor, machine=ctx.machine,
+                        progress=ctx.session.progress, parent_id=ctx.session.campaign_id,
+                        name=name, resume=child.id if child is not None else None)
+        cid = res.campaign_id
         status = "done"
     except Unsupported as exc:
         res, cid, status = None, None, f"skipped: {exc}"
@@ -199,26 +194,7 @@ def _load(name: str, child: Any) -> Any:
         result_type = getattr(module, "Result", None) or typing.get_type_hints(module.execute)["return"]
         return result_type.from_dict({**(child.summary or {}), "campaign_id": child.id})
     except (PerflabError, AttributeError, KeyError, TypeError, NameError):
-        return None  # a study not yet in the shape: its stored summary still feeds the report
-
-
-class ParentedStore:
-    """The store, but campaigns open as children of the lab (for study modules not yet in the
-    study shape, which open their own campaign)."""
-
-    def __init__(self, store: Any, lab_id: int, name: str) -> None:
-        self._store, self._lab_id, self._name = store, lab_id, name
-        self.started: list[int] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def start_campaign(self, study: str, config: dict, host_id: int | None = None,
-                       parent_id: int | None = None, name: str = "", labels: dict | None = None) -> int:
-        cid = self._store.start_campaign(study, config, host_id=host_id, parent_id=self._lab_id,
-                                         name=self._name, labels=labels)
-        self.started.append(cid)
-        return cid
+        return None  # a summary from an older perflab: it still feeds the report
 
 
 def verdict(result: LabResult) -> str:

@@ -3,8 +3,7 @@
 Quick mode keeps every study but shrinks it (fewer rounds, a 20-event minihlt, fewer sizes)
 so the whole lab finishes in a few minutes on a 2-CPU machine; the default is thorough.
 A step returns the study module and its config; lab runs it as a child campaign through
-``run_study``. Study modules not yet in the study shape (no ``execute``) run through their
-``run_*`` function on a store whose campaigns open as the lab's children.
+``run_study``.
 """
 
 from __future__ import annotations
@@ -37,11 +36,10 @@ class LabContext:
 
 @dataclass
 class Step:
-    """A study to run: a study-shaped module and its config, or a legacy runner."""
+    """A study to run: its module (NAME, Config, execute, Result) and its config."""
 
-    module: ModuleType | None
-    config: Any = None
-    legacy: Callable[[Any], tuple[Any, int | None]] | None = None  # (parented store) -> (result, id)
+    module: ModuleType
+    config: Any
 
 
 STEPS: dict[str, Callable[[LabContext], Step]] = {}
@@ -76,20 +74,6 @@ def prepare(ctx: LabContext) -> None:
     ctx.session.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
 
 
-def _shaped(ctx: LabContext, module: ModuleType, config: Any, legacy: str) -> Step:
-    """The study-shaped module when it has execute, else its ``run_*`` function (named, and
-    looked up only then: a converted module no longer has it)."""
-    if hasattr(module, "execute"):
-        return Step(module, config)
-    run = getattr(module, legacy)
-
-    def call(store: Any) -> tuple[Any, int | None]:
-        result = run(config, ctx.session.executor, store, None)
-        return result, (store.started[-1] if store.started else None)
-
-    return Step(None, config, call)
-
-
 @step("run")
 def run_step(ctx: LabContext) -> Step:
     wl = ctx.workload
@@ -111,7 +95,7 @@ def cores_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
     config = cores.CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
                                max_time=40 if q else 600, seed=ctx.config.seed)
-    return _shaped(ctx, cores, config, "run_cores")
+    return Step(cores, config)
 
 
 @step("instances")
@@ -125,7 +109,7 @@ def instances_step(ctx: LabContext) -> Step:
     ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
     config = instances.InstancesConfig(workload=wl, ns=ns, reps=1 if q else 3,
                                        fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
-    return _shaped(ctx, instances, config, "run_instances")
+    return Step(instances, config)
 
 
 @step("variants")
@@ -147,7 +131,7 @@ def variants_step(ctx: LabContext) -> Step:
     config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(parse_variant(s) for s in specs),
                                baseline="m64-O2", rounds=8 if q else vs.DEFAULT_ROUNDS, warmup=1,
                                seed=ctx.config.seed, train_argv=("{exe}", *args, "--seed", "12345"))
-    return _shaped(ctx, vs, config, "run_variants")
+    return Step(vs, config)
 
 
 _DONE = re.compile(r"done processing event #(\d+) in ([\d.]+) ms")
@@ -191,7 +175,7 @@ def profile_step(ctx: LabContext) -> Step:
     # A quick event lasts a few ms: sample faster so the table has enough samples to read.
     config = profile.ProfileConfig(workload=ctx.workload, window=window, repeat=1 if ctx.config.quick else 3,
                                    freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
-    return _shaped(ctx, profile, config, "run_profile")
+    return Step(profile, config)
 
 
 @step("frontend")
@@ -202,7 +186,7 @@ def frontend_step(ctx: LabContext) -> Step:
     config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
                                points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
                                reps=10, perf_span=not q, seed=ctx.config.seed)
-    return _shaped(ctx, fe, config, "run_frontend")
+    return Step(fe, config)
 
 
 @step("micro")
@@ -214,4 +198,4 @@ def micro_step(ctx: LabContext) -> Step:
     # 10 rounds even when quick: with fewer no difference can pass Holm over 13 operations.
     config = mi.MicroConfig(reps=10, scale=0.1 if q else 1.0, io_dir=tempfile.gettempdir(),
                             shm="off" if q else "auto", seed=ctx.config.seed)
-    return _shaped(ctx, mi, config, "run_micro")
+    return Step(mi, config)

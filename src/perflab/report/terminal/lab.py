@@ -9,26 +9,13 @@ from typing import Any, Callable
 from perflab.studies.lab import LabResult, Outcome, verdict
 
 
-def _legacy(name: str) -> Callable[[Any, Any], None] | None:
-    """Renderers of study modules that have no report/terminal module yet."""
-    if name == "cores":
-        from perflab.studies import cores
-
-        return lambda r, c: cores.render(r, c, "")
-    if name == "variants":
-        from perflab.studies import variants
-
-        return variants.print_table
-    return None
-
-
 def renderer(name: str) -> Callable[[Any, Any], None] | None:
-    """report/terminal/NAME.py's render, else what the study module still has."""
+    """report/terminal/NAME.py's render (None for a study without one)."""
     try:
         module = importlib.import_module(f"perflab.report.terminal.{name}")
     except ModuleNotFoundError:
-        return _legacy(name)
-    return getattr(module, "render", None) or _legacy(name)
+        return None
+    return getattr(module, "render", None)
 
 
 def render_outcome(outcome: Outcome, console: Any) -> None:
