@@ -9,3 +9,13 @@ def test_compare_finds_instances_campaigns_5pct_apart():
 
     assert trial(0.05, seed=1) == (True, True)
     assert trial(0.0, seed=2)[0] is False
+
+
+def test_modes_named_where_there_are_two_speeds_and_quiet_on_one():
+    import random
+
+    from perflab.checks.modes_check import trial
+
+    rng = random.Random(3)
+    assert sum(trial(True, rng) for _ in range(20)) >= 18
+    assert sum(trial(False, rng) for _ in range(20)) <= 1
