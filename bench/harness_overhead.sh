@@ -10,11 +10,11 @@
 #   mean of true   = the tool's own reported mean time of `true`
 #   overhead       = marginal cost - mean of true: what the harness spends per run beyond the
 #                    life of the process it measures (spawn bookkeeping, reaping, storing)
-# perflab commits every measurement to its store before the next run starts. With the store on
-# disk that commit includes an fsync (the store uses SQLite synchronous=FULL), so perflab runs
-# twice: store on disk ($TMPDIR) and store in memory (/dev/shm, fsync is free there), which
-# isolates the harness itself from the disk.
-# Goal: perflab's per-run overhead at most hyperfine's.
+# perflab commits every measurement to its store before the next run starts (WAL,
+# synchronous=NORMAL: no fsync per run; see perflab/store/lite.py for what that keeps). perflab
+# runs twice: store on disk ($TMPDIR) and store in memory (/dev/shm), which isolates the harness
+# itself from the disk.
+# Goal (issue 16): perflab's marginal cost per run at most 1.0x hyperfine -N's, store on disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PERFLAB=${PERFLAB:-.venv/bin/perflab}
@@ -34,8 +34,8 @@ timed() {  # timed TAG N CMD... : records wall seconds in $tmp/TAG.N.r<round>
 }
 for r in $(seq "$ROUNDS"); do
   for n in "$SMALL" "$RUNS"; do
-    timed disk "$n" "$PERFLAB" run --db "$tmp/b.db" --runs "$n" --export-json "$tmp/disk.$n.r$r.json" -- true
-    timed ram "$n" "$PERFLAB" run --db "$shm/b.db" --runs "$n" --export-json "$tmp/ram.$n.r$r.json" -- true
+    timed disk "$n" $PERFLAB run --db "$tmp/b.db" --runs "$n" --export-json "$tmp/disk.$n.r$r.json" -- true
+    timed ram "$n" $PERFLAB run --db "$shm/b.db" --runs "$n" --export-json "$tmp/ram.$n.r$r.json" -- true
     timed hf "$n" hyperfine -N --runs "$n" --export-json "$tmp/hf.$n.r$r.json" true
   done
 done

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -47,58 +46,82 @@ def test_lab_report_renders_in_chromium(quick_lab, tmp_path):
     assert p.returncode == 0
     html = (d / "out" / "report.html").read_text()
     ids = re.findall(r'<section id="([\w-]+)"', html)
-    check_rendered(tmp_path, str(d / "out" / "report.html"), ids)
+    # PERFLAB_UPDATE_SCREENSHOT=1 keeps the top of this real report for the README
+    shot = os.path.join(os.path.dirname(__file__), "..", "docs", "report-top.png")
+    check_rendered(tmp_path, str(d / "out" / "report.html"), ids,
+                   screenshot=shot if os.environ.get("PERFLAB_UPDATE_SCREENSHOT") else None)
 
 
+# Each execution logs its allowed CPUs: the run study's runs are unpinned (all CPUs), cores pins
+# each run to one CPU, so the log tells the two studies' executions apart.
 TOML = """
 [workload.counter]
-command = ["sh", "-c", "echo run >> {log}; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; echo 'events: 10'"]
+command = ["sh", "-c", "grep Cpus_allowed_list /proc/$$/status >> {log}; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; echo 'events: 10'"]
 metrics = ["events: (?P<events>\\\\d+)"]
 """
 
 
-def test_resume_after_kill_repeats_no_finished_measurement(tmp_path):
+def _stored(db, study: str) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+            return conn.execute("SELECT count(*) FROM measurements m JOIN campaigns c ON "
+                                "m.campaign_id = c.id WHERE c.study = ?", (study,)).fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_kill_9_then_resume_from_the_store(tmp_path):
     log = tmp_path / "executions.log"
     (tmp_path / "perflab.toml").write_text(TOML.replace("{log}", str(log)))
     out, db = tmp_path / "out", tmp_path / "lab.db"
     args = [*PERFLAB, "lab", "--quick", "--studies", "run,cores", "--workload", "counter",
             "--config", str(tmp_path / "perflab.toml"), "--out", str(out), "--db", str(db)]
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    journal = out / "journal.jsonl"
     deadline = time.monotonic() + 240
-    # Kill in the middle of the second study, once a few of its runs are journaled.
-    while time.monotonic() < deadline and proc.poll() is None:
-        n = len(journal.read_text().splitlines()) if journal.exists() else 0
-        if n >= 14:
-            break
-        time.sleep(0.05)
+    # Kill in the middle of the run study, once a few of its runs are stored.
+    while time.monotonic() < deadline and proc.poll() is None and _stored(db, "run") < 3:
+        time.sleep(0.01)
     assert proc.poll() is None, "lab finished before it could be killed: " + proc.stdout.read()[-2000:]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    finished_before = len(journal.read_text().splitlines())
-    executed_before = len(log.read_text().splitlines())
-    assert executed_before in (finished_before, finished_before + 1)  # at most one run in flight
+    all_cpus = f"{min(os.sched_getaffinity(0))}-{max(os.sched_getaffinity(0))}"
 
-    p = subprocess.run(args + ["--resume"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    finished_total = len(journal.read_text().splitlines())
-    executed_total = len(log.read_text().splitlines())
-    # Every finished run was executed exactly once; only a run killed in flight ran again.
-    assert executed_total - executed_before == finished_total - finished_before
-    assert executed_total <= finished_total + 1
-    m = re.search(r"\((\d+) runs executed, (\d+) replayed from the journal\)", p.stdout)
-    # The interrupted study was re-entered (its finished runs replayed, not restarted); a study
-    # that had finished was skipped outright, so its runs are neither replayed nor executed.
-    assert m and int(m.group(1)) == finished_total - finished_before, p.stdout[-2000:]
-    assert 1 <= int(m.group(2)) <= finished_before
-    # the resumed lab is done and its report has both studies
-    html = (out / "report.html").read_text()
-    assert re.search(r'<section id="run-\d+"', html) and re.search(r'<section id="cores-\d+"', html)
+    def unpinned() -> int:
+        return sum(line.split()[-1] == all_cpus for line in log.read_text().splitlines())
+
     from perflab.store import open_store
 
-    store = open_store(str(db))
-    labs = store.campaigns(study="lab")
-    assert labs[-1].status == "done"
+    with open_store(str(db)) as store:
+        run_camp = store.campaigns(study="run")[-1]
+        before = [(m.id, m.rep) for m in store.measurements(run_camp.id)]
+    executed_before = unpinned() - 1  # the run study's one warm-up
+    assert executed_before in (len(before), len(before) + 1)  # at most one run in flight
+    assert _stored(db, "cores") == 0
+
+    p = subprocess.run([*PERFLAB, "lab", "--resume", "--db", str(db)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    with open_store(str(db)) as store:
+        labs = store.campaigns(study="lab")
+        assert len(labs) == 1 and labs[-1].status == "done"
+        children = store.campaigns(parent_id=labs[-1].id)
+        assert [c.name for c in children] == ["run", "cores"]  # the run child was resumed, not redone
+        assert children[0].id == run_camp.id and all(c.status == "done" for c in children)
+        after = [(m.id, m.rep) for m in store.measurements(run_camp.id)]
+    # No stored run lost or repeated; only the missing ones ran (no second warm-up).
+    assert after[:len(before)] == before
+    assert sorted(rep for _, rep in after) == list(range(len(after)))
+    assert unpinned() - 1 - executed_before == len(after) - len(before)
+    assert re.search(rf"\({len(after) - len(before) + _stored(db, 'cores')} runs executed, "
+                     rf"{len(before)} read back from the store\)", p.stdout), p.stdout[-2000:]
+    html = (out / "report.html").read_text()
+    assert re.search(r'<section id="run-\d+"', html) and re.search(r'<section id="cores-\d+"', html)
+    # a second resume finds nothing to do; a done lab is loaded, not rerun
+    p = subprocess.run([*PERFLAB, "lab", "--resume", "--db", str(db)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "nothing to resume" in p.stderr
 
 
 def test_resume_with_nothing_to_resume_is_a_one_line_error(tmp_path):
@@ -111,3 +134,81 @@ def test_lab_unknown_study_is_a_one_line_error(tmp_path):
     p = subprocess.run([*PERFLAB, "lab", "--studies", "run,nosuch", "--db", str(tmp_path / "x.db")],
                        cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "unknown study 'nosuch'" in p.stderr and "Traceback" not in p.stderr
+
+
+def _mock_lab(tmp_path, executor):
+    from perflab.platform.host import Machine
+    from perflab.platform.topology import Topology
+    from perflab.store import open_store
+    from perflab.studies import lab, run_study
+
+    (tmp_path / "perflab.toml").write_text('[workload.nap]\ncommand = ["sleep", "0.25"]\n')
+    machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
+    store = open_store(str(tmp_path / "m.db"))
+    config = lab.LabConfig(workload="nap", config_path=str(tmp_path / "perflab.toml"), quick=True,
+                           out_dir=str(tmp_path / "out"), studies=("run",))
+    return store, run_study(lab, config, store, executor, machine=machine, name="lab")
+
+
+def test_lab_through_the_mock_and_its_snapshot(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from perflab.measure.executor import MockExecutor
+    from perflab.report.terminal.lab import render
+    from perflab.studies.lab import LabResult
+
+    store, result = _mock_lab(tmp_path, MockExecutor())
+    (run,) = result.steps
+    assert run.status == "done" and run.runs == 6 and run.result.benchmarks[0].summary["median"] == 0.25
+    camp = store.campaign(result.campaign_id)
+    assert camp.status == "done" and store.campaign(run.campaign).parent_id == camp.id
+    again = LabResult.from_dict(camp.summary)
+    assert [(s.name, s.status, s.runs) for s in again.steps] == [("run", "done", 6)]
+    console = Console(width=140, record=True, file=io.StringIO(), color_system=None)
+    run.seconds, result.seconds = 0.0, 0.0  # wall-clock of the test machine: not part of the snapshot
+    render(result, console)  # each study once, then the summary
+    text = console.export_text()
+    snap = os.path.join(os.path.dirname(__file__), "snapshots", "lab.txt")
+    if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
+        with open(snap, "w") as fh:
+            fh.write(text)
+    with open(snap) as fh:
+        assert text == fh.read()
+    store.close()
+
+
+def test_slowest_event_goes_through_the_executor_and_is_replayed(tmp_path):
+    from perflab.measure.executor import MockExecutor
+    from perflab.model import Workload
+    from perflab.store import open_store
+    from perflab.studies.lab_steps import LabContext, slowest_event
+    from perflab.studies.session import Session
+
+    log = "".join(f"done processing event #{k} in {ms} ms\n" for k, ms in ((0, 3.5), (1, 9.25), (2, 4.0)))
+    ex = MockExecutor(output=lambda spec: log)
+    wl = Workload(name="w", argv=("w",), event_arg=("--event", "{k}"))
+    with open_store(str(tmp_path / "s.db")) as store:
+        cid = store.start_campaign("lab", {})
+        ctx = LabContext(None, Session(ex, store, cid), None, workload=wl)
+        assert slowest_event(ctx) == (1, 9.25) and len(ex.calls) == 1
+        # a resumed lab reads the stored run back instead of running the workload again
+        ex2 = MockExecutor(output=lambda spec: "")
+        ctx2 = LabContext(None, Session(ex2, store, cid, resumed=True), None, workload=wl)
+        assert slowest_event(ctx2) == (1, 9.25) and ex2.calls == []
+
+
+def test_resumed_lab_loads_done_children_from_the_store(tmp_path):
+    from perflab.measure.executor import MockExecutor
+    from perflab.studies import resume_study
+
+    store, result = _mock_lab(tmp_path, MockExecutor())
+    store.finish_campaign(result.campaign_id, "interrupted", store.campaign(result.campaign_id).summary)
+    ex = MockExecutor()
+    _, again = resume_study(store, result.campaign_id, ex)
+    (run,) = again.steps
+    assert ex.calls == [] and run.earlier and run.campaign == result.steps[0].campaign
+    assert run.result.benchmarks[0].times == result.steps[0].result.benchmarks[0].times
+    assert again.executed_runs == 0 and store.campaign(result.campaign_id).status == "done"
+    store.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import statistics
 import sys
 
 import pytest
@@ -214,3 +213,91 @@ def test_mem_node_binds_through_numactl(ex):
     r = ex.run(RunSpec(argv=("numactl", "--show"), mem_node=0,
                        metrics=compile_patterns([r"membind: (?P<node>\d+)"])))
     assert r.ok and r.metrics == {"node": 0.0}
+
+
+def test_environment_follows_os_environ_and_the_spec(ex, monkeypatch):
+    # The spawn server keeps perflab's environment from its start; a change made since, and a
+    # spec's own variables, still reach the command.
+    show = py("import os; print(os.environ.get('PL_A'), os.environ.get('PL_B'))",
+              metrics=compile_patterns([r"(?P<a>\S+) (?P<b>\S+)"]))
+    r = ex.run(RunSpec(argv=show.argv, capture_output=True))
+    assert r.ok
+    monkeypatch.setenv("PL_A", "1")
+    out, text = ex.capture(show)
+    assert text.strip() == "1 None"
+    _, text = ex.capture(RunSpec(argv=show.argv, env={"PL_B": "2"}))
+    assert text.strip() == "1 2"
+    monkeypatch.delenv("PL_A")
+    _, text = ex.capture(RunSpec(argv=show.argv))
+    assert text.strip() == "None None"
+
+
+def test_mock_capture_plays_output():
+    ex = MockExecutor(output=lambda spec: "event 3\n")
+    res, text = ex.capture(RunSpec(argv=("sleep", "0.5")))
+    assert res.wall_ns == 500_000_000 and text == "event 3\n"
+
+
+def _health_tree(tmp_path, steal=0, psi=0, runnable=1, freq=2000000, throttle=0, no_turbo=0, idle=1000):
+    def put(rel, text):
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+    put("proc/stat", f"cpu  100 0 50 {idle} 0 0 0 {steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    put("proc/pressure/cpu", f"some avg10=0.00 avg60=0.00 avg300=0.00 total={psi}\n"
+                             "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    put("proc/loadavg", f"0.10 0.20 0.30 {runnable}/120 999\n")
+    for cpu in (0, 1):
+        base = f"sys/devices/system/cpu/cpu{cpu}"
+        put(f"{base}/cpufreq/scaling_cur_freq", f"{freq}\n")
+        put(f"{base}/cpufreq/scaling_governor", "performance\n")
+        put(f"{base}/thermal_throttle/core_throttle_count", f"{throttle}\n")
+        put(f"{base}/thermal_throttle/package_throttle_count", "0\n")
+    put("sys/devices/system/cpu/intel_pstate/no_turbo", f"{no_turbo}\n")
+
+
+def test_health_on_a_fixture_tree(tmp_path):
+    import time
+
+    from perflab.measure.health import HealthProbe
+
+    _health_tree(tmp_path)
+    probe = HealthProbe(Root(str(tmp_path)))
+    assert (probe.governor, probe.turbo) == ("performance", True)
+    time.sleep(0.01)
+    health, suspect = probe.sample((0,))
+    assert not suspect and health["runnable_others"] == 0 and health["freq_mhz"] == {0: 2000}
+    assert health["cpu_pressure"] == 0 and health["governor"] == "performance" and health["turbo"] is True
+    # a quiet run: 10 ms of pressure in >= 1 s would be 1 %; here another task waited 50 ms of ~20 ms
+    _health_tree(tmp_path, psi=50_000, runnable=3, freq=1200000)
+    time.sleep(0.02)
+    health, suspect = probe.sample((0,))
+    assert suspect and health["cpu_pressure"] > 0.2 and health["runnable_others"] == 2
+    assert health["freq_mhz"] == {0: 1200}
+    # hypervisor steal: 30 of 1180 jiffies since the last sample is 2.5 %
+    _health_tree(tmp_path, psi=50_000, steal=30, idle=2150)
+    time.sleep(0.2)
+    health, suspect = probe.sample((0,))
+    assert health["steal"] == round(30 / 1180, 4) and suspect and health["cpu_pressure"] == 0
+    # a thermal throttle event on the run's CPU
+    _health_tree(tmp_path, psi=50_000, steal=30, idle=2150, throttle=2)
+    health, suspect = probe.sample((0,))
+    assert health["throttle"] == 2 and suspect
+    probe.close()
+
+
+def test_health_where_the_machine_tells_little(tmp_path):
+    from perflab.measure.health import HealthProbe
+
+    (tmp_path / "proc").mkdir()
+    probe = HealthProbe(Root(str(tmp_path)))  # no /proc files, no cpufreq: nothing to say
+    assert probe.sample((0, 1)) == ({}, False)
+    assert (probe.governor, probe.turbo) == (None, None)
+
+
+def test_real_runs_carry_their_health(ex):
+    r = ex.run(RunSpec(argv=("true",)))
+    assert isinstance(r.health, dict) and "runnable_others" in r.health  # /proc/loadavg is always there
+    assert r.suspect == (r.health.get("cpu_pressure", 0) > 0.2 or r.health.get("steal", 0) > 0.02
+                         or r.health.get("throttle", 0) > 0)

@@ -99,3 +99,50 @@ def test_compare_cli_json_and_missing_campaign(tmp_path, store):
                        capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr and "999" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_plots_draw_points_not_bars_unless_zero_is_on_the_axis():
+    import re
+
+    from perflab.report.plots import bars_with_ci, ratios_log
+
+    def rects(svg: str) -> int:  # matplotlib draws bars as patches with ids patch_N
+        return len(re.findall(r'id="patch_\d+"', svg))
+
+    points = bars_with_ci(["a", "b"], [1.00, 1.02], [0.99, 1.01], [1.01, 1.03], ylabel="wall time [s]")
+    bars = bars_with_ci(["a", "b"], [40.0, 27.0], ylabel="max RSS [MiB]", zero=True)
+    assert rects(bars) - rects(points) == 2  # the two bars; the points version has none
+    ratio = ratios_log(["b", "c"], [1.5, 0.8], [1.2, 0.6], [1.9, 1.1], [True, False])
+    assert ratio.count("<path") > 10 and 'id="line2d' in ratio
+
+
+def test_cells_have_three_significant_digits():
+    from perflab.report.render import format_cell, is_text
+
+    assert [format_cell(v) for v in (0.012345, 1.23456, 123.456, 61234.5, 1234567.0, 12345, None, True)] == [
+        "0.0123", "1.23", "123", "61,200", "1.23e+06", "12,345", "—", "yes"]
+    assert is_text("sleep 0.1") and not is_text("1,234") and not is_text(1.5)
+
+
+def test_run_report_answers_first_with_evidence_and_its_level(store):
+    from perflab.measure.executor import MockExecutor
+    from perflab.platform.host import Machine
+    from perflab.platform.topology import Topology
+    from perflab.studies import run as run_mod
+    from perflab.studies import run_study
+
+    machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
+    config = run_mod.RunConfig(commands=(run_mod.Command("sleep 0.2", ("sleep", "0.2")),
+                                         run_mod.Command("sleep 0.1", ("sleep", "0.1"))), runs=6)
+    res = run_study(run_mod, config, store, MockExecutor(), machine=machine)
+    report = build_report(store, [store.campaign(res.campaign_id)])
+    (answer,) = report.answers
+    assert answer.question == "How long does the workload take?" and answer.key == f"run-{res.campaign_id}"
+    assert answer.evidence == "median 0.1 s [0.1, 0.1] s (97% CI), 6 runs"
+    (sec,) = report.sections
+    assert [p.title.split(" (")[0] for p in sec.plots] == ["Median wall time with its CI",
+                                                            "Median wall time relative to the fastest"]
+    html = to_html(report)
+    assert html.index('<section id="summary"') < html.index(f'<section id="run-{res.campaign_id}"')
+    md = to_markdown(report)
+    assert md.index("## Answers") < md.index("## Timing")

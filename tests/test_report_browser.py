@@ -28,14 +28,26 @@ def console_errors(stderr: str) -> list[str]:
     return [ln for ln in stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
 
 
-def check_rendered(tmp_path, html_path: str, section_ids: list[str]) -> None:
-    """DOM has every section, the screenshot is not blank, the console stayed quiet."""
+def check_rendered(tmp_path, html_path: str, section_ids: list[str], screenshot: str | None = None) -> None:
+    """The summary table is the first section, every section is there with non-empty plots, the
+    console stayed quiet, and the page is not blank; the top of the page saved as a small PNG."""
+    import re
+
     url = "file://" + os.path.abspath(html_path)
     dom = chromium(tmp_path, "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    for sid in section_ids:
-        assert f'id="{sid}"' in dom.stdout, sid
     assert console_errors(dom.stderr) == []
+    ids = re.findall(r'<section id="([\w-]+)"', dom.stdout)
+    assert ids[0] == "summary", ids
+    for sid in section_ids:
+        assert sid in ids, sid
+    summary = dom.stdout[dom.stdout.index('<section id="summary"'):].split("</section>", 1)[0]
+    for sid in ids[1:]:
+        if sid != "machine":
+            assert f'href="#{sid}"' in summary, f"no summary row for {sid}"
+    for sec in re.findall(r'<section id="[\w-]+".*?</section>', dom.stdout, re.S):
+        for svg in re.findall(r"<svg.*?</svg>", sec, re.S):
+            assert svg.count("<path") >= 5, "an empty plot"
     png = tmp_path / "shot.png"
     shot = chromium(tmp_path, f"--screenshot={png}", "--window-size=1200,2400", url)
     assert shot.returncode == 0 and png.exists(), shot.stderr[-2000:]
@@ -47,6 +59,11 @@ def check_rendered(tmp_path, html_path: str, section_ids: list[str]) -> None:
     background = img[5, 5, :3]
     differing = (abs(img[:, :, :3] - background).sum(axis=2) > 0.1).mean()
     assert differing > 0.01, f"screenshot looks blank ({differing:.4f} of pixels differ)"
+    if screenshot:
+        top = tmp_path / "top.png"
+        shot = chromium(tmp_path, f"--screenshot={top}", "--window-size=1100,700", url)
+        assert shot.returncode == 0 and top.exists()
+        shutil.copy(top, screenshot)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (scripts/install-system-packages.sh installs it)")
@@ -59,6 +76,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
         store.add_measurement(cid, RunResult(int(w * 1e9), w, 0.0, 1000, 1, 0, 1, 1, 0), {}, i, "sleep 1")
     store.finish_campaign(cid, "done", {"verdict": "sleep 1 took 1.03 s",
                                         "results": [{"command": "sleep 1", "median": 1.03}]})
+    assert store.campaign(cid).status == "done"
     report = build_report(store, select_campaigns(store, []))
     # a plot, so the screenshot has graphics as well as text
     from perflab.report.model import Plot

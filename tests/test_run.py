@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import subprocess
@@ -13,10 +14,16 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.measure.executor import MockExecutor
-from perflab.model import RunResult
+from perflab.model import MetricPattern, RunResult
+from perflab.platform.host import Machine
+from perflab.platform.topology import Topology
 from perflab.report import export
+from perflab.report.terminal.run import render
 from perflab.store import open_store
-from perflab.studies.run import Command, RunConfig, run_run
+from perflab.studies import resume_study, run_result, run_study
+from perflab.studies import run as run_mod
+from perflab.studies.run import Command, RunConfig
+from perflab.studies.run_result import RunStudyResult
 
 PERFLAB = str(Path(sys.executable).with_name("perflab"))
 HYPERFINE_KEYS = {"command", "mean", "stddev", "median", "user", "system", "min", "max",
@@ -25,6 +32,13 @@ HYPERFINE_KEYS = {"command", "mean", "stddev", "median", "user", "system", "min"
 
 def cmd(text: str) -> Command:
     return Command(text, tuple(text.split()))
+
+
+MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
+
+
+def run_run(config: RunConfig, executor, store):
+    return run_study(run_mod, config, store, executor, machine=MACHINE)
 
 
 @pytest.fixture
@@ -44,14 +58,30 @@ def test_fixed_runs_interleaved_and_stored(store):
     assert all(sorted(r) == ["sleep 0.1", "sleep 0.2"] for r in rounds)
     assert len(set(rounds)) == 2  # both orders occur with seed 1
     a, b = res.benchmarks
-    assert a.summary.median == pytest.approx(0.2) and b.summary.median == pytest.approx(0.1)
-    assert b.relative == (1.0, 1.0, 1.0)
-    assert a.relative[0] == pytest.approx(2.0)
+    assert a.summary["median"] == pytest.approx(0.2) and b.summary["median"] == pytest.approx(0.1)
+    # n = 5: min..max is the narrowest interval that reaches 95 %? No: it covers 1 - 2/32.
+    assert b.median_ci == {"low": pytest.approx(0.1), "high": pytest.approx(0.1), "level": 0.9375}
+    assert b.relative == {"ratio": 1.0, "low": 1.0, "high": 1.0, "level": 0.95}
+    assert a.relative["ratio"] == pytest.approx(2.0)
     assert res.fastest is b
     stored = store.measurements(res.campaign_id)
     assert len(stored) == 10 and {m.label for m in stored} == {"sleep 0.1", "sleep 0.2"}
     assert sorted(m.rep for m in stored if m.label == "sleep 0.1") == [0, 1, 2, 3, 4]
-    assert store.campaign(res.campaign_id).status == "done"
+    camp = store.campaign(res.campaign_id)
+    assert camp.status == "done"
+    # the stored summary is the result: from_dict gives it back, and analyse on the stored runs
+    # gives the same numbers
+    again = RunStudyResult.from_dict(camp.summary)
+    assert [x.times for x in again.benchmarks] == [x.times for x in res.benchmarks]
+    replay = run_mod.analyse(RunConfig.from_dict(camp.config), stored)
+    assert [x.summary for x in replay.benchmarks] == [x.summary for x in res.benchmarks]
+
+
+def test_config_round_trips(store):
+    cfg = RunConfig(commands=(Command("a {x}", ("a", "{x}"), shell=False),), runs=3,
+                    metrics=(MetricPattern(r"(?P<n>\d+)"),), parameters=(("x", ("1", "2")),),
+                    cpus=(0,), env=(("A", "1"),))
+    assert RunConfig.from_dict(cfg.as_dict()) == cfg
 
 
 def test_parameter_scan_substitutes(store):
@@ -61,11 +91,18 @@ def test_parameter_scan_substitutes(store):
     res = run_run(cfg, ex, store)
     assert [b.command for b in res.benchmarks] == ["sleep 0.1", "sleep 0.3"]
     assert [b.params for b in res.benchmarks] == [{"t": "0.1"}, {"t": "0.3"}]
-    assert [b.summary.median for b in res.benchmarks] == pytest.approx([0.1, 0.3])
+    assert [b.summary["median"] for b in res.benchmarks] == pytest.approx([0.1, 0.3])
+
+
+def test_same_command_twice_gets_its_own_key(store):
+    res = run_run(RunConfig(commands=(cmd("sleep 0.1"), cmd("sleep 0.1")), runs=3), MockExecutor(), store)
+    assert [b.command for b in res.benchmarks] == ["sleep 0.1", "sleep 0.1 #2"]
+    assert [b.n for b in res.benchmarks] == [3, 3]
 
 
 def test_adaptive_precision_stops_quiet_command_early(store):
-    # 'quiet' has 0.1% jitter, 'noisy' +-20%: precision 1% stops quiet at min_runs, noisy at max.
+    # 'quiet' has 0.1% jitter, 'noisy' +-20%: precision 1% stops quiet once the order-statistic
+    # interval reaches 95 % (n = 6), noisy at max.
     counter = {"quiet": 0, "noisy": 0}
 
     def model(spec):
@@ -79,39 +116,115 @@ def test_adaptive_precision_stops_quiet_command_early(store):
                     precision=0.01, min_runs=5, max_runs=40)
     res = run_run(cfg, MockExecutor(model), store)
     quiet, noisy = res.benchmarks
-    assert len(quiet.results) == 5
-    assert len(noisy.results) == 40
+    assert quiet.n == 6
+    assert noisy.n == 40
 
 
 def test_default_time_budget(store):
     # without --runs: enough runs for 3 s of measuring, at least min_runs
     res = run_run(RunConfig(commands=(cmd("sleep 0.5"),)), MockExecutor(), store)
-    assert len(res.benchmarks[0].results) == 10
+    assert res.benchmarks[0].n == 10
     res = run_run(RunConfig(commands=(cmd("sleep 0.01"),)), MockExecutor(), store)
-    assert len(res.benchmarks[0].results) == 300
+    assert res.benchmarks[0].n == 300
 
 
 def test_max_time(store):
     res = run_run(RunConfig(commands=(cmd("sleep 1"),), runs=100, max_time=4.5), MockExecutor(), store)
-    assert len(res.benchmarks[0].results) == 5 and res.stopped_by == "max-time"
+    assert res.benchmarks[0].n == 5 and res.stopped_by == "max-time"
+
+
+def _failing_after(ex_calls, good: int):
+    def model(spec):
+        code = 0 if len(ex_calls()) <= good else 4
+        return RunResult(wall_ns=1000, user_s=0, sys_s=0, maxrss_kb=1, minflt=0, majflt=0,
+                         nvcsw=0, nivcsw=0, exit_code=code, stderr_tail="boom\nlast words")
+    return model
 
 
 def test_failure_stops_with_message_and_keeps_runs(store):
-    def model(spec):
-        n = len([c for c in ex.calls])
-        code = 0 if n < 3 else 4
-        return RunResult(wall_ns=1000, user_s=0, sys_s=0, maxrss_kb=1, minflt=0, majflt=0,
-                         nvcsw=0, nivcsw=0, exit_code=code, stderr_tail="boom\nlast words")
-
-    ex = MockExecutor(model)
+    ex = MockExecutor()
+    ex.model = _failing_after(lambda: ex.calls, 3)
     with pytest.raises(PerflabError, match=r"command 'x' exited with status 4 \(stderr: last words\)"):
         run_run(RunConfig(commands=(cmd("x"),), runs=10), ex, store)
     camp = store.campaigns(study="run")[-1]
     assert camp.status == "failed"
-    assert len(store.measurements(camp.id)) == 3  # the failing run is stored too
-    ex2 = MockExecutor(model)
-    res = run_run(RunConfig(commands=(cmd("x"),), runs=10, ignore_failure=True), ex2, store)
-    assert res.benchmarks[0].results[-1].exit_code == 4
+    stored = store.measurements(camp.id)
+    assert len(stored) == 4 and stored[-1].result.failure == "exit status 4"  # the failing run too
+
+
+def test_failed_runs_are_stored_and_left_out(store):
+    ex = MockExecutor()
+    ex.model = _failing_after(lambda: ex.calls, 3)
+    res = run_run(RunConfig(commands=(cmd("x"),), runs=10, ignore_failure=True), ex, store)
+    b = res.benchmarks[0]
+    assert b.n == 3 and b.failures == {"exit status 4": 7} and b.times == [1e-6] * 3
+    assert "7 of 10 runs failed (7 exit status 4)" in " ".join(res.warnings)
+    assert len(store.measurements(res.campaign_id)) == 10
+    # a command whose every run fails is reported as failed, not as fast
+    res = run_run(RunConfig(commands=(cmd("sleep 0.1"), cmd("false")), runs=3, ignore_failure=True),
+                  MockExecutor(), store)
+    assert res.fastest.command == "sleep 0.1" and res.benchmarks[1].summary is None
+    assert "every run of false failed" in run_result.verdict(res)
+
+
+def test_resume_repeats_no_stored_run(store):
+    class Stop(KeyboardInterrupt):
+        pass
+
+    ex = MockExecutor()
+
+    def model(spec):
+        if len(ex.calls) == 8:
+            raise Stop()
+        return float(spec.argv[1])
+
+    ex.model = model
+    cfg = RunConfig(commands=(cmd("sleep 0.2"), cmd("sleep 0.1")), runs=6, warmup=1, seed=3)
+    with pytest.raises(Stop):
+        run_run(cfg, ex, store)
+    camp = store.campaigns(study="run")[-1]
+    assert camp.status == "interrupted" and camp.n_measurements == 5  # 8th call: 2 warm-ups, 5 runs
+    ex2 = MockExecutor()
+    _, res = resume_study(store, camp.id, ex2)
+    assert len(ex2.calls) == 7  # only the missing runs: no warm-up, nothing repeated
+    full = run_run(cfg, MockExecutor(), store)
+    assert [b.times for b in res.benchmarks] == [b.times for b in full.benchmarks]
+    assert store.campaign(camp.id).n_measurements == 12
+
+
+def test_resume_on_postgresql(postgres_url):
+    # The same interrupted run, resumed from a PostgreSQL store: the Session's replay and the
+    # campaign context manager are the same code on either backend.
+    class Stop(KeyboardInterrupt):
+        pass
+
+    with open_store(postgres_url) as store:
+        ex = MockExecutor()
+        ex.model = lambda spec: (_ for _ in ()).throw(Stop()) if len(ex.calls) == 6 else 0.1
+        cfg = RunConfig(commands=(cmd("sleep 0.1"), cmd("sleep 0.2")), runs=4, seed=2)
+        with pytest.raises(Stop):
+            run_run(cfg, ex, store)
+        camp = store.campaigns(study="run")[-1]
+        assert camp.status == "interrupted" and camp.n_measurements == 5
+        ex2 = MockExecutor()
+        _, res = resume_study(store, camp.id, ex2)
+        assert len(ex2.calls) == 3 and [b.n for b in res.benchmarks] == [4, 4]
+        assert store.campaign(camp.id).status == "done"
+
+
+def test_terminal_snapshot(store):
+    from rich.console import Console
+
+    cfg = RunConfig(commands=(cmd("sleep 0.2"), cmd("sleep 0.1"), cmd("false")), runs=5,
+                    ignore_failure=True, seed=1)
+    res = run_run(cfg, MockExecutor(), store)
+    console = Console(width=160, record=True, file=io.StringIO(), color_system=None)
+    render(res, console)
+    text = console.export_text()
+    snap = Path(__file__).parent / "snapshots" / "run.txt"
+    if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
+        snap.write_text(text)
+    assert text == snap.read_text()
 
 
 def test_exports_hyperfine_schema(store, tmp_path):
@@ -125,7 +238,7 @@ def test_exports_hyperfine_schema(store, tmp_path):
     assert r0["parameters"] == {"t": "0.1"}
     assert r0["mean"] == pytest.approx(0.1) and r0["times"] == pytest.approx([0.1] * 3)
     assert r0["memory_usage_byte"] == [1024 * 1024] * 3 and r0["exit_codes"] == [0, 0, 0]
-    assert r0["user"] == pytest.approx(0.09) and "median_ci" in r0
+    assert r0["user"] == pytest.approx(0.09) and r0["median_ci"]["level"] == 0.75
     export.export_csv(res, str(tmp_path / "e.csv"))
     rows = list(csv.reader((tmp_path / "e.csv").open()))
     assert rows[0][:9] == ["command", "mean", "stddev", "median", "user", "system", "min", "max",
@@ -133,7 +246,7 @@ def test_exports_hyperfine_schema(store, tmp_path):
     assert rows[2][0] == "sleep 0.2"
     export.export_markdown(res, str(tmp_path / "e.md"))
     md = (tmp_path / "e.md").read_text().splitlines()
-    assert md[0].startswith("| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |")
+    assert md[0].startswith("| Command | Mean [ms] | Min [ms] | Max [ms] | Relative | Median [ms] (75% CI)")
     assert "| `sleep 0.1` | 100.0 ± 0.0 | 100.0 | 100.0 | 1.00 |" in md[2]
 
 
@@ -171,7 +284,7 @@ def test_cli_compare_two_commands_and_metrics(tmp_path):
     assert p.returncode == 0, p.stderr
     data = json.loads(out.read_text())["results"]
     assert [r["metrics"]["n"] for r in data] == [12.0, 3.0]
-    assert data[1]["relative"][0] > 1.0 and data[0]["relative"] == [1.0, 1.0, 1.0]
+    assert data[1]["relative"]["ratio"] > 1.0 and data[0]["relative"]["ratio"] == 1.0
     assert "fastest" in p.stdout
 
 
@@ -254,3 +367,79 @@ def test_cli_parameter_scan_prepare_precision(tmp_path):
                 "--max-runs", "8", "--export-json", str(out), "--", "true")
     assert p.returncode == 0, p.stderr
     assert 3 <= len(json.loads(out.read_text())["results"][0]["times"]) <= 8
+
+
+def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
+    # A real `perflab run` is SIGKILLed after some runs are stored; resuming from the store runs
+    # only the missing ones: every execution of the command is either stored or was in flight.
+    import signal
+    import sqlite3
+    import time
+
+    from perflab.measure.executor import RealExecutor
+
+    db, log = tmp_path / "r.db", tmp_path / "runs.log"
+    script = f"echo x >> {log}; sleep 0.05"
+    p = subprocess.Popen([PERFLAB, "run", "--db", str(db), "--runs", "30", "--warmup", "1",
+                          "--shell", "--", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def stored() -> int:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                return conn.execute("SELECT count(*) FROM measurements").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+    deadline = time.monotonic() + 60
+    while stored() < 8 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    before = stored()
+    assert 8 <= before < 30
+    executed_before = len(log.read_text().splitlines()) - 1  # minus the warm-up
+    assert executed_before in (before, before + 1)  # at most the run in flight is lost
+    with open_store(str(db)) as store, RealExecutor() as ex:
+        camp = store.campaigns(study="run")[-1]
+        assert camp.status == "running"  # killed: nobody closed it
+        _, res = resume_study(store, camp.id, ex)
+        ms = store.measurements(camp.id)
+        assert store.campaign(camp.id).status == "done"
+    executed_after = len(log.read_text().splitlines()) - 1 - executed_before
+    assert executed_after == 30 - before  # no warm-up, no stored run repeated
+    assert sorted(m.rep for m in ms) == list(range(30))  # none lost, none twice
+    assert res.benchmarks[0].n == 30 and res.benchmarks[0].median_ci["level"] >= 0.95
+
+
+def test_lite_store_writes_what_the_full_store_reads(tmp_path):
+    # perflab run writes through sqlite3 (no SQLAlchemy import); the full Store reads it back
+    # exactly, and the SQLite settings say what durability that keeps (WAL, synchronous=NORMAL).
+    from perflab.store.lite import LiteStore, open_fast
+
+    db = str(tmp_path / "l.db")
+    open_store(db).close()  # a new file is created (and migrated) by the full store
+    lite = open_fast(db)
+    assert isinstance(lite, LiteStore)
+    assert lite._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert lite._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    host = lite.add_host({"hostname": "h", "cpu_model": "x", "loadavg": [1.0]}, {"cpus": []})
+    assert lite.add_host({"hostname": "h", "cpu_model": "x", "loadavg": [2.0]}, {"cpus": []}) == host
+    r = RunResult(wall_ns=12345, user_s=0.5, sys_s=0.25, maxrss_kb=7, minflt=1, majflt=2, nvcsw=3,
+                  nivcsw=4, exit_code=None, signal=9, timed_out=True, start_ns=5, end_ns=12350,
+                  metrics={"m": 1.5}, health={"steal": 0.1}, suspect=True, stderr_tail="x")
+    with lite.open_campaign("run", {"a": 1}, host_id=host, labels={"fleet": "f"}) as camp:
+        lite.add_measurement(camp.id, r, {"k": "v"}, rep=3, label="L")
+        camp.summary = {"ok": True}
+    lite.close()
+    with open_store(db) as full:
+        c = full.campaign(camp.id)
+        assert (c.status, c.summary, c.config, c.labels, c.host_id) == ("done", {"ok": True}, {"a": 1},
+                                                                      {"fleet": "f"}, host)
+        assert c.started is not None and c.finished is not None and c.started.tzinfo is not None
+        (m,) = full.measurements(camp.id)
+        assert (m.label, m.params, m.rep) == ("L", {"k": "v"}, 3)
+        assert m.result == RunResult(**{**r.__dict__, "counters": {}})
+        assert m.result.failure == "timed out"
+        assert full.host(host)["metadata"]["loadavg"] == [2.0]
+    # an older or missing file goes to the full store, which creates or migrates it
+    assert not isinstance(open_fast(str(tmp_path / "new.db")), LiteStore)

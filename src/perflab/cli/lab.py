@@ -2,58 +2,131 @@
 
 from __future__ import annotations
 
+import os
+import time
+from typing import Any
+
 import click
 
 from perflab.cli.common import store_option
+from perflab.errors import PerflabError
 
 
-@click.command("lab")
+@click.command("lab", context_settings={"ignore_unknown_options": True})
 @click.option("--workload", "-w", "workload", metavar="NAME|FILE",
               help="Workload name or a perflab.toml file (default: the built-in minihlt).")
 @click.option("--config", "config_path", metavar="FILE", help="perflab.toml with workload definitions.")
 @click.option("--quick", is_flag=True, help="Shrink every study: finishes in a few minutes on 2 CPUs.")
 @click.option("--out", "out_dir", default="perflab-lab", show_default=True, metavar="DIR",
-              help="Directory for the report, profiles and the resume journal.")
-@click.option("--resume", is_flag=True, help="Carry on an interrupted lab without repeating finished runs.")
+              help="Directory for the report and the profiles.")
+@click.option("--resume", is_flag=True,
+              help="Carry on the newest unfinished lab from the store without repeating stored runs.")
 @click.option("--studies", metavar="LIST", help="Comma-separated subset, e.g. run,cores,variants.")
 @click.option("--seed", default=1, show_default=True, help="Seed for every shuffled order.")
 @store_option
+@click.argument("workload_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
 def command(workload: str | None, config_path: str | None, quick: bool, out_dir: str, resume: bool,
-            studies: str | None, seed: int, db_url: str | None) -> None:
-    """Capture the machine, build the workload, run the default studies, write the report.
+            studies: str | None, seed: int, db_url: str | None, workload_args: tuple[str, ...]) -> None:
+    """Build the workload, run the default studies, write the report.
 
     Default studies: run, cores, instances, variants, profile (of the slowest event), frontend,
-    micro. Every measurement goes to the results store as it completes.
+    micro. Every measurement goes to the results store as it completes; --resume finishes an
+    interrupted lab from the store. ARGS after -- are appended to the workload's command.
     """
-    import os
-
-    from rich.console import Console
-
     from perflab.measure.executor import default_executor
+    from perflab.report.terminal.lab import render
+    from perflab.store import open_store
+    from perflab.studies import lab, resume_study, run_study
+
+    config = lab.LabConfig(workload=workload, config_path=config_path, quick=quick, out_dir=out_dir,
+                           seed=seed, workload_args=tuple(workload_args), studies=tuple(s.strip() for s in (studies or "").split(",") if s.strip()))
+    lab.plan(config)  # unknown study names fail here, before anything is built
+    console = _console()
+    with open_store(db_url) as store, default_executor() as executor:
+        console.print(f"perflab lab: results in {store.display}", highlight=False)
+        with LabDisplay(console) as display:
+            if resume:
+                if workload_args:
+                    raise PerflabError("--resume takes the stored workload and its arguments: drop the ARGS")
+                unfinished = [c for c in store.campaigns(study="lab") if c.status != "done"]
+                if not unfinished:
+                    raise PerflabError(f"nothing to resume in {store.display}: start one with perflab lab")
+                _, result = resume_study(store, unfinished[-1].id, executor, progress=display)
+            else:
+                result = run_study(lab, config, store, executor, progress=display, name="lab")
+        html_path, md_path = _write_report(store, result)
+        render(result, console, children=False)  # the live display printed each study's
+        console.print(f"report: {html_path} (and {md_path}); lab campaign {result.campaign_id} in "
+                      f"{store.display}", highlight=False)
+
+
+def _write_report(store: Any, result: Any) -> tuple[str, str]:
     from perflab.report.build import build_report, lab_children
     from perflab.report.render import to_html, to_markdown
-    from perflab.store import open_store
-    from perflab.studies.lab import LabConfig, run_lab
 
-    console = Console()
-    store = open_store(db_url)
-    console.print(f"perflab lab: results in {store.display}")
-    cfg = LabConfig(workload=workload, config_path=config_path, quick=quick, out_dir=out_dir,
-                    resume=resume, seed=seed,
-                    studies=tuple(s.strip() for s in studies.split(",") if s.strip()) if studies else ())
-    summary = run_lab(cfg, store, default_executor(), console)
-    lab = store.campaign(summary["lab_id"])
-    report = build_report(store, lab_children(store, lab), title=f"perflab lab: {lab.id}")
-    out = summary["out_dir"]
-    os.makedirs(out, exist_ok=True)
-    html_path, md_path = os.path.join(out, "report.html"), os.path.join(out, "report.md")
+    camp = store.campaign(result.campaign_id)
+    report = build_report(store, lab_children(store, camp), title=None, lab=camp)
+    os.makedirs(result.out_dir, exist_ok=True)
+    html_path, md_path = os.path.join(result.out_dir, "report.html"), os.path.join(result.out_dir, "report.md")
     with open(html_path, "w", encoding="utf-8") as fh:
         fh.write(to_html(report))
     with open(md_path, "w", encoding="utf-8") as fh:
         fh.write(to_markdown(report))
-    console.rule("perflab lab")
-    for s in report.sections:
-        console.print(f"{s.title}: {s.verdict}", highlight=False, markup=False)
-    console.print(f"{summary['verdict']} ({summary.get('executed_runs', 0)} runs executed, "
-                  f"{summary.get('replayed_runs', 0)} replayed from the journal)")
-    console.print(f"report: {html_path} (and {md_path}); lab campaign {lab.id} in {store.display}")
+    return html_path, md_path
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        # A file or pipe gets the whole table: COLUMNS if set, else wide.
+        console.width = int(os.environ.get("COLUMNS") or 0) or max(console.width, 200)
+    return console
+
+
+class LabDisplay:
+    """Lab's progress: one live display on a terminal (overall, current study, ETA); plain
+    lines otherwise. Each study's result is printed once, as it arrives."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.bar: Any = None
+        self.t0 = time.monotonic()
+
+    def __enter__(self) -> "LabDisplay":
+        if self.console.is_terminal:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), TimeRemainingColumn(), console=self.console,
+                                transient=True, refresh_per_second=4)
+            self.bar.__enter__()
+            self.overall = self.bar.add_task("lab", total=None)
+        self.study = "preparing"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+    def __call__(self, text: str) -> None:
+        # One line: the current study and its latest progress, the studies done, elapsed, ETA.
+        if self.bar is not None:
+            self.bar.update(self.overall, description=f"lab: {self.study}: {text[:90]}")
+
+    def begin(self, name: str, index: int, total: int) -> None:
+        self.study = name
+        if self.bar is not None:
+            self.bar.update(self.overall, total=total, completed=index, description=f"lab: {name}")
+        else:
+            self.console.print(f"[{index + 1}/{total}] {name} "
+                               f"(elapsed {time.monotonic() - self.t0:.0f} s)", highlight=False)
+
+    def end(self, name: str, outcome: Any) -> None:
+        from perflab.report.terminal.lab import render_outcome
+
+        if self.bar is not None:
+            self.bar.advance(self.overall)
+        render_outcome(outcome, self.console)

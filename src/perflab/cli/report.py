@@ -26,7 +26,9 @@ def command(campaigns: tuple[int, ...], output: str | None, fmt: str | None, tit
         fmt = "markdown" if output and output.endswith((".md", ".markdown")) else "html"
     output = output or ("report.md" if fmt == "markdown" else "report.html")
     store = open_store(db_url)
-    report = build_report(store, select_campaigns(store, campaigns), title)
+    labs = [store.campaign(i) for i in campaigns] if campaigns else store.campaigns(study="lab")[-1:]
+    lab = labs[0] if len(labs) == 1 and labs[0].study == "lab" else None
+    report = build_report(store, select_campaigns(store, campaigns), title, lab=lab)
     text = to_markdown(report) if fmt == "markdown" else to_html(report)
     if output == "-":
         click.echo(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, store_option, target_options
 from perflab.cli.gate_common import RunGate, run_gate_options
 from perflab.errors import PerflabError
 
@@ -129,7 +129,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
             if not parts:
                 raise PerflabError("an empty command was given: remove it")
             commands.append(Command(text, parts))
-    if argv:
+    if argv and not workload_name:
         name = " ".join(argv) if shell else _display(argv)
         commands.append(Command(name, (" ".join(argv),) if shell else argv, shell=shell))
 
@@ -139,16 +139,16 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     wl_cwd = None
     if workload_name:
         if commands:
-            raise PerflabError("give either --workload NAME or commands, not both")
+            raise PerflabError("give either --workload NAME or quoted commands, not both")
         from perflab.cli.common import resolve_target
 
-        wl = resolve_target(workload_name, (), shell, config_path)
-        commands.append(Command(wl.name, tuple(wl.argv), shell=wl.shell))
+        # Arguments after -- belong to the named workload (resolve_target appends them).
+        wl = resolve_target(workload_name, tuple(argv), shell, config_path)
+        label = wl.name + (" " + _display(tuple(argv)) if argv else "")
+        commands.append(Command(label, tuple(wl.argv), shell=wl.shell))
         metrics = tuple(wl.metrics) + metrics
         primary = wl.primary_metric
         wl_env, wl_cwd = tuple(dict(wl.env).items()), wl.cwd
-    if not commands:
-        raise PerflabError("nothing to run: give -- CMD [ARGS...], quoted commands, or --workload NAME")
     if names:
         if len(names) > len(commands):
             raise PerflabError(f"{len(names)} --command-name for {len(commands)} commands: give one per command")
@@ -183,35 +183,83 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         workload=workload_name, env=wl_env, cwd=wl_cwd,
     )
 
-    from rich.console import Console
+    from perflab.studies import run as run_study_module
 
+    if not config.commands:
+        raise PerflabError("nothing to run: give -- CMD [ARGS...], quoted commands, or --workload NAME")
+    from perflab.measure.spawn import check_command
+
+    for spec in run_study_module.plan(config):
+        check_command(spec.argv, spec.shell)
+    console = make_console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
     from perflab.measure.executor import default_executor
-    from perflab.store import open_store
-    from perflab.studies.run import run_run
-
-    console = Console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
-    if not console.is_terminal:
-        console.width = max(console.width, 130)  # files and pipes get the whole table
-    store = open_store(db_url)
-    gate.precheck(store)
-    executor = default_executor()
-    try:
-        result = run_run(config, executor, store, console=console)
-    finally:
-        executor.close()
     from perflab.report import export
+    from perflab.report.terminal.run import render
+    from perflab.store.lite import open_fast
 
-    if export_json:
-        export.export_json(result, export_json)
-    if export_csv:
-        export.export_csv(result, export_csv)
-    if export_markdown:
-        export.export_markdown(result, export_markdown)
-    if json_path:
-        import json
+    machine = _Pending()  # the machine capture, on a thread beside the runs
+    with open_fast(db_url) as store, default_executor() as executor:
+        gate.precheck(store)
+        result = _measure(run_study_module, config, store, executor, machine, console)
+        render(result, console)
+        console.print(f"perflab: results in {store.display}, campaign {result.campaign_id}", highlight=False)
+        if export_json:
+            export.export_json(result, export_json)
+        if export_csv:
+            export.export_csv(result, export_csv)
+        if export_markdown:
+            export.export_markdown(result, export_markdown)
+        if json_path:
+            emit_json(json_path, result.as_dict())
+        gate.after(store, result.campaign_id, stdout_taken=console.stderr)
 
-        from perflab.store import dumps
 
-        text = json.dumps(json.loads(dumps(result.to_dict())), indent=2) + "\n"
-        export._write(json_path, text)
-    gate.after(store, result.campaign_id, stdout_taken=console.stderr)
+def _measure(module, config, store, executor, machine, console):
+    """Run the study, with a transient progress line on a terminal.
+
+    The machine capture runs on a thread beside the runs: it waits on subprocesses and a steal
+    sample, which need no CPU of ours, and the study needs nothing from it before it ends.
+    """
+    from perflab.studies import run_study
+
+    if not console.is_terminal:
+        return run_study(module, config, store, executor, machine=machine)
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True, refresh_per_second=4) as bar:
+        task = bar.add_task("measuring")
+        return run_study(module, config, store, executor, machine=machine,
+                         progress=lambda text: bar.update(task, description=f"measuring: {text}"))
+
+
+class _Pending:
+    """The machine capture running on a thread; result() waits for it (or re-raises its error)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        from perflab.platform.hostcache import capture_cached
+        from perflab.studies import with_abi_probes
+
+        self._done = threading.Event()
+        self._value: object = None
+        self._error: BaseException | None = None
+
+        def work() -> None:
+            try:
+                self._value = capture_cached(extend=with_abi_probes)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting study
+                self._error = exc
+            finally:
+                self._done.set()
+
+        # A daemon: Ctrl-C must not wait for a compiler's --version to finish.
+        threading.Thread(target=work, name="perflab-capture", daemon=True).start()
+
+    def result(self) -> object:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value

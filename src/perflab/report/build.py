@@ -8,7 +8,9 @@ from typing import Any, Sequence
 from perflab import __version__
 from perflab.errors import PerflabError
 from perflab.report.model import Report, Section, Table
-from perflab.report.sections import build_section
+import perflab.report.sections  # noqa: F401  (registers the study builders)
+from perflab.report.answers import answers
+from perflab.report.generic import build_section
 
 
 def _counts(topo: dict) -> dict:
@@ -125,7 +127,7 @@ def lab_children(store: Any, lab: Any) -> list[Any]:
     return sorted(latest.values(), key=lambda c: order.index(c.study) if c.study in order else 99)
 
 
-def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None) -> Report:
+def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None, lab: Any = None) -> Report:
     sections: list[Section] = []
     hosts: list[dict] = []
     for c in campaigns:
@@ -139,5 +141,23 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None)
     hosts.sort(key=lambda h: (bool(_counts(h.get("topology") or {})), len(h.get("metadata") or {})), reverse=True)
     machine = machine_section(hosts[0]) if hosts else None
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    return Report(title=title or "perflab report", generated=now, version=__version__,
-                  machine=machine, sections=sections)
+    if title is None:
+        title = _title(campaigns, hosts, lab)
+    by_id = {h["id"]: h for h in hosts}
+    return Report(title=title, generated=now, version=__version__,
+                  machine=machine, sections=sections,
+                  answers=answers(list(campaigns), sections, by_id))
+
+
+def _title(campaigns: Sequence[Any], hosts: list[dict], lab: Any) -> str:
+    """'perflab lab: minihlt on host (CPU), 2026-11-23': what was measured, where and when."""
+    workload = ((lab.summary or {}).get("workload") if lab is not None else None) or next(
+        (c.config.get("workload") for c in campaigns if isinstance(c.config.get("workload"), str)), None)
+    md = hosts[0].get("metadata") or {} if hosts else {}
+    where = hosts[0].get("hostname", "") if hosts else ""
+    if md.get("cpu_model"):
+        where += f" ({md['cpu_model']})"
+    started = lab.started if lab is not None else (campaigns[0].started if campaigns else None)
+    when = started.astimezone().strftime("%Y-%m-%d") if started else ""
+    head = "perflab lab" if lab is not None else "perflab report"
+    return f"{head}: {workload or 'stored campaigns'}" + (f" on {where}" if where else "") + (f", {when}" if when else "")

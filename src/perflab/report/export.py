@@ -12,6 +12,9 @@ import io
 import json
 import math
 
+from perflab.report.terminal.run import time_unit
+from perflab.studies.run_result import RunStudyResult, verdict
+
 
 def _mean(xs):
     return sum(xs) / len(xs) if xs else None
@@ -23,55 +26,45 @@ def _clean(v):
     return v
 
 
-def hyperfine_dict(result) -> dict:
+def hyperfine_dict(result: RunStudyResult) -> dict:
     """``{"results": [...]}`` in hyperfine's --export-json schema, plus perflab's extras."""
-    from perflab.studies.run import metric_medians
-
     out = []
     for b in result.benchmarks:
-        if not b.results:
-            continue
         s = b.summary
-        rs = b.results
+        if not s:
+            continue
         entry = {
             "command": b.command,
-            "mean": s.mean,
-            "stddev": s.stddev if s.n > 1 else None,
-            "median": s.median,
-            "user": _mean([r.user_s for r in rs]),
-            "system": _mean([r.sys_s for r in rs]),
-            "min": s.min,
-            "max": s.max,
+            "mean": s["mean"],
+            "stddev": s["stddev"] if s["n"] > 1 else None,
+            "median": s["median"],
+            "user": _mean(b.user),
+            "system": _mean(b.system),
+            "min": s["min"],
+            "max": s["max"],
             "times": b.times,
-            "memory_usage_byte": [r.maxrss_kb * 1024 for r in rs],
-            "exit_codes": [r.exit_code for r in rs],
+            "memory_usage_byte": [kb * 1024 for kb in b.maxrss_kb],
+            "exit_codes": [0] * b.n,  # failed runs are listed under "failures", not timed
         }
         if b.params:
             entry["parameters"] = {k: str(v) for k, v in b.params.items()}
         # perflab's additions
-        entry["median_ci"] = [_clean(b.median_ci[0]), _clean(b.median_ci[1])]
-        entry["relative"] = list(b.relative) if b.relative else None
+        entry["median_ci"] = {k: _clean(v) for k, v in (b.median_ci or {}).items()}
+        entry["relative"] = b.relative
         entry["outliers"] = b.outliers
-        entry["metrics"] = metric_medians(b)
-        entry["metric_values"] = {k: [r.metrics.get(k) for r in rs]
-                                  for k in sorted({k for r in rs for k in r.metrics})}
-        counters = sorted({k for r in rs for k in r.counters})
-        if counters:
-            entry["counters"] = {k: [r.counters.get(k) for r in rs] for k in counters}
-        entry["rusage"] = {
-            "maxrss_kb": [r.maxrss_kb for r in rs],
-            "minflt": [r.minflt for r in rs],
-            "majflt": [r.majflt for r in rs],
-            "nvcsw": [r.nvcsw for r in rs],
-            "nivcsw": [r.nivcsw for r in rs],
-            "user": [r.user_s for r in rs],
-            "system": [r.sys_s for r in rs],
-            "signals": [r.signal for r in rs],
-        }
+        entry["failures"] = b.failures
+        entry["suspect_runs"] = b.suspect
+        entry["metrics"] = b.metric_medians()
+        entry["metric_values"] = b.metrics
+        if b.counters:
+            entry["counters"] = b.counters
+        entry["rusage"] = {"maxrss_kb": b.maxrss_kb, **b.rusage, "user": b.user, "system": b.system}
         out.append(entry)
     return {"results": out, "perflab": {"campaign_id": result.campaign_id,
                                        "warnings": result.warnings,
-                                       "stopped_by": result.stopped_by}}
+                                       "stopped_by": result.stopped_by,
+                                       "failed_runs": result.failed_runs,
+                                       "verdict": verdict(result)}}
 
 
 def export_json(result, path: str) -> None:
@@ -91,8 +84,8 @@ def export_csv(result, path: str) -> None:
         w.writerow([e["command"], e["mean"], e["stddev"] if e["stddev"] is not None else "",
                     e["median"], e["user"], e["system"], e["min"], e["max"],
                     *[e.get("parameters", {}).get(p, "") for p in params],
-                    e["median_ci"][0], e["median_ci"][1],
-                    e["relative"][0] if e["relative"] else 1.0,
+                    e["median_ci"].get("low"), e["median_ci"].get("high"),
+                    e["relative"]["ratio"] if e["relative"] else 1.0,
                     max(e["memory_usage_byte"])])
     _write(path, buf.getvalue())
 
@@ -103,28 +96,32 @@ def export_markdown(result, path: str) -> None:
     if not data:
         _write(path, "")
         return
-    from perflab.studies.run import time_unit
-
     unit = time_unit(min(e["mean"] for e in data))
     unit = "ms" if unit == "µs" else unit  # hyperfine's markdown uses s or ms
     scale = 1.0 if unit == "s" else 1e3
     lines = [f"| Command | Mean [{unit}] | Min [{unit}] | Max [{unit}] | Relative | "
-             f"Median [{unit}] (95% CI) |",
+             f"Median [{unit}] ({_levels(data)} CI) |",
              "|:---|---:|---:|---:|---:|---:|"]
     fastest_median = min(e["median"] for e in data)
     for e in data:
         sd = e["stddev"] or 0.0
         rel = e["relative"]
-        if rel is None or (rel[0] == 1.0 and e["median"] == fastest_median):
+        if rel is None or (rel["ratio"] == 1.0 and e["median"] == fastest_median):
             rel_s = "1.00"
         else:
-            rel_s = f"{rel[0]:.2f} [{rel[1]:.2f}, {rel[2]:.2f}]"
-        lo, hi = e["median_ci"]
+            rel_s = f"{rel['ratio']:.2f} [{rel['low']:.2f}, {rel['high']:.2f}]"
+        lo, hi = e["median_ci"].get("low"), e["median_ci"].get("high")
         lines.append(
             f"| `{e['command']}` | {e['mean'] * scale:.1f} ± {sd * scale:.1f} | "
             f"{e['min'] * scale:.1f} | {e['max'] * scale:.1f} | {rel_s} | "
             f"{e['median'] * scale:.1f} [{(lo or 0) * scale:.1f}, {(hi or 0) * scale:.1f}] |")
     _write(path, "\n".join(lines) + "\n")
+
+
+def _levels(data: list[dict]) -> str:
+    """The CI level of the medians ('95%'; a range where small samples reached less)."""
+    levels = sorted({round(e["median_ci"].get("level") or 0, 3) for e in data})
+    return "/".join(f"{v:.0%}" for v in levels)
 
 
 def _write(path: str, text: str) -> None:

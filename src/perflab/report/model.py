@@ -37,9 +37,21 @@ class Section:
 
 
 @dataclass
+class Answer:
+    """One row of the summary table the report opens with."""
+
+    question: str
+    answer: str  # in words: the section's verdict
+    evidence: str  # effect with CI and level, a p-value, or "not significant"
+    caveats: list[str]
+    key: str  # the section it links to
+
+
+@dataclass
 class Report:
     title: str
     generated: str
     version: str
     machine: Section | None
     sections: list[Section]
+    answers: list[Answer] = field(default_factory=list)

@@ -31,31 +31,71 @@ def _svg(plt, fig) -> str:
     return text[text.index("<svg"):]
 
 
+# Colours that stay apart in grey (a dark blue and a light orange differ in lightness), and a
+# second cue for every highlight: marker shape or hatching, never colour alone.
+NORMAL, HIGHLIGHT = "#2166ac", "#e08214"
+
+
 def bars_with_ci(
     labels: Sequence[str], values: Sequence[float], lo: Sequence[float | None] | None = None,
     hi: Sequence[float | None] | None = None, ylabel: str = "", highlight: Sequence[bool] | None = None,
-    baseline: float | None = None,
+    baseline: float | None = None, zero: bool = False,
 ) -> str:
-    """Bars with asymmetric CI whiskers; highlighted bars (slow CPUs, flagged variants) in red."""
+    """Medians as points with their CI bars (the axis need not start at zero, so no bars that
+    would exaggerate); with ``zero=True`` bars from zero on an axis that includes it.
+    Highlighted values (slow CPUs, significant variants) are orange squares or hatched bars."""
     plt, fig, ax = _figure(max(4.0, min(12.0, 0.45 * len(labels) + 2)), 3.4)
     x = list(range(len(labels)))
-    colors = ["#c0392b" if (highlight and highlight[i]) else "#2e86c1" for i in x]
-    ax.bar(x, values, color=colors)
+    hl = [bool(highlight and highlight[i]) for i in x]
+    if zero:
+        ax.bar(x, values, color=[HIGHLIGHT if h else NORMAL for h in hl],
+               edgecolor="black", linewidth=0.5)
+        for i, h in enumerate(hl):
+            if h:
+                ax.patches[i].set_hatch("//")
+        # matplotlib's autoscaling keeps 0 on the axis of a bar chart
     if lo is not None and hi is not None:
         err_lo = [max(0.0, v - (l if l is not None else v)) for v, l in zip(values, lo)]
         err_hi = [max(0.0, (h if h is not None else v) - v) for v, h in zip(values, hi)]
         ax.errorbar(x, values, yerr=[err_lo, err_hi], fmt="none", ecolor="black", capsize=3, lw=1)
+    if not zero:
+        for flag, marker, colour in ((False, "o", NORMAL), (True, "s", HIGHLIGHT)):
+            xs = [i for i in x if hl[i] == flag]
+            if xs:
+                ax.plot(xs, [values[i] for i in xs], marker, color=colour, ms=6, mec="black", mew=0.5,
+                        label="flagged" if flag else None)
     if baseline is not None:
         ax.axhline(baseline, color="grey", ls="--", lw=1)
     ax.set_xticks(x, labels, rotation=45 if len(labels) > 8 else 0, ha="right" if len(labels) > 8 else "center")
     ax.set_ylabel(ylabel)
-    finite = [v for v in values if v == v]
-    if finite and min(finite) > 0:
-        top = max((h if h is not None else v) for v, h in zip(values, hi or values))
-        bottom = min((l if l is not None else v) for v, l in zip(values, lo or values))
-        span = top - bottom
-        if bottom > 0 and span < 0.3 * top:  # zoom in so a 2 % difference is visible
-            ax.set_ylim(max(0.0, bottom - span * 0.6 - 1e-12), top + span * 0.3 + 1e-12)
+    if any(hl) and not zero:
+        ax.legend(fontsize=7)
+    return _svg(plt, fig)
+
+
+def ratios_log(labels: Sequence[str], ratios: Sequence[float], lo: Sequence[float], hi: Sequence[float],
+               significant: Sequence[bool], xlabel: str = "ratio to the baseline (log scale)") -> str:
+    """Ratios with their CIs on a log axis centred on 1 (a halving looks as large as a doubling);
+    significant ones as filled squares, the rest as open circles."""
+    import math
+
+    plt, fig, ax = _figure(6.4, max(2.0, 0.35 * len(labels) + 1))
+    y = list(range(len(labels)))
+    ax.errorbar(ratios, y, xerr=[[max(0.0, r - l) for r, l in zip(ratios, lo)],
+                                 [max(0.0, h - r) for r, h in zip(ratios, hi)]],
+                fmt="none", ecolor="black", capsize=3, lw=1)
+    for flag, marker, face in ((True, "s", HIGHLIGHT), (False, "o", "white")):
+        ys = [i for i in y if bool(significant[i]) == flag]
+        if ys:
+            ax.plot([ratios[i] for i in ys], ys, marker, mfc=face, mec="black", ms=6,
+                    label="significant" if flag else "not significant")
+    ax.axvline(1.0, color="grey", lw=1)
+    ax.set_xscale("log")
+    span = max([abs(math.log(v)) for v in (*lo, *hi) if v and v > 0] or [0.01]) * 1.15
+    ax.set_xlim(math.exp(-span), math.exp(span))
+    ax.set_yticks(y, labels)
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=7)
     return _svg(plt, fig)
 
 
@@ -66,14 +106,16 @@ def lines(
 ) -> str:
     """One line per series {name: (xs, ys)}; vertical markers (knee, iTLB reach) and a limit line."""
     plt, fig, ax = _figure()
-    for name, (xs, ys) in series.items():
-        ax.plot(list(xs), list(ys), marker="o" if markers else None, ms=3, label=name)
+    for k, (name, (xs, ys)) in enumerate(series.items()):
+        # distinct markers and line styles: the series stay apart in grey
+        ax.plot(list(xs), list(ys), marker="osD^v"[k % 5] if markers else None, ms=4,
+                ls=["-", "--", "-.", ":"][k % 4], label=name)
     if logx:
         ax.set_xscale("log", base=2)
     for i, (name, xv) in enumerate((vlines or {}).items()):
-        ax.axvline(xv, color=["#c0392b", "#7d3c98", "#117a65", "#b9770e"][i % 4], ls="--", lw=1, label=name)
+        ax.axvline(xv, color="black", ls=["--", ":", "-.", (0, (5, 1))][i % 4], lw=1, label=name)
     if hline:
-        ax.axhline(hline[1], color="#c0392b", ls=":", lw=1, label=hline[0])
+        ax.axhline(hline[1], color="black", ls=":", lw=1, label=hline[0])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if len(series) > 1 or vlines or hline:
@@ -88,10 +130,10 @@ def scatter_labeled(
     """Labelled points (name, x, y, good); an optional vertical limit such as a power envelope."""
     plt, fig, ax = _figure()
     for name, xv, yv, good in points:
-        ax.scatter([xv], [yv], color="#1e8449" if good else "#c0392b", s=30)
+        ax.scatter([xv], [yv], color=NORMAL if good else HIGHLIGHT, marker="o" if good else "X", s=30)
         ax.annotate(name, (xv, yv), textcoords="offset points", xytext=(4, 4), fontsize=7)
     if xlimit:
-        ax.axvline(xlimit[1], color="#c0392b", ls="--", lw=1, label=xlimit[0])
+        ax.axvline(xlimit[1], color="black", ls="--", lw=1, label=xlimit[0])
         ax.legend(fontsize=7)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -12,11 +12,14 @@ from perflab.report.model import Report, Section, Table
 
 
 def format_cell(value: object) -> str:
-    """Numbers with a sensible number of significant digits; None as an em dash."""
+    """The same rounding everywhere: 3 significant digits for measured (float) values, integers
+    in full with thousands separators; None and NaN as an em dash."""
     if value is None:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
     if isinstance(value, float):
         if value != value:
             return "—"
@@ -25,10 +28,15 @@ def format_cell(value: object) -> str:
             return "0"
         if a >= 1e6 or a < 1e-3:
             return f"{value:.3g}"
-        if a >= 100:
-            return f"{value:,.1f}"
-        return f"{value:.4g}"
+        if a >= 1000:
+            return f"{float(f'{value:.3g}'):,.0f}"
+        return f"{value:.3g}"
     return str(value)
+
+
+def is_text(value: object) -> bool:
+    """A cell that holds words (left-aligned), not a number (right-aligned)."""
+    return isinstance(value, str) and not value.replace(".", "").replace(",", "").replace("-", "").strip().isdigit()
 
 
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.S)
@@ -44,6 +52,7 @@ def to_html(report: Report) -> str:
         lstrip_blocks=True,
     )
     env.filters["cell"] = format_cell
+    env.filters["is_text"] = is_text
     for s in ([report.machine] if report.machine else []) + report.sections:
         for p in s.plots:
             # matplotlib escapes comment text; dropping comments only shrinks the file.
@@ -70,9 +79,10 @@ def table_to_markdown(t: Table) -> str:
 
 
 def _section_md(s: Section) -> str:
-    out = [f"## {_md_escape(s.title)}", "", f"> {_md_escape(s.verdict)}", ""]
+    out = [f'<a id="{s.key}"></a>', "", f"## {_md_escape(s.title)}", ""]
     for t in s.tables:
         out += [table_to_markdown(t), ""]
+    out += [f"> {_md_escape(s.verdict)}", ""]
     if s.plots:
         out.append(f"_{len(s.plots)} plot(s) in the HTML report._")
         out.append("")
@@ -83,8 +93,13 @@ def _section_md(s: Section) -> str:
 
 def to_markdown(report: Report) -> str:
     out = [f"# {_md_escape(report.title)}", "", f"Generated {report.generated} by perflab {report.version}.", ""]
-    if report.machine:
-        out.append(_section_md(report.machine))
+    if report.answers:
+        out += ["## Answers", "", "| question | answer | evidence | caveats | section |", "|---|---|---|---|---|"]
+        out += [f"| {_md_escape(a.question)} | {_md_escape(a.answer)} | {_md_escape(a.evidence or '—')} | "
+                f"{_md_escape('; '.join(a.caveats) or '—')} | [details](#{a.key}) |" for a in report.answers]
+        out.append("")
     for s in report.sections:
         out.append(_section_md(s))
+    if report.machine:
+        out.append(_section_md(report.machine))
     return "\n".join(out)

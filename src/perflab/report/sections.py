@@ -1,170 +1,57 @@
-"""Turn one stored campaign into a report Section: verdict, tables, and the seed's plots.
-
-Each study stores its result as the campaign summary (a JSON dict). The generic builder renders
-any summary: its ``verdict`` and every list of flat records as a table. Study builders add the
-plots the seeds drew, reading the keys their study writes, and fall back to the generic view
-when a key is absent (an interrupted campaign has a partial summary or none).
-"""
+"""The study builders: each study's tables, verdict and the plots the seeds drew (see generic.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from perflab.report.model import Plot, Section, Table
-
-TITLES = {
-    "run": "Timing (perflab run)",
-    "cores": "Per-core scan",
-    "instances": "Instance-count scan",
-    "variants": "Build variants",
-    "profile": "Profile of one event",
-    "profile-diff": "Profile diff",
-    "frontend": "Front-end scan",
-    "micro": "Microbenchmarks",
-    "footprint": "File footprint",
-    "bundle": "Standalone bundle",
-    "cost": "Platform cost model",
-}
-
-_SKIP_KEYS = {"verdict", "tables", "notes"}
-
-
-def _is_scalar(v: Any) -> bool:
-    return v is None or isinstance(v, (str, int, float, bool))
-
-
-def _records_table(title: str, records: list[dict]) -> Table | None:
-    if not records or not all(isinstance(r, dict) for r in records):
-        return None
-    cols: list[str] = []
-    for r in records:
-        for k, v in r.items():
-            if k not in cols and (_is_scalar(v) or _short_list(v)):
-                cols.append(k)
-    if not cols:
-        return None
-    rows = [[_cell(r.get(c)) for c in cols] for r in records]
-    return Table(title=title.replace("_", " "), columns=[c.replace("_", " ") for c in cols], rows=rows)
-
-
-def _short_list(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) <= 8 and all(_is_scalar(x) for x in v)
-
-
-def _cell(v: Any) -> Any:
-    if isinstance(v, (list, tuple)):
-        return ", ".join(str(x) for x in v)
-    return v
-
-
-def generic(campaign: Any, summary: dict) -> Section:
-    """Any summary: verdict, explicit ``tables``, lists of records, and scalar facts."""
-    title = TITLES.get(campaign.study, campaign.study)
-    verdict = summary.get("verdict") or _default_verdict(campaign)
-    sec = Section(
-        key=f"{campaign.study}-{campaign.id}", title=f"{title} (campaign {campaign.id})",
-        verdict=str(verdict), campaign_id=campaign.id, status=campaign.status,
-    )
-    for t in summary.get("tables", []) or []:
-        if isinstance(t, dict) and "columns" in t and "rows" in t:
-            sec.tables.append(Table(str(t.get("title", "")), [str(c) for c in t["columns"]],
-                                    [[_cell(c) for c in row] for row in t["rows"]], str(t.get("note", ""))))
-    facts = []
-    for k, v in summary.items():
-        if k in _SKIP_KEYS:
-            continue
-        if isinstance(v, list):
-            tbl = _records_table(k, v)
-            if tbl is not None and not any(x.title == tbl.title for x in sec.tables):
-                sec.tables.append(tbl)
-        elif _is_scalar(v) and v is not None and not isinstance(v, str) or (isinstance(v, str) and len(v) < 120):
-            facts.append([k.replace("_", " "), v])
-    if facts:
-        sec.tables.insert(0, Table("Summary", ["quantity", "value"], facts))
-    for n in summary.get("notes", []) or []:
-        sec.notes.append(str(n))
-    if campaign.status != "done":
-        sec.notes.append(f"campaign status: {campaign.status}; results may be partial")
-    return sec
-
-
-def _default_verdict(campaign: Any) -> str:
-    if campaign.status == "done":
-        return f"{campaign.study}: finished (no verdict recorded)."
-    return f"{campaign.study}: {campaign.status}; partial results."
-
-
-def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "") -> None:
-    """Add a plot; a plot that cannot be drawn from a partial summary is noted, not fatal."""
-    try:
-        sec.plots.append(Plot(title, make(), caption))
-    except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
-        sec.notes.append(f"plot '{title}' not drawn: {type(exc).__name__}: {exc}")
-
-
-BUILDERS: dict[str, Callable[[Any, dict, list], Section]] = {}
-
-
-def builder(study: str):
-    def deco(fn: Callable[[Any, dict, list], Section]):
-        BUILDERS[study] = fn
-        return fn
-
-    return deco
-
-
-def build_section(campaign: Any, measurements: list) -> Section:
-    summary = campaign.summary or {}
-    fn = BUILDERS.get(campaign.study)
-    if fn is None:
-        return generic(campaign, summary)
-    return fn(campaign, summary, measurements)
-
-
-# -- study builders -----------------------------------------------------------------------------
-
-def _pct(r: float | None) -> str:
-    return "—" if r is None else f"{100 * (r - 1):+.1f} %"
-
-
-def _ci_text(lo: Any, hi: Any, fmt: str = "{:.4g}") -> str:
-    if lo is None or hi is None:
-        return "—"
-    return "[" + fmt.format(lo) + ", " + fmt.format(hi) + "]"
+from perflab.report.generic import _cell, _ci_text, _pct, _plot, builder, generic
+from perflab.report.model import Section, Table
 
 
 @builder("run")
 def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
     from perflab.report import plots
 
-    benches = summary.get("benchmarks") or []
+    benches = [b for b in summary.get("benchmarks") or [] if b.get("summary")]
     if not benches:
         return generic(campaign, summary)
     sec = generic(campaign, {"notes": summary.get("warnings", [])})
     rows = []
     for b in benches:
-        s = b.get("summary") or {}
-        m = b.get("metrics") or {}
-        rel = b.get("relative")
-        rows.append([b.get("command"), s.get("n"), s.get("median"), _ci_text(*(b.get("median_ci") or (None, None))),
-                     s.get("mean"), s.get("stddev"), b.get("user_mean"), b.get("system_mean"),
-                     b.get("maxrss_kb_max"), m.get("events_per_s"),
-                     "1.00 (fastest)" if not rel else f"{rel[0]:.3f} {_ci_text(rel[1], rel[2], '{:.3f}')}"])
-    sec.tables = [Table("Wall time per command [s]", ["command", "runs", "median", "95% CI", "mean", "stddev",
-                                                       "user", "sys", "max RSS [KiB]", "events/s", "relative"], rows)]
-    fastest = summary.get("fastest")
-    b0 = min(benches, key=lambda b: (b.get("summary") or {}).get("median") or 0)
-    med = (b0.get("summary") or {}).get("median")
-    eps = (b0.get("metrics") or {}).get("events_per_s")
-    sec.verdict = (f"{fastest or b0.get('command')}: median {med:.4g} s"
-                   + (f" {_ci_text(*b0['median_ci'])}" if b0.get("median_ci") else "")
-                   + (f", {eps:.4g} events/s" if eps else "")
-                   + (f"; fastest of {len(benches)} commands" if len(benches) > 1 else "") + ".")
-    _plot(sec, "Median wall time with 95% CI", lambda: plots.bars_with_ci(
-        [str(b.get("command"))[:30] for b in benches], [(b.get("summary") or {}).get("median") for b in benches],
-        [(b.get("median_ci") or (None, None))[0] for b in benches],
-        [(b.get("median_ci") or (None, None))[1] for b in benches], ylabel="seconds"))
+        s, ci, rel = b["summary"], b.get("median_ci") or {}, b.get("relative")
+        m = _run_medians(b.get("metrics") or {})
+        rows.append([b.get("command"), s.get("n"), s.get("median"), _ci_text(ci.get("low"), ci.get("high")),
+                     f"{ci.get('level', 0):.0%}", s.get("mean"), s.get("stddev"),
+                     _mean(b.get("user")), _mean(b.get("system")), max(b.get("maxrss_kb") or [0]),
+                     m.get("events_per_s"),
+                     "1.00 (fastest)" if not rel or rel.get("ratio") == 1.0
+                     else f"{rel['ratio']:.3f} {_ci_text(rel['low'], rel['high'], '{:.3f}')}"])
+    sec.tables = [Table("Wall time per command [s]", ["command", "runs", "median", "CI", "CI level", "mean",
+                                                       "stddev", "user", "sys", "max RSS [KiB]", "events/s",
+                                                       "relative"], rows)]
+    sec.verdict = summary.get("verdict") or sec.verdict
+    _plot(sec, "Median wall time with its CI (points: medians; bars: CIs)", lambda: plots.bars_with_ci(
+        [str(b.get("command"))[:30] for b in benches], [b["summary"]["median"] for b in benches],
+        [(b.get("median_ci") or {}).get("low") for b in benches],
+        [(b.get("median_ci") or {}).get("high") for b in benches], ylabel="wall time [s]"))
+    slower = [b for b in benches if b.get("relative") and b["relative"].get("ratio") != 1.0]
+    if slower:
+        _plot(sec, "Median wall time relative to the fastest (95% bootstrap CI, log axis)", lambda: plots.ratios_log(
+            [str(b.get("command"))[:30] for b in slower], [b["relative"]["ratio"] for b in slower],
+            [b["relative"]["low"] for b in slower], [b["relative"]["high"] for b in slower],
+            [b["relative"]["low"] > 1.0 for b in slower], xlabel="median / fastest's median (log scale)"))
     return sec
+
+
+def _mean(xs: Any) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _run_medians(metrics: dict) -> dict:
+    import statistics
+
+    return {k: statistics.median([x for x in v if x is not None]) for k, v in metrics.items()
+            if any(x is not None for x in v)}
 
 
 @builder("cores")
@@ -196,10 +83,10 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
                              f"{_pct(1 + summary['mde']) if summary.get('mde') is not None else '—'}.")]
     ran = [c for c in cpus if c.get("median") is not None]  # a CPU whose runs all failed has no bar
     if ran:
-        _plot(sec, f"Per-CPU {unit} (slow CPUs in red)", lambda: plots.bars_with_ci(
+        _plot(sec, f"Per-CPU median {unit} with its CI (slow CPUs: orange squares)", lambda: plots.bars_with_ci(
             [str(c["cpu"]) for c in ran], [c["median"] for c in ran],
             [(c.get("ci") or {}).get("low") for c in ran], [(c.get("ci") or {}).get("high") for c in ran],
-            ylabel=unit, highlight=[c.get("verdict") == "slow" for c in ran]))
+            ylabel=f"median [{unit}]", highlight=[c.get("verdict") == "slow" for c in ran]))
     return sec
 
 
@@ -269,16 +156,16 @@ def variants_section(campaign: Any, summary: dict, measurements: list) -> Sectio
                           (v.get("comparisons") or {}).get(primary, {}).get("ratio"),
                           v.get("verdict")] for v in rows])]
     if measured:
-        _plot(sec, "Wall time per variant (median, CI)", lambda: plots.bars_with_ci(
+        _plot(sec, "Wall time per variant (median with its CI; significant: orange squares)", lambda: plots.bars_with_ci(
             [v["name"] for v in measured], [wall(v)["median"] for v in measured],
             [wall(v)["ci"]["low"] for v in measured], [wall(v)["ci"]["high"] for v in measured],
-            ylabel="seconds", highlight=[v.get("status") == "different result" or bool(
+            ylabel="wall time [s]", highlight=[v.get("status") == "different result" or bool(
                 (v.get("comparisons") or {}).get("wall_s", {}).get("significant")) for v in measured]))
         _plot(sec, "Max RSS per variant (median)", lambda: plots.bars_with_ci(
             [v["name"] for v in measured],
             [((v["estimates"].get("maxrss_kb") or {}).get("median") or 0) / 1024 for v in measured],
-            ylabel="MiB", highlight=[bool((v.get("comparisons") or {}).get("maxrss_kb", {}).get("significant"))
-                                     for v in measured]))
+            ylabel="max RSS [MiB]", highlight=[bool((v.get("comparisons") or {}).get("maxrss_kb", {}).get(
+                "significant")) for v in measured], zero=True))
     return sec
 
 
@@ -418,5 +305,6 @@ def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
     if diffs:
         _plot(sec, "Time difference per operation against -m64 (seed 002's figure)", lambda: plots.bars_with_ci(
             [f"{d['bench']} ({d['abi']})" for d in diffs], [d["pct"] for d in diffs],
-            ylabel="% time vs -m64", highlight=[bool(d.get("significant")) for d in diffs], baseline=0.0))
+            ylabel="time vs -m64 [%]", highlight=[bool(d.get("significant")) for d in diffs], baseline=0.0,
+            zero=True))
     return sec

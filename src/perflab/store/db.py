@@ -7,7 +7,6 @@ loses at most the run in flight (hyperfine exports after every benchmark for the
 from __future__ import annotations
 
 import hashlib
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from perflab.store.baselines import BaselineMethods
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.measurements import MeasurementMethods
 from perflab.store.rows import (
-    _VOLATILE, STATUSES, Artifact, Campaign, _jsonable, _now, _utc, dumps,
+    STATUSES, Artifact, Campaign, _jsonable, _now, _utc, dumps, host_identity,
 )
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
 from perflab.store.url import _one_line, _resolve_url, _sa
@@ -151,13 +150,7 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
         """Record a machine (idempotent: the same machine gets the same id); return its id."""
         sa = self._sa
         hosts = self.t["hosts"]
-        metadata = _jsonable(metadata or {})
-        topology = _jsonable(topology) if topology is not None else None
-        hostname = str(metadata.get("hostname") or socket.gethostname())
-        stable = {k: v for k, v in metadata.items() if not any(w in k.lower() for w in _VOLATILE)}
-        fingerprint = hashlib.sha256(
-            dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()
-        ).hexdigest()
+        metadata, topology, hostname, fingerprint = host_identity(metadata, topology)
         for attempt in range(2):
             try:
                 with self._write() as conn:
@@ -208,6 +201,11 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
                 labels=_jsonable(labels) if labels else None,
             ))
             return int(res.inserted_primary_key[0])
+
+    def set_campaign_host(self, campaign_id: int, host_id: int) -> None:
+        """Point a campaign at its host (a capture that finished while the study ran)."""
+        c = self.t["campaigns"]
+        tx.write(self, lambda conn: conn.execute(c.update().where(c.c.id == campaign_id).values(host_id=host_id)))
 
     def finish_campaign(self, campaign_id: int, status: str = "done", summary: dict | None = None) -> None:
         """Close a campaign: status done, interrupted or failed, and the study's summary."""

@@ -5,8 +5,10 @@ Times are stored in UTC; JSON is canonical (sorted keys) so that a run's params 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import socket
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -105,6 +107,17 @@ def dumps(obj: Any) -> str:
 def canonical_params(params: dict | None) -> str:
     """Canonical JSON of a measurement's parameters (sorted keys, no spaces): the resume key."""
     return json.dumps(_jsonable(params or {}), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def host_identity(metadata: dict | None, topology: dict | None) -> tuple[dict, dict | None, str, str]:
+    """(metadata, topology, hostname, fingerprint) as stored: the same machine, the same print."""
+    metadata = _jsonable(metadata or {})
+    topology = _jsonable(topology) if topology is not None else None
+    hostname = str(metadata.get("hostname") or socket.gethostname())
+    stable = {k: v for k, v in metadata.items() if not any(w in k.lower() for w in _VOLATILE)}
+    fingerprint = hashlib.sha256(
+        dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()).hexdigest()
+    return metadata, topology, hostname, fingerprint
 
 
 def _now() -> datetime:

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from perflab.errors import PerflabError
+from perflab.kernels.abi import PROBES as ABI_PROBES
 from perflab.kernels.abi import abi_probes
 from perflab.platform.host import Machine, capture
 from perflab.store import Store
@@ -35,24 +36,40 @@ def study_module(name: str) -> ModuleType:
     return module
 
 
+def with_abi_probes(machine: Machine) -> Machine:
+    """What this machine can build and run belongs to its record too (cached per process; a
+    capture cached for the boot already holds them)."""
+    probes = machine.metadata.get("probes")
+    if probes is not None and not set(ABI_PROBES) <= set(probes):
+        machine.metadata["probes"].update(
+            {k: {"available": p.available, "reason": p.reason} for k, p in abi_probes().items()})
+    return machine
+
+
 def run_study(
     module: ModuleType, config: Any, store: Store, executor: Any, machine: Machine | None = None,
     progress: Callable[[str], None] = _quiet, parent_id: int | None = None, resume: int | None = None,
     name: str = "", energy: Any = None,
 ) -> Any:
-    """Capture the host, open the campaign, execute the study through a Session, keep its result."""
-    machine = machine if machine is not None else capture()
-    if "probes" in machine.metadata:
-        # What this machine can build and run belongs to its record too (cached per process).
-        machine.metadata["probes"].update(
-            {k: {"available": p.available, "reason": p.reason} for k, p in abi_probes().items()})
-    host_id = store.add_host(*machine.record())
+    """Capture the host, open the campaign, execute the study through a Session, keep its result.
+
+    ``machine`` may be a capture still running (an object with ``result()``, e.g. a Future: perflab
+    run's start-up): the study then gets no Machine, and the host is recorded when it ends.
+    """
+    pending = machine if callable(getattr(machine, "result", None)) else None
+    if pending is not None:
+        machine, host_id = None, None
+    else:
+        machine = with_abi_probes(machine if machine is not None else capture())
+        host_id = store.add_host(*machine.record())
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
                         name=name, resume=resume) as camp:
         session = Session(executor, store, camp.id, progress, resumed=camp.resumed, energy=energy)
         result = module.execute(config, session, machine)
         result.campaign_id = camp.id
         camp.summary = result.as_dict()
+        if pending is not None:
+            store.set_campaign_host(camp.id, store.add_host(*with_abi_probes(pending.result()).record()))
     return result
 
 

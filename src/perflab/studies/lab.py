@@ -1,23 +1,35 @@
-"""The main job: capture the machine, build the workload, run the default studies, report.
+"""The main job: build the workload, run the default studies as child campaigns, one verdict.
 
-Each study runs as a child campaign of one ``lab`` campaign. Every executed run is journaled
-(measure/journal.py), so ``--resume`` after Ctrl-C or a kill re-enters the interrupted study with
-the same seed and gets every finished run back from the journal instead of repeating it; studies
-already done are skipped outright.
+``perflab lab`` is a study like the others: its campaign is the parent of one child campaign per
+study (opened by ``run_study`` with ``parent_id``), every run is stored as it completes, and
+resuming the lab campaign resumes from the store: a child that is done is loaded from its stored
+summary, an interrupted child is resumed (its stored runs are not repeated), the rest run.
+Lab prints nothing; each child's result is rendered once by its report/terminal renderer.
+
+A progress callback may also offer ``begin(name, index, total)`` and ``end(name, outcome)``
+(see LabProgress): the CLI's live display uses them to show the current study and print each
+result as it arrives.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Protocol
 
 from perflab.errors import PerflabError, Unsupported
+from perflab.model import RunSpec
+from perflab.platform.host import Machine
+from perflab.studies import run_study
+from perflab.studies.lab_steps import STEPS, LabContext, Step, prepare
+from perflab.studies.session import Session
 
+NAME = "lab"
 DEFAULT_OUT = "perflab-lab"
+DEFAULT_ORDER = ("run", "cores", "instances", "variants", "profile", "frontend", "micro")
 
 
 @dataclass(frozen=True)
@@ -26,214 +38,172 @@ class LabConfig:
     config_path: str | None = None
     quick: bool = False
     out_dir: str = DEFAULT_OUT
-    resume: bool = False
     studies: tuple[str, ...] = ()  # empty -> the default set
     seed: int = 1
+    workload_args: tuple[str, ...] = ()  # appended to the workload's argv (perflab lab -- ARGS)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LabConfig":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["studies"] = tuple(kw.get("studies") or ())
+        kw["workload_args"] = tuple(kw.get("workload_args") or ())
+        return cls(**kw)
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        return self.studies or DEFAULT_ORDER
+
+
+Config = LabConfig
 
 
 @dataclass
-class LabContext:
-    config: LabConfig
-    store: Any
-    executor: Any
-    console: Any
-    host_id: int | None
-    lab_id: int
-    workload: Any = None  # resolved Workload
-    minihlt: bool = False
-    notes: list[str] = field(default_factory=list)
+class Outcome:
+    """One study of the lab: its child campaign, how it ended, and its result object."""
 
-    def say(self, text: str) -> None:
-        if self.console is not None:
-            self.console.print(text)
+    name: str
+    status: str  # "done", "skipped: why", "failed: why"
+    campaign: int | None = None
+    seconds: float = 0.0
+    runs: int = 0  # measurements in its campaign
+    replayed: int = 0  # of which were stored before this lab invocation (resumed)
+    earlier: bool = False  # done by an earlier invocation: loaded, not run
+    result: Any = field(default=None, repr=False)  # the study's Result (not serialised)
 
-
-class ParentedStore:
-    """Passes everything to the real store, but opens campaigns as children of the lab."""
-
-    def __init__(self, store: Any, ctx: LabContext, step: str) -> None:
-        self._store, self._ctx, self._step = store, ctx, step
-        self.started: list[int] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def start_campaign(self, study: str, config: dict, host_id: int | None = None,
-                       parent_id: int | None = None, name: str = "") -> int:
-        cid = self._store.start_campaign(study, config, host_id=host_id or self._ctx.host_id,
-                                         parent_id=self._ctx.lab_id, name=name or self._step)
-        self.started.append(cid)
-        return cid
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("result")
+        return d
 
 
-Step = Callable[[LabContext, Any], None]  # (ctx, store proxy)
-STEPS: dict[str, Step] = {}
-DEFAULT_ORDER = ("run", "cores", "instances", "variants", "profile", "frontend", "micro")
+@dataclass
+class LabResult:
+    steps: list[Outcome] = field(default_factory=list)
+    out_dir: str = DEFAULT_OUT
+    seconds: float = 0.0
+    workload: str = ""
+    campaign_id: int | None = None
+
+    @property
+    def executed_runs(self) -> int:
+        return sum(s.runs - s.replayed for s in self.steps if not s.earlier)
+
+    @property
+    def replayed_runs(self) -> int:
+        return sum(s.replayed for s in self.steps if not s.earlier)
+
+    def as_dict(self) -> dict:
+        return dict(order=[s.name for s in self.steps], steps=[s.as_dict() for s in self.steps],
+                    out_dir=self.out_dir, seconds=self.seconds, workload=self.workload,
+                    executed_runs=self.executed_runs, replayed_runs=self.replayed_runs,
+                    campaign_id=self.campaign_id, verdict=verdict(self))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LabResult":
+        names = {f.name for f in fields(Outcome)} - {"result"}
+        steps = [Outcome(**{k: v for k, v in s.items() if k in names}) for s in d.get("steps", ())]
+        return cls(steps, d.get("out_dir", DEFAULT_OUT), d.get("seconds", 0.0), d.get("workload", ""),
+                   d.get("campaign_id"))
 
 
-def step(name: str) -> Callable[[Step], Step]:
-    def deco(fn: Step) -> Step:
-        STEPS[name] = fn
-        return fn
-
-    return deco
+Result = LabResult
 
 
-def _sigterm_to_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+class LabProgress(Protocol):
+    def __call__(self, text: str) -> None: ...
+
+    def begin(self, name: str, index: int, total: int) -> None: ...
+
+    def end(self, name: str, outcome: Outcome) -> None: ...
 
 
-def run_lab(config: LabConfig, store: Any, executor: Any, console: Any = None) -> dict:
-    """Run the default studies as children of one lab campaign; returns the lab summary."""
-    from perflab.measure.journal import JournalExecutor
-    from perflab.studies import lab_steps  # noqa: F401  (registers the steps)
-
-    order = config.studies or DEFAULT_ORDER
-    unknown = [s for s in order if s not in STEPS]
+def plan(config: LabConfig, machine: Machine | None = None) -> list[RunSpec]:
+    """Lab's own runs: none up front (each study plans its own; profile's slowest-event run
+    needs the built workload and is planned by lab_steps.slowest_event)."""
+    unknown = [s for s in config.order if s not in STEPS]
     if unknown:
         raise PerflabError(f"unknown study {unknown[0]!r} for lab: choose from {', '.join(STEPS)}")
+    return []
 
-    lab_id, out_dir = _open_lab(config, store)
-    os.makedirs(out_dir, exist_ok=True)
-    journal = JournalExecutor(executor, os.path.join(out_dir, "journal.jsonl"), replay=config.resume)
-    host_id = _capture_host(store)
-    ctx = LabContext(config, store, journal, console, host_id, lab_id)
-    summary: dict = {"order": list(order), "out_dir": out_dir, "steps": {}, "quick": config.quick}
-    old = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+def execute(config: LabConfig, session: Session, machine: Machine) -> LabResult:
+    """Each study in turn as a child campaign; done children of a resumed lab are loaded."""
+    plan(config, machine)
+    os.makedirs(config.out_dir, exist_ok=True)
+    ctx = LabContext(config, session, machine)
+    prepare(ctx)
+    children = {c.name: c for c in session.store.campaigns(parent_id=session.campaign_id)}
+    result = LabResult(out_dir=config.out_dir, workload=ctx.workload.name)
     t0 = time.monotonic()
-    status = "done"
+    hooks = session.progress
+    for index, name in enumerate(config.order):
+        if hasattr(hooks, "begin"):
+            hooks.begin(name, index, len(config.order))  # type: ignore[attr-defined]
+        outcome = _child(ctx, name, children.get(name))
+        result.steps.append(outcome)
+        if hasattr(hooks, "end"):
+            hooks.end(name, outcome)  # type: ignore[attr-defined]
+    result.seconds = round(time.monotonic() - t0, 1)
+    return result
+
+
+def _child(ctx: LabContext, name: str, child: Any) -> Outcome:
+    """Run, resume or load one study; a broken study is reported, never costs the others."""
+    store = ctx.session.store
+    if child is not None and child.status == "done":
+        return Outcome(name, "done", child.id, runs=child.n_measurements,
+                       replayed=child.n_measurements, earlier=True, result=_load(name, child))
+    s0 = time.monotonic()
+    replayed = child.n_measurements if child is not None else 0
     try:
-        from perflab.studies.lab_steps import prepare
-
-        prepare(ctx)
-        done = _done_steps(store, lab_id) if config.resume else {}
-        progress = _Progress(console, order)
-        for name in order:
-            if name in done:
-                summary["steps"][name] = {"campaign": done[name], "status": "done", "resumed": True}
-                progress.skip(name)
-                continue
-            proxy = ParentedStore(store, ctx, name)
-            progress.start(name)
-            s0 = time.monotonic()
-            try:
-                STEPS[name](ctx, proxy)
-                st = "done"
-            except Unsupported as exc:
-                ctx.say(f"[yellow]{name}: skipped: {exc}[/]")
-                st = f"skipped: {exc}"
-            except PerflabError as exc:
-                ctx.say(f"[red]{name}: failed: {exc}[/]")
-                st = f"failed: {exc}"
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except Exception as exc:  # noqa: BLE001 - one broken study must not cost the others
-                log = os.path.join(out_dir, "lab-errors.log")
-                with open(log, "a", encoding="utf-8") as fh:
-                    fh.write(f"--- {name}\n{traceback.format_exc()}\n")
-                ctx.say(f"[red]{name}: failed: {type(exc).__name__}: {exc} (traceback in {log})[/]")
-                st = f"failed: {type(exc).__name__}: {exc}"
-            summary["steps"][name] = {"campaigns": proxy.started, "status": st,
-                                      "seconds": round(time.monotonic() - s0, 1)}
-            store.finish_campaign(lab_id, "running", summary)
-            progress.finish(name)
-        summary["seconds"] = round(time.monotonic() - t0, 1)
-        summary["replayed_runs"] = journal.replayed
-        summary["executed_runs"] = journal.executed
-        summary["verdict"] = _verdict(summary)
-    except KeyboardInterrupt:
-        status = "interrupted"
-        summary["verdict"] = "lab interrupted; resume with perflab lab --resume"
+        step: Step = STEPS[name](ctx)
+        res = run_study(step.module, step.config, store, ctx.session.executor, machine=ctx.machine,
+                        progress=ctx.session.progress, parent_id=ctx.session.campaign_id,
+                        name=name, resume=child.id if child is not None else None)
+        cid = res.campaign_id
+        status = "done"
+    except Unsupported as exc:
+        res, cid, status = None, None, f"skipped: {exc}"
+    except PerflabError as exc:
+        res, cid, status = None, None, f"failed: {exc}"
+    except (KeyboardInterrupt, SystemExit):
         raise
-    except Exception:
-        status = "failed"
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, old)
-        journal.close()
-        store.finish_campaign(lab_id, status, summary)
-    return {"lab_id": lab_id, **summary}
+    except Exception as exc:  # noqa: BLE001 - one broken study must not cost the others
+        log = os.path.join(ctx.config.out_dir, "lab-errors.log")
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"--- {name}\n{traceback.format_exc()}\n")
+        res, cid, status = None, None, f"failed: {type(exc).__name__}: {exc} (traceback in {log})"
+    if cid is None:
+        found = [c for c in store.campaigns(parent_id=ctx.session.campaign_id) if c.name == name]
+        cid = found[-1].id if found else None
+    runs = store.campaign(cid).n_measurements if cid is not None else 0
+    return Outcome(name, status, cid, round(time.monotonic() - s0, 1), runs, replayed, result=res)
 
 
-def _verdict(summary: dict) -> str:
-    steps = summary["steps"]
-    ok = [n for n, s in steps.items() if s["status"] == "done"]
-    skipped = [n for n, s in steps.items() if s["status"].startswith("skipped")]
-    failed = [n for n, s in steps.items() if s["status"].startswith("failed")]
-    text = f"{len(ok)} studies done in {summary['seconds']:.0f} s"
+def _load(name: str, child: Any) -> Any:
+    """A done child's result from its stored summary (the study's Result.from_dict)."""
+    from perflab.studies import study_module
+
+    try:
+        module = study_module(name)
+        # Result, else the class execute() is annotated to return (XResult)
+        result_type = getattr(module, "Result", None) or typing.get_type_hints(module.execute)["return"]
+        return result_type.from_dict({**(child.summary or {}), "campaign_id": child.id})
+    except (PerflabError, AttributeError, KeyError, TypeError, NameError):
+        return None  # a summary from an older perflab: it still feeds the report
+
+
+def verdict(result: LabResult) -> str:
+    ok = [s.name for s in result.steps if s.status == "done"]
+    skipped = [s.name for s in result.steps if s.status.startswith("skipped")]
+    failed = [s.name for s in result.steps if s.status.startswith("failed")]
+    text = f"{len(ok)} studies done in {result.seconds:.0f} s"
     if skipped:
         text += f"; skipped: {', '.join(skipped)}"
     if failed:
         text += f"; FAILED: {', '.join(failed)}"
     return text + "."
-
-
-def _open_lab(config: LabConfig, store: Any) -> tuple[int, str]:
-    if config.resume:
-        labs = [c for c in store.campaigns(study="lab") if c.status != "done"]
-        if not labs:
-            raise PerflabError(f"nothing to resume in {store.display}: start one with perflab lab")
-        lab = labs[-1]
-        store.resume_campaign(lab.id)
-        return lab.id, (lab.config or {}).get("out_dir", config.out_dir)
-    return store.start_campaign("lab", asdict(config), name="lab"), config.out_dir
-
-
-def _done_steps(store: Any, lab_id: int) -> dict[str, int]:
-    """Steps whose every child campaign finished; an interrupted one is run again (replayed)."""
-    by_step: dict[str, list[Any]] = {}
-    for c in store.campaigns(parent_id=lab_id):
-        by_step.setdefault(c.name or c.study, []).append(c)
-    lab = store.campaign(lab_id)
-    recorded = ((lab.summary or {}).get("steps") or {})
-    done = {}
-    for name, info in recorded.items():
-        if info.get("status") == "done" and all(
-                store.campaign(i).status == "done" for i in info.get("campaigns", [])):
-            done[name] = info.get("campaigns", [None])[-1] if info.get("campaigns") else None
-    return done
-
-
-def _capture_host(store: Any) -> int | None:
-    from perflab.platform.metadata import collect
-    from perflab.platform.topology import read_topology
-    from perflab.platform.sysfs import Root
-    from perflab.studies.lab_steps import topology_dict
-
-    from perflab.platform.probes import all_probes
-
-    root = Root("/")
-    metadata = collect(root)
-    metadata["probes"] = {k: {"available": p.available, "reason": p.reason} for k, p in all_probes().items()}
-    return store.add_host(metadata, topology_dict(read_topology(root)))
-
-
-class _Progress:
-    """Overall and per-study progress on the terminal (rich), with elapsed time and ETA."""
-
-    def __init__(self, console: Any, order: tuple[str, ...]) -> None:
-        self.console, self.order, self.t0 = console, order, time.monotonic()
-        self.done = 0
-        self.step_t0 = 0.0
-
-    def _eta(self) -> str:
-        if not self.done:
-            return "?"
-        per = (time.monotonic() - self.t0) / self.done
-        return f"{per * (len(self.order) - self.done):.0f} s"
-
-    def start(self, name: str) -> None:
-        self.step_t0 = time.monotonic()
-        if self.console is not None:
-            self.console.rule(f"[bold]{name}[/] ({self.done + 1}/{len(self.order)}, "
-                              f"elapsed {time.monotonic() - self.t0:.0f} s, ETA {self._eta()})")
-
-    def finish(self, name: str) -> None:
-        self.done += 1
-        if self.console is not None:
-            self.console.print(f"[green]{name} done in {time.monotonic() - self.step_t0:.1f} s[/]")
-
-    def skip(self, name: str) -> None:
-        self.done += 1
-        if self.console is not None:
-            self.console.print(f"[dim]{name}: already done (resumed)[/]")

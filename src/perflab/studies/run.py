@@ -1,10 +1,11 @@
-"""`perflab run`: time one or more commands hyperfine-style, with medians, bootstrap CIs and
-relative speed, every run stored as it completes.
+"""`perflab run`: time one or more commands hyperfine-style; medians with order-statistic CIs
+and relative speed, every run stored as it completes.
 
-Scheduling: warmup runs first, then rounds; each round runs every still-active benchmark once,
+Scheduling: warm-up runs first, then rounds; each round runs every still-active benchmark once,
 in an order shuffled per round (seeded), so slow drift of the machine hits all commands alike.
-A benchmark stops after ``runs`` runs, or (adaptive ``precision``) when the bootstrap CI of its
-median lies within +-precision of the median, bounded by min/max runs and max time.
+A benchmark stops after ``runs`` runs, or (adaptive ``precision``) when the CI of its median lies
+within +-precision of the median, bounded by min/max runs and max time. A failed run stops the
+study unless ``ignore_failure``; it is stored either way and left out of every statistic.
 """
 
 from __future__ import annotations
@@ -12,14 +13,21 @@ from __future__ import annotations
 import math
 import os
 import random
-import signal
-from dataclasses import asdict, dataclass, field
+import statistics
+import time
+from dataclasses import asdict, dataclass, fields
 from itertools import product
-from typing import Any, Sequence
+from typing import Any, Iterable
 
 from perflab.errors import PerflabError
 from perflab.model import MetricPattern, RunResult, RunSpec
+from perflab.platform.host import Machine
+from perflab.platform.sysfs import Root
+from perflab.stats.interval import median_ci
+from perflab.studies.run_result import Benchmark, Run, RunStudyResult, health_summary
+from perflab.studies.session import Session
 
+NAME = "run"
 DEFAULT_TIME_BUDGET_S = 3.0  # hyperfine's default: at least 10 runs and at least 3 s
 CV_WARN = 0.05
 
@@ -35,6 +43,8 @@ class Command:
 
 @dataclass(frozen=True)
 class RunConfig:
+    """What the user asked `perflab run` to time, and how long."""
+
     commands: tuple[Command, ...]
     metrics: tuple[MetricPattern, ...] = ()
     primary_metric: str | None = None
@@ -55,71 +65,27 @@ class RunConfig:
     env: tuple[tuple[str, str], ...] = ()
     cwd: str | None = None
 
+    def as_dict(self) -> dict:
+        return asdict(self)
 
-@dataclass
-class Benchmark:
-    """One command with one parameter combination, and what its runs measured."""
-
-    command: str
-    params: dict[str, str]
-    spec: RunSpec
-    results: list[RunResult] = field(default_factory=list)
-    # filled in by analyse()
-    summary: Any = None
-    median_ci: tuple[float, float] = (math.nan, math.nan)
-    outliers: list[int] = field(default_factory=list)
-    relative: tuple[float, float, float] | None = None  # ratio to the fastest, lo, hi
-
-    @property
-    def times(self) -> list[float]:
-        return [r.wall_ns / 1e9 for r in self.results]
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["commands"] = tuple(Command(c["name"], tuple(c["argv"]), bool(c.get("shell")))
+                               for c in d.get("commands", ()))
+        kw["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics", ()))
+        kw["parameters"] = tuple((p[0], tuple(p[1])) for p in d.get("parameters", ()))
+        kw["env"] = tuple((e[0], e[1]) for e in d.get("env", ()))
+        if kw.get("cpus") is not None:
+            kw["cpus"] = tuple(kw["cpus"])
+        return cls(**kw)
 
 
-@dataclass
-class RunStudyResult:
-    campaign_id: int | None
-    store_display: str
-    benchmarks: list[Benchmark]
-    warnings: list[str]
-    stopped_by: str  # "runs", "precision", "max-runs", "max-time", "time-budget"
-
-    @property
-    def fastest(self) -> Benchmark | None:
-        ok = [b for b in self.benchmarks if b.results]
-        return min(ok, key=lambda b: b.summary.median) if ok else None
-
-    def to_dict(self) -> dict:
-        out = []
-        for b in self.benchmarks:
-            out.append(dict(
-                command=b.command, parameters=b.params,
-                summary=b.summary.to_dict() if b.summary else None,
-                median_ci=list(b.median_ci), outliers=b.outliers,
-                relative=list(b.relative) if b.relative else None,
-                times=b.times, n=len(b.results),
-                user_mean=_mean([r.user_s for r in b.results]),
-                system_mean=_mean([r.sys_s for r in b.results]),
-                maxrss_kb_max=max((r.maxrss_kb for r in b.results), default=None),
-                exit_codes=[r.exit_code for r in b.results],
-                metrics=metric_medians(b),
-            ))
-        return dict(campaign_id=self.campaign_id, benchmarks=out, warnings=self.warnings,
-                    stopped_by=self.stopped_by,
-                    fastest=self.fastest.command if self.fastest else None)
+Config = RunConfig
 
 
-def _mean(xs: Sequence[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
-
-
-def metric_medians(b: Benchmark) -> dict[str, float]:
-    from perflab.stats import median
-
-    names: dict[str, list[float]] = {}
-    for r in b.results:
-        for k, v in r.metrics.items():
-            names.setdefault(k, []).append(v)
-    return {k: median(v) for k, v in names.items()}
+Result = RunStudyResult
 
 
 def _substitute(text: str, params: dict[str, str]) -> str:
@@ -128,24 +94,28 @@ def _substitute(text: str, params: dict[str, str]) -> str:
     return text
 
 
-def expand(config: RunConfig) -> list[Benchmark]:
-    """Commands x parameter combinations -> benchmarks with ready RunSpecs."""
+def plan(config: RunConfig, machine: Machine | None = None) -> list[RunSpec]:
+    """Commands x parameter combinations -> one RunSpec per benchmark (its label is unique)."""
     names = [p[0] for p in config.parameters]
     combos = list(product(*[p[1] for p in config.parameters])) or [()]
     events: tuple[str, ...] | None = () if config.perf_stat else None
-    benches = []
+    specs: list[RunSpec] = []
+    seen: dict[str, int] = {}
     for cmd in config.commands:
         for combo in combos:
             params = dict(zip(names, combo))
-            argv = tuple(_substitute(a, params) for a in cmd.argv)
-            spec = RunSpec(
-                argv=argv, shell=cmd.shell, cpus=config.cpus, timeout=config.timeout,
-                metrics=config.metrics, perf_events=events, label=_substitute(cmd.name, params),
-                params=params, capture_output=bool(config.metrics),
-                env=dict(config.env) or None, cwd=config.cwd,
-            )
-            benches.append(Benchmark(spec.label, params, spec))
-    return benches
+            label = _substitute(cmd.name, params)
+            # The resume key is (label, params, rep): the same command given twice needs its own.
+            seen[label] = seen.get(label, 0) + 1
+            if seen[label] > 1:
+                label = f"{label} #{seen[label]}"
+            specs.append(RunSpec(
+                argv=tuple(_substitute(a, params) for a in cmd.argv), shell=cmd.shell,
+                cpus=config.cpus, timeout=config.timeout, metrics=config.metrics,
+                perf_events=events, label=label, params=params,
+                capture_output=bool(config.metrics), env=dict(config.env) or None, cwd=config.cwd,
+            ))
+    return specs
 
 
 def describe_failure(result: RunResult, timeout: float | None = None) -> str:
@@ -153,6 +123,8 @@ def describe_failure(result: RunResult, timeout: float | None = None) -> str:
     if result.timed_out:
         return f"timed out after {timeout:g} s and was killed" if timeout else "timed out"
     if result.signal is not None:
+        import signal
+
         try:
             name = signal.Signals(result.signal).name
         except ValueError:
@@ -161,340 +133,222 @@ def describe_failure(result: RunResult, timeout: float | None = None) -> str:
     return f"exited with status {result.exit_code}"
 
 
-def _failure_error(bench: Benchmark, result: RunResult, timeout: float | None) -> PerflabError:
+def _failure_error(label: str, result: RunResult, timeout: float | None) -> PerflabError:
     last = next((ln.strip() for ln in reversed(result.stderr_tail.splitlines()) if ln.strip()), "")
     tail = f" (stderr: {last})" if last else ""
     fix = ("raise --timeout or make the command faster" if result.timed_out
            else "fix the command or pass --ignore-failure")
-    return PerflabError(f"command '{bench.command}' {describe_failure(result, timeout)}{tail}: {fix}")
+    return PerflabError(f"command '{label}' {describe_failure(result, timeout)}{tail}: {fix}")
 
 
-def _check_commands(benches: list[Benchmark], executor: object) -> None:
-    from perflab.measure.executor import RealExecutor
-    from perflab.measure.spawn import check_command
-
-    if isinstance(executor, RealExecutor):
-        for b in benches:
-            check_command(b.spec.argv, b.spec.shell)
+def _prepare(config: RunConfig) -> RunSpec | None:
+    if not config.prepare:
+        return None
+    return RunSpec(argv=(config.prepare,), shell=True, timeout=config.timeout, capture_output=False,
+                   label="prepare")
 
 
-def _cpu_times() -> list[int] | None:
-    from perflab.platform.sysfs import Root
-
-    for line in (Root("/").read("proc/stat") or "").splitlines():
-        if line.startswith("cpu "):
-            return [int(v) for v in line.split()[1:]]
-    return None
-
-
-def run_run(config: RunConfig, executor, store, console=None) -> RunStudyResult:
-    """Run the benchmarks of ``config``; every run goes to ``store`` as it completes."""
-    if not config.commands:
-        raise PerflabError("nothing to run: give a command after -- or commands as arguments")
-    benches = expand(config)
-    _check_commands(benches, executor)
-    now = getattr(executor, "now_ns", None) or __import__("time").monotonic_ns
-
-    host_id = None
-    if store is not None:
-        from perflab.platform.metadata import collect
-
-        try:
-            host_id = store.add_host(collect(), None)
-        except Exception:  # metadata is nice to have; never lose a benchmark over it
-            host_id = None
-        cfg = asdict(config)
-        campaign_id = store.start_campaign("run", cfg, host_id=host_id)
-        display = store.display
-    else:
-        campaign_id, display = None, "(not stored)"
-
-    cpu_before = _cpu_times()
-    prepare = RunSpec(argv=(config.prepare,), shell=True, timeout=config.timeout,
-                      capture_output=False) if config.prepare else None
-    status = "failed"
-    try:
-        with _progress(console, benches) as tick:
-            stopped = _schedule(config, benches, executor, store, campaign_id, now, prepare, tick)
-        status = "done"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        if store is not None and status != "done":
-            store.finish_campaign(campaign_id, status=status)
-
-    warnings = analyse(benches, config, cpu_before)
-    result = RunStudyResult(campaign_id, display, benches, warnings, stopped)
-    if store is not None:
-        store.finish_campaign(campaign_id, status="done", summary=result.to_dict())
-    if console is not None:
-        print_result(result, console)
-    return result
-
-
-def _run_prepare(prepare: RunSpec | None, executor) -> None:
+def _run_prepare(session: Session, prepare: RunSpec | None) -> None:
     if prepare is None:
         return
-    res = executor.run(prepare)
+    res = session.setup(prepare)
     if not res.ok:
         last = res.stderr_tail.strip().splitlines()[-1:] or [""]
         raise PerflabError(
             f"--prepare command '{prepare.argv[0]}' {describe_failure(res, prepare.timeout)}"
-            f"{' (stderr: ' + last[0] + ')' if last[0] else ''}: fix the --prepare command"
-        )
+            f"{' (stderr: ' + last[0] + ')' if last[0] else ''}: fix the --prepare command")
 
 
-class _progress:
-    """A transient progress line on a terminal (nothing otherwise): runs done per command."""
-
-    def __init__(self, console, benches: list[Benchmark]) -> None:
-        self.console, self.benches, self.bar = console, benches, None
-
-    def __enter__(self):
-        if self.console is None or not self.console.is_terminal:
-            return lambda: None
-        from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
-        # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
-        self.bar = Progress(TextColumn("{task.description}"), TimeElapsedColumn(),
-                            console=self.console, transient=True, refresh_per_second=4)
-        self.bar.__enter__()
-        task = self.bar.add_task("measuring")
-        benches = self.benches
-
-        def tick() -> None:
-            done = sum(len(b.results) for b in benches)
-            last = max(benches, key=lambda b: b.results[-1].end_ns if b.results else -1)
-            self.bar.update(task, description=f"measuring: {done} runs, last: {last.command}")
-
-        return tick
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
-def _schedule(config, benches, executor, store, campaign_id, now, prepare, tick=lambda: None) -> str:
-    from perflab.stats import bootstrap_median_ci, median
-
-    for b in benches:  # warmup: not stored, but a failure is still a failure
+def execute(config: RunConfig, session: Session, machine: Machine | None = None) -> RunStudyResult:
+    """Warm up, then rounds in a seeded shuffled order until each benchmark's stop rule holds."""
+    if not config.commands:
+        raise PerflabError("nothing to run: give a command after -- or commands as arguments")
+    specs = plan(config, machine)
+    prepare = _prepare(config)
+    for spec in specs:  # warm-up: not stored, but a failure is still a failure
         for _ in range(config.warmup):
-            _run_prepare(prepare, executor)
-            res = executor.run(b.spec)
-            if not res.ok and not config.ignore_failure:
-                raise _failure_error(b, res, config.timeout)
-
+            if session.stored(spec, 0):
+                break
+            _run_prepare(session, prepare)
+            res = session.warmup(spec)
+            if res is not None and not res.ok and not config.ignore_failure:
+                raise _failure_error(spec.label, res, config.timeout)
+    now = getattr(session.executor, "now_ns", None) or time.monotonic_ns
+    before = _cpu_times()
     rng = random.Random(config.seed)
-    active = list(range(len(benches)))
-    target: dict[int, int] = {}
-    if config.runs is not None:
-        target = {i: config.runs for i in active}
-    t0 = now()
+    walls: list[list[float]] = [[] for _ in specs]  # successful runs' wall times, per spec
+    runs: list[Run] = []
+    reps = [0] * len(specs)
+    active = list(range(len(specs)))
+    target = {i: config.runs for i in active} if config.runs is not None else {}
     stopped = "runs" if config.runs is not None else "precision" if config.precision else "time-budget"
+    t0 = now()
     first = True
     while active:
         order = list(active)
         if len(order) > 1:
             rng.shuffle(order)
         for i in order:
-            b = benches[i]
-            _run_prepare(prepare, executor)
-            res = executor.run(b.spec)
-            if store is not None:
-                store.add_measurement(campaign_id, res, params=b.params, rep=len(b.results),
-                                      label=b.command)
-            b.results.append(res)
-            if not res.ok and not config.ignore_failure:
-                raise _failure_error(b, res, config.timeout)
-            tick()
+            spec = specs[i]
+            if not session.stored(spec, reps[i]):
+                _run_prepare(session, prepare)
+            res = session.run(spec, rep=reps[i])
+            runs.append(Run(spec.label, dict(spec.params), reps[i], res))
+            reps[i] += 1
+            if res.ok:
+                walls[i].append(res.wall_ns / 1e9)
+            elif not config.ignore_failure:
+                raise _failure_error(spec.label, res, config.timeout)
+            session.say(f"{len(runs)} runs, last: {spec.label}")
         if first and config.runs is None and config.precision is None:
             # hyperfine's rule: enough runs to fill the time budget, at least min_runs.
             for i in active:
-                t = max(benches[i].results[0].wall_ns / 1e9, 1e-6)
+                # the first run's wall time, failed or not (a failure still took that long)
+                t = max(next(r.result.wall_ns for r in runs if r.label == specs[i].label) / 1e9, 1e-6)
                 n = max(config.min_runs, math.ceil(DEFAULT_TIME_BUDGET_S / t))
                 target[i] = min(n, config.max_runs) if config.max_runs else n
         first = False
         still = []
         for i in active:
-            n = len(benches[i].results)
+            n = reps[i]
             if config.max_runs is not None and n >= config.max_runs:
                 stopped = "max-runs" if config.precision else stopped
                 continue
             if config.precision is not None and config.runs is None:
-                if n >= max(config.min_runs, 2):
-                    xs = benches[i].times
-                    lo, hi = bootstrap_median_ci(xs, seed=config.seed)
-                    med = median(xs)
-                    if lo >= med * (1 - config.precision) and hi <= med * (1 + config.precision):
-                        continue
+                if len(walls[i]) >= max(config.min_runs, 2) and _precise(walls[i], config.precision):
+                    continue
                 still.append(i)
             elif n < target[i]:
                 still.append(i)
         active = still
         if active and config.max_time is not None and (now() - t0) / 1e9 >= config.max_time:
-            if all(len(benches[i].results) >= 2 for i in active):
+            if all(reps[i] >= 2 for i in active):
                 stopped = "max-time"
                 break
-    return stopped
+    result = analyse(config, runs, stopped_by=stopped)
+    if getattr(session.executor, "live", False):  # the mock plays no machine
+        result.warnings.extend(_machine_notes(before, _cpu_times()))
+    return result
 
 
-def analyse(benches: list[Benchmark], config: RunConfig, cpu_before: list[int] | None) -> list[str]:
-    """Summaries, median CIs, outliers, ratios to the fastest; noise warnings."""
-    from perflab.stats import bootstrap_median_ci, mad_outliers, ratio_of_medians, summary
+def _cpu_times(root: Root = Root("/")) -> list[int] | None:
+    for line in (root.read("proc/stat") or "").splitlines():
+        if line.startswith("cpu "):
+            return [int(v) for v in line.split()[1:]]
+    return None
 
+
+def _machine_notes(before: list[int] | None, after: list[int] | None,
+                   root: Root = Root("/")) -> list[str]:
+    """Other load and hypervisor steal over the whole study, from /proc."""
+    notes = []
+    load = (root.read("proc/loadavg") or "").split()
+    ncpu = os.cpu_count() or 1
+    if load and float(load[0]) > ncpu:
+        notes.append(f"load average {float(load[0]):.2f} on {ncpu} CPUs: other processes "
+                     "competed with the benchmark")
+    if before and after and len(before) >= 8 and len(after) >= 8:
+        total = sum(after[:8]) - sum(before[:8])
+        steal = (after[7] - before[7]) / total if total > 0 else 0.0
+        if steal > 0.01:
+            notes.append(f"the hypervisor stole {100 * steal:.1f}% of CPU time during the "
+                         "benchmark: timings of a VM are noisy")
+    return notes
+
+
+def _precise(xs: list[float], precision: float) -> bool:
+    ci = median_ci(xs)
+    med = statistics.median(xs)
+    return ci.level >= 0.95 and ci.low >= med * (1 - precision) and ci.high <= med * (1 + precision)
+
+
+def _describe(xs: list[float]) -> dict[str, float]:
+    """n, mean, median, sample stddev, min, max, quartiles (type 7): the stdlib keeps numpy out
+    of a short run's start-up."""
+    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else (xs[0],) * 3
+    return dict(n=len(xs), mean=statistics.fmean(xs), median=statistics.median(xs),
+                stddev=statistics.stdev(xs) if len(xs) > 1 else 0.0, min=min(xs), max=max(xs),
+                q1=q1, q3=q3)
+
+
+def _collect(config: RunConfig, runs: Iterable[Any]) -> list[Benchmark]:
+    specs = plan(config)
+    benches = {s.label: Benchmark(s.label, {k: str(v) for k, v in s.params.items()}) for s in specs}
+    ordered = sorted(runs, key=lambda r: (r.label, int(r.rep)))
+    for r in ordered:
+        b = benches.get(r.label)
+        if b is None:
+            continue
+        res: RunResult = r.result
+        if not res.ok:
+            reason = res.failure or "failed"
+            b.failures[reason] = b.failures.get(reason, 0) + 1
+            continue
+        k = b.n
+        b.times.append(res.wall_ns / 1e9)
+        b.user.append(res.user_s)
+        b.system.append(res.sys_s)
+        b.maxrss_kb.append(res.maxrss_kb)
+        for name in ("minflt", "majflt", "nvcsw", "nivcsw"):
+            b.rusage.setdefault(name, []).append(getattr(res, name))
+        for store, values in ((b.metrics, res.metrics), (b.counters, res.counters)):
+            for name in set(store) | set(values):
+                store.setdefault(name, [None] * k).append(values.get(name))
+        b.suspect += bool(res.suspect)
+    return list(benches.values())
+
+
+def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") -> RunStudyResult:
+    """Summaries, median CIs (order statistics), outliers, ratios to the fastest, warnings."""
+    runs = list(runs)
+    benches = _collect(config, runs)
     warnings: list[str] = []
     for b in benches:
+        if b.failed:
+            why = ", ".join(f"{n} {reason}" for reason, n in sorted(b.failures.items()))
+            warnings.append(f"'{b.command}': every run failed ({why}): no timing to report"
+                            if not b.times else f"'{b.command}': {b.failed} of {b.failed + b.n} "
+                            f"runs failed ({why}); failed runs are left out of every statistic")
         xs = b.times
         if not xs:
             continue
-        b.summary = summary(xs)
-        b.median_ci = bootstrap_median_ci(xs, seed=config.seed)
-        b.outliers = mad_outliers(xs) if len(xs) >= 3 else []
+        b.summary = _describe(xs)
+        b.median_ci = median_ci(xs).as_dict()
+        if len(xs) >= 3:
+            from perflab.stats import mad_outliers  # numpy: only when there is a sample to test
+
+            b.outliers = mad_outliers(xs)
         if b.outliers:
             warnings.append(
                 f"'{b.command}': {len(b.outliers)} of {len(xs)} runs are outliers (modified "
                 "Z-score > 3.5): other load disturbed them; the median and its CI resist them, "
                 "but consider --warmup or a quieter machine")
-        if b.summary.n >= 3 and b.summary.mean > 0 and b.summary.stddev / b.summary.mean > CV_WARN:
+        s = b.summary
+        if s["n"] >= 3 and s["mean"] > 0 and s["stddev"] / s["mean"] > CV_WARN:
             warnings.append(f"'{b.command}': noisy, coefficient of variation "
-                            f"{100 * b.summary.stddev / b.summary.mean:.1f}% > {100 * CV_WARN:.0f}%")
-        if config.warmup == 0 and len(xs) >= 5 and xs[0] > 2 * b.summary.median:
-            warnings.append(f"'{b.command}': the first run took {xs[0] / b.summary.median:.1f}x "
+                            f"{100 * s['stddev'] / s['mean']:.1f}% > {100 * CV_WARN:.0f}%")
+        if config.warmup == 0 and len(xs) >= 5 and xs[0] > 2 * s["median"]:
+            warnings.append(f"'{b.command}': the first run took {xs[0] / s['median']:.1f}x "
                             "the median (cold caches?): consider --warmup 1 or more")
+        if b.suspect:
+            warnings.append(f"'{b.command}': {b.suspect} of {len(xs)} runs were taken while the "
+                            "machine was disturbed (suspect: CPU pressure above 20 %, steal above "
+                            "2 % or a thermal throttle event; their health is stored with them)")
     if config.perf_stat:
         warnings.append("with --perf-stat the wall times, user/sys and max RSS include perf's own "
                         "start-up: compare the counters (duration_time is the command's own wall "
                         "time in ns), or rerun without --perf-stat for timings")
-    ok = [b for b in benches if b.results]
+    ok = [b for b in benches if b.summary]
     if len(ok) > 1:
-        fastest = min(ok, key=lambda b: b.summary.median)
+        from perflab.stats import ratio_of_medians
+
+        fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]
         for b in ok:
             if b is fastest:
-                b.relative = (1.0, 1.0, 1.0)
+                b.relative = {"ratio": 1.0, "low": 1.0, "high": 1.0, "level": 0.95}
             else:
                 r = ratio_of_medians(b.times, fastest.times, seed=config.seed)
-                b.relative = (r.ratio, r.lo, r.hi)
-    ncpu = os.cpu_count() or 1
-    try:
-        load1 = os.getloadavg()[0]
-    except OSError:
-        load1 = 0.0
-    if load1 > ncpu:
-        warnings.append(f"load average {load1:.2f} on {ncpu} CPUs: other processes competed "
-                        "with the benchmark")
-    after = _cpu_times()
-    if cpu_before and after and len(after) >= 8 and len(cpu_before) >= 8:
-        total = sum(after[:8]) - sum(cpu_before[:8])
-        steal = (after[7] - cpu_before[7]) / total if total > 0 else 0.0
-        if steal > 0.01:
-            warnings.append(f"the hypervisor stole {100 * steal:.1f}% of CPU time during the "
-                            "benchmark: timings of a VM are noisy")
-    return warnings
-
-
-def fmt_time(seconds: float, unit: str | None = None) -> str:
-    unit = unit or time_unit(seconds)
-    scale = {"s": 1.0, "ms": 1e3, "µs": 1e6}[unit]
-    return f"{seconds * scale:.2f} {unit}" if unit != "s" else f"{seconds:.3f} s"
-
-
-def time_unit(seconds: float) -> str:
-    return "s" if seconds >= 1 else "ms" if seconds >= 1e-3 else "µs"
-
-
-def _num(v: float) -> str:
-    """Counts and checksums in full with thousands separators, other values to 6 digits."""
-    if math.isfinite(v) and abs(v) >= 1e5 and float(v).is_integer():
-        return f"{v:,.0f}"
-    return f"{v:.6g}"
-
-
-def print_result(result: RunStudyResult, console) -> None:
-    """The rich table: median [CI], mean +- sd, min/max, user/sys, max RSS, metrics, relative."""
-    from rich.table import Table
-
-    table = Table(title="perflab run", show_lines=False)
-    for col in ("command", "runs", "median [95% CI]", "mean ± σ", "min…max", "user/sys",
-                "maxRSS"):
-        if col == "command":
-            width = max((len(b.command) for b in result.benchmarks), default=8)
-            table.add_column(col, min_width=min(width, 24))
-        else:
-            table.add_column(col, justify="right")
-    many = len(result.benchmarks) > 1
-    if many:
-        table.add_column("relative [95% CI]", justify="right")
-    narrow = console.width < 110
-    for b in result.benchmarks:
-        if not b.results:
-            continue
-        s = b.summary
-        u = time_unit(s.median)
-        user = _mean([r.user_s for r in b.results]) or 0.0
-        sys_ = _mean([r.sys_s for r in b.results]) or 0.0
-        rss = max(r.maxrss_kb for r in b.results)
-        num = lambda x: fmt_time(x, u).split()[0]  # noqa: E731
-        rel = ""
-        if many and b.relative:
-            r, lo, hi = b.relative
-            rel = "1.00" if r == 1.0 and lo == hi == 1.0 else f"{r:.2f} [{lo:.2f}, {hi:.2f}]"
-        if narrow:
-            # hyperfine-like block per command: a table does not fit a narrow terminal
-            console.print(f"[bold]{b.command}[/bold]", highlight=False)
-            console.print(
-                f"  median {fmt_time(s.median, u)} [{num(b.median_ci[0])}, {num(b.median_ci[1])}]"
-                f"   mean {fmt_time(s.mean, u)} ± {num(s.stddev)}   range {num(s.min)} … "
-                f"{fmt_time(s.max, u)}\n  user {num(user)} / sys {fmt_time(sys_, u)}   max RSS "
-                f"{rss / 1024:.1f} MiB   {s.n} runs" + (f"   relative {rel}" if rel else ""),
-                highlight=False)
-            continue
-        row = [
-            b.command, str(s.n),
-            f"{fmt_time(s.median, u)} [{num(b.median_ci[0])}, {num(b.median_ci[1])}]",
-            f"{fmt_time(s.mean, u)} ± {num(s.stddev)}",
-            f"{num(s.min)}…{num(s.max)}",
-            f"{num(user)}/{num(sys_)}",
-            f"{rss / 1024:.1f} MiB",
-        ]
-        if many:
-            row.append(rel)
-        table.add_row(*row)
-    if not narrow:
-        console.print(table)
-    metric_names = sorted({k for b in result.benchmarks for r in b.results for k in r.metrics})
-    if metric_names:
-        # A table of its own: a workload like minihlt reports half a dozen metrics.
-        mt = Table(title="metrics (median per run)")
-        mt.add_column("command")
-        for name in metric_names:
-            mt.add_column(name, justify="right")
-        for b in result.benchmarks:
-            meds = metric_medians(b)
-            mt.add_row(b.command, *(_num(meds[m]) if m in meds else "-" for m in metric_names))
-        console.print(mt)
-    counters = sorted({k for b in result.benchmarks for r in b.results for k in r.counters})
-    if counters:
-        from perflab.stats import median
-
-        ct = Table(title="perf stat (median per run)")
-        ct.add_column("command")
-        for c in counters:
-            ct.add_column(c, justify="right")
-        for b in result.benchmarks:
-            vals = [median([r.counters[c] for r in b.results if c in r.counters] or [math.nan])
-                    for c in counters]
-            ct.add_row(b.command, *(_num(v) for v in vals))
-        console.print(ct)
-    fastest = result.fastest
-    if fastest is not None and len(result.benchmarks) > 1:
-        console.print(f"fastest: [bold]{fastest.command}[/bold]", highlight=False)
-        for b in result.benchmarks:
-            if b is not fastest and b.relative:
-                r, lo, hi = b.relative
-                console.print(f"  {r:.2f}x [{lo:.2f}, {hi:.2f}] slower: {b.command}",
-                              highlight=False, markup=False)
-    for w in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
-    where = f", campaign {result.campaign_id}" if result.campaign_id is not None else ""
-    console.print(f"perflab: results in {result.store_display}{where}", highlight=False)
+                b.relative = {"ratio": r.ratio, "low": r.lo, "high": r.hi, "level": 0.95}
+    result = RunStudyResult(benches, warnings, stopped_by)
+    result.health = health_summary([r.result for r in runs])
+    return result

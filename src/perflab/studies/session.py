@@ -52,7 +52,7 @@ class Session:
             self._stored = dict(stored)
 
     def _replay(self, key: Key) -> RunResult | None:
-        queue = self._stored.get(key)
+        queue = self._stored.get(key) if self._stored else None
         if queue:
             self.replayed += 1
             return queue.popleft()
@@ -60,8 +60,7 @@ class Session:
 
     def run(self, spec: RunSpec, rep: int = 0) -> RunResult:
         """Run one spec (or replay it on resume); stored before this returns."""
-        key = run_key(spec, rep)
-        result = self._replay(key)
+        result = self._replay(run_key(spec, rep)) if self._stored else None
         if result is not None:
             return result
         if self.energy is not None:
@@ -99,6 +98,30 @@ class Session:
         self.store.add_measurements(self.campaign_id, [(r, dict(s.params or {}), rep, s.label)
                                                        for s, r in zip(specs, out.results)])
         return out
+
+    def capture(self, spec: RunSpec, rep: int = 0,
+                parse: Callable[[str], dict[str, float]] | None = None) -> RunResult:
+        """Run once keeping the whole output; ``parse(output)`` adds metrics. Stored (and
+        replayed on resume) like session.run, e.g. a run read for its per-event log lines."""
+        key = run_key(spec, rep)
+        result = self._replay(key)
+        if result is not None:
+            return result
+        result, output = self.executor.capture(spec)
+        self.executed += 1
+        if parse is not None:
+            result.metrics = {**result.metrics, **parse(output)}
+        self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
+                                   label=spec.label)
+        return result
+
+    def stored(self, spec: RunSpec, rep: int = 0) -> bool:
+        """Whether session.run(spec, rep) will be answered from the store (no process)."""
+        return bool(self._stored) and bool(self._stored.get(run_key(spec, rep)))
+
+    def setup(self, spec: RunSpec) -> RunResult:
+        """An unrecorded helper run that always executes (hyperfine's --prepare)."""
+        return self.executor.run(spec)
 
     def warmup(self, spec: RunSpec) -> RunResult | None:
         """An unrecorded run (page cache, lazy builds); skipped when resuming stored work."""

@@ -1,0 +1,37 @@
+"""The executor interface: what every executor (real processes, the mock) offers a study.
+
+A study never starts a process itself; it hands RunSpecs to an Executor through its Session, so
+the deterministic MockExecutor can play every run a study makes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from perflab.model import RunResult, RunSpec
+
+
+@dataclass
+class ConcurrentResult:
+    """N copies started together: each copy's run and how tightly their starts lined up."""
+
+    results: list[RunResult]
+    start_spread_ns: int  # max - min of the moments the copies actually started
+    release_ns: int  # time.monotonic_ns() when the gate opened (or the first spawn)
+    starts_ns: list[int] = field(default_factory=list)  # each copy's own start moment
+    gated: bool = True
+
+
+class Executor(Protocol):
+    """Runs specs and says what they measured."""
+
+    def run(self, spec: RunSpec) -> RunResult: ...
+
+    def run_concurrent(self, specs: Sequence[RunSpec], gate: bool = True) -> ConcurrentResult: ...
+
+    def capture(self, spec: RunSpec) -> tuple[RunResult, str]:
+        """Run once and return the full output too (stdout then stderr), e.g. per-event log lines."""
+        ...
+
+    def now_ns(self) -> int: ...

@@ -1,0 +1,68 @@
+"""A per-boot cache of the machine capture, so a short `perflab run` need not wait for it.
+
+capture() runs compilers and perf for their versions, probes features by compiling and running
+test programs, and samples steal time for 100 ms: 0.3-0.9 s, where hyperfine's whole run of
+`true` takes milliseconds. What it records changes with a reboot, a new compiler or a new perflab,
+so the cache is keyed by the boot id, the path and mtime of each tool it asks, perflab's version
+and the host label. What changes by the minute (load, steal, frequency, governor) is recorded per
+run as the run's health, not taken from here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from typing import Callable
+
+from perflab import __version__
+from perflab.platform.host import Machine, capture
+from perflab.platform.metadata import COMPILERS
+from perflab.platform.sysfs import Root
+from perflab.platform.topology import read_topology
+
+
+def _cache_dir() -> str:
+    env = os.environ.get("PERFLAB_CACHE")
+    base = env or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "perflab")
+    return os.path.join(base, "host")
+
+
+def cache_key(root: Root = Root("/")) -> str | None:
+    """What the capture depends on, hashed; None where there is no boot id to key on."""
+    boot = root.read("proc/sys/kernel/random/boot_id")
+    if not boot:
+        return None
+    parts = [boot, __version__, os.environ.get("PERFLAB_HOST_LABEL", "")]
+    for tool in (*COMPILERS, "perf", "numactl"):
+        path = shutil.which(tool)
+        try:
+            parts.append(f"{path}:{os.stat(path).st_mtime_ns}" if path else f"{tool}:-")
+        except OSError:
+            parts.append(f"{tool}:?")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+def capture_cached(root: Root = Root("/"), extend: Callable[[Machine], Machine] = lambda m: m) -> Machine:
+    """capture(), or its copy from earlier in this boot with the same tools. ``extend`` adds what
+    a higher layer records with the host (the ABI probes), before it is cached."""
+    key = cache_key(root)
+    path = os.path.join(_cache_dir(), f"{key}.json") if key else None
+    if path and os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            # The topology is read afresh (5 ms): CPUs go on- and offline without a reboot.
+            return Machine(topology=read_topology(root), metadata=data["metadata"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a torn or old file: capture again
+    machine = extend(capture(root))
+    if path:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"metadata": machine.metadata}, fh, default=str)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
+    return machine

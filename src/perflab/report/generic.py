@@ -1,0 +1,131 @@
+"""Turn one stored campaign into a report Section: the generic view and the builder registry.
+
+Each study stores its result as the campaign summary (a JSON dict). The generic builder renders
+any summary: its ``verdict`` and every list of flat records as a table. Study builders
+(sections.py) add the plots the seeds drew, reading the keys their study writes, and fall back to
+the generic view when a key is absent (an interrupted campaign has a partial summary or none).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from perflab.report.model import Plot, Section, Table
+
+TITLES = {
+    "run": "Timing (perflab run)",
+    "cores": "Per-core scan",
+    "instances": "Instance-count scan",
+    "variants": "Build variants",
+    "profile": "Profile of one event",
+    "profile-diff": "Profile diff",
+    "frontend": "Front-end scan",
+    "micro": "Microbenchmarks",
+    "footprint": "File footprint",
+    "bundle": "Standalone bundle",
+    "cost": "Platform cost model",
+}
+
+_SKIP_KEYS = {"verdict", "tables", "notes"}
+
+
+def _is_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _records_table(title: str, records: list[dict]) -> Table | None:
+    if not records or not all(isinstance(r, dict) for r in records):
+        return None
+    cols: list[str] = []
+    for r in records:
+        for k, v in r.items():
+            if k not in cols and (_is_scalar(v) or _short_list(v)):
+                cols.append(k)
+    if not cols:
+        return None
+    rows = [[_cell(r.get(c)) for c in cols] for r in records]
+    return Table(title=title.replace("_", " "), columns=[c.replace("_", " ") for c in cols], rows=rows)
+
+
+def _short_list(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) <= 8 and all(_is_scalar(x) for x in v)
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return ", ".join(str(x) for x in v)
+    return v
+
+
+def generic(campaign: Any, summary: dict) -> Section:
+    """Any summary: verdict, explicit ``tables``, lists of records, and scalar facts."""
+    title = TITLES.get(campaign.study, campaign.study)
+    verdict = summary.get("verdict") or _default_verdict(campaign)
+    sec = Section(
+        key=f"{campaign.study}-{campaign.id}", title=f"{title} (campaign {campaign.id})",
+        verdict=str(verdict), campaign_id=campaign.id, status=campaign.status,
+    )
+    for t in summary.get("tables", []) or []:
+        if isinstance(t, dict) and "columns" in t and "rows" in t:
+            sec.tables.append(Table(str(t.get("title", "")), [str(c) for c in t["columns"]],
+                                    [[_cell(c) for c in row] for row in t["rows"]], str(t.get("note", ""))))
+    facts = []
+    for k, v in summary.items():
+        if k in _SKIP_KEYS:
+            continue
+        if isinstance(v, list):
+            tbl = _records_table(k, v)
+            if tbl is not None and not any(x.title == tbl.title for x in sec.tables):
+                sec.tables.append(tbl)
+        elif _is_scalar(v) and v is not None and not isinstance(v, str) or (isinstance(v, str) and len(v) < 120):
+            facts.append([k.replace("_", " "), v])
+    if facts:
+        sec.tables.insert(0, Table("Summary", ["quantity", "value"], facts))
+    for n in summary.get("notes", []) or []:
+        sec.notes.append(str(n))
+    if campaign.status != "done":
+        sec.notes.append(f"campaign status: {campaign.status}; results may be partial")
+    return sec
+
+
+def _default_verdict(campaign: Any) -> str:
+    if campaign.status == "done":
+        return f"{campaign.study}: finished (no verdict recorded)."
+    return f"{campaign.study}: {campaign.status}; partial results."
+
+
+def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "") -> None:
+    """Add a plot; a plot that cannot be drawn from a partial summary is noted, not fatal."""
+    try:
+        sec.plots.append(Plot(title, make(), caption))
+    except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+        sec.notes.append(f"plot '{title}' not drawn: {type(exc).__name__}: {exc}")
+
+
+BUILDERS: dict[str, Callable[[Any, dict, list], Section]] = {}
+
+
+def builder(study: str):
+    def deco(fn: Callable[[Any, dict, list], Section]):
+        BUILDERS[study] = fn
+        return fn
+
+    return deco
+
+
+def build_section(campaign: Any, measurements: list) -> Section:
+    summary = campaign.summary or {}
+    fn = BUILDERS.get(campaign.study)
+    if fn is None:
+        return generic(campaign, summary)
+    return fn(campaign, summary, measurements)
+
+
+def _pct(r: float | None) -> str:
+    return "—" if r is None else f"{100 * (r - 1):+.1f} %"
+
+
+def _ci_text(lo: Any, hi: Any, fmt: str = "{:.4g}") -> str:
+    if lo is None or hi is None:
+        return "—"
+    return "[" + fmt.format(lo) + ", " + fmt.format(hi) + "]"

@@ -1,0 +1,121 @@
+"""`perflab run` in a terminal: hyperfine's table with the median's CI and its level, metrics,
+perf stat counters, the ratios to the fastest and the warnings, each printed once."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from perflab.stats.interval import CI
+from perflab.studies.run_result import Benchmark, RunStudyResult
+
+
+def time_unit(seconds: float) -> str:
+    return "s" if seconds >= 1 else "ms" if seconds >= 1e-3 else "µs"
+
+
+def fmt_time(seconds: float, unit: str | None = None) -> str:
+    unit = unit or time_unit(seconds)
+    scale = {"s": 1.0, "ms": 1e3, "µs": 1e6}[unit]
+    return f"{seconds * scale:.2f} {unit}" if unit != "s" else f"{seconds:.3f} s"
+
+
+def _num(v: float) -> str:
+    """Counts and checksums in full with thousands separators, other values to 6 digits."""
+    if math.isfinite(v) and abs(v) >= 1e5 and float(v).is_integer():
+        return f"{v:,.0f}"
+    return f"{v:.6g}"
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _relative(b: Benchmark) -> str:
+    if not b.relative:
+        return ""
+    r = b.relative
+    if r["ratio"] == 1.0 and r["low"] == r["high"] == 1.0:
+        return "1.00"
+    return f"{r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
+
+
+def render(result: RunStudyResult, console: Any) -> None:
+    """The table (a block per command on a narrow terminal), metrics, counters, verdict, warnings."""
+    from rich.table import Table
+
+    shown = [b for b in result.benchmarks if b.summary]
+    levels = {CI.from_dict(b.median_ci).label() for b in shown if b.median_ci}
+    ci_head = levels.pop() if len(levels) == 1 else "CI"
+    many = len(shown) > 1
+    narrow = console.is_terminal and console.width < 110
+    table = Table(title="perflab run")
+    table.add_column("command", overflow="fold")
+    for col in ("runs", f"median [{ci_head}]", "mean ± σ", "min…max", "user/sys", "max RSS"):
+        table.add_column(col, justify="right", no_wrap=True)
+    if many:
+        table.add_column("relative [95% CI]", justify="right", no_wrap=True)
+    for b in shown:
+        s, ci = b.summary, CI.from_dict(b.median_ci)  # type: ignore[arg-type]
+        assert s is not None
+        u = time_unit(s["median"])
+        num = lambda x: fmt_time(x, u).split()[0]  # noqa: E731
+        median = f"{fmt_time(s['median'], u)} [{num(ci.low)}, {num(ci.high)}]"
+        if len(levels) > 1 or ci_head == "CI":
+            median += f" ({ci.label()})"
+        cells = [str(s["n"]) + (f" (+{b.failed} failed)" if b.failed else ""), median,
+                 f"{fmt_time(s['mean'], u)} ± {num(s['stddev'])}", f"{num(s['min'])}…{num(s['max'])}",
+                 f"{num(_mean(b.user))}/{num(_mean(b.system))}",
+                 f"{max(b.maxrss_kb) / 1024:.1f} MiB"]
+        if narrow:
+            # hyperfine-like block per command: a table does not fit a narrow terminal
+            console.print(f"[bold]{b.command}[/bold]", highlight=False)
+            console.print(f"  median {cells[1]}   mean {cells[2]}   range {cells[3]}\n"
+                          f"  user/sys {cells[4]}   max RSS {cells[5]}   {cells[0]} runs"
+                          + (f"   relative {_relative(b)}" if many else ""), highlight=False)
+            continue
+        table.add_row(b.command, *cells, *([_relative(b)] if many else []))
+    if shown and not narrow:
+        console.print(table)
+    _extra_tables(result, console)
+    fastest = result.fastest
+    if fastest is not None and many:
+        console.print(f"fastest: [bold]{fastest.command}[/bold]", highlight=False)
+        for b in shown:
+            if b is not fastest and b.relative:
+                r = b.relative
+                console.print(f"  {r['ratio']:.2f}x [{r['low']:.2f}, {r['high']:.2f}] slower: "
+                              f"{b.command}", highlight=False, markup=False)
+    h = result.health
+    if h:
+        parts = [f"{h['suspect']} of {h['runs']} runs suspect"]
+        if "cpu_pressure_median" in h:
+            parts.append(f"CPU pressure median {100 * h['cpu_pressure_median']:.0f} % "
+                         f"(max {100 * h['cpu_pressure_max']:.0f} %)")
+        if h.get("steal_max"):
+            parts.append(f"steal max {100 * h['steal_max']:.1f} %")
+        if h.get("throttle_events"):
+            parts.append(f"{h['throttle_events']} thermal throttle events")
+        parts.append(f"governor {h.get('governor', 'not reported')}, turbo {h.get('turbo', 'not reported')}")
+        console.print("health: " + "; ".join(parts), highlight=False, markup=False)
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+
+
+def _extra_tables(result: RunStudyResult, console: Any) -> None:
+    """Metrics and perf stat counters, a table of each: a workload may report many."""
+    from rich.table import Table
+
+    for title, attr in (("metrics (median per run)", "metric_medians"),
+                        ("perf stat (median per run)", "counter_medians")):
+        meds = {b.command: getattr(b, attr)() for b in result.benchmarks}
+        names = sorted({k for m in meds.values() for k in m})
+        if not names:
+            continue
+        t = Table(title=title)
+        t.add_column("command", overflow="fold")
+        for name in names:
+            t.add_column(name, justify="right", no_wrap=True)
+        for command, m in meds.items():
+            t.add_row(command, *(_num(m[n]) if n in m else "-" for n in names))
+        console.print(t)

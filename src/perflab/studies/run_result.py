@@ -1,0 +1,149 @@
+"""What `perflab run` found: one Benchmark per command x parameter combination, and its verdict."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field, fields
+from typing import NamedTuple
+
+from perflab.model import RunResult
+from perflab.stats.interval import CI
+
+
+class Run(NamedTuple):
+    """One stored run as analyse() reads it (a store Measurement has the same attributes)."""
+
+    label: str
+    params: dict
+    rep: int
+    result: RunResult
+
+
+@dataclass
+class Benchmark:
+    """One command with one parameter combination: its successful runs and their statistics."""
+
+    command: str
+    params: dict[str, str]
+    times: list[float] = field(default_factory=list)  # wall seconds of the successful runs
+    user: list[float] = field(default_factory=list)
+    system: list[float] = field(default_factory=list)
+    maxrss_kb: list[int] = field(default_factory=list)
+    rusage: dict[str, list[int]] = field(default_factory=dict)  # minflt, majflt, nvcsw, nivcsw
+    metrics: dict[str, list[float | None]] = field(default_factory=dict)  # per successful run
+    counters: dict[str, list[float | None]] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)  # why runs failed -> how many
+    suspect: int = 0
+    summary: dict[str, float] | None = None  # n, mean, median, stddev, min, max, q1, q3
+    median_ci: dict[str, float] | None = None  # {"low", "high", "level"}
+    outliers: list[int] = field(default_factory=list)
+    relative: dict[str, float] | None = None  # median / fastest's: {"ratio", "low", "high", "level"}
+
+    @property
+    def n(self) -> int:
+        return len(self.times)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def metric_medians(self) -> dict[str, float]:
+        return _medians(self.metrics)
+
+    def counter_medians(self) -> dict[str, float]:
+        return _medians(self.counters)
+
+
+def _medians(values: dict[str, list[float | None]]) -> dict[str, float]:
+    out = {}
+    for name, vals in values.items():
+        present = [v for v in vals if v is not None]
+        if present:
+            out[name] = statistics.median(present)
+    return out
+
+
+@dataclass
+class RunStudyResult:
+    """The outcome of `perflab run`: one Benchmark per command x parameter combination."""
+
+    benchmarks: list[Benchmark]
+    warnings: list[str] = field(default_factory=list)
+    stopped_by: str = "runs"  # "runs", "precision", "max-runs", "max-time", "time-budget"
+    campaign_id: int | None = None
+    health: dict = field(default_factory=dict)  # governor, turbo, runs sampled, medians of the runs' health
+
+    @property
+    def fastest(self) -> Benchmark | None:
+        ok = [b for b in self.benchmarks if b.summary]
+        return min(ok, key=lambda b: b.summary["median"]) if ok else None  # type: ignore[index]
+
+    @property
+    def failed_runs(self) -> int:
+        return sum(b.failed for b in self.benchmarks)
+
+    @property
+    def suspect_runs(self) -> int:
+        return sum(b.suspect for b in self.benchmarks)
+
+    def as_dict(self) -> dict:
+        fastest = self.fastest
+        # Shallow: dataclasses.asdict deep-copies every list of times (50 ms for 2000 runs).
+        benches = [{f.name: getattr(b, f.name) for f in fields(b)} for b in self.benchmarks]
+        return dict(campaign_id=self.campaign_id, benchmarks=benches,
+                    warnings=self.warnings, stopped_by=self.stopped_by,
+                    fastest=fastest.command if fastest else None, failed_runs=self.failed_runs,
+                    suspect_runs=self.suspect_runs, health=self.health, verdict=verdict(self))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunStudyResult":
+        names = {f.name for f in fields(Benchmark)}
+        benches = [Benchmark(**{k: v for k, v in b.items() if k in names}) for b in d.get("benchmarks", ())]
+        return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
+                   dict(d.get("health") or {}))
+
+
+def verdict(result: RunStudyResult) -> str:
+    """One sentence: the fastest command's median and CI, and how the others compare."""
+    ok = [b for b in result.benchmarks if b.summary]
+    if not ok:
+        return "every run failed: no timing to report."
+    fastest = result.fastest
+    assert fastest is not None and fastest.summary and fastest.median_ci
+    ci = CI.from_dict(fastest.median_ci)
+    text = (f"{fastest.command}: median {fastest.summary['median']:.3g} s "
+            f"({ci.label()} {ci.low:.3g}..{ci.high:.3g} s, {fastest.n} runs)")
+    rate = fastest.metric_medians().get("events_per_s")
+    if rate is not None:
+        text += f", {rate:.3g} events/s"
+    if len(ok) > 1:
+        others = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
+                  f"{b.relative['high']:.3g}]" for b in ok if b is not fastest and b.relative]
+        text += "; fastest of " + str(len(ok)) + " (slower: " + "; ".join(others) + ")"
+    failed = [b.command for b in result.benchmarks if not b.summary]
+    if failed:
+        text += f"; every run of {', '.join(failed)} failed"
+    if result.suspect_runs:
+        text += f"; {result.suspect_runs} runs suspect (machine disturbed)"
+    return text + "."
+
+
+def health_summary(results: list[RunResult]) -> dict:
+    """What the runs' health says overall: governor and turbo as recorded, medians, maxima."""
+    sampled = [r.health for r in results if r.health]
+    if not sampled:
+        return {}
+    out: dict = {"runs": len(sampled), "suspect": sum(bool(r.suspect) for r in results)}
+    for key in ("governor", "turbo"):
+        seen = {str(h[key]) for h in sampled if key in h}
+        if seen:
+            out[key] = ", ".join(sorted(seen))
+    for key in ("cpu_pressure", "steal", "runnable_others"):
+        vals = [h[key] for h in sampled if key in h]
+        if vals:
+            out[f"{key}_median"] = statistics.median(vals)
+            out[f"{key}_max"] = max(vals)
+    throttles = sum(h.get("throttle", 0) for h in sampled)
+    if throttles:
+        out["throttle_events"] = throttles
+    return out
