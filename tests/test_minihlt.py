@@ -176,7 +176,8 @@ def test_workload_metrics_parse_the_summary(builds):
 
     wl = minihlt.quick_workload()
     assert wl.primary_metric == "events_per_s" and wl.higher_is_better
-    assert wl.fork_arg == ("--fork", "{n}") and wl.event_arg == ("--event", "{k}")
+    assert wl.fork_arg == ("--fork", "{n}", "--first", "{first}", "--events", "{events}")
+    assert wl.event_arg == ("--event", "{k}")
     assert wl.checksum_metric == "checksum"
     out = run(wl.argv[0], "--events", "3", "--static-mb", "8")
     m = extract(wl.metrics, out, "")
