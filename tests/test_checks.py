@@ -19,3 +19,10 @@ def test_modes_named_where_there_are_two_speeds_and_quiet_on_one():
     rng = random.Random(3)
     assert sum(trial(True, rng) for _ in range(20)) >= 18
     assert sum(trial(False, rng) for _ in range(20)) <= 1
+
+
+def test_run_tells_two_commands_2pct_apart():
+    from perflab.checks.run_check import trial
+
+    assert sum(trial(0.02, seed)[1] for seed in range(10)) >= 8
+    assert sum(trial(0.0, 100 + seed)[0] for seed in range(10)) <= 2

@@ -24,12 +24,17 @@ from perflab.model import MetricPattern, RunResult, RunSpec
 from perflab.platform.host import Machine
 from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
+from perflab.stats.shift import ratio_ci
 from perflab.studies.run_result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.session import Session
 
 NAME = "run"
 DEFAULT_TIME_BUDGET_S = 3.0  # hyperfine's default: at least 10 runs and at least 3 s
 CV_WARN = 0.05
+ALPHA = 0.05  # family-wise: every "slower" verdict of one run together
+# A difference smaller than this is not called "slower" even when significant: long runs make
+# 0.1 % significant, and at 1 % a timing is within the drift of most machines.
+MIN_EFFECT = 0.01
 
 
 @dataclass(frozen=True)
@@ -340,15 +345,18 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
                         "time in ns), or rerun without --perf-stat for timings")
     ok = [b for b in benches if b.summary]
     if len(ok) > 1:
-        from perflab.stats import ratio_of_medians
-
         fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]
+        # Each other command against the fastest: Hodges-Lehmann ratio with Moses' interval (the
+        # Mann-Whitney test's own interval) at 1 - alpha/(k-1), Bonferroni over the k-1
+        # comparisons, so "slower" holds for all of them together at alpha.
+        level = 1 - ALPHA / (len(ok) - 1)
         for b in ok:
             if b is fastest:
-                b.relative = {"ratio": 1.0, "low": 1.0, "high": 1.0, "level": 0.95}
+                b.relative = {"ratio": 1.0, "low": 1.0, "high": 1.0, "level": level, "significant": False}
             else:
-                r = ratio_of_medians(b.times, fastest.times, seed=config.seed)
-                b.relative = {"ratio": r.ratio, "low": r.lo, "high": r.hi, "level": 0.95}
+                ratio, ci = ratio_ci(b.times, fastest.times, level=level)
+                b.relative = {"ratio": ratio, "low": ci.low, "high": ci.high, "level": ci.level,
+                              "significant": ci.low > 1.0 and ratio >= 1 + MIN_EFFECT}
     result = RunStudyResult(benches, warnings, stopped_by)
     result.health = health_summary([r.result for r in runs])
     return result

@@ -117,9 +117,16 @@ def verdict(result: RunStudyResult) -> str:
     if rate is not None:
         text += f", {rate:.3g} events/s"
     if len(ok) > 1:
-        others = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
-                  f"{b.relative['high']:.3g}]" for b in ok if b is not fastest and b.relative]
-        text += "; fastest of " + str(len(ok)) + " (slower: " + "; ".join(others) + ")"
+        rest = [b for b in ok if b is not fastest and b.relative]
+        slower = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
+                  f"{b.relative['high']:.3g}]" for b in rest if b.relative.get("significant")]
+        same = [b.command for b in rest if not b.relative.get("significant")]
+        text += f"; fastest of {len(ok)}"
+        if slower:
+            text += " (slower: " + "; ".join(slower) + ")"
+        if same:
+            text += (f"; not shown to differ from it: {', '.join(same)} (Mann-Whitney's interval "
+                     "holds 1, or the difference is under 1 %; this does not show they are equal)")
     failed = [b.command for b in result.benchmarks if not b.summary]
     if failed:
         text += f"; every run of {', '.join(failed)} failed"

@@ -54,7 +54,9 @@ def render(result: RunStudyResult, console: Any) -> None:
     for col in ("runs", f"median [{ci_head}]", "mean ± σ", "min…max", "user/sys", "max RSS"):
         table.add_column(col, justify="right", no_wrap=True)
     if many:
-        table.add_column("relative [95% CI]", justify="right", no_wrap=True)
+        rel_levels = {b.relative["level"] for b in shown if b.relative and b.relative.get("ratio") != 1.0}
+        rel_head = f"{min(rel_levels):.0%} CI" if rel_levels else "CI"
+        table.add_column(f"relative [{rel_head}]", justify="right", no_wrap=True)
     for b in shown:
         s, ci = b.summary, CI.from_dict(b.median_ci)  # type: ignore[arg-type]
         assert s is not None
@@ -84,8 +86,11 @@ def render(result: RunStudyResult, console: Any) -> None:
         for b in shown:
             if b is not fastest and b.relative:
                 r = b.relative
-                console.print(f"  {r['ratio']:.2f}x [{r['low']:.2f}, {r['high']:.2f}] slower: "
-                              f"{b.command}", highlight=False, markup=False)
+                what = ("slower" if r.get("significant") else
+                        "not shown to differ (the interval holds 1, or under 1 %)")
+                console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({r['level']:.0%} CI, "
+                              f"Bonferroni over {len(shown) - 1}) {what}: {b.command}",
+                              highlight=False, markup=False)
     h = result.health
     if h:
         parts = [f"{h['suspect']} of {h['runs']} runs suspect"]
