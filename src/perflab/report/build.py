@@ -11,6 +11,7 @@ from perflab.report.model import Report, Section, Table
 import perflab.report.sections  # noqa: F401  (registers the study builders)
 from perflab.report.answers import answers
 from perflab.report.generic import build_section
+from perflab.platform.sysfs import format_cpulist
 
 
 def _counts(topo: dict) -> dict:
@@ -62,8 +63,6 @@ def machine_section(host: dict) -> Section:
         sec.tables.append(Table("Topology", [k.replace("_", " ") for k in counts], [list(counts.values())]))
     nodes = topo.get("nodes") or []
     if nodes and isinstance(nodes, list):
-        from perflab.platform.sysfs import format_cpulist
-
         sec.tables.append(Table("NUMA nodes", ["node", "CPUs", "memory [GiB]"],
                                 [[n.get("id"), format_cpulist(n.get("cpus") or []),
                                   round(n["mem_bytes"] / 2**30, 1) if n.get("mem_bytes") else None]

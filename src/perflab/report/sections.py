@@ -6,12 +6,11 @@ from typing import Any
 
 from perflab.report.generic import _cell, _ci_text, _pct, _plot, builder, generic
 from perflab.report.model import Section, Table
+from perflab.report import plots
 
 
 @builder("run")
 def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    from perflab.report import plots
-
     benches = [b for b in summary.get("benchmarks") or [] if b.get("summary")]
     if not benches:
         return generic(campaign, summary)
@@ -56,8 +55,6 @@ def _run_medians(metrics: dict) -> dict:
 
 @builder("cores")
 def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    from perflab.report import plots
-
     sec = generic(campaign, {"notes": summary.get("notes", [])})
     cpus = summary.get("cpus") or []
     unit = summary.get("unit", "")
@@ -92,8 +89,6 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
 
 @builder("instances")
 def instances_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    from perflab.report import plots
-
     sec = generic(campaign, {"notes": summary.get("notes", [])})
     unit = summary.get("unit", "throughput")
     scans = summary.get("scans") or []
@@ -132,8 +127,6 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
 
 @builder("variants")
 def variants_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    from perflab.report import plots
-
     sec = generic(campaign, {"notes": summary.get("notes", [])})
     rows = summary.get("variants") or []
     measured = [v for v in rows if (v.get("estimates") or {}).get("wall_s")]
@@ -197,8 +190,6 @@ def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Se
 
 @builder("cost")
 def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    from perflab.report import plots
-
     sec = generic(campaign, summary)
     pts, env = cost_points(summary)
     if pts:
@@ -220,8 +211,6 @@ def cost_points(summary: dict) -> tuple[list[tuple[str, float, float, bool]], fl
 
 @builder("frontend")
 def frontend_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    from perflab.report import plots
-
     sec = generic(campaign, {k: summary.get(k) for k in ("verdict", "notes") if summary.get(k)})
     points = summary.get("points") or []
     ratios = {(r.get("bytes"), r.get("cpu")): r for r in summary.get("ratios") or []}
@@ -269,8 +258,6 @@ def frontend_section(campaign: Any, summary: dict, measurements: list) -> Sectio
 
 @builder("micro")
 def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    from perflab.report import plots
-
     sec = generic(campaign, {"notes": summary.get("notes", [])})
     abis = summary.get("abis") or []
     cells = summary.get("cells") or []

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from perflab.errors import PerflabError, Unsupported
 from perflab.model import RunSpec
 from perflab.platform.host import Machine
-from perflab.studies import run_study
+from perflab.studies import run_study, study_module
 from perflab.studies.lab_steps import STEPS, LabContext, Step, prepare
 from perflab.studies.session import Session
 
@@ -186,8 +186,6 @@ def _child(ctx: LabContext, name: str, child: Any) -> Outcome:
 
 def _load(name: str, child: Any) -> Any:
     """A done child's result from its stored summary (the study's Result.from_dict)."""
-    from perflab.studies import study_module
-
     try:
         module = study_module(name)
         # Result, else the class execute() is annotated to return (XResult)

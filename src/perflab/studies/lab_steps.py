@@ -22,6 +22,10 @@ from perflab.platform.host import Machine
 from perflab.studies import run as run_mod
 from perflab.studies.session import Session
 from perflab.workloads import list_workloads, resolve
+from perflab.kernels.variants import BuildTarget, parse_variant
+from perflab.measure.window import Window
+from perflab.studies import cores, instances, micro as mi, profile
+from perflab.studies import frontend as fe, variants as vs
 
 
 @dataclass
@@ -90,8 +94,6 @@ def run_step(ctx: LabContext) -> Step:
 
 @step("cores")
 def cores_step(ctx: LabContext) -> Step:
-    from perflab.studies import cores
-
     q = ctx.config.quick
     config = cores.CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
                                max_time=40 if q else 600, seed=ctx.config.seed)
@@ -100,8 +102,6 @@ def cores_step(ctx: LabContext) -> Step:
 
 @step("instances")
 def instances_step(ctx: LabContext) -> Step:
-    from perflab.studies import instances
-
     q = ctx.config.quick
     wl = ctx.workload
     assert wl is not None
@@ -114,9 +114,6 @@ def instances_step(ctx: LabContext) -> Step:
 
 @step("variants")
 def variants_step(ctx: LabContext) -> Step:
-    from perflab.kernels.variants import BuildTarget, parse_variant
-    from perflab.studies import variants as vs
-
     wl0 = ctx.workload
     if not ctx.minihlt or wl0 is None:
         raise Unsupported(f"workload {wl0.name if wl0 else '?'} has no build recipe perflab can vary")
@@ -161,8 +158,6 @@ def slowest_event(ctx: LabContext) -> tuple[int, float] | None:
 
 @step("profile")
 def profile_step(ctx: LabContext) -> Step:
-    from perflab.measure.window import Window
-    from perflab.studies import profile
 
     slow = slowest_event(ctx)
     if slow is not None:
@@ -180,8 +175,6 @@ def profile_step(ctx: LabContext) -> Step:
 
 @step("frontend")
 def frontend_step(ctx: LabContext) -> Step:
-    from perflab.studies import frontend as fe
-
     q = ctx.config.quick
     config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
                                points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
@@ -191,8 +184,6 @@ def frontend_step(ctx: LabContext) -> Step:
 
 @step("micro")
 def micro_step(ctx: LabContext) -> Step:
-    from perflab.studies import micro as mi
-
     q = ctx.config.quick
     # The I/O benchmarks write a temporary file: keep it out of the user's working directory.
     # 10 rounds even when quick: with fewer no difference can pass Holm over 13 operations.

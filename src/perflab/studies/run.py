@@ -27,6 +27,7 @@ from perflab.stats.interval import median_ci
 from perflab.stats.shift import ratio_ci
 from perflab.studies.run_result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.session import Session
+from perflab.stats import mad_outliers
 
 NAME = "run"
 DEFAULT_TIME_BUDGET_S = 3.0  # hyperfine's default: at least 10 runs and at least 3 s
@@ -320,8 +321,6 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
         b.summary = _describe(xs)
         b.median_ci = median_ci(xs).as_dict()
         if len(xs) >= 3:
-            from perflab.stats import mad_outliers  # numpy: only when there is a sample to test
-
             b.outliers = mad_outliers(xs)
         if b.outliers:
             warnings.append(

@@ -19,7 +19,6 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from perflab.kernels.build import BuildResult, build, cache_root
 

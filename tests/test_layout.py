@@ -1,0 +1,112 @@
+"""The codebase's shape, enforced: imports run one way, no package cycles, files stay small.
+
+Direction (a package may import only packages of a lower rank, or itself):
+    __main__ -> cli -> report -> checks -> studies -> fleet -> workloads -> measure, store -> kernels
+        -> stats, platform
+        -> model, errors
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "perflab"
+
+RANK = {
+    "__init__": 0, "model": 0, "errors": 0,
+    "stats": 1, "platform": 1,
+    "kernels": 2,
+    "measure": 3, "store": 3,
+    "workloads": 4,
+    "fleet": 4.5,
+    "studies": 5,
+    "checks": 6,
+    "report": 7,
+    "cli": 8, "__main__": 9,
+}
+MAX_LINES = 400
+# Heavy third-party libraries may be imported inside functions (start-up time); perflab's own
+# modules may not, except where the CLI loads a subcommand or a study by name.
+LAZY_OK = {"numpy", "scipy", "matplotlib", "sqlalchemy", "rich", "jinja2", "psycopg", "tomllib",
+           "hypothesis", "importlib"}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _modules():
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        yield name, path, ast.parse(path.read_text(), str(path))
+
+
+def _perflab_imports(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "perflab":
+                for alias in node.names:
+                    yield node, f"perflab.{alias.name}"
+            elif node.module.startswith("perflab."):
+                yield node, node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("perflab."):
+                    yield node, alias.name
+
+
+def test_imports_run_one_way():
+    wrong = []
+    for name, path, tree in _modules():
+        src = _package(name)
+        for node, target in _perflab_imports(tree):
+            dst = _package(target)
+            if dst == src or dst == "__version__":
+                continue
+            if dst not in RANK or src not in RANK or RANK[dst] >= RANK[src]:
+                wrong.append(f"{path.relative_to(SRC)}:{node.lineno}: {src} imports {dst}")
+    assert not wrong, "imports against the direction:\n" + "\n".join(wrong)
+
+
+def test_no_package_cycles():
+    edges: dict[str, set[str]] = {}
+    for name, _, tree in _modules():
+        for _, target in _perflab_imports(tree):
+            if _package(target) != _package(name):
+                edges.setdefault(_package(name), set()).add(_package(target))
+    seen: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            assert seen.get(nxt) != 1, "package cycle: " + " -> ".join(stack + [node, nxt])
+            if nxt not in seen:
+                visit(nxt, stack + [node])
+        seen[node] = 2
+
+    for node in sorted(edges):
+        if node not in seen:
+            visit(node, [])
+
+
+def test_no_file_over_400_lines():
+    big = [f"{p.relative_to(SRC)}: {n}" for _, p, _ in _modules()
+           if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not big, "files over 400 lines:\n" + "\n".join(big)
+
+
+def test_perflab_imports_at_module_top():
+    hidden = []
+    for name, path, tree in _modules():
+        if name.startswith("perflab.cli"):
+            continue  # the CLI loads subcommands and their studies on demand (perflab --help speed)
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node, target in _perflab_imports(func):
+                if target != "perflab.__version__" and not target.startswith("perflab.__"):
+                    hidden.append(f"{path.relative_to(SRC)}:{node.lineno}: {target}")
+    assert not hidden, "perflab imports hidden in functions:\n" + "\n".join(hidden)
