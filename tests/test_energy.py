@@ -246,3 +246,10 @@ def test_rapl_wrap_from_a_recorded_counter_near_its_end(tmp_path):
     assert joules["rapl:package-2/core"] == pytest.approx((65532610987 - 64874120580 + 1_000_000) / 1e6)
     assert joules["rapl:package-2"] == pytest.approx(3.0)
     assert joules["rapl:package-0"] == 0
+
+
+def test_psys_is_not_added_to_the_packages():
+    r = RunResult(wall_ns=10**9, user_s=0, sys_s=0, maxrss_kb=0, minflt=0, majflt=0, nvcsw=0, nivcsw=0,
+                  exit_code=0, energy={"rapl:package-0": 4.0, "rapl:package-0/core": 3.0,
+                                       "rapl:psys": 9.0, "rapl:package-0/dram": 1.0})
+    assert run_joules(r) == pytest.approx(5.0)
