@@ -21,11 +21,11 @@ import math
 import random
 import time
 from functools import lru_cache
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from perflab.errors import PerflabError
-from perflab.model import RunResult, RunSpec, Workload
+from perflab.model import RunResult, RunSpec, Workload, known_fields
 from perflab.platform.host import Machine
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
@@ -72,7 +72,7 @@ class CoresConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CoresConfig":
-        d = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        d = known_fields(cls, d)
         d["workload"] = Workload.from_dict(d["workload"])
         d["cpus"] = tuple(d["cpus"]) if d.get("cpus") is not None else None
         return cls(**d)

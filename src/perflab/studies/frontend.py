@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -28,7 +28,7 @@ from perflab.kernels.frontend.facts import ThpChange, read_tlb, references, samp
 from perflab.kernels.frontend.generate import build_program, code_layout, per_case_bytes
 from perflab.measure import perfstat
 from perflab.measure.executor import check_cpus
-from perflab.model import MetricPattern, RunResult, RunSpec
+from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
 from perflab.platform import probes
 from perflab.stats import CI, holm, median, median_ci
 from perflab.studies.frontend_verdict import design_notes, knee_fit, verdict
@@ -104,7 +104,7 @@ class FrontendConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "FrontendConfig":
-        d = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        d = known_fields(cls, d)
         for key in ("modes", "per_cpu"):
             if d.get(key) is not None:
                 d[key] = tuple(d[key])
@@ -198,7 +198,7 @@ class FrontendResult:
                        for p in d.get("points", [])]
         d["ratios"] = [PageRatio(**{**r, "ci": CI.from_dict(r["ci"])}) for r in d.get("ratios", [])]
         d["knees"] = [KneeReport(**k) for k in d.get("knees", [])]
-        return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})
+        return cls(**known_fields(cls, d))
 
 
 def plan(config: FrontendConfig, machine: Any, program: str = PROGRAM,

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
 from perflab.errors import PerflabError, Unsupported
-from perflab.model import RunSpec
+from perflab.model import RunSpec, known_fields
 from perflab.platform.host import Machine
 from perflab.studies import run_study, study_module
 from perflab.studies.lab_steps import STEPS, LabContext, Step, prepare
@@ -47,8 +47,7 @@ class LabConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "LabConfig":
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
+        kw = known_fields(cls, d)
         kw["studies"] = tuple(kw.get("studies") or ())
         kw["workload_args"] = tuple(kw.get("workload_args") or ())
         return cls(**kw)

@@ -14,14 +14,14 @@ dynamic maximum) beside its formula 4*1024*1024*sizeof(long). Cycles per op wher
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from math import comb
 from pathlib import Path
 from typing import Any, Iterable
 
 from perflab.errors import PerflabError
 from perflab.kernels.micro import build_micro
-from perflab.model import MetricPattern, RunResult, RunSpec
+from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
 from perflab.kernels import abi as abi_probes
 from perflab.platform import probes
 from perflab.platform.sysfs import Root
@@ -99,7 +99,7 @@ class MicroConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "MicroConfig":
-        d = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        d = known_fields(cls, d)
         for key in ("benches", "abis"):
             if key in d:
                 d[key] = tuple(d[key])
@@ -156,7 +156,7 @@ class MicroResult:
         d["cells"] = [Cell(**{**c, "ci": CI.from_dict(c["ci"]) if c.get("ci") else None})
                       for c in d.get("cells", [])]
         d["diffs"] = [AbiDiff(**{**x, "ci_pct": CI.from_dict(x["ci_pct"])}) for x in d.get("diffs", [])]
-        return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})
+        return cls(**known_fields(cls, d))
 
 
 def usable_abis(wanted: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
