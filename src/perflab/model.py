@@ -172,4 +172,3 @@ def known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
     perflab version (a field added or dropped since) still loads."""
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in d.items() if k in names}
-
