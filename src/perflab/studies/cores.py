@@ -44,7 +44,6 @@ POWER = 0.8  # of the minimum detectable effect
 
 @dataclass(frozen=True)
 class CoresConfig(StudyConfig):
-    decoders = {"workload": Workload.from_dict}
     workload: Workload
     cpus: tuple[int, ...] | None = None  # None: every usable logical CPU
     physical: bool = False  # one thread per physical core
@@ -60,6 +59,8 @@ class CoresConfig(StudyConfig):
     seed: int = 0
     timeout: float | None = None  # per run
     counters: bool = False  # perf stat cycles/instructions per run: IPC and effective GHz per CPU
+
+    decoders = {"workload": Workload.from_dict}
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.rounds:

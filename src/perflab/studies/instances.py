@@ -55,7 +55,6 @@ def pmu(machine: Machine) -> tuple[bool, str]:
 
 @dataclass(frozen=True)
 class InstancesConfig(StudyConfig):
-    decoders = {"workload": Workload.from_dict}
     workload: Workload
     ns: tuple[int, ...] | None = None  # None: default_ns(2 x usable CPUs / threads, or max_n)
     max_n: int | None = None
@@ -66,6 +65,8 @@ class InstancesConfig(StudyConfig):
     threads_per_copy: int = 1
     seed: int = 0
     timeout: float | None = None
+
+    decoders = {"workload": Workload.from_dict}
 
 
 Config = InstancesConfig
