@@ -7,8 +7,8 @@ without a cycle. The command line and perflab.toml map onto them at the edge.
 from __future__ import annotations
 
 import signal as _signal
-from dataclasses import asdict, dataclass, field
-from typing import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -165,3 +165,10 @@ class Workload:
         )
         base.update(overrides)
         return RunSpec(**base)  # type: ignore[arg-type]
+
+
+def known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``d`` that name a field of dataclass ``cls``: a form stored by another
+    perflab version (a field added or dropped since) still loads."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}

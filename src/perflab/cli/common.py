@@ -124,3 +124,21 @@ def open_energy(source: str, console: Any) -> Any:
     if source != "off":
         console.print(note, highlight=False)
     return meter
+
+
+def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any, Any], None],
+                   db_url: str | None, json_path: str | None, **study: Any) -> Any:
+    """Run a study in a new campaign (progress on the console), render its result, say where it
+    is stored, write --json; the result back. ``study``: more arguments of run_study."""
+    from perflab.measure.executor import default_executor
+    from perflab.store import open_store
+    from perflab.studies import run_study
+
+    with open_store(db_url) as store, default_executor() as executor:
+        result = run_study(module, config, store, executor,
+                           progress=lambda text: console.print(text, highlight=False), **study)
+        render(result, console)
+        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
+    if json_path:
+        emit_json(json_path, result.as_dict())
+    return result

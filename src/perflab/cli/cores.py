@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.common import json_option, make_console, resolve_target, run_and_render, store_option, target_options
 from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
 
 
@@ -46,10 +46,8 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     """
 
     from perflab.errors import PerflabError
-    from perflab.measure.executor import RealExecutor
     from perflab.report.terminal.cores import render
-    from perflab.store import open_store
-    from perflab.studies import cores, run_study
+    from perflab.studies import cores
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = cores.CoresConfig(
@@ -57,17 +55,8 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
         min_rounds=min_rounds, max_time=max_time, precision=precision, min_effect=min_effect, alpha=alpha,
         persistence=persistence, seed=seed, timeout=timeout, counters=counters,
     )
-    console = make_console(stderr=json_path == "-")
-
-    def progress(text: str) -> None:
-        console.print(text, highlight=False)
-
-    with open_store(db_url) as store, RealExecutor() as executor:
-        result = run_study(cores, config, store, executor, progress=progress)
-        render(result, console, workload.name)
-        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
-        if json_path:
-            emit_json(json_path, result.as_dict())
-        if not any(r.runs for r in result.cpus):
-            raise PerflabError(f"{result.verdict}: fix the workload; the failed runs are stored in campaign "
-                               f"{result.campaign_id}")
+    result = run_and_render(cores, config, make_console(stderr=json_path == "-"),
+                            lambda res, console: render(res, console, workload.name), db_url, json_path)
+    if not any(r.runs for r in result.cpus):
+        raise PerflabError(f"{result.verdict}: fix the workload; the failed runs are stored in campaign "
+                           f"{result.campaign_id}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, make_console, store_option
+from perflab.cli.common import emit_json, json_option, make_console, store_option
 from perflab.cli.options import OutputPath, Positive
 
 
@@ -21,7 +21,7 @@ def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> N
     from dataclasses import replace
 
     from perflab.errors import PerflabError
-    from perflab.store import dumps, open_store
+    from perflab.store import open_store
     from perflab.studies.cost import load_platforms, render, run_cost
 
     config = load_platforms(platforms_toml)
@@ -40,9 +40,4 @@ def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> N
         result = run_cost(config, store, console)
     render(result, console)
     if json_path:
-        text = dumps(result.to_dict())
-        if json_path == "-":
-            click.echo(text)
-        else:
-            with open(json_path, "w") as f:
-                f.write(text + "\n")
+        emit_json(json_path, result.to_dict())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
 from perflab.cli.options import DURATION, Cpu, OutputPath
 
 
@@ -25,7 +25,7 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
     """List every file the workload opened, stat-ed, executed or read as a link (strace -f)."""
 
     from perflab.measure.executor import default_executor
-    from perflab.store import dumps, open_store
+    from perflab.store import open_store
     from perflab.report.terminal.footprint import render
     from perflab.studies.footprint import FootprintConfig, run_footprint
 
@@ -38,9 +38,4 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
         result = run_footprint(config, default_executor(), store, console)
     render(result, console, show_all=show_all)
     if json_path:
-        text = dumps(result.to_dict())
-        if json_path == "-":
-            click.echo(text)
-        else:
-            with open(json_path, "w") as f:
-                f.write(text + "\n")
+        emit_json(json_path, result.to_dict())

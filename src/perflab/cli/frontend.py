@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import emit_json, json_option, make_console, store_option
+from perflab.cli.common import json_option, make_console, run_and_render, store_option
 from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction
 
 
@@ -50,10 +50,8 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
     with a minimum effect; iTLB and L1i misses per dispatch where the PMU counts them.
     """
 
-    from perflab.measure.executor import default_executor
     from perflab.report.terminal.frontend import render
-    from perflab.store import open_store
-    from perflab.studies import frontend, run_study
+    from perflab.studies import frontend
 
     config = frontend.FrontendConfig(
         kind=kind, min_bytes=min_size, max_bytes=max_size, points_per_octave=points_per_octave,
@@ -62,11 +60,4 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
         counters=counters, alpha=alpha,
         min_effect=min_effect, allow_system_changes=allow_system_changes, seed=seed,
     )
-    console = make_console(stderr=json_path == "-")
-    with open_store(db_url) as store, default_executor() as executor:
-        result = run_study(frontend, config, store, executor,
-                           progress=lambda text: console.print(text, highlight=False))
-        render(result, console)
-        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
-    if json_path:
-        emit_json(json_path, result.as_dict())
+    run_and_render(frontend, config, make_console(stderr=json_path == "-"), render, db_url, json_path)

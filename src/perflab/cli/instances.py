@@ -7,23 +7,21 @@ import os
 import click
 
 from perflab.cli.common import (
-    emit_json,
     energy_option,
     json_option,
     make_console,
     open_energy,
     resolve_target,
+    run_and_render,
     store_option,
     target_options,
 )
 from perflab.cli.options import Count, CountList, Duration
 from perflab.errors import PerflabError
-from perflab.measure.executor import default_executor
 from perflab.platform.host import capture
 from perflab.platform.sysfs import Root
 from perflab.report.terminal.instances import render, render_plans
-from perflab.store import open_store
-from perflab.studies import instances, placement, run_study
+from perflab.studies import instances, placement
 
 
 MAX_COPIES = 65536
@@ -87,10 +85,5 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
     machine = capture()
     instances.design(config, machine.topology)  # bad input fails here, before a campaign opens
     meter = open_energy(energy_source, console)
-    with open_store(db_url) as store, default_executor() as executor:
-        result = run_study(instances, config, store, executor, machine=machine, energy=meter,
-                           progress=lambda text: console.print(text, highlight=False))
-        render(result, console, workload.name)
-        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
-    if json_path:
-        emit_json(json_path, result.as_dict())
+    run_and_render(instances, config, console, lambda res, console: render(res, console, workload.name),
+                   db_url, json_path, machine=machine, energy=meter)

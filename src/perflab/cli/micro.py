@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import emit_json, json_option, make_console, store_option
+from perflab.cli.common import json_option, make_console, run_and_render, store_option
 from perflab.cli.options import COUNT, SIZE, Count, Positive
 
 
@@ -39,21 +39,12 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
     p-value, and malloc's mmap threshold per ABI (seed 000).
     """
 
-    from perflab.measure.executor import default_executor
     from perflab.report.terminal.micro import render
-    from perflab.store import open_store
-    from perflab.studies import micro, run_study
+    from perflab.studies import micro
 
     config = micro.MicroConfig(
         benches=tuple(benches) or micro.DEFAULT_BENCHES,
         abis=tuple(a.strip().lstrip("-") for a in abis.split(",") if a.strip()),
         reps=reps, scale=scale, io_dir=io_dir, shm="on" if with_shm else shm, shm_total=shm_total, seed=seed,
     )
-    console = make_console(stderr=json_path == "-")
-    with open_store(db_url) as store, default_executor() as executor:
-        result = run_study(micro, config, store, executor,
-                           progress=lambda text: console.print(text, highlight=False))
-        render(result, console)
-        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
-    if json_path:
-        emit_json(json_path, result.as_dict())
+    run_and_render(micro, config, make_console(stderr=json_path == "-"), render, db_url, json_path)

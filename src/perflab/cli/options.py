@@ -127,21 +127,35 @@ class Size(click.ParamType):
         return int(n)
 
 
-class CpuList(click.ParamType):
-    """A CPU list like 0-3,8 checked against the CPUs this process may run on (online and allowed)."""
+class _RangeList(click.ParamType):
+    """Whole numbers written with ranges, like 0-3,8 (a tuple is already converted)."""
 
     name = "LIST"
-
-    def __init__(self, root: Root = Root("/"), check: bool = True) -> None:
-        self.root, self.check = root, check
+    what, example = "list", "0-3,8"
 
     def convert(self, value, param, ctx):
         if isinstance(value, tuple):
             return value
         try:
-            cpus = parse_cpulist(str(value))
+            ns = parse_cpulist(str(value))
         except ValueError as exc:
-            self.fail(f"{value!r} is not a CPU list ({exc}): write it like 0-3,8,10-11", param, ctx)
+            self.fail(f"{value!r} is not a {self.what} ({exc}): write it like {self.example}", param, ctx)
+        self._validate(value, ns, param, ctx)
+        return tuple(ns)
+
+    def _validate(self, value, ns: list[int], param, ctx) -> None:
+        """Fail where the list, parsed, is not one this option takes."""
+
+
+class CpuList(_RangeList):
+    """A CPU list like 0-3,8 checked against the CPUs this process may run on (online and allowed)."""
+
+    what, example = "CPU list", "0-3,8,10-11"
+
+    def __init__(self, root: Root = Root("/"), check: bool = True) -> None:
+        self.root, self.check = root, check
+
+    def _validate(self, value, cpus: list[int], param, ctx) -> None:
         if not cpus:
             self.fail(f"{value!r} names no CPU: write it like 0-3,8,10-11", param, ctx)
         if self.check:
@@ -150,7 +164,6 @@ class CpuList(click.ParamType):
             if bad:
                 self.fail(f"CPU {format_cpulist(bad)} is offline or not allowed here; usable CPUs: "
                           f"{format_cpulist(sorted(usable))}", param, ctx)
-        return tuple(cpus)
 
 
 def allowed_cpus(root: Root = Root("/")) -> set[int]:
@@ -160,25 +173,18 @@ def allowed_cpus(root: Root = Root("/")) -> set[int]:
     return allowed & set(online) if online is not None else allowed
 
 
-class CountList(click.ParamType):
+class CountList(_RangeList):
     """A list of whole numbers like 1,2,4-8 (copy counts), each in [low, high]."""
 
-    name = "LIST"
+    what, example = "list of counts", "1,2,4-8"
 
     def __init__(self, low: int = 1, high: int = 65536) -> None:
         self.low, self.high = low, high
 
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            ns = parse_cpulist(str(value))
-        except ValueError as exc:
-            self.fail(f"{value!r} is not a list of counts ({exc}): write it like 1,2,4-8", param, ctx)
+    def _validate(self, value, ns: list[int], param, ctx) -> None:
         bad = [n for n in ns if not self.low <= n <= self.high]
         if not ns or bad:
             self.fail(f"{value!r}: give counts from {self.low} to {self.high}, like 1,2,4-8", param, ctx)
-        return tuple(ns)
 
 
 PROBABILITY = Probability()

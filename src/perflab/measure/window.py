@@ -17,11 +17,11 @@ Two ways to record a window:
 from __future__ import annotations
 
 import shutil
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Sequence
 
 from perflab.errors import PerflabError
-from perflab.model import RunSpec
+from perflab.model import RunSpec, known_fields
 
 ACK_TIMEOUT_S = 5.0
 
@@ -120,8 +120,7 @@ class WindowRecording:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "WindowRecording":
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
+        kw = known_fields(cls, d)
         kw["attached"] = tuple(kw.get("attached") or ())
         return cls(**kw)
 

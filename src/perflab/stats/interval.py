@@ -31,6 +31,11 @@ class CI:
     def from_dict(cls, d: dict) -> "CI":
         return cls(float(d["low"]), float(d["high"]), float(d["level"]))
 
+    @classmethod
+    def from_optional(cls, d: dict | None) -> "CI | None":
+        """``from_dict`` for an interval stored as null where there was none."""
+        return cls.from_dict(d) if d else None
+
     def contains(self, x: float) -> bool:
         return self.low <= x <= self.high
 

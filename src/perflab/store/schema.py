@@ -80,7 +80,12 @@ def _migrate_2(conn: Any, sa: Any) -> None:
     conn.execute(sa.text("CREATE INDEX ix_campaigns_parent ON campaigns (parent_id)"))
     md = sa.MetaData()
     sa.Table("campaigns", md, sa.Column("id", sa.Integer, primary_key=True))
-    sa.Table(
+    _artifacts_table(sa, md).create(conn)
+
+
+def _artifacts_table(sa: Any, md: Any) -> Any:
+    """A file a study produced (perf.data, a bundle, a report), by path and content hash."""
+    return sa.Table(
         "artifacts", md,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id", ondelete="CASCADE"),
@@ -92,7 +97,6 @@ def _migrate_2(conn: Any, sa: Any) -> None:
         sa.Column("meta", sa.JSON),
         sa.Column("created", sa.DateTime(timezone=True), nullable=False),
     )
-    md.tables["artifacts"].create(conn)
 
 
 def _migrate_3(conn: Any, sa: Any) -> None:
@@ -141,30 +145,15 @@ def current_tables(sa: Any) -> dict[str, Any]:
     measurements.append_column(sa.Column("failure", sa.Text))
     measurements.append_column(sa.Column("suspect", sa.Boolean, nullable=False, default=False))
     _baselines_table(sa, md)
-    sa.Table(
-        "artifacts", md,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False),
-        sa.Column("kind", sa.String(64), nullable=False),
-        sa.Column("path", sa.Text, nullable=False),
-        sa.Column("sha256", sa.String(64)),
-        sa.Column("size", sa.BigInteger),
-        sa.Column("meta", sa.JSON),
-        sa.Column("created", sa.DateTime(timezone=True), nullable=False),
-    )
-    sa.Table(
-        "schema_version", md,
-        sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
-        sa.Column("applied", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("perflab_version", sa.String(32)),
-    )
+    _artifacts_table(sa, md)
+    version_table(sa, md)
     return dict(md.tables)
 
 
-def version_table(sa: Any) -> Any:
-    md = sa.MetaData()
+def version_table(sa: Any, md: Any = None) -> Any:
+    """One row per applied migration (in ``md``, or a MetaData of its own)."""
     return sa.Table(
-        "schema_version", md,
+        "schema_version", sa.MetaData() if md is None else md,
         sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
         sa.Column("applied", sa.DateTime(timezone=True), nullable=False),
         sa.Column("perflab_version", sa.String(32)),

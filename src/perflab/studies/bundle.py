@@ -64,6 +64,11 @@ class BundleResult:
     campaign_id: int | None = None
     by_top: list = field(default_factory=list)
 
+    @property
+    def verdict(self) -> str:
+        return (f"{self.files} files, {format_size(self.unpacked_bytes)} unpacked, "
+                f"{format_size(self.archive_bytes)} archive: {self.output}")
+
 
 @dataclass(frozen=True)
 
@@ -91,6 +96,16 @@ class VerifyResult:
     bundle_wall_s: float
     normal_wall_s: float | None
     campaign_id: int | None = None
+
+    @property
+    def verdict(self) -> str:
+        return (f"bundle output {'matches' if self.same else 'DIFFERS from'} the {self.normal_source} "
+                f"({self.compared}; isolated with {self.isolation})")
+
+
+def _summary(result: BundleResult | VerifyResult) -> dict[str, Any]:
+    """What the campaign keeps: the result's fields and its verdict."""
+    return {**result.__dict__, "verdict": result.verdict}
 
 
 def _extract(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
@@ -277,10 +292,7 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
                 unpacked_bytes=unpacked, archive_bytes=size, isolation_here=isolation_available(),
                 reference=reference, campaign_id=campaign, by_top=[t.__dict__ for t in trace_result.by_top],
             )
-            summary = dict(result.__dict__)
-            summary["verdict"] = (f"{len(files)} files, {format_size(unpacked)} unpacked, "
-                                  f"{format_size(size)} archive: {result.output}")
-            camp.summary = summary
+            camp.summary = _summary(result)
             return result
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -338,10 +350,7 @@ def run_verify(config: VerifyConfig, store: Any, console: Any = None) -> VerifyR
                 bundle_wall_s=b_res.wall_s, normal_wall_s=n_res.wall_s if n_res else None,
                 campaign_id=campaign,
             )
-            summary = dict(result.__dict__)
-            summary["verdict"] = (f"bundle output {'matches' if result.same else 'DIFFERS from'} the "
-                                  f"{source} ({compared}; isolated with {how})")
-            camp.summary = summary
+            camp.summary = _summary(result)
             return result
         finally:
             if not config.keep and not config.workdir:

@@ -21,7 +21,7 @@ import math
 import random
 import time
 from functools import lru_cache
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from perflab.errors import PerflabError
@@ -32,6 +32,7 @@ from perflab.platform.topology import Topology
 from perflab.stats import CI, holm, median_ci
 from perflab.stats.blocked import friedman, loo_log_ratios, min_detectable, wilcoxon_greater
 from perflab.stats.modes import detect_modes
+from perflab.studies.base import StudyConfig
 from perflab.studies.cores_counters import COUNTER_EVENTS, per_cpu_counters
 from perflab.studies.cores_result import CoresResult, CpuRow, Disturbance, slow_cores
 from perflab.studies.placement import usable_cpus
@@ -42,7 +43,7 @@ POWER = 0.8  # of the minimum detectable effect
 
 
 @dataclass(frozen=True)
-class CoresConfig:
+class CoresConfig(StudyConfig):
     workload: Workload
     cpus: tuple[int, ...] | None = None  # None: every usable logical CPU
     physical: bool = False  # one thread per physical core
@@ -59,23 +60,13 @@ class CoresConfig:
     timeout: float | None = None  # per run
     counters: bool = False  # perf stat cycles/instructions per run: IPC and effective GHz per CPU
 
+    decoders = {"workload": Workload.from_dict}
+
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.rounds:
             raise PerflabError(f"need 2 <= --min-rounds ({self.min_rounds}) <= --rounds ({self.rounds})")
         if not 0.5 < self.persistence <= 1:
             raise PerflabError(f"persistence {self.persistence} must be in (0.5, 1]")
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["workload"] = self.workload.as_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CoresConfig":
-        d = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
-        d["workload"] = Workload.from_dict(d["workload"])
-        d["cpus"] = tuple(d["cpus"]) if d.get("cpus") is not None else None
-        return cls(**d)
 
 
 Config = CoresConfig

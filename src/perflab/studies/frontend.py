@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -28,9 +28,10 @@ from perflab.kernels.frontend.facts import ThpChange, read_tlb, references, samp
 from perflab.kernels.frontend.generate import build_program, code_layout, per_case_bytes
 from perflab.measure import perfstat
 from perflab.measure.executor import check_cpus
-from perflab.model import MetricPattern, RunResult, RunSpec
+from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
 from perflab.platform import probes
 from perflab.stats import CI, holm, median, median_ci
+from perflab.studies.base import StudyConfig, StudyResult
 from perflab.studies.frontend_verdict import design_notes, knee_fit, verdict
 
 NAME = "frontend"
@@ -42,7 +43,7 @@ _METRICS = (MetricPattern(r"seconds=(?P<seconds>[0-9.]+) ns_per_iter=(?P<ns_per_
 
 
 @dataclass(frozen=True)
-class FrontendConfig:
+class FrontendConfig(StudyConfig):
     kind: str = "switch"  # "switch" (seed's generator B) or "calls" (generator A)
     min_bytes: int = 16 << 10
     max_bytes: int = 4 << 20
@@ -98,17 +99,6 @@ class FrontendConfig:
             if all(n != m for _, m in out):
                 out.append((n * per_case, n))
         return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "FrontendConfig":
-        d = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
-        for key in ("modes", "per_cpu"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])
-        return cls(**d)
 
 
 Config = FrontendConfig
@@ -170,7 +160,7 @@ class Context:
 
 
 @dataclass
-class FrontendResult:
+class FrontendResult(StudyResult):
     kind: str = "switch"
     code_bytes: int = 0
     huge_method: str | None = None
@@ -183,22 +173,14 @@ class FrontendResult:
     knees: list[KneeReport] = field(default_factory=list)
     verdict: str = ""
     evidence: list[str] = field(default_factory=list)  # what the verdict rests on / does not show
-    failures: dict[str, int] = field(default_factory=dict)  # why -> runs left out
-    runs: int = 0
-    notes: list[str] = field(default_factory=list)
-    campaign_id: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "FrontendResult":
-        d = dict(d)
-        d["points"] = [Point(**{**p, "ci": CI.from_dict(p["ci"]) if p.get("ci") else None})
-                       for p in d.get("points", [])]
+        d = known_fields(cls, d)
+        d["points"] = [Point(**{**p, "ci": CI.from_optional(p.get("ci"))}) for p in d.get("points", [])]
         d["ratios"] = [PageRatio(**{**r, "ci": CI.from_dict(r["ci"])}) for r in d.get("ratios", [])]
         d["knees"] = [KneeReport(**k) for k in d.get("knees", [])]
-        return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})
+        return cls(**d)
 
 
 def plan(config: FrontendConfig, machine: Any, program: str = PROGRAM,

@@ -14,7 +14,7 @@ per round and judged by an exact sign test over all pairs (see instances_result)
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Sequence
 
@@ -24,6 +24,7 @@ from perflab.platform.host import Machine
 from perflab.platform.topology import Topology
 from perflab.stats import knee, median, median_ci
 from perflab.studies import placement
+from perflab.studies.base import StudyConfig
 from perflab.studies.instances_result import (
     MIN_LEVEL,
     InstancesResult,
@@ -53,7 +54,7 @@ def pmu(machine: Machine) -> tuple[bool, str]:
 
 
 @dataclass(frozen=True)
-class InstancesConfig:
+class InstancesConfig(StudyConfig):
     workload: Workload
     ns: tuple[int, ...] | None = None  # None: default_ns(2 x usable CPUs / threads, or max_n)
     max_n: int | None = None
@@ -65,19 +66,7 @@ class InstancesConfig:
     seed: int = 0
     timeout: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["workload"] = self.workload.as_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "InstancesConfig":
-        d = dict(d)
-        d["workload"] = Workload.from_dict(d["workload"])
-        for key in ("ns", "policies"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])
-        return cls(**d)
+    decoders = {"workload": Workload.from_dict}
 
 
 Config = InstancesConfig

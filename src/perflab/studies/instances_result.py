@@ -22,16 +22,19 @@ MIN_LEVEL = 0.90  # the default repetitions must give at least this interval (or
 ALPHA = 0.05
 
 
-def _ci(d: Any) -> CI | None:
-    return CI.from_dict(d) if d else None
+class _WithCI:
+    """as_dict / from_dict of a row whose ``ci`` is a CI or None (asdict gives its low/high/level)."""
 
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
 
-def _ci_dict(ci: CI | None) -> dict | None:
-    return ci.as_dict() if ci is not None else None
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Any:
+        return cls(**{**d, "ci": CI.from_optional(d.get("ci"))})
 
 
 @dataclass
-class Point:
+class Point(_WithCI):
     n: int
     throughput: float | None  # median over rounds of total work / makespan; None: every round failed
     ci: CI | None
@@ -47,15 +50,6 @@ class Point:
     llc_per_unit: float | None = None  # last-level-cache load misses per unit of work (PMU only)
     watts: float | None = None  # median over rounds: the batch's joules / its makespan
     joules_per_unit: float | None = None  # median over rounds: joules / total work
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["ci"] = _ci_dict(self.ci)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Point":
-        return cls(**{**d, "ci": _ci(d.get("ci"))})
 
 
 @dataclass
@@ -78,7 +72,7 @@ class PolicyScan:
 
 
 @dataclass
-class ForkRow:
+class ForkRow(_WithCI):
     n: int  # workers in all, in both modes
     no_numa: float | None  # one unbound master forking n workers, median throughput
     numa: float | None  # one bound master per NUMA node forking its share of workers and events
@@ -89,18 +83,9 @@ class ForkRow:
     no_numa_pss_kb: float | None = None  # all masters' and workers' PSS together, median
     numa_pss_kb: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["ci"] = _ci_dict(self.ci)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ForkRow":
-        return cls(**{**d, "ci": _ci(d.get("ci"))})
-
 
 @dataclass
-class ForkVerdict:
+class ForkVerdict(_WithCI):
     gain: float | None  # median of all paired ratios
     ci: CI | None
     pairs: int
@@ -108,15 +93,6 @@ class ForkVerdict:
     p_value: float
     significant: bool
     text: str
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["ci"] = _ci_dict(self.ci)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ForkVerdict":
-        return cls(**{**d, "ci": _ci(d.get("ci"))})
 
 
 def sign_test(ratios: Sequence[float]) -> tuple[int, int, float]:

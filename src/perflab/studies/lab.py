@@ -24,6 +24,7 @@ from perflab.errors import PerflabError, Unsupported
 from perflab.model import RunSpec
 from perflab.platform.host import Machine
 from perflab.studies import run_study, study_module
+from perflab.studies.base import StudyConfig
 from perflab.studies.lab_steps import STEPS, LabContext, Step, prepare
 from perflab.studies.session import Session
 
@@ -33,7 +34,7 @@ DEFAULT_ORDER = ("run", "cores", "instances", "variants", "profile", "frontend",
 
 
 @dataclass(frozen=True)
-class LabConfig:
+class LabConfig(StudyConfig):
     workload: str | None = None  # a workload name or a perflab.toml path; None -> minihlt
     config_path: str | None = None
     quick: bool = False
@@ -41,17 +42,6 @@ class LabConfig:
     studies: tuple[str, ...] = ()  # empty -> the default set
     seed: int = 1
     workload_args: tuple[str, ...] = ()  # appended to the workload's argv (perflab lab -- ARGS)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "LabConfig":
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
-        kw["studies"] = tuple(kw.get("studies") or ())
-        kw["workload_args"] = tuple(kw.get("workload_args") or ())
-        return cls(**kw)
 
     @property
     def order(self) -> tuple[str, ...]:

@@ -14,18 +14,19 @@ dynamic maximum) beside its formula 4*1024*1024*sizeof(long). Cycles per op wher
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from math import comb
 from pathlib import Path
 from typing import Any, Iterable
 
 from perflab.errors import PerflabError
 from perflab.kernels.micro import build_micro
-from perflab.model import MetricPattern, RunResult, RunSpec
+from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
 from perflab.kernels import abi as abi_probes
 from perflab.platform import probes
 from perflab.platform.sysfs import Root
 from perflab.stats import CI, cliffs_delta, holm, mann_whitney, median, median_ci
+from perflab.studies.base import StudyConfig, StudyResult
 
 NAME = "micro"
 PROGRAM = "micro-{abi}"  # stands for the ABI's built driver in a plan made before the builds
@@ -65,7 +66,7 @@ _THRESHOLD = (MetricPattern(r"sizeof_long=(?P<sizeof_long>\d+) initial_low=(?P<i
 
 
 @dataclass(frozen=True)
-class MicroConfig:
+class MicroConfig(StudyConfig):
     benches: tuple[str, ...] = DEFAULT_BENCHES
     abis: tuple[str, ...] = ABIS
     reps: int = 10  # rounds (each runs every pair once): 98 % medians' CIs, Holm can pass at 13 benches
@@ -93,17 +94,6 @@ class MicroConfig:
 
     def iters(self, bench: str) -> int:
         return max(1, round(BENCHES[bench][0] * self.scale))
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "MicroConfig":
-        d = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
-        for key in ("benches", "abis"):
-            if key in d:
-                d[key] = tuple(d[key])
-        return cls(**d)
 
 
 Config = MicroConfig
@@ -136,27 +126,19 @@ class AbiDiff:
 
 
 @dataclass
-class MicroResult:
+class MicroResult(StudyResult):
     abis: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # ABI or bench -> one-line reason
     cells: list[Cell] = field(default_factory=list)
     diffs: list[AbiDiff] = field(default_factory=list)
     thresholds: dict[str, dict[str, int]] = field(default_factory=dict)  # ABI -> seed 000's probe
-    failures: dict[str, int] = field(default_factory=dict)  # why -> runs left out
-    runs: int = 0
-    notes: list[str] = field(default_factory=list)
-    campaign_id: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "MicroResult":
-        d = dict(d)
-        d["cells"] = [Cell(**{**c, "ci": CI.from_dict(c["ci"]) if c.get("ci") else None})
-                      for c in d.get("cells", [])]
+        d = known_fields(cls, d)
+        d["cells"] = [Cell(**{**c, "ci": CI.from_optional(c.get("ci"))}) for c in d.get("cells", [])]
         d["diffs"] = [AbiDiff(**{**x, "ci_pct": CI.from_dict(x["ci_pct"])}) for x in d.get("diffs", [])]
-        return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})
+        return cls(**d)
 
 
 def usable_abis(wanted: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:

@@ -10,7 +10,7 @@ needs neither perf nor the perf.data files, and a resumed campaign records only 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from perflab.errors import PerflabError
 from perflab.measure.metrics import extract
 from perflab.measure.window import Window, WindowRecorder, WindowRequest, perf_failure_hint
 from perflab.measure.window_perf import PerfWindowRecorder
-from perflab.model import BuildRecipe, MetricPattern, RunResult, RunSpec, Workload
+from perflab.model import BuildRecipe, MetricPattern, RunResult, RunSpec, Workload, known_fields
 from perflab.platform.host import Machine
 from perflab.studies.profile_parse import (
     Annotation, Profile, TopRow, aggregate, annotate, merge, parse_script, profile_from_dict,
@@ -59,7 +59,7 @@ class ProfileConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProfileConfig":
-        kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        kw = known_fields(cls, d)
         kw["window"] = Window(**(kw.get("window") or {}))
         if kw.get("workload"):
             kw["workload"] = workload_from_dict(kw["workload"])
@@ -116,7 +116,7 @@ class ProfileResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProfileResult":
-        kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        kw = known_fields(cls, d)
         kw["top"] = [TopRow(**t) for t in kw.get("top") or []]
         kw["annotations"] = [Annotation(
             symbol=a["symbol"], dso=a["dso"], samples=a["samples"], head_share=a["head_share"],

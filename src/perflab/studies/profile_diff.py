@@ -11,10 +11,11 @@ recordings of two runs are not pairs); with fewer, no interval is given, and the
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from perflab.errors import PerflabError
+from perflab.model import known_fields
 from perflab.measure.window import WindowRecorder
 from perflab.stats.interval import CI
 from perflab.store import Store
@@ -58,7 +59,7 @@ class ProfileDiffConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProfileDiffConfig":
-        return cls(**{k: v for k, v in d.items() if k in {f.name for f in fields(cls)}})
+        return cls(**known_fields(cls, d))
 
 
 Config = ProfileDiffConfig
@@ -106,7 +107,7 @@ class ProfileDiffResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProfileDiffResult":
-        kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        kw = known_fields(cls, d)
         kw["rows"] = [DiffRow.from_dict(r) for r in kw.get("rows") or []]
         kw["n_recordings"] = tuple(kw.get("n_recordings") or (0, 0))
         return cls(**kw)

@@ -15,12 +15,12 @@ import os
 import random
 import statistics
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from itertools import product
 from typing import Any, Iterable
 
 from perflab.errors import PerflabError
-from perflab.model import MetricPattern, RunResult, RunSpec
+from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
 from perflab.platform.host import Machine
 from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
@@ -76,8 +76,7 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
+        kw = known_fields(cls, d)
         kw["commands"] = tuple(Command(c["name"], tuple(c["argv"]), bool(c.get("shell")))
                                for c in d.get("commands", ()))
         kw["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics", ()))

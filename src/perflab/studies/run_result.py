@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
-from perflab.model import RunResult
+from perflab.model import RunResult, known_fields
 from perflab.stats.interval import CI
 
 
@@ -97,8 +97,7 @@ class RunStudyResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunStudyResult":
-        names = {f.name for f in fields(Benchmark)}
-        benches = [Benchmark(**{k: v for k, v in b.items() if k in names}) for b in d.get("benchmarks", ())]
+        benches = [Benchmark(**known_fields(Benchmark, b)) for b in d.get("benchmarks", ())]
         return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
                    dict(d.get("health") or {}))
 

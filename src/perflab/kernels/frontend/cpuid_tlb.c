@@ -12,23 +12,24 @@ static void line(int level, const char *type, const char *page, unsigned entries
     if (entries) printf("tlb level=%d type=%s page=%s entries=%u source=%s\n", level, type, page, entries, src);
 }
 
+/* One AMD TLB leaf: EAX holds the 2M/4M TLBs, EBX the 4K ones, instruction in the low half. */
+static void amd_leaf(unsigned leaf, int level, unsigned mask) {
+    unsigned a, b, c, d;
+    char src[32];
+    __cpuid(leaf, a, b, c, d);
+    snprintf(src, sizeof src, "cpuid %#x", leaf);
+    line(level, "instruction", "2M", a & mask, src);
+    line(level, "data", "2M", (a >> 16) & mask, src);
+    line(level, "instruction", "4K", b & mask, src);
+    line(level, "data", "4K", (b >> 16) & mask, src);
+}
+
 static void amd(void) {
-    unsigned a, b, c, d, max;
+    unsigned max, b, c, d;
     __cpuid(0x80000000, max, b, c, d);
-    if (max >= 0x80000005) {
-        __cpuid(0x80000005, a, b, c, d);
-        line(1, "instruction", "2M", a & 0xff, "cpuid 0x80000005");
-        line(1, "data", "2M", (a >> 16) & 0xff, "cpuid 0x80000005");
-        line(1, "instruction", "4K", b & 0xff, "cpuid 0x80000005");
-        line(1, "data", "4K", (b >> 16) & 0xff, "cpuid 0x80000005");
-    }
-    if (max >= 0x80000006) {
-        __cpuid(0x80000006, a, b, c, d);
-        line(2, "instruction", "2M", a & 0xfff, "cpuid 0x80000006");
-        line(2, "data", "2M", (a >> 16) & 0xfff, "cpuid 0x80000006");
-        line(2, "instruction", "4K", b & 0xfff, "cpuid 0x80000006");
-        line(2, "data", "4K", (b >> 16) & 0xfff, "cpuid 0x80000006");
-    }
+    /* L1 (0x80000005) counts entries in 8 bits, L2 (0x80000006) in 12. */
+    if (max >= 0x80000005) amd_leaf(0x80000005, 1, 0xff);
+    if (max >= 0x80000006) amd_leaf(0x80000006, 2, 0xfff);
 }
 
 static int intel_leaf18(unsigned max) {
