@@ -200,11 +200,12 @@ def command(**opts):
     study.plan(config)  # bad designs fail here, before anything is built
 
     err = make_console(stderr=True)
-    meter = open_energy(opts["energy_source"], err)
+    out = make_console(stderr=opts["json_path"] == "-")  # stdout is the JSON's then
+    meter = open_energy(opts["energy_source"], out)  # beside the result, as instances and run say it
     with open_store(opts["db_url"]) as store, default_executor() as executor:
         result = run_study(study, config, store, executor, energy=meter,
                            progress=lambda m: err.print(m, soft_wrap=True))
-        render(result, make_console(stderr=opts["json_path"] == "-"))  # stdout is the JSON's then
+        render(result, out)
         err.print(f"stored as campaign {result.campaign_id} in {store.display}")
     if opts["json_path"]:
         emit_json(opts["json_path"], result.as_dict())
