@@ -313,3 +313,21 @@ def test_real_variants_refuses_an_explicit_source_it_does_not_have(tmp_path):
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert p.stderr.startswith("perflab: error: --energy rapl: ")
     assert not list(tmp_path.glob("**/*.o"))  # refused before anything was built
+
+
+def test_the_perf_probe_is_asked_once_per_boot(tmp_path, monkeypatch):
+    from perflab.platform.hostcache import boot_cached
+
+    monkeypatch.setenv("PERFLAB_CACHE", str(tmp_path / "cache"))
+    calls = []
+
+    def probe() -> bool:
+        calls.append(1)
+        return False
+
+    assert boot_cached("perf-energy power/energy-pkg/", probe) is False
+    assert boot_cached("perf-energy power/energy-pkg/", probe) is False
+    assert boot_cached("perf-energy power/energy-ram/", probe) is False  # another question
+    assert len(calls) == 2
+    assert boot_cached("x", lambda: 7, Root(str(tmp_path))) == 7  # a fixture tree: never cached
+    assert len(list((tmp_path / "cache" / "host").iterdir())) == 2
