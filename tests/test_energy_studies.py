@@ -331,3 +331,24 @@ def test_the_perf_probe_is_asked_once_per_boot(tmp_path, monkeypatch):
     assert len(calls) == 2
     assert boot_cached("x", lambda: 7, Root(str(tmp_path))) == 7  # a fixture tree: never cached
     assert len(list((tmp_path / "cache" / "host").iterdir())) == 2
+
+
+def _snapshot(name: str, text: str) -> None:
+    import os
+
+    snap = Path(__file__).parent / "snapshots" / name
+    if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
+        snap.write_text(text)
+    assert text == snap.read_text()
+
+
+def test_terminal_snapshots_with_energy(tmp_path):
+    with open_store(str(tmp_path / "s.db")) as store:
+        run = _run_campaign(store, {"a": 50.0, "b": 80.0})
+        variants, _ = _variants_campaign(store, {"base": 100.0, "lto": 90.0})
+    console = Console(width=160, record=True, file=io.StringIO(), color_system=None)
+    render_run(run, console)
+    _snapshot("run_energy.txt", console.export_text())
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    render_variants(variants, console)
+    _snapshot("variants_energy.txt", console.file.getvalue())
