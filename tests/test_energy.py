@@ -218,3 +218,38 @@ def test_instances_cli_says_once_that_energy_is_not_measured_here(tmp_path):
     meter, note = choose_meter("auto")
     if meter is None:
         assert p.stdout.count("energy: not measured") == 1 and "energy against copies" not in p.stdout
+
+
+def test_rapl_on_trees_recorded_from_real_servers(tmp_path):
+    # Zone numbers are not package numbers: on smp01 intel-rapl:0 is package-3, on smp04 package-1.
+    # Keys come from each zone's name file, so a socket's energy is filed under its own package.
+    smp01 = rapl_domains(_tree(tmp_path, "recorded-4s-smp01"))
+    assert [d.key for d in smp01] == ["package-3", "package-3/dram", "package-2", "package-2/dram",
+                                      "package-1", "package-1/dram", "package-0", "package-0/dram"]
+    assert {d.max_range_uj for d in smp01 if "/" not in d.key} == {262143328850}
+    assert {d.max_range_uj for d in smp01 if d.key.endswith("/dram")} == {65712999613}
+    smp04 = rapl_domains(_tree(tmp_path, "recorded-2s-smp04"))
+    assert [d.key for d in smp04] == ["package-1", "package-0"]
+    jacob = rapl_domains(_tree(tmp_path, "recorded-4s-jacob"))
+    assert len(jacob) == 12 and "package-2/core" in {d.key for d in jacob}
+    assert rapl_available(_tree(tmp_path / "again", "recorded-4s-jacob"))[0] is True
+
+
+def test_rapl_wrap_from_a_recorded_counter_near_its_end(tmp_path):
+    # On "jacob", package-2's core counter was recorded 658.49 J short of its 65532.6 J range.
+    root = _tree(tmp_path, "recorded-4s-jacob")
+    meter = RaplMeter(root)
+    meter.start()
+    _set(root, "intel-rapl:2:0", 1_000_000)  # 1 J after the wrap
+    _set(root, "intel-rapl:2", 10537557287 + 3_000_000)
+    joules = meter.stop()
+    assert joules["rapl:package-2/core"] == pytest.approx((65532610987 - 64874120580 + 1_000_000) / 1e6)
+    assert joules["rapl:package-2"] == pytest.approx(3.0)
+    assert joules["rapl:package-0"] == 0
+
+
+def test_psys_is_not_added_to_the_packages():
+    r = RunResult(wall_ns=10**9, user_s=0, sys_s=0, maxrss_kb=0, minflt=0, majflt=0, nvcsw=0, nivcsw=0,
+                  exit_code=0, energy={"rapl:package-0": 4.0, "rapl:package-0/core": 3.0,
+                                       "rapl:psys": 9.0, "rapl:package-0/dram": 1.0})
+    assert run_joules(r) == pytest.approx(5.0)

@@ -242,10 +242,14 @@ def test_metric_aggregates_and_carriage_returns():
     out = "frame=1 fps=  0 q=1\rframe=2 fps= 40 q=1\rframe=3 fps= 44 q=1\nsummary\n"
     pats = compile_patterns(["fps=\\s*(?P<fps>[\\d.]+)"])
     assert extract(pats, out, "") == {"fps": 44.0}  # last, with \r as a line end
-    for agg, want in (("first", 0.0), ("max", 44.0), ("min", 0.0), ("sum", 84.0), ("count", 3.0)):
-        pats = compile_patterns([f"stdout:{agg}:fps=\\s*(?P<fps>[\\d.]+)"])
-        assert pats[0].aggregate == agg and pats[0].stream == "stdout"
-        assert extract(pats, out, "") == {"fps": want}, agg
+    for agg, want in (("last", 44.0), ("first", 0.0), ("max", 44.0), ("min", 0.0), ("sum", 84.0),
+                      ("count", 3.0)):
+        # Either order of the prefixes, and an explicit 'last:' too, is consumed, never left in the regex.
+        for text in (f"stdout:{agg}:fps=\\s*(?P<fps>[\\d.]+)", f"{agg}:stdout:fps=\\s*(?P<fps>[\\d.]+)"):
+            pats = compile_patterns([text])
+            assert pats[0].aggregate == agg and pats[0].stream == "stdout", text
+            assert pats[0].regex.startswith("fps="), text
+            assert extract(pats, out, "") == {"fps": want}, text
 
 
 def test_metric_aggregate_from_toml_with_a_real_process(tmp_path):

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from perflab.cli.common import store_option
+from perflab.cli.options import OutputDir
 from perflab.errors import PerflabError
 
 
@@ -17,7 +18,7 @@ from perflab.errors import PerflabError
               help="Workload name or a perflab.toml file (default: the built-in minihlt).")
 @click.option("--config", "config_path", metavar="FILE", help="perflab.toml with workload definitions.")
 @click.option("--quick", is_flag=True, help="Shrink every study: finishes in a few minutes on 2 CPUs.")
-@click.option("--out", "out_dir", default="perflab-lab", show_default=True, metavar="DIR",
+@click.option("--out", "out_dir", default="perflab-lab", show_default=True, type=OutputDir(),
               help="Directory for the report and the profiles.")
 @click.option("--resume", is_flag=True,
               help="Carry on the newest unfinished lab from the store without repeating stored runs.")

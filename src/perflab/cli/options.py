@@ -215,6 +215,23 @@ class OutputPath(click.ParamType):
         return text
 
 
+class OutputDir(click.ParamType):
+    """A directory perflab will write into: created up front (parents too), so that a study never
+    measures for an hour and then fails to save its report."""
+
+    name = "DIR"
+
+    def convert(self, value, param, ctx):
+        text = os.fspath(value)
+        try:
+            os.makedirs(text, exist_ok=True)
+        except OSError as exc:
+            self.fail(f"cannot create directory {text}: {exc.strerror}; choose another --out", param, ctx)
+        if not os.access(text, os.W_OK | os.X_OK):
+            self.fail(f"cannot write into {text}: permission denied; choose another --out", param, ctx)
+        return text
+
+
 class Cpu(CpuList):
     """One CPU number, checked against the CPUs this process may run on."""
 

@@ -6,6 +6,7 @@ import click
 
 from perflab.cli.common import emit_json, energy_option, json_option, make_console, open_energy, store_option, target_options
 from perflab.cli.gate_common import RunGate, run_gate_options
+from perflab.cli.options import DURATION, Count, OutputPath
 from perflab.errors import PerflabError
 
 
@@ -58,15 +59,15 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.command(cls=_RunCommand, context_settings={"ignore_unknown_options": True},
                short_help="Time one or more commands, hyperfine-style.")
 @target_options
-@click.option("--warmup", default=0, show_default=True, type=click.IntRange(0),
+@click.option("--warmup", default=0, show_default=True, type=Count(0),
               help="Untimed runs of each command first.")
-@click.option("--runs", "-r", type=click.IntRange(1), help="Exactly N timed runs per command.")
+@click.option("--runs", "-r", type=Count(1), help="Exactly N timed runs per command.")
 @click.option("--precision", metavar="P%",
               help="Adaptive: run until the 95% CI of the median is within +-P of it.")
-@click.option("--min-runs", "-m", default=10, show_default=True, type=click.IntRange(2),
+@click.option("--min-runs", "-m", default=10, show_default=True, type=Count(2),
               help="Fewest runs per command without --runs.")
-@click.option("--max-runs", "-M", type=click.IntRange(1), help="Most runs per command without --runs.")
-@click.option("--max-time", type=click.FloatRange(0, min_open=True), metavar="S",
+@click.option("--max-runs", "-M", type=Count(1), help="Most runs per command without --runs.")
+@click.option("--max-time", type=DURATION,
               help="Stop the measured phase after S seconds (at least 2 runs each).")
 @click.option("--seed", default=0, show_default=True, type=int,
               help="Seed of the per-round shuffle and the bootstrap.")
@@ -79,13 +80,13 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
               help="Named-group regex on the output, e.g. '(?P<events_per_s>[0-9.]+) events/s'.")
 @click.option("--cpus", metavar="LIST", help="Pin the commands to these CPUs (e.g. 0 or 0,2-3).")
 @click.option("--perf-stat", is_flag=True, help="Collect perf stat counters per run.")
-@click.option("--timeout", type=click.FloatRange(0, min_open=True), metavar="S",
+@click.option("--timeout", type=DURATION,
               help="Kill a run after S seconds.")
 @click.option("--ignore-failure", "-i", is_flag=True, help="Keep going when a command fails.")
 @click.option("--prepare", "-p", metavar="CMD", help="Shell command run before every timed run.")
-@click.option("--export-json", metavar="PATH", help="hyperfine-schema JSON.")
-@click.option("--export-csv", metavar="PATH", help="hyperfine-style CSV.")
-@click.option("--export-markdown", metavar="PATH", help="hyperfine-style Markdown table.")
+@click.option("--export-json", type=OutputPath(), help="hyperfine-schema JSON.")
+@click.option("--export-csv", type=OutputPath(), help="hyperfine-style CSV.")
+@click.option("--export-markdown", type=OutputPath(), help="hyperfine-style Markdown table.")
 @click.option("--command-name", "-n", "names", multiple=True, metavar="NAME",
               help="Display name of each command, in order.")
 @energy_option
@@ -168,6 +169,10 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     if runs is not None and precision is not None:
         raise PerflabError("give either --runs N or --precision P%, not both")
     if max_runs is not None and max_runs < min_runs and runs is None:
+        # hyperfine's rule: an explicit contradiction is an error; the default minimum yields.
+        if ctx.get_parameter_source("min_runs") is not click.core.ParameterSource.DEFAULT:
+            raise PerflabError(f"--min-runs {min_runs} is more than --max-runs {max_runs}: "
+                               "give --min-runs <= --max-runs")
         min_runs = max_runs
 
     cpu_tuple = None

@@ -21,14 +21,14 @@ AGGREGATES = ("last", "first", "sum", "max", "min", "count")
 
 def parse_pattern(text: str) -> MetricPattern:
     """``[stdout:|stderr:][last:|first:|sum:|max:|min:|count:]REGEX`` as a MetricPattern."""
-    stream, aggregate = "both", "last"
+    stream, aggregate = None, None
     for _ in range(2):
         head, sep, rest = text.partition(":")
-        if sep and head in ("stdout", "stderr") and stream == "both":
+        if sep and head in ("stdout", "stderr") and stream is None:
             stream, text = head, rest
-        elif sep and head in AGGREGATES and aggregate == "last" and head != "last":
+        elif sep and head in AGGREGATES and aggregate is None:
             aggregate, text = head, rest
-    return MetricPattern(regex=text, stream=stream, aggregate=aggregate)
+    return MetricPattern(regex=text, stream=stream or "both", aggregate=aggregate or "last")
 
 
 def compile_patterns(regexes: Iterable[str | MetricPattern]) -> tuple[MetricPattern, ...]:

@@ -52,26 +52,40 @@ def wrap(argv: Sequence[str], events: Sequence[str], output_path: str) -> tuple[
 
 
 def parse(text: str) -> tuple[dict[str, float], list[str]]:
-    """Parse ``perf stat -x,`` output into {event: value} and the list of unsupported events.
+    """Parse ``perf stat -x,`` output of one command into {event: value} and the unsupported events.
 
     Fields (perf-stat(1), CSV FORMAT): value, unit, event, run time, percentage of run time
-    counted, [metric value, metric unit]. ``-I`` puts a timestamp first (the counts of every
-    interval are summed); hybrid CPUs name an event per PMU (``cpu_core/cycles/``,
-    ``cpu_atom/cycles/``): both count the same task on different cores, so they are summed too.
-    Values are perf's own estimates: when events were multiplexed (percentage < 100) perf has
+    counted, [metric value, metric unit]; lines with an empty value (metric-only rows, metric-group
+    headers) carry no count. ``-I`` puts a timestamp first: the counts of every interval are summed,
+    unless a ``--summary`` block gives the whole run, which is then used alone (``summary`` in the
+    first column since perf 5.13; before it, and with ``--no-cvs-summary``, the same rows without
+    a timestamp, which summed with the intervals would count the run twice). Values are perf's own estimates: when events were multiplexed (percentage < 100) perf has
     already scaled them to the whole run.
+
+    Hybrid CPUs name an event per PMU (``cpu_core/cycles/``, ``cpu_atom/cycles/``). For one command
+    (not ``-a``) both rows count the same task while it runs on that core type, and perf scales each
+    to the task's whole enabled time (a task that ran 1 % of its time on an E-core gets its E-core
+    count multiplied by about 100; recorded: tests/data/perfstat/intel-hybrid-saxpy-llc-per-task.csv).
+    Summing the two estimates counts the run about twice; the estimate for the whole run is their
+    mean weighted by each row's run time, which is the sum of the raw counts when nothing was
+    multiplexed.
     """
-    counters: dict[str, float] = {}
+    interval: list[tuple[str, str, float, float, bool]] = []  # (timestamp, event, value, run time, hybrid)
+    total: list[tuple[str, str, float, float, bool]] = []
     unsupported: list[str] = []
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split(",")
-        if len(fields) >= 4 and _INTERVAL.fullmatch(fields[0]) and _VALUE.match(fields[1]):
-            fields = fields[1:]  # -I: the interval's timestamp
+        rows, stamp = total, ""
+        if len(fields) >= 4 and fields[0].strip() == "summary":
+            fields = fields[1:]  # --summary with -I: the whole run
+        elif len(fields) >= 4 and _INTERVAL.fullmatch(fields[0]) and _VALUE.match(fields[1]):
+            rows, stamp, fields = interval, fields[0].strip(), fields[1:]
         if len(fields) < 3:
             continue
-        value, event = fields[0].strip(), _event_name(fields[2].strip())
+        value, raw_event = fields[0].strip(), fields[2].strip()
+        event = _event_name(raw_event)
         if not event:
             continue
         if value.startswith("<not supported>"):
@@ -81,9 +95,13 @@ def parse(text: str) -> tuple[dict[str, float], list[str]]:
         if value.startswith("<"):  # <not counted>: multiplexed out or the command ended first
             continue
         try:
-            counters[event] = counters.get(event, 0.0) + float(value)
+            rows.append((stamp, event, float(value), _float(fields[3] if len(fields) > 3 else ""),
+                         raw_event.startswith(("cpu_core/", "cpu_atom/"))))
         except ValueError:
             continue
+    counters: dict[str, float] = {}
+    for (_, event), group in _grouped(total or interval).items():
+        counters[event] = counters.get(event, 0.0) + _combined(group)
     return counters, unsupported
 
 
@@ -91,10 +109,39 @@ _INTERVAL = re.compile(r"\s*\d+\.\d+")
 _VALUE = re.compile(r"\s*(<not |[\d.]+$)")
 
 
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
+
+
+def _grouped(rows: list[tuple[str, str, float, float, bool]]) -> dict[tuple[str, str], list[tuple[float, float, bool]]]:
+    """Rows by (timestamp, event), in order of first appearance."""
+    out: dict[tuple[str, str], list[tuple[float, float, bool]]] = {}
+    for stamp, event, value, run, hybrid in rows:
+        out.setdefault((stamp, event), []).append((value, run, hybrid))
+    return out
+
+
+def _combined(group: list[tuple[float, float, bool]]) -> float:
+    """One event's value in one block: per-PMU rows of a hybrid CPU weighted by their run time
+    (see parse), any other repeats summed."""
+    plain = sum(v for v, _, hybrid in group if not hybrid)
+    hyb = [(v, run) for v, run, hybrid in group if hybrid]
+    if not hyb:
+        return plain
+    runs = sum(run for _, run in hyb)
+    return plain + (sum(v * run for v, run in hyb) / runs if runs > 0 else sum(v for v, _ in hyb))
+
+
 def _event_name(raw: str) -> str:
-    """``cpu_core/iTLB-load-misses/`` -> ``iTLB-load-misses``; other names unchanged."""
-    m = re.fullmatch(r"cpu(?:_core|_atom)?/([^/]+)/(:?\w*)", raw)
-    return m.group(1) + m.group(2) if m else raw
+    """``cpu_core/iTLB-load-misses/`` -> ``iTLB-load-misses``, ``cpu_atom/cycles/u`` -> ``cycles:u``
+    (the name perflab asks for); other names unchanged."""
+    m = re.fullmatch(r"cpu(?:_core|_atom)?/([^/]+)/:?(\w*)", raw)
+    if not m:
+        return raw
+    return m.group(1) + (":" + m.group(2) if m.group(2) else "")
 
 
 def per_unit(counters: dict[str, float], event: str, units: float) -> float | None:

@@ -1,6 +1,6 @@
 """Statistics for benchmark samples: pure functions, numpy/scipy imported inside them.
 
-Every function names its method; see docs/sections/15-statistics.md.
+Every function names its method; see docs/statistics.md.
 """
 
 from perflab.stats.bootstrap import Ratio, bootstrap_median_ci, bootstrap_medians, ratio_of_medians

@@ -18,7 +18,9 @@ def run_joules(result: RunResult) -> float | None:
     e = result.energy or {}
     if "ipmi:node" in e:
         return float(e["ipmi:node"])
-    tops = [v for k, v in e.items() if k.count("/") == 0 or k.endswith("/dram")]
+    # psys (client platforms) already contains the packages: adding it would count them twice.
+    tops = [v for k, v in e.items()
+            if (k.count("/") == 0 or k.endswith("/dram")) and not k.endswith("psys")]
     return float(sum(tops)) if tops else None
 
 
