@@ -301,6 +301,13 @@ def test_real_run_says_once_that_energy_is_not_measured_here(tmp_path):
                  cwd=tmp_path)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.startswith("perflab: error: --energy rapl: ") and len(p.stderr.splitlines()) == 1
+    bad = [("solar", "Invalid value for '--energy'")]
+    if shutil.which("ipmitool") is None:
+        bad.append(("ipmi", "--energy ipmi: ipmitool not found"))
+    for source, message in bad:
+        p = _perflab("run", "--energy", source, "--db", str(tmp_path / "s.db"), "--", "true", cwd=tmp_path)
+        assert p.returncode == 2 and p.stderr.startswith(f"perflab: error: {message}"), p.stderr
+        assert len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
 
 
 def test_real_variants_refuses_an_explicit_source_it_does_not_have(tmp_path):
