@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import emit_json, json_option, make_console, store_option, target_options
+from perflab.cli.common import emit_json, energy_option, json_option, make_console, open_energy, store_option, target_options
 from perflab.cli.gate_common import RunGate, run_gate_options
 from perflab.cli.options import DURATION, Count, OutputPath
 from perflab.errors import PerflabError
@@ -89,6 +89,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--export-markdown", type=OutputPath(), help="hyperfine-style Markdown table.")
 @click.option("--command-name", "-n", "names", multiple=True, metavar="NAME",
               help="Display name of each command, in order.")
+@energy_option
 @run_gate_options
 @store_option
 @json_option
@@ -96,7 +97,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, precision,
             min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
             cpus, perf_stat, timeout, ignore_failure, prepare, export_json, export_csv,
-            export_markdown, names, db_url, json_path, **gate_options):
+            export_markdown, names, energy_source, db_url, json_path, **gate_options):
     """Time CMD (after --) or several quoted commands, hyperfine-style.
 
     \b
@@ -202,10 +203,11 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     from perflab.report.terminal.run import render
     from perflab.store.lite import open_fast
 
+    meter = open_energy(energy_source, console)
     machine = _Pending()  # the machine capture, on a thread beside the runs
     with open_fast(db_url) as store, default_executor() as executor:
         gate.precheck(store)
-        result = _measure(run_study_module, config, store, executor, machine, console)
+        result = _measure(run_study_module, config, store, executor, machine, console, meter)
         render(result, console)
         console.print(f"perflab: results in {store.display}, campaign {result.campaign_id}", highlight=False)
         if export_json:
@@ -219,7 +221,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         gate.after(store, result.campaign_id, stdout_taken=console.stderr)
 
 
-def _measure(module, config, store, executor, machine, console):
+def _measure(module, config, store, executor, machine, console, energy=None):
     """Run the study, with a transient progress line on a terminal.
 
     The machine capture runs on a thread beside the runs: it waits on subprocesses and a steal
@@ -228,14 +230,14 @@ def _measure(module, config, store, executor, machine, console):
     from perflab.studies import run_study
 
     if not console.is_terminal:
-        return run_study(module, config, store, executor, machine=machine)
+        return run_study(module, config, store, executor, machine=machine, energy=energy)
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
     # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True, refresh_per_second=4) as bar:
         task = bar.add_task("measuring")
-        return run_study(module, config, store, executor, machine=machine,
+        return run_study(module, config, store, executor, machine=machine, energy=energy,
                          progress=lambda text: bar.update(task, description=f"measuring: {text}"))
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import click
 
-from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.common import (
+    emit_json, energy_option, json_option, make_console, open_energy, resolve_target, store_option, target_options,
+)
 from perflab.cli.options import Count, Duration
 from perflab.errors import PerflabError
 from perflab.kernels import minihlt
@@ -154,6 +156,7 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
 @click.option("--timeout", type=Duration(), help="Seconds before a run is killed.")
 @click.option("--link-order-demo", is_flag=True,
               help="Seed 003's trap: sin() from an archive placed after vs before the object.")
+@energy_option
 @store_option
 @json_option
 def command(**opts):
@@ -197,9 +200,12 @@ def command(**opts):
     study.plan(config)  # bad designs fail here, before anything is built
 
     err = make_console(stderr=True)
+    out = make_console(stderr=opts["json_path"] == "-")  # stdout is the JSON's then
+    meter = open_energy(opts["energy_source"], out)  # beside the result, as instances and run say it
     with open_store(opts["db_url"]) as store, default_executor() as executor:
-        result = run_study(study, config, store, executor, progress=lambda m: err.print(m, soft_wrap=True))
-        render(result, make_console(stderr=opts["json_path"] == "-"))  # stdout is the JSON's then
+        result = run_study(study, config, store, executor, energy=meter,
+                           progress=lambda m: err.print(m, soft_wrap=True))
+        render(result, out)
         err.print(f"stored as campaign {result.campaign_id} in {store.display}")
     if opts["json_path"]:
         emit_json(opts["json_path"], result.as_dict())

@@ -18,6 +18,7 @@ from perflab.errors import PerflabError
 from perflab.platform.energy import (
     parse_ipmi_dcmi, parse_perf_energy, rapl_available, rapl_delta_uj, rapl_domains, read_rapl,
 )
+from perflab.platform.hostcache import boot_cached
 from perflab.platform.sysfs import Root
 
 SOURCES = ("auto", "rapl", "perf", "ipmi", "off")
@@ -180,7 +181,9 @@ def choose_meter(request: str = "auto", root: Root = Root("/")) -> tuple[EnergyM
         events = _perf_power_events(root) if shutil.which("perf") else []
         why = "perf has no power/energy-* events here (no RAPL PMU)"
         if events and root.is_live:
-            counted = _perf_probe(tuple(events))
+            # Whether the events count changes only with a reboot or another perf; probing costs
+            # 60-70 ms, a fifth of a short `perflab run` on a VM, so it is asked once per boot.
+            counted = boot_cached(f"perf-energy {','.join(events)}", lambda: _perf_probe(tuple(events)), root)
             if counted:
                 return PerfEnergyMeter(tuple(events)), f"energy: perf {', '.join(events)} (CPU and DRAM, not the whole node)"
             why = f"perf's {', '.join(events)} count nothing here (a virtual machine passes the events through empty)"

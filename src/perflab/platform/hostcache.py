@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Callable
+from typing import Any, Callable
 
 from perflab import __version__
 from perflab.platform.host import Machine, capture
@@ -66,3 +66,25 @@ def capture_cached(root: Root = Root("/"), extend: Callable[[Machine], Machine] 
             json.dump({"metadata": machine.metadata}, fh, default=str)
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
     return machine
+
+
+def boot_cached(name: str, compute: Callable[[], Any], root: Root = Root("/")) -> Any:
+    """compute(), or its JSON value from earlier in this boot with the same tools (cache_key):
+    for a probe whose answer changes only with a reboot or another tool."""
+    key = cache_key(root) if root.is_live else None
+    if key is None:
+        return compute()
+    tag = hashlib.sha256(name.encode()).hexdigest()[:16]
+    path = os.path.join(_cache_dir(), f"{key}-{tag}.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)["value"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # not cached yet, or a torn file: probe again
+    value = compute()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"name": name, "value": value}, fh)
+    os.replace(tmp, path)
+    return value

@@ -37,7 +37,13 @@ def _evidence(study: str, s: dict) -> str:
         if not ok:
             return "no successful run"
         b = min(ok, key=lambda b: b["summary"]["median"])
-        return f"median {b['summary']['median']:.3g} s {_ci(b.get('median_ci'), 's')}, {b['summary']['n']} runs"
+        text = f"median {b['summary']['median']:.3g} s {_ci(b.get('median_ci'), 's')}, {b['summary']['n']} runs"
+        e = b.get("energy")
+        if e:
+            text += f"; {e['joules_per_run']:.3g} J/run {_ci(e.get('joules_per_run_ci'), 'J')}"
+            if e.get("joules_per_event") is not None:
+                text += f", {e['joules_per_event']:.3g} J/event {_ci(e.get('joules_per_event_ci'), 'J')}"
+        return text
     if study == "cores":
         slow = s.get("slow") or []
         if slow:

@@ -25,9 +25,10 @@ def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
                      m.get("events_per_s"),
                      "1.00 (fastest)" if not rel or rel.get("ratio") == 1.0
                      else f"{rel['ratio']:.3f} {_ci_text(rel['low'], rel['high'], '{:.3f}')}"])
-    sec.tables = [Table("Wall time per command [s]", ["command", "runs", "median", "CI", "CI level", "mean",
-                                                       "stddev", "user", "sys", "max RSS [KiB]", "events/s",
-                                                       "relative"], rows)]
+    cols = ["command", "runs", "median", "CI", "CI level", "mean", "stddev", "user", "sys", "max RSS [KiB]",
+            "events/s", "relative"]
+    note = _add_energy(cols, rows, [b.get("energy") for b in benches])
+    sec.tables = [Table("Wall time per command [s]", cols, rows, note=note)]
     sec.verdict = summary.get("verdict") or sec.verdict
     _plot(sec, "Median wall time with its CI (points: medians; bars: CIs)", lambda: plots.bars_with_ci(
         [str(b.get("command"))[:30] for b in benches], [b["summary"]["median"] for b in benches],
@@ -40,6 +41,29 @@ def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
             [b["relative"]["low"] for b in slower], [b["relative"]["high"] for b in slower],
             [b["relative"]["low"] > 1.0 for b in slower], xlabel="median / fastest's median (log scale)"))
     return sec
+
+
+ENERGY_COLUMNS = ["J/run", "J/run CI", "J/event", "J/event CI"]
+
+
+def _add_energy(cols: list, rows: list[list], energies: list[dict | None]) -> str:
+    """Joules per run and per event with their CIs as four more columns, where any row was
+    measured; the note names the source (nothing is added where no energy was measured)."""
+    if not any(energies):
+        return ""
+    cols.extend(ENERGY_COLUMNS)
+    for row, e in zip(rows, energies):
+        e = e or {}
+        row.extend([e.get("joules_per_run"), _level_ci(e.get("joules_per_run_ci")),
+                    e.get("joules_per_event"), _level_ci(e.get("joules_per_event_ci"))])
+    sources = sorted({e["source"] for e in energies if e and e.get("source")})
+    return f"energy: {'; '.join(sources)}; medians with order-statistic CIs at the level shown"
+
+
+def _level_ci(ci: dict | None) -> str:
+    if not ci:
+        return "—"
+    return _ci_text(ci.get("low"), ci.get("high")) + f" {ci.get('level', 0):.0%}"
 
 
 def _mean(xs: Any) -> float | None:
@@ -103,10 +127,16 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
             ci = p.get("ci") or {}
             rows.append([s.get("policy"), p.get("n"), p.get("throughput"),
                          _ci_text(ci.get("low"), ci.get("high")) + (f" {ci['level']:.0%}" if ci else ""),
-                         p.get("per_copy"), p.get("gain_per_copy"), p.get("start_spread_us")])
+                         p.get("per_copy"), p.get("gain_per_copy"), p.get("start_spread_us")]
+                        + ([p.get("watts"), p.get("joules_per_unit")] if summary.get("energy_source") else []))
+    work = unit.split("/")[0]
+    work = "copy" if work == "copies" else work.removesuffix("s") or "unit"
+    energy = ["watts", f"J per {work}"] if summary.get("energy_source") else []
     sec.tables = [Table(f"Throughput against copies ({unit})",
                         ["policy", "copies", "throughput", "CI", "per copy", "gain per added copy",
-                         "start spread [us]"], rows)]
+                         "start spread [us]", *energy], rows,
+                        note=f"energy: {summary['energy_source']}; fewest joules per unit of work at "
+                             f"N = {summary.get('energy_optimum_n')}" if energy else "")]
     fork = summary.get("fork") or []
     if fork:
         sec.tables.append(Table("Forked master without and with NUMA placement (seed 004's table)",
@@ -138,16 +168,15 @@ def variants_section(campaign: Any, summary: dict, measurements: list) -> Sectio
     def wall(v: dict) -> dict:
         return v["estimates"]["wall_s"]
 
-    sec.tables = [Table("Variants", ["variant", "flags", "status", "median wall [s]", "CI",
-                                     "max RSS [KiB]", "text [B]", f"{primary} vs base", "verdict"],
-                        [[v.get("name"), v.get("flags"), v.get("status"),
-                          wall(v)["median"] if v in measured else None,
-                          _ci_text(wall(v)["ci"]["low"], wall(v)["ci"]["high"]) + f" {wall(v)['ci']['level']:.0%}"
-                          if v in measured else None,
-                          (v["estimates"].get("maxrss_kb") or {}).get("median"),
-                          ((v.get("build") or {}).get("sizes") or {}).get("text"),
-                          (v.get("comparisons") or {}).get(primary, {}).get("ratio"),
-                          v.get("verdict")] for v in rows])]
+    cols = ["variant", "flags", "status", "median wall [s]", "CI", "max RSS [KiB]", "text [B]",
+            f"{primary} vs base", "verdict"]
+    cells = [[v.get("name"), v.get("flags"), v.get("status"), wall(v)["median"] if v in measured else None,
+              _level_ci(wall(v)["ci"]) if v in measured else None,
+              (v["estimates"].get("maxrss_kb") or {}).get("median"),
+              ((v.get("build") or {}).get("sizes") or {}).get("text"),
+              (v.get("comparisons") or {}).get(primary, {}).get("ratio"), v.get("verdict")] for v in rows]
+    note = _add_energy(cols, cells, [v.get("energy") for v in rows])
+    sec.tables = [Table("Variants", cols, cells, note=note)]
     if measured:
         _plot(sec, "Wall time per variant (median with its CI; significant: orange squares)", lambda: plots.bars_with_ci(
             [v["name"] for v in measured], [wall(v)["median"] for v in measured],

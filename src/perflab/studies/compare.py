@@ -1,9 +1,10 @@
 """Compare two campaigns of one study kind (two machines, dates or builds) measure by measure.
 
 Measurements are matched on the study's design keys (studies/compare_keys.py); for each
-matched point and each measure (wall time, max RSS, user time, energy, every metric) the
-ratio of medians B/A comes with a percentile bootstrap CI at level 1 - alpha and a two-sided
-Mann-Whitney p-value, Holm-corrected over all the comparisons made. A comparison is
+matched point and each measure (wall time, max RSS, user time, energy per run and per event
+where both campaigns measured it, every metric) the ratio of medians B/A comes with a
+percentile bootstrap CI at level 1 - alpha and a two-sided Mann-Whitney p-value,
+Holm-corrected over all the comparisons made. A comparison is
 significant when its adjusted p is below alpha and its CI excludes 1.
 """
 
@@ -182,7 +183,7 @@ def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed
 
 def _measure_order(measure: str) -> tuple[int, str]:
     """Wall time, CPU time, memory, energy, then the workload's metrics by name."""
-    fixed = ("wall_s", "user_s", "maxrss_kb", "energy_j")
+    fixed = ("wall_s", "user_s", "maxrss_kb", "energy_j", "energy_per_event_j")
     return (fixed.index(measure), "") if measure in fixed else (len(fixed), measure)
 
 

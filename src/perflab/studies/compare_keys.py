@@ -40,7 +40,7 @@ INCIDENTAL = frozenset({"rep", "round", "order", "copy", "master", "start_spread
 CONCURRENT = frozenset({"instances"})
 
 MEASURE_NAMES = {"wall_s": "wall time [s]", "maxrss_kb": "max RSS [KiB]", "user_s": "user time [s]",
-                 "energy_j": "energy [J]"}
+                 "energy_j": "energy [J]", "energy_per_event_j": "energy per event [J]"}
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,10 @@ def _observation(results: list[Any]) -> dict[str, float]:
         # Concurrent copies read the same package counters over one window: the largest is the
         # point's energy; summing them would count the package once per copy.
         out["energy_j"] = max(energies)
+        events = [(r.metrics or {}).get("events") for r in results]
+        if all(isinstance(e, (int, float)) and e > 0 for e in events):
+            # the point's joules over all its copies' events, as instances counts joules per unit
+            out["energy_per_event_j"] = out["energy_j"] / sum(events)
     names = set.intersection(*(set(r.metrics or {}) for r in results))
     for k in sorted(names):
         vals = [r.metrics[k] for r in results if isinstance(r.metrics.get(k), (int, float))]

@@ -4,10 +4,11 @@ buys throughput at a higher price in watts)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from perflab.model import RunResult
+from perflab.model import MetricPattern, RunResult
 from perflab.stats import CI, median, median_ci
 
 
@@ -73,6 +74,23 @@ def summarise(results: Sequence[RunResult], events_metric: str | None = None,
         joules_per_event=median_ci(per_event, level) if per_event else None,
         joules_per_event_median=median(per_event) if per_event else None,
     )
+
+
+def events_metric(metrics: Sequence[MetricPattern], primary: str | None = None) -> str | None:
+    """The metric counting a run's work, for joules per event: the base of a '<x>_per_s' primary
+    rate when a pattern captures <x> ('events' of 'events_per_s'), else a metric named 'events'."""
+    groups = {name for m in metrics for name in _groups(m.regex)}
+    base = primary[: -len("_per_s")] if primary and primary.endswith("_per_s") else None
+    if base and base in groups:
+        return base
+    return "events" if "events" in groups else None
+
+
+def _groups(regex: str) -> list[str]:
+    try:
+        return list(re.compile(regex).groupindex)
+    except re.error:
+        return []
 
 
 def energy_optimal(points: dict[int, tuple[float, float]]) -> int | None:

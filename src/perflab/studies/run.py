@@ -25,6 +25,7 @@ from perflab.platform.host import Machine
 from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
 from perflab.stats.shift import ratio_ci
+from perflab.studies.energy import events_metric, summarise
 from perflab.studies.run_result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.session import Session
 from perflab.stats import mad_outliers
@@ -341,6 +342,13 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
         warnings.append("with --perf-stat the wall times, user/sys and max RSS include perf's own "
                         "start-up: compare the counters (duration_time is the command's own wall "
                         "time in ns), or rerun without --perf-stat for timings")
+    per_event = events_metric(config.metrics, config.primary_metric)
+    by_label: dict[str, list[RunResult]] = {}
+    for r in runs:
+        by_label.setdefault(r.label, []).append(r.result)
+    for b in benches:
+        energy = summarise(by_label.get(b.command, []), per_event)  # failed runs are left out there
+        b.energy = energy.as_dict() if energy is not None else None
     ok = [b for b in benches if b.summary]
     if len(ok) > 1:
         fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]

@@ -38,6 +38,7 @@ class Benchmark:
     median_ci: dict[str, float] | None = None  # {"low", "high", "level"}
     outliers: list[int] = field(default_factory=list)
     relative: dict[str, float] | None = None  # median / fastest's: {"ratio", "low", "high", "level"}
+    energy: dict | None = None  # EnergySummary.as_dict(): J/run, J/event with CIs (None: not measured)
 
     @property
     def n(self) -> int:

@@ -28,6 +28,7 @@ from perflab.kernels.variants import BuildTarget, Variant, VariantBuild, resolve
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
 from perflab.stats import cliffs_delta, holm, median, median_ci
 from perflab.stats.shift import paired_ratio_ci
+from perflab.studies.energy import events_metric, run_joules, summarise
 from perflab.studies.variants_result import (
     BuildInfo, Comparison, Estimate, VariantOutcome, VariantsResult, verdicts,
 )
@@ -189,11 +190,14 @@ def _runs(runs: Sequence[Any]) -> list[tuple[dict, RunResult]]:
     return [(r.params, r.result) if hasattr(r, "result") else (r[0], r[1]) for r in runs]
 
 
-def _quantities(config: VariantsConfig) -> list[tuple[str, bool]]:
-    """(quantity, higher is better): elapsed, max RSS and the workload's primary metric."""
+def _quantities(config: VariantsConfig, energy: bool = False) -> list[tuple[str, bool]]:
+    """(quantity, higher is better): elapsed, max RSS, the workload's primary metric, and the
+    joules of a run where a meter counted them."""
     q = [("wall_s", False), ("maxrss_kb", False)]
     if config.workload.primary_metric:
         q.append((config.workload.primary_metric, config.workload.higher_is_better))
+    if energy:
+        q.append(("energy_j", False))
     return q
 
 
@@ -207,6 +211,8 @@ def _value(res: RunResult, quantity: str) -> float | None:
         return res.wall_s
     if quantity == "maxrss_kb":
         return float(res.maxrss_kb)
+    if quantity == "energy_j":
+        return run_joules(res)
     return res.metrics.get(quantity)
 
 
@@ -237,7 +243,8 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
         by_name.setdefault(params["variant"], []).append(res)
         by_round.setdefault(params["variant"], []).append((int(params["round"]), res))
         order.setdefault(int(params["round"]), []).append(params["variant"])
-    quantities = _quantities(config)
+    quantities = _quantities(config, energy=any(r.energy for _, r in pairs))
+    per_event = events_metric(config.workload.metrics, config.workload.primary_metric)
     csm = config.workload.checksum_metric
     outcomes: dict[str, VariantOutcome] = {}
     for v in variants:
@@ -250,6 +257,8 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
             xs = [x for x in (_value(r, q) for r in ok) if x is not None]
             if xs:
                 o.estimates[q] = Estimate(median(xs), median_ci(xs, config.level))
+        energy = summarise(ok, per_event)
+        o.energy = energy.as_dict() if energy is not None else None
         sums = [r.metrics[csm] for r in ok if csm and csm in r.metrics]
         if sums:
             counts = Counter(sums)

@@ -8,7 +8,7 @@ from typing import Any
 from perflab.kernels.variants import VariantBuild
 from perflab.stats.interval import CI
 
-LABELS = {"wall_s": "elapsed", "maxrss_kb": "max RSS"}
+LABELS = {"wall_s": "elapsed", "maxrss_kb": "max RSS", "energy_j": "energy"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,8 @@ class Comparison:
             word = "no significant difference"
         elif self.quantity == "maxrss_kb":
             word = "less memory" if self.better else "more memory"
+        elif self.quantity == "energy_j":
+            word = "less energy" if self.better else "more energy"
         else:
             word = "faster" if self.better else "slower"
         return (f"{LABELS.get(self.quantity, self.quantity)} {pct(self.ratio)} [{pct(self.ci.low)}, "
@@ -104,6 +106,7 @@ class VariantOutcome:
     checksum: float | None = None
     notes: list[str] = field(default_factory=list)
     verdict: str = ""
+    energy: dict | None = None  # EnergySummary.as_dict(): J/run, J/event with CIs (None: not measured)
 
     @property
     def n_failed(self) -> int:
@@ -156,7 +159,7 @@ def _variant_verdict(o: VariantOutcome, primary: str) -> str:
         return o.build.skipped or "not run"
     if o.status == "failed":
         return "every run failed: " + ", ".join(f"{n}x {why}" for why, n in o.failures.items())
-    keys = [primary] + [q for q in ("wall_s", "maxrss_kb") if q != primary]
+    keys = [primary] + [q for q in ("wall_s", "maxrss_kb", "energy_j") if q != primary]
     parts = [o.comparisons[q].text() for q in keys if q in o.comparisons]
     if o.status == "different result":
         parts.insert(0, "DIFFERENT RESULT (checksum differs)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from perflab.report.terminal.energy import render_energy
 from perflab.stats.interval import CI
 from perflab.studies.run_result import Benchmark, RunStudyResult
 
@@ -80,6 +81,7 @@ def render(result: RunStudyResult, console: Any) -> None:
     if shown and not narrow:
         console.print(table)
     _extra_tables(result, console)
+    render_energy([(b.command, b.energy) for b in shown], console)
     fastest = result.fastest
     if fastest is not None and many:
         console.print(f"fastest: [bold]{fastest.command}[/bold]", highlight=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perflab.report.terminal.energy import render_energy
 from perflab.studies.variants_result import LABELS, Estimate, VariantOutcome, VariantsResult, pct
 
 
@@ -51,6 +52,7 @@ def render(result: VariantsResult, console: Any) -> None:
                "-" if not sizes else f"{sizes['text'] / 1024:.0f}", _vs_base(o, result.primary), _checksum(o, result)]
         t.add_row(*row)
     console.print(t)
+    render_energy([(o.name, o.energy) for o in result.variants], console)
     for o in result.variants:
         if o.status != "baseline":
             console.print(f"{o.name}: {o.verdict}", soft_wrap=True)
