@@ -167,14 +167,16 @@ def test_end_to_end_real_runs(tmp_path):
 
 
 def test_kill_9_then_resume(tmp_path):
+    # Enough runs (about 2 s) that the kill lands mid-study even when the poll is late.
+    REPS = 40
     db = tmp_path / "k.db"
     env = {**os.environ, "PYTHONPATH": str(Path(micro.__file__).parents[2])}
-    kill_after(["micro", "--bench", "getpid", "--bench", "call", "--abi", "m64", "--reps", "8",
-                "--scale", "0.05", "--shm", "off", "--io-dir", str(tmp_path)], db, 5, env)
+    kill_after(["micro", "--bench", "getpid", "--bench", "call", "--abi", "m64", "--reps", str(REPS),
+                "--scale", "0.5", "--shm", "off", "--io-dir", str(tmp_path)], db, 5, env)
     with open_store(str(db)) as store:
         camp = store.campaigns()[-1]
         before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
-        assert camp.status == "running" and len(before) < 2 * 8 + 1  # killed mid-study
+        assert camp.status == "running" and len(before) < 2 * REPS + 1  # killed mid-study
     out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
                           str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -183,9 +185,9 @@ def test_kill_9_then_resume(tmp_path):
     with open_store(str(db)) as store:
         after = store.measurements(camp.id)
         keys = [(m.label, str(m.params), m.rep) for m in after]
-        assert len(keys) == len(set(keys)) == 2 * 8 + 1
+        assert len(keys) == len(set(keys)) == 2 * REPS + 1
         assert all(dict(zip(keys, (m.id for m in after)))[k] == i for k, i in before.items())
-        assert store.campaign(camp.id).status == "done" and [c.n for c in res.cells] == [8, 8]
+        assert store.campaign(camp.id).status == "done" and [c.n for c in res.cells] == [REPS, REPS]
         assert set(res.as_dict()) == set(micro.MicroResult().as_dict())
 
 
