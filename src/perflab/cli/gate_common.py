@@ -13,8 +13,6 @@ from typing import Any, Callable
 import click
 
 from perflab.errors import PerflabError
-from perflab.report import gate as gate_report
-from perflab.report.compare_html import compare_html
 from perflab.store.baselines import check_name
 from perflab.studies.gate import (
     DEFAULT_FAIL_IF,
@@ -75,6 +73,10 @@ def run_gate(store: Any, config: GateConfig, junit_path: str | None = None,
              markdown_path: str | None = None, json_path: str | None = None,
              html_path: str | None = None, stdout_taken: bool = False) -> GateResult:
     """Evaluate the gate, print one line per compared measure, write the requested files."""
+    # The writers load only when a gate runs: `perflab run` without --baseline starts sooner.
+    from perflab.report import gate as gate_report
+    from perflab.report.compare_html import compare_html
+
     result = evaluate(config, store)
     for w in result.warnings:
         click.echo(f"perflab: warning: {w}", err=True)
