@@ -118,6 +118,8 @@ BAD += [
     ("bundle", "verify", "{tmp}/truncated.tgz"), ("bundle", "verify", "{tmp}/binary.toml"),
     ("bundle", "-o", "{tmp}/b.tgz", "--include", "{tmp}/missing-include", *T), ("bundle", "-o", "{tmp}/", *T),
     ("bundle", "-o", "{tmp}/b.tgz", "--cpu", "999", *T),
+    ("cores", "--baseline-save", "bad name!", *T), ("variants", "-w", "minihlt", "--baseline-save", ""),
+    ("frontend", "--baseline-save", "a b"), ("profile", "--baseline-save", ";", *T),
     ("footprint", "--cpu", "999", *T), ("footprint", "--reps", "0", *T), ("footprint", "--trace", "/proc/x", *T),
 ]
 

@@ -267,3 +267,23 @@ def test_energy_is_compared_where_recorded_and_can_be_gated(tmp_path):
         by = {ln.row.measure: ln for ln in res.lines}
         assert by["energy_j"].failed and 1.15 < by["energy_j"].row.ratio < 1.25
         assert not by["wall_s"].failed and res.failed
+
+
+def test_baseline_save_on_a_study_other_than_run_then_gate_against_it(tmp_path):
+    # A cores scan saved as baseline 'nightly', then the next scan gated against it: same study,
+    # same machine, so the gate compares per-CPU times and passes (nothing changed but noise).
+    scan = ["cores", "--rounds", "3", "--min-rounds", "3"]
+    first = perflab(*scan, "--baseline-save", "nightly", "--", "sleep", "0.01", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "baseline 'nightly' -> campaign 1" in first.stderr
+    shown = perflab("baseline", "show", "nightly", cwd=tmp_path)
+    assert shown.returncode == 0 and "cores" in shown.stdout
+    second = perflab(*scan, "--", "sleep", "0.01", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    gate = perflab("compare", "--baseline", "nightly", "2", "--fail-if", "median>+400%", cwd=tmp_path)
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    assert "of cpu=0" in gate.stdout and "gate: pass" in gate.stdout
+    bad = perflab("micro", "--bench", "getpid", "--baseline-save", "no spaces", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not usable" in bad.stderr
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        assert [c.study for c in store.campaigns()] == ["cores", "cores"]  # the bad one ran nothing

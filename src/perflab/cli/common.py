@@ -139,6 +139,30 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
                            progress=lambda text: console.print(text, highlight=False), **study)
         render(result, console)
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
+        save_baseline(store, result.campaign_id)
     if json_path:
         emit_json(json_path, result.as_dict())
     return result
+
+
+def _baseline_name(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    # Checked before anything runs; kept in the context so every study's path can save it.
+    if value is not None:
+        from perflab.store.baselines import check_name
+
+        ctx.meta["perflab.baseline_save"] = check_name(value)
+
+
+def baseline_save_option(f: Callable) -> Callable:
+    """``--baseline-save NAME``: after the study, name its campaign (see save_baseline)."""
+    return click.option("--baseline-save", metavar="NAME", expose_value=False, callback=_baseline_name,
+                        help="After the study, name its campaign NAME, the baseline that "
+                             "'perflab compare --baseline NAME' gates later campaigns against.")(f)
+
+
+def save_baseline(store: Any, campaign_id: int | None) -> None:
+    """Name the finished campaign as --baseline-save asked (nothing when it was not given)."""
+    name = click.get_current_context().meta.get("perflab.baseline_save")
+    if name and campaign_id is not None:
+        b = store.set_baseline(name, campaign_id)
+        click.echo(f"perflab: baseline '{b.name}' -> campaign {b.campaign_id}", err=True)

@@ -7,6 +7,7 @@ import os
 import click
 
 from perflab.cli.common import (
+    baseline_save_option,
     energy_option,
     json_option,
     make_console,
@@ -51,6 +52,7 @@ MAX_COPIES = 65536
               help="Kill a copy after S seconds (the run is stored as failed and left out).")
 @energy_option
 @target_options
+@baseline_save_option
 @store_option
 @json_option
 def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only, root_dir, seed, timeout,

@@ -8,7 +8,10 @@ import sys
 
 import click
 
-from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
+from perflab.cli.common import (
+    baseline_save_option, emit_json, json_option, make_console, resolve_target, save_baseline, store_option,
+    target_options,
+)
 from perflab.cli.options import DURATION, Count, Cpu
 from perflab.errors import PerflabError
 
@@ -99,6 +102,7 @@ class _ProfileCommand(click.Command):
               help="Where perf.data files are kept (one folder per campaign).")
 @click.option("--timeout", type=DURATION, metavar="S",
               help="Kill the workload after S seconds (with --pid: stop recording).")
+@baseline_save_option
 @store_option
 @json_option
 def command(workload_name, config_path, shell, command_args, pid, children, start, stop, event_n,
@@ -153,6 +157,7 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         result = run_study(profile, config, store, recorder,
                            progress=lambda m: console.print(m, style="dim"))
         display = store.display
+        save_baseline(store, result.campaign_id)
     render(result, console)
     folders = sorted({os.path.dirname(p) for p in result.perf_data if p})
     console.print(f"perf.data: {len(result.perf_data)} file(s) in {', '.join(folders)}; "

@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 
 from perflab.cli.common import (
-    emit_json, energy_option, json_option, make_console, open_energy, resolve_target, store_option, target_options,
+    baseline_save_option, emit_json, energy_option, json_option, make_console, open_energy, resolve_target,
+    save_baseline, store_option, target_options,
 )
 from perflab.cli.options import Count, Duration
 from perflab.errors import PerflabError
@@ -157,6 +158,7 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
 @click.option("--link-order-demo", is_flag=True,
               help="Seed 003's trap: sin() from an archive placed after vs before the object.")
 @energy_option
+@baseline_save_option
 @store_option
 @json_option
 def command(**opts):
@@ -207,5 +209,6 @@ def command(**opts):
                            progress=lambda m: err.print(m, soft_wrap=True))
         render(result, out)
         err.print(f"stored as campaign {result.campaign_id} in {store.display}")
+        save_baseline(store, result.campaign_id)
     if opts["json_path"]:
         emit_json(opts["json_path"], result.as_dict())
