@@ -45,3 +45,22 @@ def test_results_unknown_campaign(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip() == (f"perflab: error: no campaign 7 in results store {tmp_path / 'r.db'}; "
                                   "list them with 'perflab results'")
+
+
+def test_listing_gives_instances_and_micro_their_verdict(tmp_path):
+    # Their summaries keep figures, not a sentence: the listing says what the report says.
+    from perflab.report.listing import campaign_row
+
+    with open_store(str(tmp_path / "s.db")) as store:
+        a = store.start_campaign("instances", {})
+        store.finish_campaign(a, "done", {"unit": "events/s", "optimum_n": 4, "optimum_policy": "compact",
+                                          "optimum_throughput": 91.84,
+                                          "scans": [{"optimum_throughput": 91.84, "within_1pct_n": 3}]})
+        diffs = [{"bench": f"op{i}", "abi": "m32", "pct": 10.0 + i, "significant": i < 8} for i in range(9)]
+        b = store.start_campaign("micro", {})
+        store.finish_campaign(b, "done", {"abis": ["m64", "m32"], "diffs": diffs, "cells": []})
+        rows = {c.study: campaign_row(c) for c in store.campaigns()}
+    assert rows["instances"]["verdict"] == ("Most throughput: 91.84 events/s with 4 copies (policy compact); "
+                                            "3 copies already give 99 % of it.")
+    assert rows["micro"]["verdict"].startswith("8 of 9 operations differ significantly between ABIs: op0 m32 +10 %")
+    assert rows["micro"]["verdict"].endswith("op5 m32 +15 %; and 2 more.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from perflab.report.sections import VERDICTS
 from perflab.stats import median
 from perflab.store import Campaign, Measurement, canonical_params
 
@@ -50,7 +51,8 @@ def group_measurements(measurements: Sequence[Measurement]) -> list[RunGroup]:
 def campaign_row(c: Campaign) -> dict:
     """A campaign as a JSON-able dict (what `perflab results --json` writes)."""
     duration = (c.finished - c.started).total_seconds() if c.finished else None
-    verdict = (c.summary or {}).get("verdict") if isinstance(c.summary, dict) else None
+    summary = c.summary if isinstance(c.summary, dict) else {}
+    verdict = summary.get("verdict") or (VERDICTS[c.study](summary) if c.study in VERDICTS and summary else None)
     return {
         "id": c.id, "study": c.study, "name": c.name, "status": c.status,
         "measurements": c.n_measurements, "started": c.started.isoformat(timespec="seconds"),

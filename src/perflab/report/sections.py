@@ -117,10 +117,7 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
     unit = summary.get("unit", "throughput")
     scans = summary.get("scans") or []
     if scans:
-        best = max(scans, key=lambda s: s.get("optimum_throughput") or 0)
-        sec.verdict = (f"Most throughput: {summary.get('optimum_throughput', 0):.4g} {unit} with "
-                       f"{summary.get('optimum_n')} copies (policy {summary.get('optimum_policy')}); "
-                       f"{best.get('within_1pct_n')} copies already give 99 % of it.")
+        sec.verdict = instances_verdict(summary)
     rows = []
     for s in scans:
         for p in s.get("points") or []:
@@ -311,16 +308,39 @@ def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
                         note="* significant after Holm's correction; percentages are time relative to -m64.")]
     for abi, why in (summary.get("skipped") or {}).items():
         sec.notes.append(f"{abi}: {why}")
-    sig = [d for d in diffs if d.get("significant")]
-    if diffs:
-        sec.verdict = (f"{len(sig)} of {len(diffs)} operations differ significantly between ABIs"
-                       + (": " + "; ".join(f"{d['bench']} {d['abi']} {d['pct']:+.0f} %" for d in sig[:6]) if sig else "")
-                       + ".")
-    elif cells:
-        sec.verdict = f"{len(benches)} operations measured on {', '.join(abis)}."
+    sec.verdict = micro_verdict(summary)
     if diffs:
         _plot(sec, "Time difference per operation against -m64 (seed 002's figure)", lambda: plots.bars_with_ci(
             [f"{d['bench']} ({d['abi']})" for d in diffs], [d["pct"] for d in diffs],
             ylabel="time vs -m64 [%]", highlight=[bool(d.get("significant")) for d in diffs], baseline=0.0,
             zero=True))
     return sec
+
+
+def instances_verdict(summary: dict) -> str:
+    """The most throughput, where, and how many copies already give 99 % of it."""
+    scans = summary.get("scans") or []
+    if not scans:
+        return ""
+    best = max(scans, key=lambda s: s.get("optimum_throughput") or 0)
+    return (f"Most throughput: {summary.get('optimum_throughput') or 0:.4g} {summary.get('unit', 'throughput')} "
+            f"with {summary.get('optimum_n')} copies (policy {summary.get('optimum_policy')}); "
+            f"{best.get('within_1pct_n')} copies already give 99 % of it.")
+
+
+def micro_verdict(summary: dict) -> str:
+    """How many operations differ between ABIs after Holm, the first six named."""
+    diffs = summary.get("diffs") or []
+    sig = [d for d in diffs if d.get("significant")]
+    if diffs:
+        named = "; ".join(f"{d['bench']} {d['abi']} {d['pct']:+.0f} %" for d in sig[:6])
+        more = f"; and {len(sig) - 6} more" if len(sig) > 6 else ""
+        return (f"{len(sig)} of {len(diffs)} operations differ significantly between ABIs"
+                + (f": {named}{more}" if sig else "") + ".")
+    cells = summary.get("cells") or []
+    benches = sorted({c.get("bench") for c in cells})
+    return f"{len(benches)} operations measured on {', '.join(summary.get('abis') or [])}." if cells else ""
+
+
+# The studies whose stored summary has no "verdict" of its own: the sentence from the summary.
+VERDICTS = {"instances": instances_verdict, "micro": micro_verdict}
