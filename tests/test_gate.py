@@ -21,7 +21,7 @@ import pytest
 from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies.gate import GateConfig, evaluate, parse_threshold
+from perflab.studies.gate import GateConfig, check_measures, evaluate, parse_threshold
 from perflab.checks.gate_sim import SimConfig, simulate
 
 XSD = Path(__file__).parent / "data" / "junit-gitlab.xsd"
@@ -267,6 +267,31 @@ def test_energy_is_compared_where_recorded_and_can_be_gated(tmp_path):
         by = {ln.row.measure: ln for ln in res.lines}
         assert by["energy_j"].failed and 1.15 < by["energy_j"].row.ratio < 1.25
         assert not by["wall_s"].failed and res.failed
+
+
+def test_energy_per_event_can_be_gated(tmp_path):
+    # B does 25 % more events for 20 % more joules: cheaper per event, dearer per run.
+    rng = random.Random(4)
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        cids = []
+        for joules, events in ((10.0, 100), (12.0, 125)):
+            cid = store.start_campaign("run", {})
+            for i in range(12):
+                r = _result(1.0 * rng.lognormvariate(0, 0.01))
+                r.energy = {"rapl:package-0": joules * rng.lognormvariate(0, 0.01)}
+                r.metrics = {"events": events}
+                store.add_measurement(cid, r, {}, rep=i, label="work")
+            store.finish_campaign(cid, "done")
+            cids.append(cid)
+        store.set_baseline("main", cids[0])
+        res = evaluate(GateConfig("main", cids[1], (parse_threshold("energy_per_event>+2%"),
+                                                    parse_threshold("jpe<-50%"))), store)
+        by = {ln.row.measure: ln for ln in res.lines}
+        row = by["energy_per_event_j"].row
+        assert 0.92 < row.ratio < 0.99 and not res.failed  # -4 %: neither threshold crossed
+    # A measure the baseline lacks is refused, and the refusal offers the energy measures it has.
+    with pytest.raises(PerflabError, match="energy, energy_per_event"):
+        check_measures((parse_threshold("events_per_s>+2%"),), {"wall_s", "energy_j", "energy_per_event_j"}, None)
 
 
 def test_baseline_save_on_a_study_other_than_run_then_gate_against_it(tmp_path):

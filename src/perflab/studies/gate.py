@@ -25,6 +25,8 @@ DEFAULT_ALPHA = 0.05
 _ALIASES = {"median": "wall_s", "wall": "wall_s", "time": "wall_s", "wall_s": "wall_s",
             "rss": "maxrss_kb", "maxrss": "maxrss_kb", "memory": "maxrss_kb", "maxrss_kb": "maxrss_kb",
             "energy": "energy_j", "energy_j": "energy_j",
+            "energy_per_event": "energy_per_event_j", "energy_per_event_j": "energy_per_event_j",
+            "jpe": "energy_per_event_j",
             # CPU time: steadier than wall time on a shared runner, blind to waiting and I/O.
             "user": "user_s", "cpu": "user_s", "user_s": "user_s"}
 # Absolute thresholds: unit -> (measure it fits, factor to the stored unit).
@@ -34,6 +36,7 @@ _UNITS = {
     "maxrss_kb": {"kib": 1.0, "mib": 1024.0, "gib": 1024.0 ** 2, "kb": 1000 / 1024,
                   "mb": 1e6 / 1024, "gb": 1e9 / 1024},
     "energy_j": {"mj": 1e-3, "j": 1.0, "kj": 1e3},
+    "energy_per_event_j": {"uj": 1e-6, "µj": 1e-6, "mj": 1e-3, "j": 1.0},
 }
 _EXPR = re.compile(r"\s*([A-Za-z_][\w.:-]*)\s*([<>])\s*(\S.*?)\s*")
 _VALUE = re.compile(r"([+-])(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-zµ%]*)")
@@ -185,6 +188,7 @@ def check_measures(thresholds: Sequence[Threshold], have: set[str], primary: str
         if measure not in have:
             offer = ["median (wall time)", "user (CPU time)", "rss (max RSS)"]
             offer += ["energy"] if "energy_j" in have else []
+            offer += ["energy_per_event"] if "energy_per_event_j" in have else []
             offer += sorted(m.removeprefix("metric:") for m in have if m.startswith("metric:"))
             why = ("the baseline has no primary metric" if t.name == "primary"
                    else f"the baseline has no measure '{t.name}'")
