@@ -106,6 +106,10 @@ def test_run_joules_per_run_and_per_event_with_their_intervals(tmp_path):
     assert "energy per run and per event, medians (RAPL (CPU packages and DRAM; undercounts the node)):" in text
     assert "  a: 102 J/run [100, 104] (94% CI), 1.02 J/event [1, 1.04] (94% CI), 50 W, 5 runs" in text
     assert "  b: 81.6 J/run [80, 83.2] (94% CI), 0.816 J/event [0.8, 0.832] (94% CI), 80 W, 5 runs" in text
+    from perflab.report.export import hyperfine_dict
+
+    exported = {e["command"]: e for e in hyperfine_dict(res)["results"]}
+    assert exported["a"]["energy"] == a.energy  # the JSON export carries it beside hyperfine's fields
 
 
 def test_run_without_a_meter_prints_nothing_about_energy(tmp_path):

@@ -1,7 +1,7 @@
 """hyperfine-compatible exports of a `perflab run` result: JSON, CSV and Markdown.
 
 Field and column names are hyperfine's (times in seconds); perflab only ADDS fields
-(median_ci, relative, outliers, metrics, counters, rusage), so tools reading hyperfine's
+(median_ci, relative, outliers, metrics, counters, energy, rusage), so tools reading hyperfine's
 output read ours unchanged.
 """
 
@@ -58,6 +58,8 @@ def hyperfine_dict(result: RunStudyResult) -> dict:
         entry["metric_values"] = b.metrics
         if b.counters:
             entry["counters"] = b.counters
+        if b.energy:
+            entry["energy"] = b.energy  # J/run and J/event with their CIs, and the source
         entry["rusage"] = {"maxrss_kb": b.maxrss_kb, **b.rusage, "user": b.user, "system": b.system}
         out.append(entry)
     return {"results": out, "perflab": {"campaign_id": result.campaign_id,
