@@ -126,6 +126,14 @@ def test_competitor_in_every_round_but_one_is_persistent(store):
     assert [s.cpus for s in res.slow] == [(1,)] and res.cpus[1].normal == (4,)
 
 
+def test_a_steady_10x_slow_cpu_less_slow_in_some_rounds_stays_slow(store):
+    # Seen on real hardware with a SCHED_FIFO competitor: CPU 1 at 10x with a tiny spread, two
+    # rounds at "only" 8x. Those rounds are below its own level, yet plainly slow: not normal ones.
+    model = noisy({1: 10.0}, sd=0.002, extra=lambda cpu, rnd: 0.8 if cpu == 1 and rnd in (5, 9) else 1.0)
+    res, _ = study(store, CoresConfig(WL, rounds=16, min_rounds=16), model, n_cores=1)
+    assert [s.cpus for s in res.slow] == [(1,)] and res.cpus[1].normal == ()
+
+
 def test_burst_in_3_of_20_rounds_is_disturbance(store):
     model = noisy({}, sd=0.02, extra=lambda cpu, rnd: 1.3 if cpu == 5 and 3 <= rnd < 6 else 1.0)
     res, _ = study(store, CoresConfig(WL, rounds=20, min_rounds=20), model)

@@ -166,3 +166,8 @@ def save_baseline(store: Any, campaign_id: int | None) -> None:
     if name and campaign_id is not None:
         b = store.set_baseline(name, campaign_id)
         click.echo(f"perflab: baseline '{b.name}' -> campaign {b.campaign_id}", err=True)
+
+
+def study_output_options(f: Callable) -> Callable:
+    """Where a measuring study's results go: ``--baseline-save``, ``--db``, ``--json``."""
+    return baseline_save_option(store_option(json_option(f)))

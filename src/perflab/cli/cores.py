@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import baseline_save_option, json_option, make_console, resolve_target, run_and_render, store_option, target_options
+from perflab.cli.common import make_console, resolve_target, run_and_render, study_output_options, target_options
 from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
 
 
@@ -33,9 +33,7 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
 @click.option("--timeout", type=Duration(), default=None, metavar="S",
               help="Kill a run after S seconds (stored as failed).")
 @target_options
-@baseline_save_option
-@store_option
-@json_option
+@study_output_options
 def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision, min_effect, alpha, persistence,
             counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path):
     """Is one CPU persistently slower than the others? Pin the workload to each CPU, in rounds.

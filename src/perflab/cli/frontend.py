@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import baseline_save_option, json_option, make_console, run_and_render, store_option
+from perflab.cli.common import make_console, run_and_render, study_output_options
 from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction
 
 
@@ -38,9 +38,7 @@ from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fracti
               help="May switch THP from never to madvise during the scan (restored afterwards).")
 @click.option("--seed", default=0, show_default=True, type=Count(0, 2**32),
               help="Seed of the shuffled run order.")
-@baseline_save_option
-@store_option
-@json_option
+@study_output_options
 def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, block_bytes, per_cpu,
             perf_span, counters, alpha, min_effect, allow_system_changes, seed, db_url, json_path):
     """Is the front end (i-cache, iTLB) the bottleneck, and do 2 MiB text pages cure it?

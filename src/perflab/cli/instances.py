@@ -7,14 +7,12 @@ import os
 import click
 
 from perflab.cli.common import (
-    baseline_save_option,
     energy_option,
-    json_option,
     make_console,
     open_energy,
     resolve_target,
     run_and_render,
-    store_option,
+    study_output_options,
     target_options,
 )
 from perflab.cli.options import Count, CountList, Duration
@@ -52,9 +50,7 @@ MAX_COPIES = 65536
               help="Kill a copy after S seconds (the run is stored as failed and left out).")
 @energy_option
 @target_options
-@baseline_save_option
-@store_option
-@json_option
+@study_output_options
 def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only, root_dir, seed, timeout,
             energy_source, workload_name, config_path, shell, command_args, db_url, json_path):
     """How many concurrent copies give the most throughput, and where should they run?

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import baseline_save_option, json_option, make_console, run_and_render, store_option
+from perflab.cli.common import make_console, run_and_render, study_output_options
 from perflab.cli.options import COUNT, SIZE, Count, Positive
 
 
@@ -29,9 +29,7 @@ from perflab.cli.options import COUNT, SIZE, Count, Positive
               help="Bytes the shm benchmark touches.")
 @click.option("--seed", default=0, show_default=True, type=Count(0, 2**32),
               help="Seed of the shuffled run order.")
-@baseline_save_option
-@store_option
-@json_option
+@study_output_options
 def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, db_url, json_path):
     """What do single operations cost per ABI (-m64, -m32, -mx32)?
 

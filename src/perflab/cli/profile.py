@@ -9,7 +9,7 @@ import sys
 import click
 
 from perflab.cli.common import (
-    baseline_save_option, emit_json, json_option, make_console, resolve_target, save_baseline, store_option,
+    emit_json, json_option, make_console, resolve_target, save_baseline, store_option, study_output_options,
     target_options,
 )
 from perflab.cli.options import DURATION, Count, Cpu
@@ -102,9 +102,7 @@ class _ProfileCommand(click.Command):
               help="Where perf.data files are kept (one folder per campaign).")
 @click.option("--timeout", type=DURATION, metavar="S",
               help="Kill the workload after S seconds (with --pid: stop recording).")
-@baseline_save_option
-@store_option
-@json_option
+@study_output_options
 def command(workload_name, config_path, shell, command_args, pid, children, start, stop, event_n,
             after, duration, log_file, pipe, perf_event, freq, call_graph, cpu, repeat, threshold,
             annotate_top, out_dir, timeout, db_url, json_path) -> None:

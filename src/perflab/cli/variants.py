@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 
 from perflab.cli.common import (
-    baseline_save_option, emit_json, energy_option, json_option, make_console, open_energy, resolve_target,
-    save_baseline, store_option, target_options,
+    emit_json, energy_option, make_console, open_energy, resolve_target, save_baseline, study_output_options,
+    target_options,
 )
 from perflab.cli.options import Count, Duration
 from perflab.errors import PerflabError
@@ -158,9 +158,7 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
 @click.option("--link-order-demo", is_flag=True,
               help="Seed 003's trap: sin() from an archive placed after vs before the object.")
 @energy_option
-@baseline_save_option
-@store_option
-@json_option
+@study_output_options
 def command(**opts):
     """Compare builds of the same code on time, memory and result.
 

@@ -317,7 +317,11 @@ def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float,
     row.ratio, row.ratio_ci = math.exp(level), CI(math.exp(c.low), math.exp(c.high), c.level)
     row.rounds, row.slower_rounds = int(vals.size), int((vals > 0).sum())
     z, z0 = (vals - level) / scale, vals / scale  # modified Z against its own level, and against 0
-    row.normal = tuple(r for r, v in zip(rnds, z) if v < -OUTLIER_Z)  # rounds it was not slow in
+    # Rounds it was not slow in: far below its own level AND not slower than the rest (below the
+    # effect asked for, or not clearly above zero). A very steady slow CPU (a 10x competitor) has a
+    # tiny spread, so a round at 8x is far below its level while still plainly slow.
+    not_slow = (vals < math.log1p(config.min_effect)) | (z0 <= OUTLIER_Z)
+    row.normal = tuple(r for r, v, ok in zip(rnds, z, not_slow) if v < -OUTLIER_Z and ok)
     row.p_value = wilcoxon_greater(vals[z <= OUTLIER_Z])
     # an outlier round smaller than the effect asked for is not worth a line
     big = vals >= math.log1p(config.min_effect)
