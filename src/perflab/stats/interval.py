@@ -71,8 +71,15 @@ def median_ci(xs: Sequence[float], level: float = 0.95) -> CI:
         return CI(math.nan, math.nan, 0.0)
     if n == 1:
         return CI(data[0], data[0], 0.0)
-    j = 1
-    # The largest j (narrowest interval) whose coverage still reaches the level.
-    while j + 1 <= (n + 1) // 2 and coverage(n, j + 1) >= level:
+    # The largest j (narrowest interval) whose coverage still reaches the level. coverage(n, j + 1)
+    # = 1 - 2 P(Bin(n, 1/2) <= j): the binomial sum is carried along (exact integers up to n = 1000,
+    # as in _binom_half_cdf) instead of being summed again for every j.
+    j, term, total = 1, 1, 1  # term = C(n, i), total = sum of C(n, 0..i), here i = 0
+    while j + 1 <= (n + 1) // 2:
+        term = term * (n - (j - 1)) // j  # C(n, j) from C(n, j - 1)
+        total += term
+        cov = 1.0 - 2.0 * (total / 2 ** n if n <= 1000 else _binom_half_cdf(j, n))
+        if cov < level:
+            break
         j += 1
     return CI(data[j - 1], data[n - j], coverage(n, j))
