@@ -312,3 +312,10 @@ def test_baseline_save_on_a_study_other_than_run_then_gate_against_it(tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not usable" in bad.stderr
     with open_store(str(tmp_path / "perflab.db")) as store:
         assert [c.study for c in store.campaigns()] == ["cores", "cores"]  # the bad one ran nothing
+
+
+def test_the_help_names_the_gates_own_default():
+    from perflab.cli.gate_common import DEFAULT_FAIL_IF_HELP
+    from perflab.studies.gate import DEFAULT_FAIL_IF
+
+    assert DEFAULT_FAIL_IF_HELP == DEFAULT_FAIL_IF
