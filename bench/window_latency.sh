@@ -39,9 +39,8 @@ def marker_times(text):
     return {(m[1], int(m[2])): int(m[3]) for m in
             re.finditer(r"(start|done) processing event #(\d+) t=(\d+)", text)}
 
-def fifo_run(i):
-    data, log = f"{work}/fifo-{i}.data", f"{work}/fifo-{i}.log"
-    rec = record_window(prog, data, Window(*event_markers(K)), output_log=log)
+def window_figures(rec, data, log):
+    """Latencies and captured share of one recorded window, from the markers' own clock."""
     t = marker_times(open(log).read())
     t0, t1 = t[("start", K)], t[("done", K)]
     s = read_samples(data)
@@ -51,6 +50,11 @@ def fifo_run(i):
             "cap_ack": (t1 - max(t0, rec.enabled_ns)) / (t1 - t0),
             "cap_first": (t1 - max(t0, first)) / (t1 - t0), "samples": len(s)}
 
+def fifo_run(i):
+    data, log = f"{work}/fifo-{i}.data", f"{work}/fifo-{i}.log"
+    rec = record_window(prog, data, Window(*event_markers(K)), output_log=log)
+    return window_figures(rec, data, log)
+
 def pid_run(i):
     """perflab profile --pid: attach to the running job, markers from its log file."""
     data, log = f"{work}/pid-{i}.data", f"{work}/pid-{i}.log"
@@ -59,14 +63,7 @@ def pid_run(i):
         RunSpec(argv=()), WindowRequest(perf_data=data, window=Window(*event_markers(K)), log_file=log,
                                         attach=(p.pid,)))
     p.wait()
-    t = marker_times(open(log).read())
-    t0, t1 = t[("start", K)], t[("done", K)]
-    s = read_samples(data)
-    first = min(x.time_ns for x in s)
-    return {"lat_ack": rec.enabled_ns - t0, "lat_first": first - t0,
-            "read_to_ack": rec.enabled_ns - rec.start_marker_ns,
-            "cap_ack": (t1 - max(t0, rec.enabled_ns)) / (t1 - t0),
-            "cap_first": (t1 - max(t0, first)) / (t1 - t0), "samples": len(s)}
+    return window_figures(rec, data, log)
 
 def attach_run(i):
     """Seed 001's method: watch the output, start perf record -p PID at the start marker."""

@@ -7,10 +7,14 @@ import pathlib
 import pwd
 import re
 import shutil
+import signal
 import socket
+import sqlite3
 import subprocess
+import sys
 import tarfile
 import tempfile
+import time
 
 import pytest
 
@@ -163,3 +167,38 @@ def topology_root(tmp_path_factory):
         return roots[name]
 
     return get
+
+
+def _stored_runs(db: pathlib.Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return conn.execute("select count(*) from measurements").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def kill_then_resume(argv: list[str], tmp_path: pathlib.Path, n: int) -> tuple[object, dict, str, dict]:
+    """`perflab ARGV` SIGKILLed (its whole process group) once n runs are stored, then
+    `perflab resume --json`: (the campaign as it was after the kill, its stored runs by
+    (label, params, rep) -> id, resume's stdout, resume's JSON result)."""
+    import json
+
+    from perflab.store import open_store
+
+    db = tmp_path / "k.db"
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "perflab", *argv, "--db", str(db)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while _stored_runs(db) < n and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _stored_runs(db) >= n
+    with open_store(str(db)) as store:
+        camp = store.campaigns()[-1]
+        before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
+    out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
+                          str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return camp, before, out.stdout, json.loads((tmp_path / "r.json").read_text())

@@ -4,15 +4,11 @@ counters (recorded perf stat outputs, absence path), THP restore, snapshot, kill
 from __future__ import annotations
 
 import math
-import json
 import os
 import random
 import re
 import signal
-import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -31,6 +27,7 @@ from perflab.studies import frontend as fe
 from perflab.studies import run_study
 from perflab.checks.frontend_check import model, verdict_check
 from perflab.studies.frontend_verdict import find_knee
+from tests.conftest import kill_then_resume
 
 DATA = Path(__file__).parent / "data" / "perfstat"
 SNAPSHOT = Path(__file__).parent / "snapshots" / "frontend.txt"
@@ -236,40 +233,14 @@ def test_end_to_end_real_scan(tmp_path):
         assert "verdict: " in console.export_text()
 
 
-def _count(db: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            return conn.execute("select count(*) from measurements").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def kill_after(argv: list[str], db: Path, n: int, env: dict) -> None:
-    """Start perflab's CLI, SIGKILL its process group once n measurements are stored."""
-    proc = subprocess.Popen([sys.executable, "-m", "perflab", *argv, "--db", str(db)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while _count(db) < n and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert _count(db) >= n
-
-
 def test_kill_9_then_resume(tmp_path):
+    camp, before, stdout, result = kill_then_resume(
+        ["frontend", "--min-size", "16K", "--max-size", "64K", "--points-per-octave", "1",
+         "--iters", "100000", "--reps", "4", "--no-perf-span"], tmp_path, 6)
+    assert camp.status == "running" and len(before) < 1 + 3 * 2 * 4  # killed mid-study
+    assert "verdict: " in stdout
+    res = fe.FrontendResult.from_dict(result)
     db = tmp_path / "k.db"
-    env = {**os.environ, "PYTHONPATH": str(Path(fe.__file__).parents[2])}
-    kill_after(["frontend", "--min-size", "16K", "--max-size", "64K", "--points-per-octave", "1",
-                "--iters", "100000", "--reps", "4", "--no-perf-span"], db, 6, env)
-    with open_store(str(db)) as store:
-        camp = store.campaigns()[-1]
-        before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
-        assert camp.status == "running" and len(before) < 1 + 3 * 2 * 4  # killed mid-study
-    out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
-                          str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert "verdict: " in out.stdout
-    res = fe.FrontendResult.from_dict(json.loads((tmp_path / "r.json").read_text()))
     with open_store(str(db)) as store:
         after = store.measurements(camp.id)
         keys = [(m.label, str(m.params), m.rep) for m in after]

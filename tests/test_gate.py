@@ -249,19 +249,29 @@ def test_a_gated_measure_missing_from_the_campaign_is_an_error_not_a_pass(tmp_pa
             evaluate(GateConfig("main", b, (parse_threshold("primary<-3%"),)), store)
 
 
+def _energy_campaigns(store, seed: int, sides: list[tuple[float, int | None]]) -> list[int]:
+    """One 12-run 'run' campaign per (joules per run, events per run or None), 1 % noise each;
+    the first is saved as baseline 'main'."""
+    rng = random.Random(seed)
+    cids = []
+    for joules, events in sides:
+        cid = store.start_campaign("run", {})
+        for i in range(12):
+            r = _result(1.0 * rng.lognormvariate(0, 0.01))
+            r.energy = {"rapl:package-0": joules * rng.lognormvariate(0, 0.01)}
+            if events is not None:
+                r.metrics = {"events": events}
+            store.add_measurement(cid, r, {}, rep=i, label="work")
+        store.finish_campaign(cid, "done")
+        cids.append(cid)
+    store.set_baseline("main", cids[0])
+    return cids
+
+
 def test_energy_is_compared_where_recorded_and_can_be_gated(tmp_path):
-    rng = random.Random(3)
     with open_store(str(tmp_path / "perflab.db")) as store:
-        cids = []
-        for joules in (10.0, 12.0):  # B costs 20 % more energy per run at the same speed
-            cid = store.start_campaign("run", {})
-            for i in range(12):
-                r = _result(1.0 * rng.lognormvariate(0, 0.01))
-                r.energy = {"rapl:package-0": joules * rng.lognormvariate(0, 0.01)}
-                store.add_measurement(cid, r, {}, rep=i, label="work")
-            store.finish_campaign(cid, "done")
-            cids.append(cid)
-        store.set_baseline("main", cids[0])
+        # B costs 20 % more energy per run at the same speed
+        cids = _energy_campaigns(store, 3, [(10.0, None), (12.0, None)])
         res = evaluate(GateConfig("main", cids[1], (parse_threshold("energy>+10%"),
                                                     parse_threshold("median>+10%"))), store)
         by = {ln.row.measure: ln for ln in res.lines}
@@ -271,19 +281,8 @@ def test_energy_is_compared_where_recorded_and_can_be_gated(tmp_path):
 
 def test_energy_per_event_can_be_gated(tmp_path):
     # B does 25 % more events for 20 % more joules: cheaper per event, dearer per run.
-    rng = random.Random(4)
     with open_store(str(tmp_path / "perflab.db")) as store:
-        cids = []
-        for joules, events in ((10.0, 100), (12.0, 125)):
-            cid = store.start_campaign("run", {})
-            for i in range(12):
-                r = _result(1.0 * rng.lognormvariate(0, 0.01))
-                r.energy = {"rapl:package-0": joules * rng.lognormvariate(0, 0.01)}
-                r.metrics = {"events": events}
-                store.add_measurement(cid, r, {}, rep=i, label="work")
-            store.finish_campaign(cid, "done")
-            cids.append(cid)
-        store.set_baseline("main", cids[0])
+        cids = _energy_campaigns(store, 4, [(10.0, 100), (12.0, 125)])
         res = evaluate(GateConfig("main", cids[1], (parse_threshold("energy_per_event>+2%"),
                                                     parse_threshold("jpe<-50%"))), store)
         by = {ln.row.measure: ln for ln in res.lines}

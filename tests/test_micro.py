@@ -3,12 +3,10 @@ seed 000 threshold probe, the paired ABI analysis, snapshot, kill -9 and resume,
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from perflab.platform.sysfs import Root
 from perflab.report.terminal.micro import render
 from perflab.store import open_store
 from perflab.studies import micro, run_study
-from tests.test_frontend import kill_after
+from tests.conftest import kill_then_resume
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "micro.txt"
 
@@ -169,19 +167,13 @@ def test_end_to_end_real_runs(tmp_path):
 def test_kill_9_then_resume(tmp_path):
     # Enough runs (about 2 s) that the kill lands mid-study even when the poll is late.
     REPS = 40
+    camp, before, stdout, result = kill_then_resume(
+        ["micro", "--bench", "getpid", "--bench", "call", "--abi", "m64", "--reps", str(REPS),
+         "--scale", "0.5", "--shm", "off", "--io-dir", str(tmp_path)], tmp_path, 5)
+    assert camp.status == "running" and len(before) < 2 * REPS + 1  # killed mid-study
+    assert "perflab micro" in stdout
+    res = micro.MicroResult.from_dict(result)
     db = tmp_path / "k.db"
-    env = {**os.environ, "PYTHONPATH": str(Path(micro.__file__).parents[2])}
-    kill_after(["micro", "--bench", "getpid", "--bench", "call", "--abi", "m64", "--reps", str(REPS),
-                "--scale", "0.5", "--shm", "off", "--io-dir", str(tmp_path)], db, 5, env)
-    with open_store(str(db)) as store:
-        camp = store.campaigns()[-1]
-        before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
-        assert camp.status == "running" and len(before) < 2 * REPS + 1  # killed mid-study
-    out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
-                          str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert "perflab micro" in out.stdout
-    res = micro.MicroResult.from_dict(json.loads((tmp_path / "r.json").read_text()))
     with open_store(str(db)) as store:
         after = store.measurements(camp.id)
         keys = [(m.label, str(m.params), m.rep) for m in after]

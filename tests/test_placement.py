@@ -1,4 +1,4 @@
-"""Placement plans on real machine trees (../shared/topologies): which CPUs each copy gets and
+"""Placement plans on real machine trees (tests/data/topologies): which CPUs each copy gets and
 which node its memory is bound to, for each policy and several N."""
 
 from __future__ import annotations

@@ -22,53 +22,57 @@ def _result(i: int) -> RunResult:
                      nivcsw=0, exit_code=0, start_ns=i, stderr_tail="x" * 200)
 
 
-@pytest.mark.postgres
-def test_postgres_restart_mid_campaign_loses_and_duplicates_nothing(monkeypatch):
+@pytest.fixture
+def own_server():
+    """A PostgreSQL server of the test's own, which the test may stop and start."""
     server = PgServer()
     try:
-        url = server.create_db("faults")
-        monkeypatch.setenv("PERFLAB_DB_RETRY_S", "60")
-        with open_store(url) as store:
-            cid = store.start_campaign("run", {})
-            for i in range(20):
-                store.add_measurement(cid, _result(i), {"i": i}, rep=0, label="a")
-            # Restart the server while the next writes are attempted: they wait and go through.
-            restart = threading.Thread(target=lambda: (server.stop("fast"), time.sleep(1.5), server.start()))
-            restart.start()
-            i, slowest = 20, 0.0
-            while restart.is_alive() or i < 60:
-                t0 = time.monotonic()
-                store.add_measurement(cid, _result(i), {"i": i}, rep=0, label="a")
-                slowest = max(slowest, time.monotonic() - t0)
-                i += 1
-                time.sleep(0.01)
-            store.finish_campaign(cid, "done")
-            got = store.measurements(cid)
-        assert slowest > 1.0  # a write really waited for the server to come back
-        assert sorted(m.params["i"] for m in got) == list(range(i))  # none lost, none twice
+        yield server
     finally:
         server.destroy()
 
 
 @pytest.mark.postgres
-def test_postgres_gone_for_good_is_one_line(monkeypatch):
-    server = PgServer()
-    try:
-        url = server.create_db("gone")
-        monkeypatch.setenv("PERFLAB_DB_RETRY_S", "1")
-        with open_store(url) as store:
-            cid = store.start_campaign("run", {})
-            store.add_measurement(cid, _result(0), {"i": 0})
-            server.stop("fast")
+def test_postgres_restart_mid_campaign_loses_and_duplicates_nothing(monkeypatch, own_server):
+    server = own_server  # stopped and started below
+    url = server.create_db("faults")
+    monkeypatch.setenv("PERFLAB_DB_RETRY_S", "60")
+    with open_store(url) as store:
+        cid = store.start_campaign("run", {})
+        for i in range(20):
+            store.add_measurement(cid, _result(i), {"i": i}, rep=0, label="a")
+        # Restart the server while the next writes are attempted: they wait and go through.
+        restart = threading.Thread(target=lambda: (server.stop("fast"), time.sleep(1.5), server.start()))
+        restart.start()
+        i, slowest = 20, 0.0
+        while restart.is_alive() or i < 60:
             t0 = time.monotonic()
-            with pytest.raises(PerflabError) as err:
-                store.add_measurement(cid, _result(1), {"i": 1})
-            assert time.monotonic() - t0 < 10
-        msg = str(err.value)
-        assert "\n" not in msg and "unreachable after retrying for 1 s" in msg and "perflab resume" in msg
-        assert "postgres@" not in msg or ":" not in msg.split("postgres@")[0][-1:]  # no password to hide here
-    finally:
-        server.destroy()
+            store.add_measurement(cid, _result(i), {"i": i}, rep=0, label="a")
+            slowest = max(slowest, time.monotonic() - t0)
+            i += 1
+            time.sleep(0.01)
+        store.finish_campaign(cid, "done")
+        got = store.measurements(cid)
+    assert slowest > 1.0  # a write really waited for the server to come back
+    assert sorted(m.params["i"] for m in got) == list(range(i))  # none lost, none twice
+
+
+@pytest.mark.postgres
+def test_postgres_gone_for_good_is_one_line(monkeypatch, own_server):
+    server = own_server  # stopped and started below
+    url = server.create_db("gone")
+    monkeypatch.setenv("PERFLAB_DB_RETRY_S", "1")
+    with open_store(url) as store:
+        cid = store.start_campaign("run", {})
+        store.add_measurement(cid, _result(0), {"i": 0})
+        server.stop("fast")
+        t0 = time.monotonic()
+        with pytest.raises(PerflabError) as err:
+            store.add_measurement(cid, _result(1), {"i": 1})
+        assert time.monotonic() - t0 < 10
+    msg = str(err.value)
+    assert "\n" not in msg and "unreachable after retrying for 1 s" in msg and "perflab resume" in msg
+    assert "postgres@" not in msg or ":" not in msg.split("postgres@")[0][-1:]  # no password to hide here
 
 
 def _mount_tmpfs(path: str, size: str) -> bool:

@@ -1,4 +1,4 @@
-"""read_topology on the real machine trees of ../shared/topologies and on this machine.
+"""read_topology on the real machine trees of tests/data/topologies and on this machine.
 
 Expected counts are the README's table: sockets / cores / threads / NUMA nodes / L3 groups of
 the online CPUs (64amd64 follows hwloc's Bulldozer rule: 64 cores of one thread).

@@ -1,6 +1,6 @@
 """One root-aware reader for every /sys and /proc file perflab looks at.
 
-Tests point a ``Root`` at an unpacked fixture tree (../shared/topologies) instead of "/", the way
+Tests point a ``Root`` at an unpacked fixture tree (tests/data/topologies) instead of "/", the way
 pyperf's ``proc_path()``/``sysfs_path()`` and hwloc's ``HWLOC_FSROOT`` do. Never walk these trees
 following symlinks: sysfs links form loops (cpuN/nodeM -> node/nodeM -> cpuN ...).
 """
