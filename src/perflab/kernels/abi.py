@@ -4,12 +4,12 @@ what works or what is missing (a multilib package, kernel support for x32)."""
 
 from __future__ import annotations
 
+# subprocess is imported where a probe runs: `perflab run` starts without it (issue 16).
 import errno
 import functools
 import os
 import platform
 import shutil
-import subprocess
 from pathlib import Path
 
 from perflab.kernels.build import BuildError, build, cache_root
@@ -37,6 +37,7 @@ def _probe_source() -> Path:
 
 def _build_and_exec(flag: str, no_libc: str, no_kernel: str, compiler: str = "gcc") -> tuple[bool, bool, str]:
     """(built, ran, reason) for the probe program compiled with ``flag``."""
+    import subprocess
     if platform.machine() not in ("x86_64", "amd64"):
         return False, False, f"{flag} needs an x86-64 machine (this is {platform.machine()})"
     if shutil.which(compiler) is None:

@@ -6,12 +6,12 @@ A rebuild happens only when a source's bytes, a flag, the compiler's version or 
 
 from __future__ import annotations
 
+# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
+# without either (bench/startup.sh, issue 16).
 import functools
 import hashlib
 import os
 import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -49,6 +49,7 @@ def cache_root() -> Path:
 @functools.lru_cache(maxsize=None)
 def compiler_version(compiler: str) -> str:
     """First line of ``compiler --version``; a missing compiler raises BuildError."""
+    import subprocess
     exe = shutil.which(compiler)
     if exe is None:
         raise BuildError(f"compiler '{compiler}' not found: install it (e.g. apt-get install {compiler})")
@@ -89,6 +90,8 @@ def build(
     the order of objects and libraries itself (the link-order trap of seed 003); ``{src}`` items
     in it expand to the sources.
     """
+    import tempfile
+    import subprocess
     srcs = [Path(s).resolve() for s in sources]
     extras = [Path(s).resolve() for s in extra_inputs]
     for s in srcs + extras:

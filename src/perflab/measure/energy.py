@@ -7,9 +7,10 @@ machine has none: perflab says so once and measures time as usual).
 
 from __future__ import annotations
 
+# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
+# without either (bench/startup.sh, issue 16).
 import shutil
 import signal
-import subprocess
 import threading
 import time
 from typing import Protocol
@@ -88,6 +89,7 @@ class IpmiMeter:
         self._thread: threading.Thread | None = None
 
     def read_watts(self) -> float:
+        import subprocess
         try:
             proc = subprocess.run(self.argv, capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -135,6 +137,7 @@ class PerfEnergyMeter:
         self._proc: subprocess.Popen | None = None
 
     def start(self) -> None:
+        import subprocess
         self._proc = subprocess.Popen(
             ["perf", "stat", "-a", "-x,", "-e", ",".join(self.events)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -156,6 +159,7 @@ def _perf_power_events(root: Root) -> list[str]:
 
 def _perf_probe(events: tuple[str, ...]) -> bool:
     """Whether perf's energy events count anything over a short system-wide sleep."""
+    import subprocess
     try:
         proc = subprocess.run(["perf", "stat", "-a", "-x,", "-e", ",".join(events), "sleep", "0.05"],
                               capture_output=True, text=True, timeout=20)

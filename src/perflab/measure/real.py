@@ -9,9 +9,10 @@ run at a time goes through the spawn server (server.py); concurrent copies throu
 
 from __future__ import annotations
 
+# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
+# without either (bench/startup.sh, issue 16).
 import os
 import select
-import tempfile
 import time
 from typing import Sequence
 
@@ -139,6 +140,7 @@ class RealExecutor:
         return self._tramp  # type: ignore[return-value]
 
     def _perf_path(self, index: int = 0) -> str:
+        import tempfile
         if self._tmpdir is None:
             self._tmpdir = tempfile.mkdtemp(prefix="perflab-perf-")
         return os.path.join(self._tmpdir, f"stat{index}.csv")

@@ -10,11 +10,12 @@ run as the run's health, not taken from here.
 
 from __future__ import annotations
 
+# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
+# without either (bench/startup.sh, issue 16).
 import hashlib
 import json
 import os
 import shutil
-import tempfile
 from typing import Any, Callable
 
 from perflab import __version__
@@ -60,6 +61,8 @@ def capture_cached(root: Root = Root("/"), extend: Callable[[Machine], Machine] 
             pass  # a torn or old file: capture again
     machine = extend(capture(root))
     if path:
+        import tempfile
+
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -82,6 +85,8 @@ def boot_cached(name: str, compute: Callable[[], Any], root: Root = Root("/")) -
     except (OSError, ValueError, KeyError, TypeError):
         pass  # not cached yet, or a torn file: probe again
     value = compute()
+    import tempfile
+
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -6,10 +6,11 @@ Everything under /proc and /sys is read through ``Root``. On a fixture root (``R
 
 from __future__ import annotations
 
+# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
+# without either (bench/startup.sh, issue 16).
 import os
 import re
 import shutil
-import subprocess
 import time
 
 from perflab.platform.sysfs import Root, cpuinfo_blocks
@@ -134,6 +135,7 @@ def _steal_since_boot(root: Root) -> float | None:
 
 
 def _tool_version(argv: list[str]) -> str | None:
+    import subprocess
     if shutil.which(argv[0]) is None:
         return None
     try:

@@ -8,9 +8,10 @@ run -m32 or -mx32 binaries?) live with the builds, in perflab.kernels.abi.
 
 from __future__ import annotations
 
+# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
+# without either (bench/startup.sh, issue 16).
 import functools
 import shutil
-import subprocess
 from dataclasses import dataclass
 
 from perflab.platform.sysfs import Root
@@ -31,6 +32,7 @@ class Probe:
 
 
 def _run(argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
+    import subprocess
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -44,6 +46,7 @@ def _first_line(text: str) -> str:
 @functools.lru_cache(maxsize=None)
 def perf_status() -> Probe:
     """perf present and allowed to count: ``perf stat -e task-clock true`` succeeds."""
+    import subprocess
     exe = shutil.which("perf")
     if exe is None:
         return Probe(False, "perf not found: install linux-perf (apt-get install linux-perf)")

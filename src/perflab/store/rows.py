@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import socket
+import os
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -113,7 +113,7 @@ def host_identity(metadata: dict | None, topology: dict | None) -> tuple[dict, d
     """(metadata, topology, hostname, fingerprint) as stored: the same machine, the same print."""
     metadata = _jsonable(metadata or {})
     topology = _jsonable(topology) if topology is not None else None
-    hostname = str(metadata.get("hostname") or socket.gethostname())
+    hostname = str(metadata.get("hostname") or os.uname().nodename)
     stable = {k: v for k, v in metadata.items() if not any(w in k.lower() for w in _VOLATILE)}
     fingerprint = hashlib.sha256(
         dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()).hexdigest()
