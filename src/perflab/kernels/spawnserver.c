@@ -7,12 +7,22 @@
  *
  * fds at start: 0 requests, 1 responses, 2 perflab's stderr, 3 stdout memfd, 4 stderr memfd,
  * 5 /dev/null. A request is a 4-byte native length then NUL-terminated fields:
- *   timeout_ms  cpus(comma list or "")  cwd  stdin_path  capture(0/1)  envc  env...  argc  argv...
- * (envc 0 means: keep this server's environment). The response is one line:
+ *   timeout_ms  cpus(comma list or "")  cwd  stdin_path  capture(0/1)  count  nhealth  health...
+ *   journal_path  tag  envc  env...  argc  argv...
+ * (envc 0 means: keep this server's environment). The command runs COUNT times back to back;
+ * each run answers one line:
  *   R START_NS END_NS STATUS UTIME_US STIME_US MAXRSS_KB MINFLT MAJFLT NVCSW NIVCSW TIMED_OUT
+ *     then a tab and the first line of each health file (/proc/stat, PSI...), read right after
+ *     the reap, tab-separated (empty where a file cannot be read)
  *   E ERRNO STAGE            (the command could not be started; STAGE names the failing step)
+ * A run that fails (non-zero status, a signal, a timeout) ends the batch: its output is still in
+ * the memfds when perflab reads them. With a journal path, every R line is first appended to
+ * that file as "TAG<tab>INDEX<tab>LINE" before the next run starts: while perflab stores the
+ * previous run, the next one is already running, and a kill -9 of perflab still loses at most
+ * the run in flight (perflab recovers the journal on resume).
  * Times are CLOCK_MONOTONIC (Python's time.monotonic_ns). The command runs in its own process
- * group with default signal dispositions; SIGTERM to this server kills that group first.
+ * group with default signal dispositions; SIGTERM to this server kills that group first, and the
+ * server gets SIGTERM itself when perflab dies (PR_SET_PDEATHSIG).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,9 +34,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,16 +72,17 @@ static int read_full(int fd, void *buf, size_t n) {
     return 1;
 }
 
-static void write_all(int fd, const char *s, size_t n) {
+static int write_all(int fd, const char *s, size_t n) {
     while (n > 0) {
         ssize_t w = write(fd, s, n);
         if (w < 0) {
             if (errno == EINTR) continue;
-            return;
+            return -1;
         }
         s += w;
         n -= (size_t)w;
     }
+    return 0;
 }
 
 static char *next_field(char **p, char *end) {
@@ -95,7 +108,13 @@ int main(void) {
     signal(SIGINT, SIG_IGN); /* perflab decides: it sends SIGTERM, which kills the command too */
     signal(SIGTERM, on_term);
     signal(SIGHUP, on_term);
+    /* perflab killed (kill -9, OOM) mid-batch: stop too, taking the command with us. */
+    pid_t parent = getppid();
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) return 0; /* died before the prctl took effect */
     char *buf = NULL;
+    char *journal_path = NULL;
+    int journal = -1;
     size_t cap = 0;
     for (;;) {
         uint32_t len;
@@ -110,8 +129,25 @@ int main(void) {
         char *p = buf, *stop = buf + len;
         char *f_timeout = next_field(&p, stop), *f_cpus = next_field(&p, stop);
         char *f_cwd = next_field(&p, stop), *f_stdin = next_field(&p, stop);
-        char *f_capture = next_field(&p, stop), *f_envc = next_field(&p, stop);
+        char *f_capture = next_field(&p, stop), *f_count = next_field(&p, stop);
+        char *f_nhealth = next_field(&p, stop);
+        if (!f_nhealth) return 2;
+        int nhealth = atoi(f_nhealth);
+        int *health = calloc((size_t)nhealth + 1, sizeof(int));
+        for (int i = 0; i < nhealth; i++) {
+            char *hp = next_field(&p, stop);
+            health[i] = hp ? open(hp, O_RDONLY | O_CLOEXEC) : -1;
+        }
+        char *f_journal = next_field(&p, stop), *f_tag = next_field(&p, stop);
+        char *f_envc = next_field(&p, stop);
         if (!f_envc) return 2;
+        if (f_journal[0] && (!journal_path || strcmp(journal_path, f_journal) != 0)) {
+            if (journal >= 0) close(journal);
+            free(journal_path);
+            journal_path = strdup(f_journal);
+            journal = open(f_journal, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        }
+        int use_journal = f_journal[0] && journal >= 0;
         int envc = atoi(f_envc);
         char **envp = environ;
         char **env_own = NULL;
@@ -137,6 +173,13 @@ int main(void) {
             }
         }
         int capture = atoi(f_capture);
+        long count = atol(f_count);
+        if (count < 1) count = 1;
+        for (long run = 0; run < count; run++) {
+        /* each run's output alone in the memfds (the command's fds share these offsets) */
+        if (capture) { ftruncate(3, 0); lseek(3, 0, SEEK_SET); }
+        ftruncate(4, 0);
+        lseek(4, 0, SEEK_SET);
 
         /* vfork child: only syscalls and exec; failures go back through shared memory. */
         volatile int child_err = 0;
@@ -165,13 +208,12 @@ int main(void) {
             child_stage = 4;
             _exit(127);
         }
-        char line[320];
+        char line[8192];
         int n;
         if (pid < 0) {
             n = snprintf(line, sizeof line, "E %d 0\n", errno);
             write_all(1, line, (size_t)n);
-            free(argv); free(env_own);
-            continue;
+            break;
         }
         current = pid;
         int status = 0, timed_out = 0;
@@ -209,15 +251,35 @@ int main(void) {
         current = 0;
         if (child_stage != 0) {
             n = snprintf(line, sizeof line, "E %d %d\n", child_err, child_stage);
-        } else {
-            n = snprintf(line, sizeof line,
-                         "R %lld %lld %d %lld %lld %ld %ld %ld %ld %ld %d\n", start, end, status,
-                         (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
-                         (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec,
-                         ru.ru_maxrss, ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw,
-                         timed_out);
+            write_all(1, line, (size_t)n);
+            break;
         }
-        write_all(1, line, (size_t)n);
+        n = snprintf(line, sizeof line,
+                     "R %lld %lld %d %lld %lld %ld %ld %ld %ld %ld %d", start, end, status,
+                     (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
+                     (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec,
+                     ru.ru_maxrss, ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw,
+                     timed_out);
+        for (int i = 0; i < nhealth && n < (int)sizeof line - 2; i++) {
+            line[n++] = '\t';
+            ssize_t got = health[i] >= 0 ? pread(health[i], line + n, sizeof line - 2 - (size_t)n, 0) : 0;
+            for (ssize_t k = 0; k < got; k++) {
+                if (line[n + k] == '\n' || line[n + k] == '\t') { got = k; break; }
+            }
+            if (got > 0) n += (int)got;
+        }
+        line[n++] = '\n';
+        if (use_journal) {
+            char head[64];
+            int h = snprintf(head, sizeof head, "%ld\t", run);
+            struct iovec v[4] = {{f_tag, strlen(f_tag)}, {"\t", 1}, {head, (size_t)h}, {line, (size_t)n}};
+            if (writev(journal, v, 4) < 0) use_journal = 0;
+        }
+        if (write_all(1, line, (size_t)n) < 0) break; /* perflab is gone */
+        if (timed_out || status != 0) break; /* a failure ends the batch */
+        }
+        for (int i = 0; i < nhealth; i++) if (health[i] >= 0) close(health[i]);
+        free(health);
         free(argv);
         free(env_own);
     }

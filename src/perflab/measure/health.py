@@ -50,6 +50,16 @@ class _File:
             self.fd = None
 
 
+_MACHINE_FILES = ("proc/stat", "proc/pressure/cpu", "proc/loadavg")
+
+
+def _cpu_rel(cpu: int) -> tuple[str, str, str]:
+    """A CPU's health files: current frequency, core and package thermal throttle counts."""
+    base = f"sys/devices/system/cpu/cpu{cpu}"
+    return (f"{base}/cpufreq/scaling_cur_freq", f"{base}/thermal_throttle/core_throttle_count",
+            f"{base}/thermal_throttle/package_throttle_count")
+
+
 def _stat_times(text: str | None) -> tuple[int, int] | None:
     """(total, steal) jiffies of the aggregate cpu line (guest time is already in user)."""
     if not text or not text.startswith("cpu "):
@@ -97,33 +107,56 @@ class HealthProbe:
 
     def _cpu_files(self, cpu: int) -> tuple[_File, list[_File]]:
         if cpu not in self._freq:
-            base = f"sys/devices/system/cpu/cpu{cpu}"
-            self._freq[cpu] = _File(self.root, f"{base}/cpufreq/scaling_cur_freq")
-            self._throttle[cpu] = [_File(self.root, f"{base}/thermal_throttle/{name}_throttle_count")
-                                   for name in ("core", "package")]
+            self._freq[cpu] = _File(self.root, _cpu_rel(cpu)[0])
+            self._throttle[cpu] = [_File(self.root, rel) for rel in _cpu_rel(cpu)[1:]]
         return self._freq[cpu], self._throttle[cpu]
 
-    def _read(self, cpus: Sequence[int]) -> dict:
-        out: dict = {"times": _stat_times(self._stat.read(512)), "psi": _pressure_us(self._psi.read(256))}
-        load = (self._load.read(128) or "").split()
+    def paths(self, cpus: Sequence[int]) -> list[str]:
+        """The files a sample reads, in the order ``sample_texts`` takes their first lines: the
+        spawn server reads them right after each run (perflab/kernels/spawnserver.c)."""
+        rels = [*_MACHINE_FILES, *(rel for cpu in cpus for rel in _cpu_rel(cpu))]
+        return [self.root.join(rel) for rel in rels]
+
+    def _texts(self, cpus: Sequence[int]) -> list[str | None]:
+        texts = [self._stat.read(512), self._psi.read(256), self._load.read(128)]
+        for cpu in cpus:
+            freq, counters = self._cpu_files(cpu)
+            texts.extend(f.read(64) for f in (freq, *counters))
+        return texts
+
+    def _parse(self, texts: Sequence[str | None], cpus: Sequence[int], ns: int) -> dict:
+        stat, psi, load_text = (list(texts[:3]) + [None] * 3)[:3]
+        out: dict = {"times": _stat_times(stat), "psi": _pressure_us(psi)}
+        load = (load_text or "").split()
         if len(load) >= 4 and "/" in load[3]:
             out["runnable"] = int(load[3].split("/")[0])
         freqs, throttles = {}, {}
-        for cpu in cpus:
-            freq, counters = self._cpu_files(cpu)
-            khz = (freq.read(64) or "").strip()
+        for k, cpu in enumerate(cpus):
+            per = texts[3 + 3 * k:6 + 3 * k]
+            khz = (per[0] or "").strip() if per else ""
             if khz.isdigit():
                 freqs[cpu] = int(khz) // 1000
-            counts = [int(t) for f in counters if (t := (f.read(64) or "").strip()).isdigit()]
+            counts = [int(t) for t in ((x or "").strip() for x in per[1:]) if t.isdigit()]
             if counts:
                 throttles[cpu] = sum(counts)
         out["freqs"], out["throttles"] = freqs, throttles
-        out["ns"] = time.monotonic_ns()
+        out["ns"] = ns
         return out
+
+    def _read(self, cpus: Sequence[int]) -> dict:
+        return self._parse(self._texts(cpus), cpus, time.monotonic_ns())
 
     def sample(self, cpus: Sequence[int] = ()) -> tuple[dict, bool]:
         """The health of the interval since the previous sample, and whether it is suspect."""
-        now = self._read(cpus)
+        return self._advance(self._read(cpus))
+
+    def sample_texts(self, texts: Sequence[str | None], ns: int,
+                     cpus: Sequence[int] = ()) -> tuple[dict, bool]:
+        """As ``sample``, from the first lines of ``paths(cpus)`` read at ``ns`` (monotonic)
+        elsewhere: by the spawn server, right after the run."""
+        return self._advance(self._parse(texts, cpus, ns))
+
+    def _advance(self, now: dict) -> tuple[dict, bool]:
         prev, self._prev = self._prev, now
         health: dict = {}
         if now["times"] and prev["times"] and now["times"][0] > prev["times"][0]:
@@ -132,7 +165,7 @@ class HealthProbe:
         interval_us = (now["ns"] - prev["ns"]) / 1e3
         if now["psi"] is not None and prev["psi"] is not None and interval_us > 0:
             # PSI "some": microseconds in which at least one task waited for a CPU
-            health["cpu_pressure"] = round(min(1.0, (now["psi"] - prev["psi"]) / interval_us), 4)
+            health["cpu_pressure"] = round(min(1.0, max(0.0, (now["psi"] - prev["psi"]) / interval_us)), 4)
         if "runnable" in now:
             health["runnable_others"] = max(0, now["runnable"] - 1)
         if now["freqs"]:

@@ -14,15 +14,16 @@ from __future__ import annotations
 import os
 import select
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from perflab.errors import PerflabError
 from perflab.measure import perfstat
 from perflab.measure.gate import run_gated, spawnrun_trampoline
 from perflab.measure.health import HealthProbe
 from perflab.measure.interface import ConcurrentResult
+from perflab.measure.journal import Journal
 from perflab.measure.metrics import extract
-from perflab.measure.server import Server, ServerStopped, build_helper
+from perflab.measure.server import Server, ServerStopped, build_helper, record_result
 from perflab.measure.spawn import base_argv, kill_group, membind_argv, spawn
 from perflab.model import RunResult, RunSpec
 from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist
@@ -163,25 +164,21 @@ class RealExecutor:
         timed_out: bool, out_fd: int, err_fd: int, perf_out: str | None,
         record: list[str] | None = None,
     ) -> RunResult:
-        """A RunResult from a reaped child (or the helper's own record of it)."""
+        """A RunResult from a reaped child (or a helper's record of it: R, pid, then the fields
+        of the server's R line up to NIVCSW; ``timed_out`` apart)."""
         if record is not None:
             # The helper's own measurement of the command: exact rusage, tight wall time.
-            (start_ns, end_ns, pid_status, ut, st, rss, minflt, majflt, nv, niv) = (
-                int(x) for x in record[2:12])
-            user, sys_, maxrss = ut / 1e6, st / 1e6, rss
+            result = record_result(["R", *record[2:12], "1" if timed_out else "0"])
         else:
-            user, sys_, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss  # type: ignore[attr-defined]
-            minflt, majflt = ru.ru_minflt, ru.ru_majflt  # type: ignore[attr-defined]
-            nv, niv = ru.ru_nvcsw, ru.ru_nivcsw  # type: ignore[attr-defined]
-        exit_code, sig = _decode_status(pid_status)
-        result = RunResult(
-            wall_ns=end_ns - start_ns, user_s=user, sys_s=sys_, maxrss_kb=maxrss,
-            minflt=minflt, majflt=majflt, nvcsw=nv, nivcsw=niv,
-            exit_code=exit_code, signal=sig, timed_out=timed_out,
-            start_ns=start_ns, end_ns=end_ns,
-        )
-        if timed_out:
-            result.exit_code, result.signal = None, 9
+            exit_code, sig = _decode_status(pid_status)
+            result = RunResult(
+                wall_ns=end_ns - start_ns, user_s=ru.ru_utime, sys_s=ru.ru_stime,  # type: ignore[attr-defined]
+                maxrss_kb=ru.ru_maxrss, minflt=ru.ru_minflt, majflt=ru.ru_majflt,  # type: ignore[attr-defined]
+                nvcsw=ru.ru_nvcsw, nivcsw=ru.ru_nivcsw,  # type: ignore[attr-defined]
+                exit_code=exit_code, signal=sig, timed_out=timed_out, start_ns=start_ns, end_ns=end_ns,
+            )
+            if timed_out:
+                result.exit_code, result.signal = None, 9
         failed = not result.ok
         if spec.metrics or failed:
             stdout = _read_fd(out_fd) if out_fd != self.devnull else ""
@@ -203,25 +200,67 @@ class RealExecutor:
 
     def health(self, result: RunResult, cpus: Sequence[int] | None) -> RunResult:
         """Attach the machine's health over the run (and whether it makes the run suspect)."""
-        if self._health is None:
-            self._health = HealthProbe(self.root)
-        result.health, result.suspect = self._health.sample(tuple(cpus or self._unpinned))
+        result.health, result.suspect = self._probe().sample(tuple(cpus or self._unpinned))
         return result
 
-    def run(self, spec: RunSpec) -> RunResult:
-        return self.health(self._run(spec), spec.cpus)
+    def _probe(self) -> HealthProbe:
+        if self._health is None:
+            self._health = HealthProbe(self.root)
+        return self._health
 
-    def _run(self, spec: RunSpec) -> RunResult:
-        argv, perf_out = self.full_argv(spec)
-        out_fd = self._out if spec.capture_output else self.devnull
-        if spec.capture_output:
-            _reset(self._out)
-        _reset(self._err)
+    def run(self, spec: RunSpec) -> RunResult:
         server = self._server()
         if server is None:
-            return self._run_direct(spec, argv, perf_out, out_fd)
+            argv, perf_out = self.full_argv(spec)
+            out_fd = self._out if spec.capture_output else self.devnull
+            if spec.capture_output:
+                _reset(self._out)
+            _reset(self._err)
+            return self.health(self._run_direct(spec, argv, perf_out, out_fd), spec.cpus)
+        argv, perf_out = self.full_argv(spec)
+        return next(self._batch(server, spec, argv, perf_out, 1))[0]
+
+    def can_batch(self, spec: RunSpec) -> bool:
+        """Whether runs of ``spec`` can go back to back in the server: nothing of a run is read
+        after it but what the server answers (no metrics from stdout, no perf stat file)."""
+        return not spec.metrics and spec.perf_events is None and self._server() is not None
+
+    def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
+                  key: tuple[int, str, dict, int] | None = None) -> Iterator[list[RunResult]]:
+        """Up to ``count`` runs of ``spec`` back to back in the spawn server, yielded in groups
+        as they end (server.batch), each with its health read by the server right after it. The batch ends at a failed run
+        (whose output is then still in the memfds). With ``journal``, the server appends each
+        run's record to it before it starts the next; ``key`` (campaign, label, params, first
+        rep) names the runs there (journal.py). Where ``can_batch(spec)`` is false, the runs go
+        one at a time."""
+        if count > 1 and not self.can_batch(spec):
+            for _ in range(count):
+                res = self.run(spec)
+                yield [res]
+                if not res.ok:
+                    return
+            return
+        server = self._server()
+        argv, perf_out = self.full_argv(spec)
+        if server is None:
+            yield [self.run(spec)]
+            return
+        tag = Journal.tag(*key, tuple(spec.cpus or self._unpinned)) if journal and key else ""
+        yield from self._batch(server, spec, argv, perf_out, count, journal.path if journal else "", tag)
+
+    def _batch(self, server: Server, spec: RunSpec, argv: tuple[str, ...], perf_out: str | None,
+               count: int, journal: str = "", tag: str = "") -> Iterator[list[RunResult]]:
+        cpus = tuple(spec.cpus or self._unpinned)
+        out_fd = self._out if spec.capture_output else self.devnull
         try:
-            parts = server.request(spec, argv)
+            for group in server.batch(spec, argv, count, self._probe().paths(cpus), journal, tag):
+                results = []
+                for parts in group:
+                    result = self.finish(spec, 0, None, 0, 0, parts[11] == "1", out_fd, self._err,
+                                         perf_out, ["R", "0", *parts[1:11]])
+                    result.health, result.suspect = self._probe().sample_texts(parts[12:], result.end_ns, cpus)
+                    results.append(result)
+                yield results
         except ServerStopped:
             self._stop_server()
             raise
@@ -231,9 +270,6 @@ class RealExecutor:
             # Ctrl-C (or a dead server): SIGTERM makes the server kill the command's group.
             self._stop_server()
             raise
-        record = ["R", "0", *parts[1:11]]
-        return self.finish(spec, 0, None, 0, 0, parts[11] == "1", out_fd, self._err,
-                           perf_out, record)
 
     def capture(self, spec: RunSpec) -> tuple[RunResult, str]:
         """Run once keeping the whole output (the last 16 MiB of each stream): stdout + stderr."""
@@ -265,6 +301,8 @@ class RealExecutor:
         return self.finish(spec, status, ru, start, end, timed_out, out_fd, self._err, perf_out)
 
     def _server(self) -> Server | None:
+        if isinstance(self._srv, Server) and self._srv.stopped:
+            self._srv = False  # stopped mid-batch: a fresh one
         if self._srv is False:
             self._srv = None
             path = build_helper("spawnserver")

@@ -13,13 +13,14 @@ import os
 import shutil
 import signal
 import struct
+import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from perflab import kernels
 from perflab.errors import PerflabError
 from perflab.kernels.build import build, cache_root
-from perflab.model import RunSpec
+from perflab.model import RunResult, RunSpec
 
 
 def build_helper(name: str) -> str | None:
@@ -55,6 +56,9 @@ def build_helper(name: str) -> str | None:
     return None
 
 
+GROUP_WAIT = 0.01  # s between reads of a batch's answers: ~10 runs of `true` per wake-up
+
+
 class ServerStopped(PerflabError):
     """The spawn server died (killed, or out of memory): the executor starts a fresh one."""
 
@@ -65,6 +69,7 @@ class Server:
     def __init__(self, pid: int, req: int, resp: int) -> None:
         self.pid, self.req, self.resp = pid, req, resp
         self._buf = b""
+        self.stopped = False
         self._env_at_start = dict(os.environ._data)  # type: ignore[attr-defined]
 
     @classmethod
@@ -99,8 +104,23 @@ class Server:
             env[os.fsencode(k)] = os.fsencode(v)
         return str(len(env)).encode() + b"\0" + b"".join(k + b"=" + v + b"\0" for k, v in env.items())
 
-    def request(self, spec: RunSpec, argv: Sequence[str]) -> list[str]:
-        """Run one command; the answer's fields (``R start end status ...`` or ``E errno stage``)."""
+    def request(self, spec: RunSpec, argv: Sequence[str], health: Sequence[str] = ()) -> list[str]:
+        """Run one command; the answer's fields (``R start end status ...`` then the health texts)."""
+        return next(self.batch(spec, argv, 1, health))[0]
+
+    def batch(self, spec: RunSpec, argv: Sequence[str], count: int, health: Sequence[str] = (),
+              journal: str = "", tag: str = "") -> Iterator[list[list[str]]]:
+        """Run the command up to ``count`` times back to back; yields the fields of the runs
+        that have ended, a group at a time.
+
+        Every R line is ``R`` and 11 numbers, then one text per health path (the first line of
+        that file right after the reap). The batch ends early at a failed run. Between groups
+        perflab sleeps GROUP_WAIT: one wake-up for many short runs, so perflab's own work
+        (parsing, storing) neither competes with the runs for a CPU on every run nor delays the
+        next run, which the server starts at once. Closing the generator before the batch is
+        over stops the server (SIGTERM kills the running command): no answer is left in the
+        pipe for the next request.
+        """
         head = [
             str(-1 if spec.timeout is None else max(0, int(spec.timeout * 1000))),
             ",".join(map(str, spec.cpus)) if spec.cpus is not None else "",
@@ -108,30 +128,55 @@ class Server:
             os.path.abspath(spec.cwd) if spec.cwd else os.getcwd(),
             os.path.abspath(spec.stdin) if spec.stdin else "",
             "1" if spec.capture_output else "0",
+            str(count), str(len(health)), *health, journal, tag,
         ]
         tail = [str(len(argv)), *argv]
         payload = ("\0".join(head).encode("utf-8", "surrogateescape") + b"\0"
                    + self._environment(spec.env)
                    + "\0".join(tail).encode("utf-8", "surrogateescape") + b"\0")
         os.write(self.req, struct.pack("=I", len(payload)) + payload)
-        parts = self.read_line().split()
-        if not parts or parts[0] not in ("R", "E"):
-            raise ServerStopped("perflab's spawn server stopped unexpectedly: rerun; "
-                               "measurements so far are stored")
-        if parts[0] == "E":
-            raise_server_error(int(parts[1]), int(parts[2]), argv[0], spec)
-        return parts
+        done = 0
+        try:
+            while done < count:
+                group, error = [], None
+                for line in self._read_lines():
+                    parts = line.split("\t")
+                    fields = parts[0].split()
+                    if not fields or fields[0] not in ("R", "E"):
+                        raise ServerStopped("perflab's spawn server stopped unexpectedly: rerun; "
+                                            "measurements so far are stored")
+                    if fields[0] == "E":
+                        done, error = count, fields  # the batch is over: the server waits
+                        break
+                    done += 1
+                    group.append(fields + parts[1:])
+                    if fields[11] != "0" or fields[3] != "0":
+                        done = count  # a failed run (timed out, or non-zero status) ends the batch
+                        break
+                if group:
+                    yield group
+                if error is not None:
+                    raise_server_error(int(error[1]), int(error[2]), argv[0], spec)
+                if done < count:
+                    time.sleep(GROUP_WAIT)
+        finally:
+            if done < count:
+                self.stop()  # closed early (Ctrl-C, a failed store write): no stale answers
 
-    def read_line(self) -> str:
+    def _read_lines(self) -> list[str]:
+        """Every complete answer line the server has written, waiting for one if there is none."""
         while b"\n" not in self._buf:
-            data = os.read(self.resp, 4096)
+            data = os.read(self.resp, 65536)
             if not data:
-                return ""
+                return [""]
             self._buf += data
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line.decode()
+        *lines, self._buf = self._buf.split(b"\n")
+        return [line.decode("utf-8", "replace") for line in lines]
 
     def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
         for fd in (self.req, self.resp):
             try:
                 os.close(fd)
@@ -145,6 +190,21 @@ class Server:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
+
+
+def record_result(fields: Sequence[str]) -> RunResult:
+    """The run an R line's fields describe: ``R START_NS END_NS STATUS UTIME_US STIME_US
+    MAXRSS_KB MINFLT MAJFLT NVCSW NIVCSW TIMED_OUT`` (what follows them is health)."""
+    start, end, status, ut, st, rss, minflt, majflt, nv, niv, timed = (int(x) for x in fields[1:12])
+    if timed:
+        exit_code, sig = None, 9  # killed by the server's SIGKILL at the timeout
+    elif os.WIFSIGNALED(status):
+        exit_code, sig = None, os.WTERMSIG(status)
+    else:
+        exit_code, sig = os.WEXITSTATUS(status), None
+    return RunResult(wall_ns=end - start, user_s=ut / 1e6, sys_s=st / 1e6, maxrss_kb=rss,
+                     minflt=minflt, majflt=majflt, nvcsw=nv, nivcsw=niv, exit_code=exit_code,
+                     signal=sig, timed_out=bool(timed), start_ns=start, end_ns=end)
 
 
 def raise_server_error(err: int, stage: int, prog: str, spec: RunSpec) -> None:

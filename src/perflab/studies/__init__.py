@@ -65,7 +65,10 @@ def run_study(
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
                         name=name, resume=resume) as camp:
         session = Session(executor, store, camp.id, progress, resumed=camp.resumed, energy=energy)
-        result = module.execute(config, session, machine)
+        try:
+            result = module.execute(config, session, machine)
+        finally:
+            session.close()
         result.campaign_id = camp.id
         camp.summary = result.as_dict()
         if pending is not None:

@@ -196,16 +196,20 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
             rng.shuffle(order)
         for i in order:
             spec = specs[i]
-            if not session.stored(spec, reps[i]):
+            # One command and nothing between its runs: the rounds up to the next decision go
+            # back to back (session.run_many), each run still stored as it completes.
+            count = (_rounds_ahead(config, reps[i], target.get(i), walls[i], (now() - t0) / 1e9)
+                     if len(order) == 1 and prepare is None else 1)
+            if count == 1 and not session.stored(spec, reps[i]):
                 _run_prepare(session, prepare)
-            res = session.run(spec, rep=reps[i])
-            runs.append(Run(spec.label, dict(spec.params), reps[i], res))
-            reps[i] += 1
-            if res.ok:
-                walls[i].append(res.wall_ns / 1e9)
-            elif not config.ignore_failure:
-                raise _failure_error(spec.label, res, config.timeout)
-            session.say(f"{len(runs)} runs, last: {spec.label}")
+            for res in session.run_many(spec, reps[i], count):
+                runs.append(Run(spec.label, dict(spec.params), reps[i], res))
+                reps[i] += 1
+                if res.ok:
+                    walls[i].append(res.wall_ns / 1e9)
+                elif not config.ignore_failure:
+                    raise _failure_error(spec.label, res, config.timeout)
+                session.say(f"{len(runs)} runs, last: {spec.label}")
         if first and config.runs is None and config.precision is None:
             # hyperfine's rule: enough runs to fill the time budget, at least min_runs.
             for i in active:
@@ -235,6 +239,26 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
     if getattr(session.executor, "live", False):  # the mock plays no machine
         result.warnings.extend(_machine_notes(before, _cpu_times()))
     return result
+
+
+MAX_BATCH = 512  # bounds what a journal holds and how far a --max-time check can lag
+
+
+def _rounds_ahead(config: RunConfig, done: int, target: int | None, walls: list[float],
+                  elapsed_s: float) -> int:
+    """How many rounds of a lone command can run before the stop rule could say stop: the runs
+    left to a known target (and --max-runs), as many as fit in what is left of --max-time at
+    the median run time so far; 1 while a rule looks at every run (--precision) or the target
+    is not known yet (hyperfine's rule sets it from the first run)."""
+    if target is None or (config.precision is not None and config.runs is None):
+        return 1
+    left = target - done
+    if config.max_runs is not None:
+        left = min(left, config.max_runs - done)
+    if config.max_time is not None:
+        typical = statistics.median(walls) if walls else config.max_time
+        left = min(left, int(max(0.0, config.max_time - elapsed_s) / max(typical, 1e-6)))
+    return max(1, min(left, MAX_BATCH))
 
 
 def _cpu_times(root: Root = Root("/")) -> list[int] | None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
+from perflab.measure import journal as run_journal
 from perflab.measure.energy import EnergyMeter
 from perflab.measure.executor import ConcurrentResult, Executor
+from perflab.measure.journal import Journal
 from perflab.model import RunResult, RunSpec
 from perflab.store import Store, canonical_params
 
@@ -43,9 +45,11 @@ class Session:
     executed: int = 0
     replayed: int = 0
     _stored: dict[Key, deque[RunResult]] = field(default_factory=dict, repr=False)
+    _journal: Journal | None | bool = field(default=False, repr=False)  # False: not opened yet
 
     def __post_init__(self) -> None:
         if self.resumed:
+            recover_journals(self.store)
             stored: dict[Key, deque[RunResult]] = defaultdict(deque)
             for m in self.store.measurements(self.campaign_id):
                 stored[(m.label, canonical_params(m.params), int(m.rep))].append(m.result)
@@ -73,6 +77,58 @@ class Session:
         self.store.add_measurement(self.campaign_id, result, dict(spec.params or {}), rep=rep,
                                    label=spec.label)
         return result
+
+    def run_many(self, spec: RunSpec, first_rep: int, count: int) -> Iterator[RunResult]:
+        """Runs ``first_rep .. first_rep+count-1`` of ``spec``, each stored as it completes (or
+        replayed). Where the executor and the store allow, they go back to back in the spawn
+        server, which journals each run before it starts the next, while this stores the one
+        before: the store is off the runs' critical path and a kill still loses at most the run
+        in flight (measure/journal.py). A failed run ends a batch; the caller decides."""
+        rep, end = first_rep, first_rep + count
+        while rep < end:
+            journal = self._batch_journal(spec)
+            if journal is None or self.stored(spec, rep):
+                yield self.run(spec, rep)
+                rep += 1
+                continue
+            stop = rep + 1
+            while stop < end and not self.stored(spec, stop):
+                stop += 1
+            params = dict(spec.params or {})
+            batch = self.executor.run_batch(  # type: ignore[attr-defined]
+                spec, stop - rep, journal, (self.campaign_id, spec.label, params, rep))
+            settled = False  # every run the server journalled is in the store
+            try:
+                for group in batch:
+                    # one transaction per group: the journal already holds each run
+                    self.store.add_measurements(self.campaign_id, [
+                        (result, params, rep + k, spec.label) for k, result in enumerate(group)])
+                    self.executed += len(group)
+                    settled = not group[-1].ok  # a failed run ends the batch: none after it
+                    for result in group:
+                        rep += 1
+                        yield result
+                settled = True
+            finally:
+                batch.close()
+                if settled:
+                    journal.clear()
+
+    def _batch_journal(self, spec: RunSpec) -> Journal | None:
+        """The journal for back-to-back runs of ``spec``, or None where they go one by one."""
+        can = getattr(self.executor, "can_batch", None)
+        if self.energy is not None or can is None or not can(spec):
+            return None  # energy is read around each run; the mock runs one at a time
+        if self._journal is False:
+            self._journal = Journal.beside(getattr(self.store, "path", None))
+        return self._journal  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """The journal goes when it is empty (all stored); a batch cut short leaves it for
+        ``recover_journals`` (the resume of the campaign)."""
+        if isinstance(self._journal, Journal):
+            self._journal.close()
+        self._journal = False
 
     def run_concurrent(self, specs: Sequence[RunSpec], rep: int = 0, gate: bool = True) -> ConcurrentResult:
         """Start copies together; each copy's run is stored. Replayed whole, or run whole again."""
@@ -131,3 +187,27 @@ class Session:
 
     def say(self, message: str) -> None:
         self.progress(message)
+
+
+def recover_journals(store: Store) -> int:
+    """Store the journalled runs of perflabs that died (kill -9 mid-batch) that the store lacks;
+    how many were added. A SQLite store only: batches are journalled beside its file."""
+    path = getattr(store, "path", None)
+    if not path:
+        return 0
+    added = 0
+    for orphan in run_journal.orphans(path):
+        have: dict[int, set[Key] | None] = {}
+        for run in run_journal.read(orphan):
+            if run.campaign_id not in have:
+                known = {c.id for c in store.campaigns()}  # a campaign deleted since gets nothing
+                have[run.campaign_id] = ({(m.label, canonical_params(m.params), int(m.rep))
+                                          for m in store.measurements(run.campaign_id)}
+                                         if run.campaign_id in known else None)
+            key = (run.label, canonical_params(run.params), run.rep)
+            if have[run.campaign_id] is not None and key not in have[run.campaign_id]:
+                store.add_measurement(run.campaign_id, run.result, run.params, rep=run.rep, label=run.label)
+                have[run.campaign_id].add(key)
+                added += 1
+        run_journal.discard(orphan)
+    return added
