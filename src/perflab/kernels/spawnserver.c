@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -81,6 +82,22 @@ static int write_all(int fd, const char *s, size_t n) {
         }
         s += w;
         n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The first regular, executable PROG on this server's PATH (what execvp would run). */
+static int resolve(const char *prog, char *out, size_t cap) {
+    const char *path = getenv("PATH");
+    if (!path || !*path) return 0;
+    for (const char *dir = path; dir;) {
+        const char *end = strchr(dir, ':');
+        size_t len = end ? (size_t)(end - dir) : strlen(dir);
+        int n = snprintf(out, cap, "%.*s%s%s", (int)len, len ? dir : ".", "/", prog);
+        struct stat st;
+        if (n > 0 && (size_t)n < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return 1;
+        dir = end ? end + 1 : NULL;
     }
     return 0;
 }
@@ -161,6 +178,10 @@ int main(void) {
         int argc = atoi(f_argc);
         char **argv = calloc((size_t)argc + 1, sizeof(char *));
         for (int i = 0; i < argc; i++) argv[i] = next_field(&p, stop);
+        /* Search PATH once per request, not once per run as execvp does (a dozen failed execs
+         * before /usr/bin on a long PATH); execvpe stays the fallback and reports the error. */
+        char exe[4096];
+        int resolved = argv[0] && strchr(argv[0], '/') == NULL && resolve(argv[0], exe, sizeof exe);
         long timeout_ms = atol(f_timeout);
         cpu_set_t set;
         int pin = f_cpus[0] != '\0';
@@ -203,6 +224,7 @@ int main(void) {
             dup2(capture ? 3 : 5, 1);
             dup2(4, 2);
             close(3); close(4); close(5);
+            if (resolved) execve(exe, argv, envp);
             execvpe(argv[0], argv, envp);
             child_err = errno;
             child_stage = 4;

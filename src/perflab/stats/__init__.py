@@ -3,9 +3,11 @@
 Every function names its method; see docs/statistics.md.
 """
 
-from perflab.stats.bootstrap import Ratio, bootstrap_median_ci, bootstrap_medians, ratio_of_medians
-from perflab.stats.changepoint import Knee, knee
-from perflab.stats.interval import CI, median_ci
+import importlib
+from typing import Any
+
+# `compare` and `summary` name both a module and a function: imported here first, so the
+# functions are what the package's names hold whatever imports a module directly later.
 from perflab.stats.compare import (
     Comparison,
     cliffs_delta,
@@ -14,8 +16,26 @@ from perflab.stats.compare import (
     holm,
     mann_whitney,
 )
-from perflab.stats.outliers import mad_outliers, modified_z_scores
 from perflab.stats.summary import Summary, cv, mad, median, stddev, summary
+
+# The rest is loaded when first asked for (PEP 562): `perflab run` needs no bootstrap and no
+# change point, whose modules and dataclasses cost a few ms of every start (bench/startup.sh).
+_HOME = {
+    "Ratio": "bootstrap", "bootstrap_median_ci": "bootstrap", "bootstrap_medians": "bootstrap",
+    "ratio_of_medians": "bootstrap", "Knee": "changepoint", "knee": "changepoint",
+    "CI": "interval", "median_ci": "interval", "mad_outliers": "outliers",
+    "modified_z_scores": "outliers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'perflab.stats' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"perflab.stats.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CI",
