@@ -10,10 +10,11 @@
 #   mean of true   = the tool's own reported mean time of `true`
 #   overhead       = marginal cost - mean of true: what the harness spends per run beyond the
 #                    life of the process it measures (spawn bookkeeping, reaping, storing)
-# perflab commits every measurement to its store before the next run starts (WAL,
-# synchronous=NORMAL: no fsync per run; see perflab/store/lite.py for what that keeps). perflab
-# runs twice: store on disk ($TMPDIR) and store in memory (/dev/shm), which isolates the harness
-# itself from the disk.
+# A lone command's runs go back to back in perflab's spawn server, which journals each run's
+# record before it starts the next (kill -9 loses at most the run in flight) while perflab
+# commits them to its store a group at a time (measure/journal.py; WAL, synchronous=NORMAL: no
+# fsync per run). perflab runs twice: store on disk ($TMPDIR) and in memory (/dev/shm), which
+# isolates the harness itself from the disk.
 # Goal (issue 16): perflab's marginal cost per run at most 1.0x hyperfine -N's, store on disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,9 @@
 """Run health: what the machine can tell about each run, and whether the run is suspect.
 
-One sample per run, taken right after it, differenced against the previous sample (the previous
-run's end: runs follow each other, so the interval is the run plus perflab's own bookkeeping):
+One sample per run, taken right after it (by the spawn server, which reads the files below
+right after the reap: ``paths`` and ``sample_texts``), differenced against the previous sample
+(the previous run's end: runs follow each other, so the interval is the run plus the gap
+before it):
 - steal: share of CPU time the hypervisor took (/proc/stat, 8th field);
 - cpu_pressure: share of the interval in which some task waited for a CPU (/proc/pressure/cpu,
   "some" total, PSI); other load shows here first;

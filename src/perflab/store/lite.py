@@ -8,12 +8,13 @@ a new or older file that needs migrating) goes to the full SQLAlchemy Store, ope
 needed. Rows are written in the same format SQLAlchemy writes them (JSON text, UTC datetimes,
 0/1 booleans), so either reads what the other wrote.
 
-Durability: WAL with synchronous=NORMAL. Each measurement is committed (its own transaction)
-before the next run starts; a committed transaction is in the WAL file, so a crash of perflab
-(kill -9, out of memory, Ctrl-C) loses at most the run in flight. A power cut or kernel crash
-may lose the last transactions since the WAL was last synced (at each checkpoint), never the
-database's consistency. synchronous=FULL would add an fsync per run: 3.5 ms on this VM's disk,
-four times the run of `true` itself.
+Durability: WAL with synchronous=NORMAL. A run measured alone is committed (its own
+transaction) before the next run starts; runs that go back to back in the spawn server are
+journalled by it before the next starts (measure/journal.py) and committed here a group at a
+time. Either way a crash of perflab (kill -9, out of memory, Ctrl-C) loses at most the run in
+flight. A power cut or kernel crash may lose the last transactions since the WAL was last synced
+(at each checkpoint), never the database's consistency. synchronous=FULL would add an fsync per
+run: 3.5 ms on this VM's disk, four times the run of `true` itself.
 """
 
 from __future__ import annotations

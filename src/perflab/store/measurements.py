@@ -1,5 +1,6 @@
-"""Runs in the store: one row per run, committed before the next run starts, read back as
-RunResults; the resume key of a run is (label, canonical params, rep)."""
+"""Runs in the store: one row per run, committed as it completes (or, for runs that went back
+to back, journalled first: measure/journal.py), read back as RunResults; the resume key of a
+run is (label, canonical params, rep)."""
 
 from __future__ import annotations
 
