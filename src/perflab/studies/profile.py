@@ -222,12 +222,16 @@ def execute(config: ProfileConfig, session: Session, machine: Machine) -> Profil
     runs = Session(adapter, session.store, session.campaign_id, session.progress,  # type: ignore[arg-type]
                    resumed=session.resumed)
     results = []
+    # A kill between a recording's row and its artifact rows leaves the row alone: its resume
+    # replays the recording and adds what is missing.
+    filed = ({a.meta.get("rep") for a in session.store.artifacts(session.campaign_id) if a.kind == "perf.data"}
+             if session.resumed else set())
     for k, spec in enumerate(plan(config, machine)):
         before = runs.executed
         r = runs.run(spec, rep=k)
         results.append(r)
         w = r.health.get("window", {})
-        if runs.executed > before:
+        if runs.executed > before or k not in filed:
             session.store.add_artifact(session.campaign_id, "perf.data", w.get("perf_data", ""), meta={"rep": k})
             if config.pid is None:
                 session.store.add_artifact(session.campaign_id, "log", str(out / f"output-{k}.log"),
