@@ -16,6 +16,7 @@ import pytest
 
 from perflab.measure import journal as run_journal
 from perflab.measure.executor import RealExecutor
+from perflab.errors import PerflabError
 from perflab.model import RunSpec
 from perflab.store import open_store
 from perflab.store.lite import open_fast
@@ -151,3 +152,19 @@ def test_recovery_skips_a_deleted_campaign_and_runs_already_stored(tmp_path):
         store.add_measurement(camp, first.result, {}, rep=0, label="x")
         assert recover_journals(store) == 1  # rep 1 only: rep 0 was stored, campaign+99 is gone
         assert sorted(m.rep for m in store.measurements(camp)) == [0, 1]
+
+
+def test_the_server_finds_a_command_on_path_as_execvp_does(tmp_path, monkeypatch):
+    # The server searches PATH once per request; an empty entry is the current directory,
+    # a directory named like the command is skipped, and a missing command is still one line.
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "tool").write_text("#!/bin/sh\necho from-cwd\n")
+    (tmp_path / "here" / "tool").chmod(0o755)
+    (tmp_path / "dir" / "tool").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "here")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'dir'}::/usr/bin:/bin")
+    with RealExecutor() as ex:
+        result, output = ex.capture(RunSpec(argv=("tool",), label="tool"))
+        assert result.ok and output.strip() == "from-cwd"
+        with pytest.raises(PerflabError, match="command 'no-such-tool' not found"):
+            ex.run(RunSpec(argv=("no-such-tool",)))

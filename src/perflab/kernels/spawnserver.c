@@ -93,7 +93,8 @@ static int resolve(const char *prog, char *out, size_t cap) {
     for (const char *dir = path; dir;) {
         const char *end = strchr(dir, ':');
         size_t len = end ? (size_t)(end - dir) : strlen(dir);
-        int n = snprintf(out, cap, "%.*s%s%s", (int)len, len ? dir : ".", "/", prog);
+        /* an empty entry is the current directory, as execvp reads it */
+        int n = len ? snprintf(out, cap, "%.*s/%s", (int)len, dir, prog) : snprintf(out, cap, "./%s", prog);
         struct stat st;
         if (n > 0 && (size_t)n < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
             return 1;

@@ -7,8 +7,8 @@ machine has none: perflab says so once and measures time as usual).
 
 from __future__ import annotations
 
-# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
-# without either (bench/startup.sh, issue 16).
+# subprocess is imported in the functions that use it: `perflab run` starts without it
+# (bench/startup.sh, issue 16).
 import shutil
 import signal
 import threading

@@ -7,7 +7,7 @@ results store as it reads it from the server's pipe, off the runs' critical path
 measurement is written to a file (the journal) before the next run starts, as a committed
 SQLite transaction in WAL mode with synchronous=NORMAL is (store/lite.py): both survive the
 death of perflab, neither an fsync-less power cut. The journal holds at most the current batch
-(cleared when a batch is all stored) and goes away when the executor closes.
+(cleared when a batch is all stored) and goes away when its session closes.
 
 A journal sits beside its SQLite file as ``<db>.perflab-runs-<pid>``; its writer holds an
 exclusive flock on it for its whole life. A journal whose lock is free belongs to a perflab

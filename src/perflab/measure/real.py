@@ -9,8 +9,8 @@ run at a time goes through the spawn server (server.py); concurrent copies throu
 
 from __future__ import annotations
 
-# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
-# without either (bench/startup.sh, issue 16).
+# tempfile is imported in the functions that use it: `perflab run` starts without it
+# (bench/startup.sh, issue 16).
 import os
 import select
 import time
@@ -23,7 +23,7 @@ from perflab.measure.health import HealthProbe
 from perflab.measure.interface import ConcurrentResult
 from perflab.measure.journal import Journal
 from perflab.measure.metrics import extract
-from perflab.measure.server import Server, ServerStopped, build_helper, record_result
+from perflab.measure.server import Server, ServerStopped, build_helper, decode_status, record_result
 from perflab.measure.spawn import base_argv, kill_group, membind_argv, spawn
 from perflab.model import RunResult, RunSpec
 from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist
@@ -81,12 +81,6 @@ def _read_fd(fd: int) -> str:
 def _reset(fd: int) -> None:
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
-
-
-def _decode_status(status: int) -> tuple[int | None, int | None]:
-    if os.WIFSIGNALED(status):
-        return None, os.WTERMSIG(status)
-    return os.WEXITSTATUS(status), None
 
 
 class RealExecutor:
@@ -170,7 +164,7 @@ class RealExecutor:
             # The helper's own measurement of the command: exact rusage, tight wall time.
             result = record_result(["R", *record[2:12], "1" if timed_out else "0"])
         else:
-            exit_code, sig = _decode_status(pid_status)
+            exit_code, sig = decode_status(pid_status)
             result = RunResult(
                 wall_ns=end_ns - start_ns, user_s=ru.ru_utime, sys_s=ru.ru_stime,  # type: ignore[attr-defined]
                 maxrss_kb=ru.ru_maxrss, minflt=ru.ru_minflt, majflt=ru.ru_majflt,  # type: ignore[attr-defined]
@@ -210,15 +204,14 @@ class RealExecutor:
 
     def run(self, spec: RunSpec) -> RunResult:
         server = self._server()
-        if server is None:
-            argv, perf_out = self.full_argv(spec)
-            out_fd = self._out if spec.capture_output else self.devnull
-            if spec.capture_output:
-                _reset(self._out)
-            _reset(self._err)
-            return self.health(self._run_direct(spec, argv, perf_out, out_fd), spec.cpus)
         argv, perf_out = self.full_argv(spec)
-        return next(self._batch(server, spec, argv, perf_out, 1))[0]
+        if server is not None:
+            return next(self._batch(server, spec, argv, perf_out, 1))[0]
+        out_fd = self._out if spec.capture_output else self.devnull
+        if spec.capture_output:
+            _reset(self._out)
+        _reset(self._err)
+        return self.health(self._run_direct(spec, argv, perf_out, out_fd), spec.cpus)
 
     def can_batch(self, spec: RunSpec) -> bool:
         """Whether runs of ``spec`` can go back to back in the server: nothing of a run is read
@@ -228,23 +221,15 @@ class RealExecutor:
     def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
                   key: tuple[int, str, dict, int] | None = None) -> Iterator[list[RunResult]]:
         """Up to ``count`` runs of ``spec`` back to back in the spawn server, yielded in groups
-        as they end (server.batch), each with its health read by the server right after it. The batch ends at a failed run
-        (whose output is then still in the memfds). With ``journal``, the server appends each
-        run's record to it before it starts the next; ``key`` (campaign, label, params, first
-        rep) names the runs there (journal.py). Where ``can_batch(spec)`` is false, the runs go
-        one at a time."""
-        if count > 1 and not self.can_batch(spec):
-            for _ in range(count):
-                res = self.run(spec)
-                yield [res]
-                if not res.ok:
-                    return
-            return
+        as they end (server.batch), each with its health read by the server right after it. The
+        batch ends at a failed run (whose output is then still in the memfds). With ``journal``,
+        the server appends each run's record to it before it starts the next; ``key``
+        (campaign, label, params, first rep) names the runs there (journal.py). Only for a spec
+        that ``can_batch``."""
         server = self._server()
+        if server is None or not self.can_batch(spec):
+            raise ValueError("run_batch needs the spawn server and a spec without metrics or counters")
         argv, perf_out = self.full_argv(spec)
-        if server is None:
-            yield [self.run(spec)]
-            return
         tag = Journal.tag(*key, tuple(spec.cpus or self._unpinned)) if journal and key else ""
         yield from self._batch(server, spec, argv, perf_out, count, journal.path if journal else "", tag)
 

@@ -192,16 +192,19 @@ class Server:
             pass
 
 
+def decode_status(status: int) -> tuple[int | None, int | None]:
+    """(exit code, signal) of a wait status: one of them is None."""
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    return os.WEXITSTATUS(status), None
+
+
 def record_result(fields: Sequence[str]) -> RunResult:
     """The run an R line's fields describe: ``R START_NS END_NS STATUS UTIME_US STIME_US
     MAXRSS_KB MINFLT MAJFLT NVCSW NIVCSW TIMED_OUT`` (what follows them is health)."""
     start, end, status, ut, st, rss, minflt, majflt, nv, niv, timed = (int(x) for x in fields[1:12])
-    if timed:
-        exit_code, sig = None, 9  # killed by the server's SIGKILL at the timeout
-    elif os.WIFSIGNALED(status):
-        exit_code, sig = None, os.WTERMSIG(status)
-    else:
-        exit_code, sig = os.WEXITSTATUS(status), None
+    # killed by the server's SIGKILL at the timeout
+    exit_code, sig = (None, 9) if timed else decode_status(status)
     return RunResult(wall_ns=end - start, user_s=ut / 1e6, sys_s=st / 1e6, maxrss_kb=rss,
                      minflt=minflt, majflt=majflt, nvcsw=nv, nivcsw=niv, exit_code=exit_code,
                      signal=sig, timed_out=bool(timed), start_ns=start, end_ns=end)

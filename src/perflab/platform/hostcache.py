@@ -10,8 +10,8 @@ run as the run's health, not taken from here.
 
 from __future__ import annotations
 
-# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
-# without either (bench/startup.sh, issue 16).
+# tempfile is imported in the functions that use it: `perflab run` starts without it
+# (bench/startup.sh, issue 16).
 import hashlib
 import json
 import os

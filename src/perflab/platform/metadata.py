@@ -6,8 +6,8 @@ Everything under /proc and /sys is read through ``Root``. On a fixture root (``R
 
 from __future__ import annotations
 
-# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
-# without either (bench/startup.sh, issue 16).
+# subprocess is imported in the functions that use it: `perflab run` starts without it
+# (bench/startup.sh, issue 16).
 import os
 import re
 import shutil

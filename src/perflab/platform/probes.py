@@ -8,8 +8,8 @@ run -m32 or -mx32 binaries?) live with the builds, in perflab.kernels.abi.
 
 from __future__ import annotations
 
-# subprocess and tempfile are imported in the functions that use them: `perflab run` starts
-# without either (bench/startup.sh, issue 16).
+# subprocess is imported in the functions that use it: `perflab run` starts without it
+# (bench/startup.sh, issue 16).
 import functools
 import shutil
 from dataclasses import dataclass

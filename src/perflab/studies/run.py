@@ -197,7 +197,8 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
         for i in order:
             spec = specs[i]
             # One command and nothing between its runs: the rounds up to the next decision go
-            # back to back (session.run_many), each run still stored as it completes.
+            # back to back (session.run_many): each run journalled before the next starts, stored
+            # a group at a time.
             count = (_rounds_ahead(config, reps[i], target.get(i), walls[i], (now() - t0) / 1e9)
                      if len(order) == 1 and prepare is None else 1)
             if count == 1 and not session.stored(spec, reps[i]):
