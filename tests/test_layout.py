@@ -14,7 +14,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "src" / "perflab"
 
 RANK = {
-    "__init__": 0, "model": 0, "errors": 0,
+    "__init__": 0, "model": 0, "errors": 0, "startup": 0,
     "stats": 1, "platform": 1,
     "kernels": 2,
     "measure": 3, "store": 3,

@@ -103,6 +103,15 @@ def test_abi_probes():
     assert numa.available == (numa.value >= 2)
 
 
+def test_abi_probe_names_match_the_probes():
+    # A machine record is complete when it has every name in ABI_PROBE_NAMES (studies'
+    # with_abi_probes checks it without importing kernels.abi): the two lists must agree.
+    from perflab import kernels
+    from perflab.kernels import abi
+
+    assert tuple(abi.PROBES) == kernels.ABI_PROBE_NAMES
+
+
 def test_cli_machine_on_fixture_json(topology_root):
     root = topology_root("64amd64-4s2n4ca2co")
     proc = perflab("machine", "--root", root.path, "--json")

@@ -1,3 +1,10 @@
-from perflab.cli import main
+"""The `perflab` command (the console script) and `python -m perflab`."""
 
-main()
+from perflab import startup
+
+startup.begin()  # before the imports it is about (perflab/startup.py)
+
+from perflab.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    main()

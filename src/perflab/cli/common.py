@@ -135,8 +135,10 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
     is stored, write --json; the result back. ``study``: more arguments of run_study."""
     from perflab.measure.executor import default_executor
     from perflab.store import open_store
+    from perflab import startup
     from perflab.studies import run_study
 
+    startup.end()
     with open_store(db_url) as store, default_executor() as executor:
         result = run_study(module, config, store, executor,
                            progress=lambda text: console.print(text, highlight=False), **study)

@@ -7,7 +7,6 @@ Options become a typed GateConfig here; the gate itself is perflab.studies.gate.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -63,7 +62,8 @@ def write_output(path: str, text: str, what: str) -> None:
         click.echo(text, nl=False)
         return
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
     except OSError as exc:
         raise PerflabError(f"cannot write {what} to {path}: {exc.strerror}; choose another path") from None
     click.echo(f"perflab: wrote {what} to {path}", err=True)
@@ -135,9 +135,11 @@ class RunGate:
                             ("--gate-markdown", gate_markdown), ("--gate-json", gate_json)):
                 if v:
                     raise PerflabError(f"{flag} belongs to the gate: add --baseline NAME")
-        from perflab.store.baselines import check_name
+        self.save = None
+        if baseline_save:
+            from perflab.store.baselines import check_name
 
-        self.save = check_name(baseline_save) if baseline_save else None
+            self.save = check_name(baseline_save)
         self.baseline = gate_baseline
         self.thresholds = thresholds_of(fail_if) if gate_baseline else ()
         self.cross_machine = cross_machine

@@ -199,7 +199,6 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         check_command(spec.argv, spec.shell)
     console = make_console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
     from perflab.measure.executor import default_executor
-    from perflab.report import export
     from perflab.report.terminal.run import render
     from perflab.store.lite import open_fast
 
@@ -210,6 +209,8 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         result = _measure(run_study_module, config, store, executor, machine, console, meter)
         render(result, console)
         console.print(f"perflab: results in {store.display}, campaign {result.campaign_id}", highlight=False)
+        if export_json or export_csv or export_markdown:
+            from perflab.report import export
         if export_json:
             export.export_json(result, export_json)
         if export_csv:
@@ -227,8 +228,10 @@ def _measure(module, config, store, executor, machine, console, energy=None):
     The machine capture runs on a thread beside the runs: it waits on subprocesses and a steal
     sample, which need no CPU of ours, and the study needs nothing from it before it ends.
     """
+    from perflab import startup
     from perflab.studies import run_study
 
+    startup.end()  # every module the run needs is loaded: collect normally from here
     if not console.is_terminal:
         return run_study(module, config, store, executor, machine=machine, energy=energy)
     from rich.progress import Progress, TextColumn, TimeElapsedColumn

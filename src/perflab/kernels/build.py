@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from perflab.errors import PerflabError
+from perflab.kernels import cache_dir
 
 
 class BuildError(PerflabError):
@@ -39,11 +40,7 @@ class BuildResult:
 
 def cache_root() -> Path:
     """$PERFLAB_CACHE, else $XDG_CACHE_HOME/perflab, else ~/.cache/perflab."""
-    env = os.environ.get("PERFLAB_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "perflab"
+    return Path(cache_dir())
 
 
 @functools.lru_cache(maxsize=None)

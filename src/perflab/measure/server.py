@@ -14,12 +14,10 @@ import shutil
 import signal
 import struct
 import time
-from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from perflab import kernels
 from perflab.errors import PerflabError
-from perflab.kernels.build import build, cache_root
 from perflab.model import RunResult, RunSpec
 
 
@@ -27,30 +25,35 @@ def build_helper(name: str) -> str | None:
     """Path of a C helper from perflab/kernels/NAME.c (static if possible), or None."""
     # The source's path beside the package (an install is plain files): importlib.resources
     # would load zipfile and its readers, ~2.5 ms of every start.
-    path = Path(kernels.__file__).parent / f"{name}.c"
+    path = os.path.join(os.path.dirname(kernels.__file__), f"{name}.c")
     # The build cache's key asks `gcc --version` (a process, ~8 ms of every perflab run's
     # start-up): remember the helper by what that answer depends on instead.
     gcc = shutil.which("gcc")
     quick = None
     if gcc:
         st = os.stat(gcc)
-        digest = hashlib.sha256(path.read_bytes() + f"\0{os.path.realpath(gcc)}\0{st.st_mtime_ns}".encode())
-        quick = cache_root() / "helpers" / f"{name}-{digest.hexdigest()[:24]}"
+        with open(path, "rb") as fh:
+            source = fh.read()
+        digest = hashlib.sha256(source + f"\0{os.path.realpath(gcc)}\0{st.st_mtime_ns}".encode())
+        quick = os.path.join(kernels.cache_dir(), "helpers", f"{name}-{digest.hexdigest()[:24]}")
         try:
-            known = quick.read_text().strip()
+            with open(quick, encoding="utf-8") as fh:
+                known = fh.read().strip()
             if os.access(known, os.X_OK):
                 return known
         except OSError:
             pass
     for flags in (("-O2", "-static"), ("-O2",)):
         try:
-            built = str(build([path], f"perflab-{name}", compiler="gcc", cflags=flags).path)
+            # The build cache (kernels.build, pathlib) loads only when a helper is not known yet.
+            built = str(kernels.build.build([path], f"perflab-{name}", compiler="gcc", cflags=flags).path)
         except PerflabError:
             continue
         if quick is not None:
-            quick.parent.mkdir(parents=True, exist_ok=True)
-            tmp = quick.with_suffix(f".{os.getpid()}")
-            tmp.write_text(built)
+            os.makedirs(os.path.dirname(quick), exist_ok=True)
+            tmp = f"{quick}.{os.getpid()}"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(built)
             os.replace(tmp, quick)
         return built
     return None

@@ -23,15 +23,19 @@ import os
 import sqlite3
 import threading
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from perflab import store as _package
 from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.platform.host import batch_labels
-from perflab.store.db import Store, open_store
+from perflab.store.campaigns import CampaignMethods
 from perflab.store.rows import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
 from perflab.store.url import _resolve_url
 from perflab.store.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from perflab.store.db import Store
 
 _MEASUREMENT_COLUMNS = (*_RESULT_COLUMNS, "campaign_id", "label", "params", "rep", "metrics",
                         "counters", "energy", "health", "failure", "created")
@@ -48,15 +52,15 @@ def open_fast(url_or_path: str | None = None) -> "LiteStore | Store":
     """A LiteStore for an existing SQLite file at the current schema, else the full Store."""
     url, display, path = _resolve_url(url_or_path)
     if path is None or not os.path.isfile(path):
-        return open_store(url_or_path)
+        return _package.open_store(url_or_path)
     try:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.Error:
-        return open_store(url_or_path)  # the full store says what is wrong in one line
+        return _package.open_store(url_or_path)  # the full store says what is wrong in one line
     if version != SCHEMA_VERSION:
         conn.close()
-        return open_store(url_or_path)
+        return _package.open_store(url_or_path)
     return LiteStore(conn, display, path)
 
 
@@ -64,11 +68,11 @@ class LiteStore:
     """The writes studies make, on sqlite3; every other Store method on the full Store."""
 
     dialect = "sqlite"
-    open_campaign = Store.open_campaign  # uses only the methods below
+    open_campaign = CampaignMethods.open_campaign  # uses only the methods below
 
     def __init__(self, conn: sqlite3.Connection, display: str, path: str) -> None:
         self._conn, self.display, self.path = conn, display, path
-        self._full: Store | None = None
+        self._full: Store | None = None  # opened when first needed
         self._lock = threading.Lock()  # a host capture may finish on another thread
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=30000"):
             conn.execute(f"PRAGMA {pragma}")
@@ -78,7 +82,7 @@ class LiteStore:
 
     def __getattr__(self, name: str) -> Any:
         if self._full is None:
-            self._full = open_store(self.path)
+            self._full = _package.open_store(self.path)
         return getattr(self._full, name)
 
     def __enter__(self) -> "LiteStore":

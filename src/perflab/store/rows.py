@@ -11,7 +11,6 @@ import math
 import os
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from perflab.model import RunResult
@@ -88,7 +87,9 @@ def _jsonable(obj: Any) -> Any:
         return [_jsonable(v) for v in items]
     if is_dataclass(obj) and not isinstance(obj, type):
         return _jsonable(asdict(obj))
-    if isinstance(obj, (Path, datetime)):
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, datetime):
         return str(obj)
     if hasattr(obj, "item"):  # numpy scalars
         return _jsonable(obj.item())

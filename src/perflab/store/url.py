@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
@@ -58,15 +57,15 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
         path = value
     if path == ":memory:":
         return "sqlite://", "sqlite in-memory (not kept)", None
-    p = Path(path).expanduser().absolute()
-    if not p.parent.is_dir():
+    p = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isdir(os.path.dirname(p)):
         raise PerflabError(
-            f"cannot open results store {p}: directory {p.parent} does not exist; create it or "
-            "pass another --db"
+            f"cannot open results store {p}: directory {os.path.dirname(p)} does not exist; create "
+            "it or pass another --db"
         )
-    if p.is_dir():
+    if os.path.isdir(p):
         raise PerflabError(f"cannot open results store {p}: it is a directory; pass a file path to --db")
-    return f"sqlite:///{p}", str(p), str(p)
+    return f"sqlite:///{p}", p, p
 
 
 def redact_url(url: str) -> str:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from perflab.errors import PerflabError
-from perflab.kernels.abi import PROBES as ABI_PROBES
-from perflab.kernels.abi import abi_probes
+from perflab import kernels
 from perflab.platform.host import Machine, capture
-from perflab.store import Store
 from perflab.studies.session import Session, _quiet
+
+if TYPE_CHECKING:
+    from perflab.store import Store
 
 # Study name -> module: the studies `perflab resume` can re-plan from a stored config.
 STUDIES = {
@@ -40,9 +41,9 @@ def with_abi_probes(machine: Machine) -> Machine:
     """What this machine can build and run belongs to its record too (cached per process; a
     capture cached for the boot already holds them)."""
     probes = machine.metadata.get("probes")
-    if probes is not None and not set(ABI_PROBES) <= set(probes):
+    if probes is not None and not set(kernels.ABI_PROBE_NAMES) <= set(probes):
         machine.metadata["probes"].update(
-            {k: {"available": p.available, "reason": p.reason} for k, p in abi_probes().items()})
+            {k: {"available": p.available, "reason": p.reason} for k, p in kernels.abi.abi_probes().items()})
     return machine
 
 

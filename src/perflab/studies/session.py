@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from perflab.measure import journal as run_journal
 from perflab.measure.energy import EnergyMeter
 from perflab.measure.executor import ConcurrentResult, Executor
 from perflab.measure.journal import Journal
 from perflab.model import RunResult, RunSpec
-from perflab.store import Store, canonical_params
+from perflab.store import canonical_params
+
+if TYPE_CHECKING:
+    from perflab.store import Store
 
 Key = tuple[str, str, int]
 
