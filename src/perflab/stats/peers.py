@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from perflab.stats.compare import holm, mann_whitney
+from perflab.stats.comparison import holm, mann_whitney
 
 # Below this many values in a group the exact test of scipy is affordable and more accurate.
 _EXACT_LIMIT = 5000

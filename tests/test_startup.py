@@ -1,0 +1,69 @@
+"""What `perflab run` loads before it measures, and the collector's start-up state: issue 16's
+start-up budget kept without timing anything (bench/startup.sh does the timing).
+
+Each module named here cost milliseconds of every start when it was on the run's path; a change
+that puts one back fails here, with the module named."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from perflab.store import open_store
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+# Runs `python -m perflab ARGS` in this process and reports, after the command, which modules
+# were loaded and what the collector looks like.
+PROBE = """
+import gc, json, runpy, sys
+out, sys.argv = sys.argv[1], ["perflab", *sys.argv[2:]]
+try:
+    runpy.run_module("perflab", run_name="__main__", alter_sys=True)
+finally:
+    with open(out, "w") as fh:
+        json.dump({"modules": sorted(sys.modules), "threshold": gc.get_threshold(),
+                   "frozen": gc.get_freeze_count(), "enabled": gc.isenabled()}, fh)
+"""
+
+# Not needed to run a command and store it in an existing SQLite file; each is loaded on demand
+# (the full store on a new file, the build cache on a new compiler, the gate with --baseline...).
+NOT_ON_THE_RUN_PATH = (
+    "sqlalchemy", "numpy", "scipy", "matplotlib", "jinja2",
+    "perflab.store.db", "perflab.store.baselines", "perflab.kernels.build", "perflab.kernels.abi",
+    "perflab.report.export", "perflab.studies.gate", "perflab.workloads",
+    "perflab.stats.comparison", "perflab.stats.bootstrap",
+    "pathlib", "subprocess", "tempfile", "csv", "zipfile",
+)
+
+
+def _probe(tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / "probe.json"
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(out), *args], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text())
+
+
+def test_run_loads_only_what_it_needs_and_restores_the_collector(tmp_path):
+    db = str(tmp_path / "s.db")
+    open_store(db).close()  # an existing store at the current schema, as after the first run
+    args = ("run", "--db", db, "--runs", "1", "--energy", "off", "--", "true")
+    _probe(tmp_path, *args)  # fills the per-boot machine cache and the helper's quick path
+    seen = _probe(tmp_path, *args)
+    loaded = [m for m in NOT_ON_THE_RUN_PATH if m in seen["modules"]]
+    assert not loaded, f"perflab run --runs 1 loaded {loaded}: load them where they are needed"
+    # start-up's objects frozen once the run began, the default thresholds back for the rest
+    assert seen["enabled"] and seen["frozen"] > 10_000
+    assert seen["threshold"][0] < 100_000
+
+
+def test_help_and_other_commands_keep_collecting(tmp_path):
+    # A command that never ends its start-up (machine, here) still collects: the first
+    # threshold is large, never off.
+    seen = _probe(tmp_path, "machine", "--json")
+    assert seen["enabled"] and seen["threshold"][0] == 100_000 and seen["frozen"] == 0
