@@ -12,7 +12,7 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.platform.sysfs import Root
-from perflab.platform.topology import read_topology
+from perflab.platform.topology import Topology, read_topology
 
 EXPECTED = {
     "memorysidecaches": (2, 40, 80, 4, 2),
@@ -40,6 +40,13 @@ def topo(topology_root):
 
 def counts(t):
     return (len(t.sockets), len(t.cores), len(t.cpus), len(t.nodes), len(t.caches_of(3)))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_stored_topology_reads_back_equal(topo, name):
+    # the per-boot machine cache stores to_dict() and serves from_dict() (platform/hostcache.py)
+    t = topo(name)
+    assert Topology.from_dict(t.to_dict(), t.allowed) == t
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -1,136 +1,18 @@
-"""Machine topology: logical CPUs, cores, SMT siblings, sockets, NUMA nodes, caches.
+"""Machine topology read from a sysfs/proc tree: ``read_topology(root)``.
 
-The data types below are the contract every study uses (placement plans, per-core verdicts,
-front-end reach). ``read_topology(root)`` fills them from a sysfs/proc tree.
+The data types (Cpu, Core, Node, Cache, Topology) live in platform/topology_types.py and are
+importable from here too, as every study does.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from perflab.errors import PerflabError
 from perflab.platform.sysfs import Root, cpuinfo_blocks, format_cpulist, parse_cpumask, parse_size
+from perflab.platform.topology_types import Cache, Core, Cpu, Node, Topology
 
-
-@dataclass(frozen=True)
-class Cpu:
-    """One online logical CPU."""
-
-    id: int
-    core: int  # index into Topology.cores (dense, 0..n_cores-1), not the kernel's core_id
-    socket: int  # physical_package_id as the kernel reports it
-    node: int  # NUMA node id (sparse ids kept as-is); 0 where the kernel has no NUMA
-    siblings: tuple[int, ...]  # online SMT siblings including itself, sorted
-    core_id: int | None = None  # kernel's raw core_id, for display only
-    max_freq_khz: int | None = None
-
-
-@dataclass(frozen=True)
-class Core:
-    """One physical core: the online CPUs sharing its execution units."""
-
-    index: int
-    socket: int
-    node: int
-    cpus: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Node:
-    """One NUMA node with its online CPUs (possibly none) and memory size."""
-
-    id: int
-    cpus: tuple[int, ...]
-    mem_bytes: int | None = None
-
-
-@dataclass(frozen=True)
-class Cache:
-    """One cache instance: level, type (Data/Instruction/Unified), size, sharing CPUs."""
-
-    level: int
-    type: str
-    size_bytes: int | None
-    cpus: tuple[int, ...]
-    line_size: int | None = None
-    ways: int | None = None
-
-
-@dataclass(frozen=True)
-class Topology:
-    cpus: tuple[Cpu, ...]  # online CPUs sorted by id
-    cores: tuple[Core, ...]
-    sockets: tuple[int, ...]  # package ids that have online CPUs
-    nodes: tuple[Node, ...]  # online NUMA nodes, ascending id
-    distances: dict[tuple[int, int], int] = field(default_factory=dict)
-    caches: tuple[Cache, ...] = ()
-    allowed: tuple[int, ...] | None = None  # CPUs this process may run on (live machine only)
-    rule_notes: tuple[str, ...] = ()  # which rule was followed where the tree is ambiguous
-    offline: tuple[int, ...] = ()  # CPUs present in the tree (cpuN/ exists) but offline
-
-    def cpu(self, cpu_id: int) -> Cpu:
-        for c in self.cpus:
-            if c.id == cpu_id:
-                return c
-        raise KeyError(cpu_id)
-
-    @property
-    def cpu_ids(self) -> tuple[int, ...]:
-        return tuple(c.id for c in self.cpus)
-
-    @property
-    def smt(self) -> bool:
-        return any(len(c.cpus) > 1 for c in self.cores)
-
-    def caches_of(self, level: int, type_: str | None = None) -> list[Cache]:
-        return [c for c in self.caches if c.level == level and (type_ is None or c.type == type_)]
-
-    def to_dict(self) -> dict:
-        """A JSON-able form (distances keyed "i,j") for stores and ``perflab machine --json``."""
-        return {
-            "sockets": list(self.sockets),
-            "cores": [
-                {"index": c.index, "socket": c.socket, "node": c.node, "cpus": list(c.cpus)}
-                for c in self.cores
-            ],
-            "cpus": [
-                {
-                    "id": c.id,
-                    "core": c.core,
-                    "socket": c.socket,
-                    "node": c.node,
-                    "siblings": list(c.siblings),
-                    "core_id": c.core_id,
-                    "max_freq_khz": c.max_freq_khz,
-                }
-                for c in self.cpus
-            ],
-            "nodes": [{"id": n.id, "cpus": list(n.cpus), "mem_bytes": n.mem_bytes} for n in self.nodes],
-            "distances": {f"{i},{j}": d for (i, j), d in sorted(self.distances.items())},
-            "caches": [
-                {
-                    "level": c.level,
-                    "type": c.type,
-                    "size_bytes": c.size_bytes,
-                    "cpus": list(c.cpus),
-                    "line_size": c.line_size,
-                    "ways": c.ways,
-                }
-                for c in self.caches
-            ],
-            "allowed": list(self.allowed) if self.allowed is not None else None,
-            "offline": list(self.offline),
-            "smt": self.smt,
-            "rule_notes": list(self.rule_notes),
-            "counts": {
-                "sockets": len(self.sockets),
-                "cores": len(self.cores),
-                "threads": len(self.cpus),
-                "numa_nodes": len(self.nodes),
-                "l3_groups": len(self.caches_of(3)),
-            },
-        }
+__all__ = ["Cache", "Core", "Cpu", "Node", "Topology", "allowed_cpus", "read_topology"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,6 +159,13 @@ def _caches(root: Root, online: set[int]) -> list[Cache]:
     return sorted(seen.values(), key=lambda c: (c.level, c.type, c.cpus))
 
 
+def allowed_cpus(root: Root) -> tuple[int, ...] | None:
+    """The CPUs this process may run on, on the live machine (None for a snapshot)."""
+    if root.is_live and hasattr(os, "sched_getaffinity"):
+        return tuple(sorted(os.sched_getaffinity(0)))
+    return None
+
+
 def read_topology(root: Root = Root("/")) -> Topology:
     """Topology of the online CPUs of the sysfs tree under ``root`` (hwloc-compatible counts)."""
     if not root.isdir(CPU_DIR):
@@ -380,9 +269,6 @@ def read_topology(root: Root = Root("/")) -> Topology:
         )
         for c in sorted(online)
     )
-    allowed = None
-    if root.is_live and hasattr(os, "sched_getaffinity"):
-        allowed = tuple(sorted(os.sched_getaffinity(0)))
     return Topology(
         cpus=cpu_objs,
         cores=tuple(cores),
@@ -390,7 +276,7 @@ def read_topology(root: Root = Root("/")) -> Topology:
         nodes=tuple(Node(id=n, cpus=node_cpus[n], mem_bytes=mem.get(n)) for n in sorted(node_cpus)),
         distances=distances,
         caches=tuple(_caches(root, online)),
-        allowed=allowed,
+        allowed=allowed_cpus(root),
         rule_notes=tuple(notes),
         offline=tuple(offline),
     )

@@ -1,0 +1,44 @@
+"""The per-boot machine cache (platform/hostcache.py): its topology is the one read from the
+tree while the kernel's online lists are unchanged, and is read again when they change."""
+
+from __future__ import annotations
+
+import shutil
+
+from perflab.platform.hostcache import capture_cached
+from perflab.platform.sysfs import Root
+from perflab.platform.topology import read_topology
+
+
+def _writable_copy(topology_root, tmp_path, name: str) -> Root:
+    src = topology_root(name).path
+    dst = tmp_path / "tree"
+    shutil.copytree(src, dst, symlinks=True)
+    boot = dst / "proc" / "sys" / "kernel" / "random"
+    boot.mkdir(parents=True, exist_ok=True)
+    (boot / "boot_id").write_text("5c0ffee0-0000-4000-8000-000000000001\n")  # a key to cache by
+    return Root(str(dst))
+
+
+def test_the_cached_topology_serves_until_cpus_go_offline(topology_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFLAB_CACHE", str(tmp_path / "cache"))
+    root = _writable_copy(topology_root, tmp_path, "16em64t-4s2c2t-offlines")
+    first = capture_cached(root)
+    assert len(list((tmp_path / "cache" / "host").iterdir())) == 1
+
+    # Per-CPU files the reader needs are gone: a topology read again would have no caches.
+    for cpu in first.topology.cpu_ids:
+        shutil.rmtree(root.join(f"sys/devices/system/cpu/cpu{cpu}/cache"))
+    assert first.topology.caches and not read_topology(root).caches
+    second = capture_cached(root)
+    assert second.topology == first.topology and second.metadata == first.metadata
+
+    # CPUs go offline (the online list changes): the topology is read again, and cached again.
+    online = root.join("sys/devices/system/cpu/online")
+    before = first.topology.cpu_ids
+    with open(online, "w") as fh:
+        fh.write(f"{before[0]}-{before[3]}\n" if before[3] - before[0] == 3 else f"{before[0]}\n")
+    third = capture_cached(root)
+    assert third.topology == read_topology(root) and len(third.topology.cpus) < len(before)
+    assert third.metadata == first.metadata  # what does not depend on the CPUs is not captured again
+    assert capture_cached(root).topology == third.topology
