@@ -20,7 +20,7 @@ from perflab.errors import PerflabError
 from perflab.model import RunSpec
 from perflab.store import open_store
 from perflab.store.lite import open_fast
-from perflab.studies.session import Session, recover_journals
+from perflab.studies.session import Session, journalled_runs, recover_journals
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -111,9 +111,27 @@ def test_kill_9_mid_batch_loses_at_most_the_run_in_flight(tmp_path):
         camp = store.campaigns()[-1]
         in_store = len(store.measurements(camp.id))
         assert in_store <= 6  # the store lagged on purpose
+        waiting = journalled_runs(store)
+    # a listing says what only the journal holds, and changes nothing
+    for args in (("results",), ("results", str(camp.id))):
+        listed = subprocess.run([sys.executable, "-m", "perflab", *args, "--db", db], capture_output=True,
+                                text=True, timeout=60, env={**os.environ, "PYTHONPATH": SRC})
+        assert listed.returncode == 0, listed.stderr
+        runs = "run" if waiting[camp.id] == 1 else "runs"
+        assert (f"campaign {camp.id} has {waiting[camp.id]} more measured {runs} in the journal"
+                in listed.stdout), listed.stdout
+        assert f"'perflab resume {camp.id}' stores them" in listed.stdout
+    report = subprocess.run([sys.executable, "-m", "perflab", "report", str(camp.id), "--db", db, "-o",
+                             str(tmp_path / "r.md")], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": SRC})
+    assert report.returncode == 0, report.stderr
+    assert f"warning: campaign {camp.id} has {waiting[camp.id]} more measured r" in report.stderr
+    with open_store(db) as store:
+        assert len(store.measurements(camp.id)) == in_store and journalled_runs(store) == waiting
         added = recover_journals(store)
+        assert journalled_runs(store) == {}
         ms = store.measurements(camp.id)
-    assert added == len(ms) - in_store > 0
+    assert added == len(ms) - in_store == waiting[camp.id] > 0
     assert sorted(m.rep for m in ms) == list(range(len(ms)))  # no gap, none twice
     assert executed in (len(ms), len(ms) + 1)  # at most the run in flight is lost
     assert not list(tmp_path.glob("j.db.perflab-runs-*"))

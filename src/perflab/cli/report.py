@@ -8,6 +8,18 @@ from perflab.cli.common import store_option
 from perflab.cli.options import Count, OutputPath
 
 
+def _journal_warnings(store, ids: set[int]) -> None:
+    """Runs a perflab killed mid-batch left in its journal are in no report until resumed."""
+    from perflab.studies.session import journalled_runs
+
+    for cid, n in sorted(journalled_runs(store).items()):
+        if cid in ids:
+            runs = "run" if n == 1 else "runs"
+            click.echo(f"perflab: warning: campaign {cid} has {n} more measured {runs} in the journal of a "
+                       f"perflab that was killed, not in this report: 'perflab resume {cid}' stores them",
+                       err=True)
+
+
 @click.command("report")
 @click.argument("campaigns", nargs=-1, type=Count(1, 2**31 - 1))
 @click.option("-o", "--output", "output", metavar="FILE", type=OutputPath(), help="Write here (default: report.html or report.md; '-' for stdout).")
@@ -28,7 +40,9 @@ def command(campaigns: tuple[int, ...], output: str | None, fmt: str | None, tit
     store = open_store(db_url)
     labs = [store.campaign(i) for i in campaigns] if campaigns else store.campaigns(study="lab")[-1:]
     lab = labs[0] if len(labs) == 1 and labs[0].study == "lab" else None
-    report = build_report(store, select_campaigns(store, campaigns), title, lab=lab)
+    selected = select_campaigns(store, campaigns)
+    report = build_report(store, selected, title, lab=lab)
+    _journal_warnings(store, {c.id for c in selected})
     text = to_markdown(report) if fmt == "markdown" else to_html(report)
     if output == "-":
         click.echo(text)

@@ -32,6 +32,17 @@ def _short(text: str | None, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _journal_notes(console, store, campaign_id: int | None) -> None:
+    """Say which runs a perflab killed mid-batch left in its journal, which no listing counts."""
+    from perflab.studies.session import journalled_runs
+
+    for cid, n in sorted(journalled_runs(store).items()):
+        if campaign_id in (None, cid):
+            runs = "run" if n == 1 else "runs"
+            console.print(f"note: campaign {cid} has {n} more measured {runs} in the journal of a perflab "
+                          f"that was killed (not counted above): 'perflab resume {cid}' stores them")
+
+
 @click.command(name="results")
 @click.argument("campaign_id", required=False, type=Count(1, 2**31 - 1))
 @click.option("--study", "-s", metavar="NAME", help="Only campaigns of this study (e.g. instances).")
@@ -111,6 +122,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: 
                 payload = {"campaign": row, "summary": camp.summary, "groups": [asdict(g) for g in groups]}
             if ms:
                 console.print(table)
+        _journal_notes(console, store, campaign_id)
     if json_path:
         from perflab.store import dumps
 

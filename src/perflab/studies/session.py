@@ -192,15 +192,15 @@ class Session:
         self.progress(message)
 
 
-def recover_journals(store: Store) -> int:
-    """Store the journalled runs of perflabs that died (kill -9 mid-batch) that the store lacks;
-    how many were added. A SQLite store only: batches are journalled beside its file."""
+def _unstored(store: Store) -> Iterator[tuple[str, list[run_journal.JournalRun]]]:
+    """Each journal a dead perflab left beside a SQLite store (kill -9 mid-batch: batches are
+    journalled beside its file), with its runs that the store lacks."""
     path = getattr(store, "path", None)
     if not path:
-        return 0
-    added = 0
+        return
     for orphan in run_journal.orphans(path):
         have: dict[int, set[Key] | None] = {}
+        missing = []
         for run in run_journal.read(orphan):
             if run.campaign_id not in have:
                 known = {c.id for c in store.campaigns()}  # a campaign deleted since gets nothing
@@ -208,9 +208,29 @@ def recover_journals(store: Store) -> int:
                                           for m in store.measurements(run.campaign_id)}
                                          if run.campaign_id in known else None)
             key = (run.label, canonical_params(run.params), run.rep)
-            if have[run.campaign_id] is not None and key not in have[run.campaign_id]:
-                store.add_measurement(run.campaign_id, run.result, run.params, rep=run.rep, label=run.label)
-                have[run.campaign_id].add(key)
-                added += 1
+            stored = have[run.campaign_id]
+            if stored is not None and key not in stored:
+                missing.append(run)
+                stored.add(key)
+        yield orphan, missing
+
+
+def recover_journals(store: Store) -> int:
+    """Store the journalled runs of perflabs that died that the store lacks; how many were added."""
+    added = 0
+    for orphan, missing in _unstored(store):
+        for run in missing:
+            store.add_measurement(run.campaign_id, run.result, run.params, rep=run.rep, label=run.label)
+            added += 1
         run_journal.discard(orphan)
     return added
+
+
+def journalled_runs(store: Store) -> dict[int, int]:
+    """Campaign id -> runs only a dead perflab's journal holds: measured, not yet in the store,
+    what `perflab resume ID` stores. Read-only (a listing must not write)."""
+    counts: dict[int, int] = {}
+    for _, missing in _unstored(store):
+        for run in missing:
+            counts[run.campaign_id] = counts.get(run.campaign_id, 0) + 1
+    return counts
