@@ -210,13 +210,12 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         render(result, console)
         console.print(f"perflab: results in {store.display}, campaign {result.campaign_id}", highlight=False)
         if export_json or export_csv or export_markdown:
-            from perflab.report import export
-        if export_json:
-            export.export_json(result, export_json)
-        if export_csv:
-            export.export_csv(result, export_csv)
-        if export_markdown:
-            export.export_markdown(result, export_markdown)
+            from perflab.report import export  # the writers (csv among them) only when asked for
+
+            for path, write in ((export_json, export.export_json), (export_csv, export.export_csv),
+                                (export_markdown, export.export_markdown)):
+                if path:
+                    write(result, path)
         if json_path:
             emit_json(json_path, result.as_dict())
         gate.after(store, result.campaign_id, stdout_taken=console.stderr)
