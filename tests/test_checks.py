@@ -26,3 +26,14 @@ def test_run_tells_two_commands_2pct_apart():
 
     assert sum(trial(0.02, seed)[1] for seed in range(10)) >= 8
     assert sum(trial(0.0, 100 + seed)[0] for seed in range(10)) <= 2
+
+
+def test_run_calls_nothing_on_runs_too_few_to_reach_its_level():
+    # Equal commands were called different in 72 % of trials with one run each (no interval at
+    # all) and 12.5 % with three each (a 90 % interval read as 95 %): see perflab/checks/run_check.py.
+    from perflab.checks.run_check import trial
+
+    assert sum(trial(0.0, 200 + seed, runs=1)[0] for seed in range(40)) == 0
+    assert sum(trial(0.0, 300 + seed, runs=3)[0] for seed in range(40)) == 0
+    # four each can reach 95 %: a large planted difference is found again
+    assert sum(trial(0.5, 400 + seed, runs=4)[1] for seed in range(10)) >= 9

@@ -5,6 +5,11 @@ Two commands of about 0.1 s through the MockExecutor at `perflab run`'s default 
 study runs them, with log-normal run-to-run noise (2 %), a slow drift of the machine (+-1 %) and
 bursts of interference (1 run in 20 takes 30 % longer). A false positive is a verdict that the
 two equal commands differ; a detection is a verdict that the planted slower one is slower.
+
+The same with `--runs 1` and `--runs 3`, equal commands only: there no interval can reach 95 %.
+Before perflab refused to call a difference on them, these two equal commands were called
+different in 72 % of 200 trials with one run each (the slower single run was "slower" whenever it
+was 1 % slower) and in 12.5 % with three each (a 90 % interval read as a 95 % one).
 """
 
 from __future__ import annotations
@@ -36,10 +41,10 @@ def _executor(slower: float, rng: random.Random) -> MockExecutor:
     return ex
 
 
-def trial(slower: float, seed: int) -> tuple[bool, bool]:
-    """(the verdict says the two differ, it says b is the slower one)."""
+def trial(slower: float, seed: int, runs: int | None = None) -> tuple[bool, bool]:
+    """(the verdict says the two differ, it says b is the slower one); ``runs``: --runs N."""
     rng = random.Random(seed)
-    cfg = run.RunConfig(commands=(run.Command("a", ("a",)), run.Command("b", ("b",))), seed=seed)
+    cfg = run.RunConfig(commands=(run.Command("a", ("a",)), run.Command("b", ("b",))), seed=seed, runs=runs)
     machine = Machine(Topology((), (), (), ()), {"hostname": "sim"})
     with open_store(":memory:") as store:
         result = run_study(run, cfg, store, _executor(slower, rng), machine=machine)
@@ -52,4 +57,7 @@ def verdict_check(runs: int = 200, seed: int = 0) -> tuple[float, float]:
     fp = sum(trial(0.0, seed + i)[0] for i in range(runs)) / runs
     det = sum(trial(PLANTED, seed + runs + i)[1] for i in range(runs)) / runs
     print(f"verdict-check: run-compare false_positive={fp:.3f} detection={det:.3f} runs={runs}", flush=True)
+    for n in (1, 3):
+        few = sum(trial(0.0, seed + 2 * runs + i, runs=n)[0] for i in range(runs)) / runs
+        print(f"verdict-check: run-compare-{n}-runs false_positive={few:.3f} runs={runs}", flush=True)
     return fp, det

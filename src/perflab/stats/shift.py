@@ -59,6 +59,16 @@ def _erfinv(y: float) -> float:
     return float(erfinv(y))
 
 
+def runs_to_reach(level: float) -> int:
+    """The fewest runs n of each of two samples for which ratio_ci's interval can reach ``level``:
+    its widest (min..max) interval misses only when every run of one sample lies beyond every run
+    of the other, P = 2 / C(2n, n) under the null."""
+    n = 2
+    while 2 / math.comb(2 * n, n) > 1 - level:
+        n += 1
+    return n
+
+
 def ratio_ci(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[float, CI]:
     """a/b as exp(Hodges-Lehmann shift of logs) with Moses' interval at its achieved level."""
     import numpy as np

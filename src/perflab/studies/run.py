@@ -24,7 +24,7 @@ from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
 from perflab.platform.host import Machine
 from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
-from perflab.stats.shift import ratio_ci
+from perflab.stats.shift import ratio_ci, runs_to_reach
 from perflab.studies.energy import events_metric, summarise
 from perflab.studies.run_result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.session import Session
@@ -378,16 +378,23 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
     if len(ok) > 1:
         fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]
         # Each other command against the fastest: Hodges-Lehmann ratio with Moses' interval (the
-        # Mann-Whitney test's own interval) at 1 - alpha/(k-1), Bonferroni over the k-1
-        # comparisons, so "slower" holds for all of them together at alpha.
+        # Mann-Whitney test's own interval) at 1 - alpha/(k-1), Bonferroni over the k-1 comparisons,
+        # so "slower" holds for all of them together at alpha; never where too few runs fall short.
         level = 1 - ALPHA / (len(ok) - 1)
         for b in ok:
             if b is fastest:
-                b.relative = {"ratio": 1.0, "low": 1.0, "high": 1.0, "level": level, "significant": False}
-            else:
-                ratio, ci = ratio_ci(b.times, fastest.times, level=level)
-                b.relative = {"ratio": ratio, "low": ci.low, "high": ci.high, "level": ci.level,
-                              "significant": ci.low > 1.0 and ratio >= 1 + MIN_EFFECT}
+                b.relative = {"ratio": 1.0, "low": 1.0, "high": 1.0, "level": level, "target": level,
+                              "significant": False}
+                continue
+            ratio, ci = ratio_ci(b.times, fastest.times, level=level)
+            reached = ci.level >= level - 1e-9
+            b.relative = {"ratio": ratio, "low": ci.low, "high": ci.high, "level": ci.level, "target": level,
+                          "significant": reached and ci.low > 1.0 and ratio >= 1 + MIN_EFFECT}
+            if not reached:
+                warnings.append(f"'{b.command}' against '{fastest.command}': {len(b.times)} and "
+                                f"{len(fastest.times)} runs cannot reach {level:.1%} confidence (at most "
+                                f"{ci.level:.0%}), so neither is called faster; give at least "
+                                f"{runs_to_reach(level)} runs each")
     result = RunStudyResult(benches, warnings, stopped_by)
     result.health = health_summary([r.result for r in runs])
     return result

@@ -46,13 +46,15 @@ def render(result: RunStudyResult, console: Any) -> None:
     from rich.table import Table
 
     shown = [b for b in result.benchmarks if b.summary]
-    levels = {CI.from_dict(b.median_ci).label() for b in shown if b.median_ci}
-    ci_head = levels.pop() if len(levels) == 1 else "CI"
+    # One run gives no interval (its "CI" has level 0): such a cell says so instead.
+    levels = {CI.from_dict(b.median_ci).label() for b in shown if b.median_ci and b.median_ci["level"] > 0}
+    ci_head = levels.pop() if len(levels) == 1 else "CI" if levels else None
     many = len(shown) > 1
     narrow = console.is_terminal and console.width < 110
     table = Table(title="perflab run")
     table.add_column("command", overflow="fold")
-    for col in ("runs", f"median [{ci_head}]", "mean ± σ", "min…max", "user/sys", "max RSS"):
+    for col in ("runs", f"median [{ci_head}]" if ci_head else "median", "mean ± σ", "min…max", "user/sys",
+                "max RSS"):
         table.add_column(col, justify="right", no_wrap=True)
     if many:
         rel_levels = {b.relative["level"] for b in shown if b.relative and b.relative.get("ratio") != 1.0}
@@ -63,9 +65,12 @@ def render(result: RunStudyResult, console: Any) -> None:
         assert s is not None
         u = time_unit(s["median"])
         num = lambda x: fmt_time(x, u).split()[0]  # noqa: E731
-        median = f"{fmt_time(s['median'], u)} [{num(ci.low)}, {num(ci.high)}]"
-        if len(levels) > 1 or ci_head == "CI":
-            median += f" ({ci.label()})"
+        if ci.level <= 0:
+            median = f"{fmt_time(s['median'], u)} (1 run: no CI)"
+        else:
+            median = f"{fmt_time(s['median'], u)} [{num(ci.low)}, {num(ci.high)}]"
+            if len(levels) > 1 or ci_head == "CI":
+                median += f" ({ci.label()})"
         cells = [str(s["n"]) + (f" (+{b.failed} failed)" if b.failed else ""), median,
                  f"{fmt_time(s['mean'], u)} ± {num(s['stddev'])}", f"{num(s['min'])}…{num(s['max'])}",
                  f"{num(_mean(b.user))}/{num(_mean(b.system))}",
@@ -88,8 +93,12 @@ def render(result: RunStudyResult, console: Any) -> None:
         for b in shown:
             if b is not fastest and b.relative:
                 r = b.relative
-                what = ("slower" if r.get("significant") else
-                        "not shown to differ (the interval holds 1, or under 1 %)")
+                if r.get("significant"):
+                    what = "slower"
+                elif r["level"] < r.get("target", 0) - 1e-9:
+                    what = "too few runs to tell (see the warning)"
+                else:
+                    what = "not shown to differ (the interval holds 1, or under 1 %)"
                 console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({r['level']:.0%} CI, "
                               f"Bonferroni over {len(shown) - 1}) {what}: {b.command}",
                               highlight=False, markup=False)
