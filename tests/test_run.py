@@ -227,6 +227,28 @@ def test_terminal_snapshot(store):
     assert text == snap.read_text()
 
 
+def test_too_few_runs_call_nothing_and_say_how_many_would(store):
+    from rich.console import Console
+
+    # 3 runs each: the widest interval covers 90 %, short of the 95 % a "slower" needs
+    res = run_run(RunConfig(commands=(cmd("sleep 0.2"), cmd("sleep 0.1")), runs=3, seed=1), MockExecutor(), store)
+    slow = res.benchmarks[0].relative
+    assert slow["ratio"] == pytest.approx(2.0) and slow["level"] == pytest.approx(0.9) and slow["target"] == 0.95
+    assert not slow["significant"]
+    assert any("3 and 3 runs cannot reach 95.0% confidence (at most 90%)" in w and "at least 4 runs each" in w
+               for w in res.warnings)
+    assert "too few runs to tell from it: sleep 0.2" in run_result.verdict(res)
+    # 4 runs each reach it: the same difference is called
+    res4 = run_run(RunConfig(commands=(cmd("sleep 0.2"), cmd("sleep 0.1")), runs=4, seed=1), MockExecutor(), store)
+    assert res4.benchmarks[0].relative["significant"] and not any("cannot reach" in w for w in res4.warnings)
+    # 1 run: no interval at all, and the table says so rather than showing a 0 % one
+    res1 = run_run(RunConfig(commands=(cmd("sleep 0.1"),), runs=1), MockExecutor(), store)
+    console = Console(width=160, record=True, file=io.StringIO(), color_system=None)
+    render(res1, console)
+    text = console.export_text()
+    assert "1 run: no CI" in text and "0% CI" not in text and "median [" not in text
+
+
 def test_exports_hyperfine_schema(store, tmp_path):
     cfg = RunConfig(commands=(Command("sleep {t}", ("sleep", "{t}")),), runs=3,
                     parameters=(("t", ("0.1", "0.2")),))

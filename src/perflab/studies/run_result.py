@@ -120,10 +120,13 @@ def verdict(result: RunStudyResult) -> str:
         rest = [b for b in ok if b is not fastest and b.relative]
         slower = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
                   f"{b.relative['high']:.3g}]" for b in rest if b.relative.get("significant")]
-        same = [b.command for b in rest if not b.relative.get("significant")]
+        few = [b.command for b in rest if b.relative["level"] < b.relative.get("target", 0) - 1e-9]
+        same = [b.command for b in rest if not b.relative.get("significant") and b.command not in few]
         text += f"; fastest of {len(ok)}"
         if slower:
             text += " (slower: " + "; ".join(slower) + ")"
+        if few:
+            text += f"; too few runs to tell from it: {', '.join(few)} (no interval reaches the level needed)"
         if same:
             text += (f"; not shown to differ from it: {', '.join(same)} (Mann-Whitney's interval "
                      "holds 1, or the difference is under 1 %; this does not show they are equal)")
