@@ -247,6 +247,7 @@ def test_too_few_runs_call_nothing_and_say_how_many_would(store):
     render(res1, console)
     text = console.export_text()
     assert "1 run: no CI" in text and "0% CI" not in text and "median [" not in text
+    assert run_result.verdict(res1) == "sleep 0.1: median 0.1 s (no CI, 1 run)."
 
 
 def test_exports_hyperfine_schema(store, tmp_path):

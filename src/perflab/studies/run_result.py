@@ -112,7 +112,8 @@ def verdict(result: RunStudyResult) -> str:
     assert fastest is not None and fastest.summary and fastest.median_ci
     ci = CI.from_dict(fastest.median_ci)
     interval = f"{ci.label()} {ci.low:.3g}..{ci.high:.3g} s" if ci.level > 0 else "no CI"
-    text = f"{fastest.command}: median {fastest.summary['median']:.3g} s ({interval}, {fastest.n} runs)"
+    runs = f"{fastest.n} run" + ("s" if fastest.n != 1 else "")
+    text = f"{fastest.command}: median {fastest.summary['median']:.3g} s ({interval}, {runs})"
     rate = fastest.metric_medians().get("events_per_s")
     if rate is not None:
         text += f", {rate:.3g} events/s"
