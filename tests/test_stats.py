@@ -238,3 +238,13 @@ def test_van_elteren_one_stratum_is_mann_whitney_and_null_is_calibrated():
     strata = [([1.0, 1.1, 0.9], [2.0, 2.2, 1.8]), ([10.0, 11.0, 9.0], [20.0, 22.0, 18.0])]
     ratio, lo, hi = pooled_ratio(strata)
     assert abs(ratio - 2.0) < 1e-9 and lo <= 2.0 <= hi
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.975, 1 - 0.05 / 3, 0.99])
+def test_runs_to_reach_is_the_fewest_runs_whose_ratio_interval_reaches_the_level(level):
+    from perflab.stats.shift import ratio_ci, runs_to_reach
+
+    n = runs_to_reach(level)
+    a, b = [1.0 + 0.01 * i for i in range(n)], [2.0 + 0.01 * i for i in range(n)]
+    assert ratio_ci(b, a, level)[1].level >= level
+    assert ratio_ci(b[:-1], a[:-1], level)[1].level < level
