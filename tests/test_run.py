@@ -281,7 +281,7 @@ def perflab(*args: str, cwd=None) -> subprocess.CompletedProcess:
 def test_cli_sleep_median_within_1_5_ms(tmp_path):
     # The issue's check: `perflab run --runs 30 -- sleep 0.01` reports a median within 1.5 ms of
     # 10 ms (process start costs about 1 ms). Some hours this VM wakes every sleeper late (hyperfine
-    # itself then times `sleep 0.01` at 11.6-11.8 ms with no load), so hyperfine -N runs just
+    # itself then timed `sleep 0.01` at 11.6 ms with no load), so hyperfine -N runs just
     # before each attempt: within 0.5 ms of its median also passes, as perflab added nothing of its
     # own. Other tenants' load delays every wake-up, so try up to three times; if all miss while
     # the machine is overloaded, skip (saying by how much) rather than blame perflab.

@@ -62,7 +62,7 @@ def test_run_loads_only_what_it_needs_and_restores_the_collector(tmp_path):
     assert seen["threshold"][0] < 100_000
 
 
-def test_help_and_other_commands_keep_collecting(tmp_path):
+def test_a_command_that_never_ends_its_start_up_keeps_collecting(tmp_path):
     # A command that never ends its start-up (machine, here) still collects: the first
     # threshold is large, never off.
     seen = _probe(tmp_path, "machine", "--json")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from perflab.errors import PerflabError
-from perflab.kernels import cache_dir
+from perflab.platform import cache_dir
 
 
 class BuildError(PerflabError):

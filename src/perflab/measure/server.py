@@ -19,6 +19,7 @@ from typing import Iterator, Mapping, Sequence
 from perflab import kernels
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec
+from perflab.platform import cache_dir
 
 
 def build_helper(name: str) -> str | None:
@@ -35,7 +36,7 @@ def build_helper(name: str) -> str | None:
         with open(path, "rb") as fh:
             source = fh.read()
         digest = hashlib.sha256(source + f"\0{os.path.realpath(gcc)}\0{st.st_mtime_ns}".encode())
-        quick = os.path.join(kernels.cache_dir(), "helpers", f"{name}-{digest.hexdigest()[:24]}")
+        quick = os.path.join(cache_dir(), "helpers", f"{name}-{digest.hexdigest()[:24]}")
         try:
             with open(quick, encoding="utf-8") as fh:
                 known = fh.read().strip()

@@ -25,6 +25,7 @@ import shutil
 from typing import Any, Callable
 
 from perflab import __version__
+from perflab.platform import cache_dir
 from perflab.platform.host import Machine, capture
 from perflab.platform.metadata import COMPILERS
 from perflab.platform.sysfs import Root
@@ -35,9 +36,7 @@ ONLINE_LISTS = ("sys/devices/system/cpu/online", "sys/devices/system/node/online
 
 
 def _cache_dir() -> str:
-    env = os.environ.get("PERFLAB_CACHE")
-    base = env or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "perflab")
-    return os.path.join(base, "host")
+    return os.path.join(cache_dir(), "host")
 
 
 def cache_key(root: Root = Root("/")) -> str | None:

@@ -198,12 +198,14 @@ def _unstored(store: Store) -> Iterator[tuple[str, list[run_journal.JournalRun]]
     path = getattr(store, "path", None)
     if not path:
         return
+    known: set[int] | None = None  # the store's campaigns, asked once: a deleted one gets nothing
     for orphan in run_journal.orphans(path):
         have: dict[int, set[Key] | None] = {}
         missing = []
         for run in run_journal.read(orphan):
             if run.campaign_id not in have:
-                known = {c.id for c in store.campaigns()}  # a campaign deleted since gets nothing
+                if known is None:
+                    known = {c.id for c in store.campaigns()}
                 have[run.campaign_id] = ({(m.label, canonical_params(m.params), int(m.rep))
                                           for m in store.measurements(run.campaign_id)}
                                          if run.campaign_id in known else None)
