@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Start-up: wall time of `perflab --help` and of `perflab run --runs 1 -- true` (issue 16 goal 1:
-# under 150 ms), against `hyperfine -N --runs 1 true` and the libraries' floor (a Python that
-# imports click and rich's console and table, which perflab run cannot do without), all timed by
-# hyperfine. Processes on this VM run at one of two speeds (about 1.45x apart, the libraries'
+# under 150 ms) and of `perflab run --runs 10 -- true` (start-up, ten runs and one command's
+# analysis: median CI, quartiles, outliers), against `hyperfine -N` with as many runs and the
+# libraries' floor (a Python that imports click and rich's console and table, which perflab run
+# cannot do without), all timed by hyperfine. Processes on this VM run at one of two speeds (about 1.45x apart, the libraries'
 # floor included), and the share of slow ones drifts: the runs go in BLOCKS blocks of RUNS runs,
 # every command in every block, the medians pool the blocks, and run1/floor is also given as the
 # median of its ratio within each block, which the drift moves less. The store is a file on disk that
@@ -25,8 +26,10 @@ for b in $(seq "$BLOCKS"); do
   hyperfine -N --warmup 1 --runs "$RUNS" --export-json "$tmp/b$b.json" \
     -n help "$PERFLAB --help" \
     -n run1 "$PERFLAB run --db $tmp/s.db --runs 1 -- true" \
+    -n run10 "$PERFLAB run --db $tmp/s.db --runs 10 -- true" \
     -n floor "$PY -c 'import click, rich.console, rich.table'" \
-    -n hyperfine1 "hyperfine -N --runs 1 true" >/dev/null 2>&1
+    -n hyperfine1 "hyperfine -N --runs 1 true" \
+    -n hyperfine10 "hyperfine -N --runs 10 true" >/dev/null 2>&1
 done
 python3 - "$tmp" <<'PY'
 import glob, json, os, statistics, sys
@@ -41,7 +44,8 @@ med = {k: statistics.median(v) for k, v in times.items()}
 n = len(times["run1"])
 print(f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; medians of {n} runs in "
       f"{len(glob.glob(os.path.join(sys.argv[1], 'b*.json')))} interleaved blocks")
-for name, goal in (("help", 0.150), ("run1", 0.150), ("floor", None), ("hyperfine1", None)):
+for name, goal in (("help", 0.150), ("run1", 0.150), ("run10", None), ("floor", None),
+                   ("hyperfine1", None), ("hyperfine10", None)):
     t = times[name]
     verdict = "" if goal is None else ("meets" if med[name] < goal else "MISSES") + f" the {goal*1e3:.0f} ms goal; "
     print(f"{name:11} median {med[name]*1e3:7.1f} ms (min {min(t)*1e3:.1f}, max {max(t)*1e3:.1f}); "

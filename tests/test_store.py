@@ -120,7 +120,7 @@ def _make_v1(url: str) -> None:
     import sqlalchemy as sa
 
     from perflab.store import schema
-    from perflab.store.rows import _now
+    from perflab.store.values import _now
     from perflab.store.url import _resolve_url
 
     engine = sa.create_engine(_resolve_url(url)[0])

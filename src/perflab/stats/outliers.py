@@ -7,9 +7,9 @@ very outliers we are looking for (the mean and stddev are not).
 
 from __future__ import annotations
 
+import math
+import statistics
 from typing import Sequence
-
-from perflab.stats.summary import _values
 
 # When MAD == 0 (more than half the runs identical, common with coarse timers or integer
 # metrics), the modified Z-score is undefined. Following the usual fallback (IBM SPSS, and
@@ -20,21 +20,25 @@ MAD_SCALE = 0.6745
 
 
 def modified_z_scores(xs: Sequence[float]) -> list[float]:
-    """Modified Z-score of every value; all zeros when every value equals the median."""
-    import numpy as np
+    """Modified Z-score of every value; all zeros when every value equals the median.
 
-    arr = _values(xs)
-    med = np.median(arr)
-    dev = arr - med
-    mad = np.median(np.abs(dev))
+    The standard library's median, not numpy's: `perflab run` of one command needs nothing else
+    from numpy, whose import costs about 55 ms of every such run here (bench/startup.sh, run10).
+    """
+    arr = [float(x) for x in xs]
+    if not arr:
+        raise ValueError("no values: a statistic needs at least one measurement")
+    if not all(math.isfinite(x) for x in arr):
+        raise ValueError("values must be finite numbers (got NaN or infinity)")
+    med = statistics.median(arr)
+    dev = [x - med for x in arr]
+    mad = statistics.median([abs(d) for d in dev])
     if mad > 0:
-        z = MAD_SCALE * dev / mad
-    else:
-        meanad = np.mean(np.abs(dev))
-        if meanad == 0:
-            return [0.0] * int(arr.size)
-        z = dev / (MEANAD_SCALE * meanad)
-    return [float(v) for v in z]
+        return [MAD_SCALE * d / mad for d in dev]
+    meanad = statistics.fmean([abs(d) for d in dev])
+    if meanad == 0:
+        return [0.0] * len(arr)
+    return [d / (MEANAD_SCALE * meanad) for d in dev]
 
 
 def mad_outliers(xs: Sequence[float], threshold: float = 3.5) -> list[int]:

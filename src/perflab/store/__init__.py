@@ -7,16 +7,21 @@ SQLAlchemy is imported only when a store is opened, so importing this package is
 import importlib
 from typing import Any
 
-from perflab.store.rows import Artifact, Campaign, Measurement, canonical_params, dumps
 from perflab.store.schema import SCHEMA_VERSION
+from perflab.store.values import canonical_params, dumps
+
+# Loaded when first asked for (PEP 562): `perflab run` writes an existing SQLite file through
+# store/lite.py and needs neither the full store (db.py and its mixins, SQLAlchemy) nor the
+# records it hands back (their dataclasses cost some 2 ms of every start).
+_HOME = {"Store": "db", "open_store": "db", "Artifact": "rows", "Campaign": "rows",
+         "Measurement": "rows"}
 
 
 def __getattr__(name: str) -> Any:
-    # Store and open_store (db.py and its mixins) load when first asked for (PEP 562): `perflab
-    # run` writes an existing SQLite file through store/lite.py and never needs them.
-    if name not in ("Store", "open_store"):
+    home = _HOME.get(name)
+    if home is None:
         raise AttributeError(f"module 'perflab.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module("perflab.store.db"), name)
+    value = getattr(importlib.import_module(f"perflab.store.{home}"), name)
     globals()[name] = value
     return value
 

@@ -16,11 +16,10 @@ from perflab.store import tx
 from perflab.store.baselines import BaselineMethods
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.measurements import MeasurementMethods
-from perflab.store.rows import (
-    STATUSES, Artifact, Campaign, _jsonable, _now, _utc, dumps, host_identity,
-)
+from perflab.store.rows import Artifact, Campaign
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
 from perflab.store.url import _one_line, _resolve_url, _sa
+from perflab.store.values import STATUSES, _jsonable, _now, _utc, dumps, host_identity
 
 def open_store(url_or_path: str | None = None) -> "Store":
     """Open (creating and migrating as needed) the results store at a path or URL.

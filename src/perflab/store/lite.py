@@ -30,7 +30,7 @@ from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.platform.host import batch_labels
 from perflab.store.campaigns import CampaignMethods
-from perflab.store.rows import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
+from perflab.store.values import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
 from perflab.store.url import _resolve_url
 from perflab.store.schema import SCHEMA_VERSION
 

@@ -10,7 +10,8 @@ from typing import Any, Iterator
 
 from perflab.model import RunResult
 from perflab.store import tx
-from perflab.store.rows import _RESULT_COLUMNS, Measurement, _jsonable, _now, _utc, canonical_params
+from perflab.store.rows import Measurement
+from perflab.store.values import _RESULT_COLUMNS, _jsonable, _now, _utc, canonical_params
 
 
 class MeasurementMethods:

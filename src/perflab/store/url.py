@@ -10,7 +10,8 @@ import re
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.store.rows import DEFAULT_PATH
+
+DEFAULT_PATH = "perflab.db"
 
 
 def _sa() -> Any:
