@@ -55,7 +55,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: 
     from rich.table import Table
 
     from perflab.store import open_store
-    from perflab.report.listing import campaign_row, group_measurements
+    from perflab.report.listing import campaign_row, died_note, group_measurements, shown_status
 
     # Tables go to stderr when the JSON goes to stdout, so `--json -` stays parseable.
     console = make_console(markup=False, highlight=False, stderr=json_path == "-")
@@ -67,12 +67,14 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: 
                 table.add_column(col, justify="right" if col in ("id", "runs", "duration", "parent") else "left")
             for r in rows:
                 table.add_row(
-                    str(r["id"]), r["study"] + (f" ({r['name']})" if r["name"] else ""), r["status"],
+                    str(r["id"]), r["study"] + (f" ({r['name']})" if r["name"] else ""), shown_status(r),
                     str(r["measurements"]), r["started"].replace("T", " ")[:16],
                     _fmt_s(r["duration_s"]), str(r["parent_id"] or ""), _short(r["verdict"]),
                 )
             if rows:
                 console.print(table)
+                for note in filter(None, map(died_note, rows)):
+                    console.print(note)
             else:
                 console.print(f"no campaigns{' of study ' + study if study else ''} in {store.display}")
             payload: object = rows
@@ -82,8 +84,10 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: 
             row = campaign_row(camp)
             console.print(
                 f"campaign {camp.id}: {camp.study}{' (' + camp.name + ')' if camp.name else ''}, "
-                f"{camp.status}, {len(ms)} runs, started {row['started']}  [{store.display}]"
+                f"{shown_status(row)}, {len(ms)} runs, started {row['started']}  [{store.display}]"
             )
+            if died_note(row):
+                console.print(died_note(row))
             if row["verdict"]:
                 console.print(f"verdict: {row['verdict']}")
             children = store.campaigns(parent_id=camp.id)

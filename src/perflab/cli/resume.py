@@ -24,10 +24,11 @@ def command(campaign, energy_source, db_url, json_path):
 
     from perflab.measure.executor import RealExecutor
     from perflab.store import open_store
-    from perflab.studies import resume_study
+    from perflab.studies import resumable, resume_study
 
     console = make_console(stderr=json_path == "-")
     with open_store(db_url) as store, RealExecutor() as executor:
+        campaign = resumable(store, campaign).id  # nothing to resume: one line, before any other
         # The runs still to do are measured as the rest were: with energy where a source counts.
         meter = open_energy(energy_source, console)
         study, result = resume_study(store, campaign, executor, energy=meter,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from perflab.platform import owner
 from perflab.report.model import Plot, Section, Table
 
 TITLES = {
@@ -57,13 +58,21 @@ def _cell(v: Any) -> Any:
     return v
 
 
+def status_of(campaign: Any) -> str:
+    """The campaign's status, 'died' where it is running but its perflab is gone (killed before it
+    could close the campaign: platform/owner.py)."""
+    labels = getattr(campaign, "labels", None) or {}
+    gone = campaign.status == "running" and owner.alive(labels.get("owner")) is False
+    return "died" if gone else campaign.status
+
+
 def generic(campaign: Any, summary: dict) -> Section:
     """Any summary: verdict, explicit ``tables``, lists of records, and scalar facts."""
     title = TITLES.get(campaign.study, campaign.study)
     verdict = summary.get("verdict") or _default_verdict(campaign)
     sec = Section(
         key=f"{campaign.study}-{campaign.id}", title=f"{title} (campaign {campaign.id})",
-        verdict=str(verdict), campaign_id=campaign.id, status=campaign.status,
+        verdict=str(verdict), campaign_id=campaign.id, status=status_of(campaign),
     )
     for t in summary.get("tables", []) or []:
         if isinstance(t, dict) and "columns" in t and "rows" in t:
@@ -83,7 +92,10 @@ def generic(campaign: Any, summary: dict) -> Section:
         sec.tables.insert(0, Table("Summary", ["quantity", "value"], facts))
     for n in summary.get("notes", []) or []:
         sec.notes.append(str(n))
-    if campaign.status != "done":
+    if status_of(campaign) == "died":
+        sec.notes.append(f"campaign status: died (its perflab was gone before it closed the campaign); "
+                         f"results are partial: 'perflab resume {campaign.id}' finishes it")
+    elif campaign.status != "done":
         sec.notes.append(f"campaign status: {campaign.status}; results may be partial")
     return sec
 
@@ -91,7 +103,7 @@ def generic(campaign: Any, summary: dict) -> Section:
 def _default_verdict(campaign: Any) -> str:
     if campaign.status == "done":
         return f"{campaign.study}: finished (no verdict recorded)."
-    return f"{campaign.study}: {campaign.status}; partial results."
+    return f"{campaign.study}: {status_of(campaign)}; partial results."
 
 
 def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "") -> None:

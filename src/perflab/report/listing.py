@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from perflab.platform import owner
 from perflab.report.sections import VERDICTS
 from perflab.stats import median
 from perflab.store import Campaign, Measurement, canonical_params
@@ -58,4 +59,22 @@ def campaign_row(c: Campaign) -> dict:
         "measurements": c.n_measurements, "started": c.started.isoformat(timespec="seconds"),
         "finished": c.finished.isoformat(timespec="seconds") if c.finished else None,
         "duration_s": duration, "parent_id": c.parent_id, "host_id": c.host_id, "verdict": verdict,
+        # A running campaign's perflab: True while it runs, False once it is gone (killed before
+        # it could close the campaign), None where this machine cannot tell (platform/owner.py).
+        "owner_alive": owner.alive(c.labels.get("owner")) if c.status == "running" else None,
+        "owner_pid": (c.labels.get("owner") or {}).get("pid"),
     }
+
+
+def shown_status(row: dict) -> str:
+    """The status a listing shows: 'died' for a campaign left running by a perflab that is gone."""
+    return "died" if row["status"] == "running" and row["owner_alive"] is False else row["status"]
+
+
+def died_note(row: dict) -> str | None:
+    """The line that says what 'died' means and what to do, for such a campaign."""
+    if shown_status(row) != "died":
+        return None
+    return (f"note: campaign {row['id']} is marked running, but the perflab that measured it (pid "
+            f"{row['owner_pid']}) is gone: killed, or the machine restarted. 'perflab resume "
+            f"{row['id']}' finishes it")

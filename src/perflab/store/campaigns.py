@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from perflab.errors import PerflabError
+from perflab.platform import owner as _owner
 from perflab.store.url import _one_line
 
 
@@ -43,13 +44,17 @@ class CampaignMethods:
 
         done when the block finishes, interrupted on Ctrl-C or SIGTERM, failed on any other
         error (with the error's first line in the summary); the exception goes on either way.
+        This process is recorded as the campaign's owner (platform/owner.py): a perflab killed
+        before it could close the campaign shows as gone, not running.
         """
+        me = _owner.identity()
         if resume is not None:
-            camp = self.resume_campaign(resume)
+            camp = self.resume_campaign(resume, owner=me)
             if camp.study != study:
                 raise PerflabError(f"campaign {resume} is a {camp.study} campaign, not {study}")
             handle = OpenCampaign(id=camp.id, resumed=True)
         else:
+            labels = {**(labels or {}), "owner": me} if me else labels
             handle = OpenCampaign(id=self.start_campaign(study, config, host_id, parent_id, name, labels))
         previous = None
         if threading.current_thread() is threading.main_thread():

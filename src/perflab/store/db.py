@@ -219,12 +219,15 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
         if rowcount == 0:
             raise PerflabError(f"no campaign {campaign_id} in {self.display}")
 
-    def resume_campaign(self, campaign_id: int) -> Campaign:
-        """Mark an interrupted/failed campaign running again; done_keys() says what to skip."""
+    def resume_campaign(self, campaign_id: int, owner: dict | None = None) -> Campaign:
+        """Mark an interrupted/failed campaign running again, held by ``owner`` where given
+        (platform/owner.py); done_keys() says what to skip."""
         c = self.t["campaigns"]
         camp = self.campaign(campaign_id)
+        labels = {**(camp.labels or {}), "owner": owner} if owner else camp.labels
         with self._write() as conn:
-            conn.execute(c.update().where(c.c.id == campaign_id).values(status="running", finished=None))
+            conn.execute(c.update().where(c.c.id == campaign_id).values(
+                status="running", finished=None, labels=_jsonable(labels) if labels else None))
         return camp
 
     def _campaign_query(self) -> Any:

@@ -153,9 +153,11 @@ class LiteStore:
         if cur.rowcount == 0:
             raise PerflabError(f"no campaign {campaign_id} in {self.display}")
 
-    def resume_campaign(self, campaign_id: int) -> Any:
+    def resume_campaign(self, campaign_id: int, owner: dict | None = None) -> Any:
         camp = self.campaign(campaign_id)
-        self._write("UPDATE campaigns SET status = 'running', finished = NULL WHERE id = ?", (campaign_id,))
+        labels = {**(camp.labels or {}), "owner": owner} if owner else camp.labels
+        self._write("UPDATE campaigns SET status = 'running', finished = NULL, labels = ? WHERE id = ?",
+                    (dumps(labels) if labels else None, campaign_id))
         return camp
 
     def _row(self, campaign_id: int, result: RunResult, params: dict | None, rep: int, label: str) -> tuple:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from perflab.errors import PerflabError
 from perflab import kernels
+from perflab.platform import owner
 from perflab.platform.host import Machine, capture
 from perflab.studies.session import Session, _quiet
 
@@ -77,18 +78,30 @@ def run_study(
     return result
 
 
-def resume_study(store: Store, campaign_id: int | None, executor: Any,
-                 progress: Callable[[str], None] = _quiet, energy: Any = None) -> tuple[str, Any]:
-    """Finish an interrupted campaign (default: the newest one): (study name, its result)."""
+def resumable(store: Store, campaign_id: int | None) -> Any:
+    """The campaign ``perflab resume [ID]`` would finish (default: the newest unfinished one whose
+    perflab is not still measuring it), or a PerflabError saying why there is none."""
     if campaign_id is None:
+        # A campaign whose perflab still runs is not interrupted: it is someone's measurement.
         found = [c for c in store.campaigns() if c.status in ("interrupted", "running", "failed")
-                 and c.parent_id is None]
+                 and c.parent_id is None and not (c.status == "running" and owner.alive(c.labels.get("owner")))]
         if not found:
             raise PerflabError(f"no interrupted campaign in {store.display}; nothing to resume")
         campaign_id = found[-1].id
     camp = store.campaign(campaign_id)
     if camp.status == "done":
         raise PerflabError(f"campaign {camp.id} ({camp.study}) is already done; nothing to resume")
+    if camp.status == "running" and owner.alive(camp.labels.get("owner")):
+        pid = camp.labels["owner"]["pid"]
+        raise PerflabError(f"campaign {camp.id} ({camp.study}) is still being measured by perflab pid {pid}; "
+                           f"wait for it, or stop it (kill {pid}: it closes as interrupted) and resume then")
+    return camp
+
+
+def resume_study(store: Store, campaign_id: int | None, executor: Any,
+                 progress: Callable[[str], None] = _quiet, energy: Any = None) -> tuple[str, Any]:
+    """Finish an interrupted campaign (default: the newest one): (study name, its result)."""
+    camp = resumable(store, campaign_id)
     module = study_module(camp.study)
     config = module.Config.from_dict(camp.config)
     return camp.study, run_study(module, config, store, executor, progress=progress,
