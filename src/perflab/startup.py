@@ -1,4 +1,4 @@
-"""The garbage collector during start-up, for the `perflab` command.
+"""Start-up of the `perflab` command: the garbage collector, and names packages load on first use.
 
 Start-up imports about 250 modules whose objects all live until exit. At CPython's default
 thresholds (a collection every 700 allocations) `perflab run --runs 1 -- true` collected 43 times
@@ -13,6 +13,9 @@ takes 14 % less (A/B interleaved, 50 pairs; docs/run.md).
 from __future__ import annotations
 
 import gc
+import importlib
+import sys
+from typing import Any, Callable
 
 _saved: tuple[int, ...] | None = None
 
@@ -31,3 +34,20 @@ def end() -> None:
         gc.freeze()
         gc.set_threshold(*_saved)
         _saved = None
+
+
+def lazy_attributes(package: str, homes: dict[str, str]) -> Callable[[str], Any]:
+    """A package's ``__getattr__`` (PEP 562) that loads each name in ``homes`` from its submodule
+    (``homes[name]``) when first asked for, and keeps it in the package. What a command does not
+    use then costs it nothing at start-up (bench/startup.sh). A lazy name must not also name a
+    submodule: importing that submodule would set the package's attribute to the module."""
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

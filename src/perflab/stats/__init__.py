@@ -3,8 +3,7 @@
 Every function names its method; see docs/statistics.md.
 """
 
-import importlib
-from typing import Any
+from perflab.startup import lazy_attributes
 
 # `summary` names both a module and a function: imported here first, so the function is what
 # the package's name holds whatever imports the module directly later.
@@ -22,15 +21,7 @@ _HOME = {
     "CI": "interval", "median_ci": "interval", "mad_outliers": "outliers",
     "modified_z_scores": "outliers",
 }
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'perflab.stats' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"perflab.stats.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _HOME)
 
 
 __all__ = [

@@ -4,9 +4,7 @@
 SQLAlchemy is imported only when a store is opened, so importing this package is cheap.
 """
 
-import importlib
-from typing import Any
-
+from perflab.startup import lazy_attributes
 from perflab.store.schema import SCHEMA_VERSION
 from perflab.store.values import canonical_params, dumps
 
@@ -15,15 +13,7 @@ from perflab.store.values import canonical_params, dumps
 # records it hands back (their dataclasses cost some 2 ms of every start).
 _HOME = {"Store": "db", "open_store": "db", "Artifact": "rows", "Campaign": "rows",
          "Measurement": "rows"}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'perflab.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"perflab.store.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _HOME)
 
 
 __all__ = [
