@@ -77,15 +77,21 @@ def test_attach_by_pid_records_event_n_from_the_log(minihlt, tmp_path):
     samples = read_samples(row["perf_data"])
     assert samples and {s.pid for s in samples} == {job.pid}
     assert all(row["enable_sent_ns"] <= s.time_ns <= row["disabled_ns"] for s in samples)
-    # the event's own time bounds what perf can have sampled (4 kHz, one thread, 10 % slack)
+    # perf sampled only its window (4 kHz cpu-clock, one thread, 10 % slack) ...
+    assert len(samples) <= row["window_ms"] * 4 * 1.1 + 2
+    # ... and the window is the event's, not the 60 s run's: it opened after the event began and
+    # closes the stop marker's read-to-disable latency (measured) after the marker was read, plus
+    # what that latency does not cover (the job writing its "done" line until inotify wakes the
+    # reader), which a busy 2-CPU machine stretches to a few ms.
     ms = float(re.search(rf"done processing event #{n} in ([\d.]+) ms", log.read_text())[1])
-    bound = (ms + row["enable_latency_us"] / 1e3 + 1) * 4 * 1.1 + 2
-    if len(samples) > bound and os.getloadavg()[0] > (os.cpu_count() or 1):
-        # The marker reader shares the machine with whatever else runs: once, in a full run of
-        # `make test`, it recorded 174 samples for a 7 ms event (the stop read ~35 ms late).
-        pytest.skip(f"machine overloaded (load {os.getloadavg()[0]:.1f}): {len(samples)} samples "
-                    f"for a {ms} ms event, the window closed late")
-    assert len(samples) <= bound
+    lag_ms = row["window_ms"] - ms - row["disable_latency_us"] / 1e3
+    if lag_ms > 20 and os.getloadavg()[0] > (os.cpu_count() or 1):
+        # Once, in a full run of `make test`, the stop marker was read ~35 ms late (174 samples
+        # for a 7 ms event): the marker reader shares the machine with whatever else runs.
+        pytest.skip(f"machine overloaded (load {os.getloadavg()[0]:.1f}): the window closed "
+                    f"{lag_ms:.1f} ms after a {ms} ms event")
+    print(f"window {row['window_ms']:.2f} ms, event {ms} ms, unmeasured lag {lag_ms:.2f} ms")
+    assert lag_ms <= 20, f"window {row['window_ms']:.1f} ms for a {ms} ms event"
     assert any("minihlt" in t["dso"] for t in res["top"])
 
 
