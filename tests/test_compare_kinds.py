@@ -60,7 +60,7 @@ def _significant_walls(res) -> set[str]:
 
 
 def test_cores_campaigns_match_on_cpu_and_find_the_slow_one(store):
-    from perflab.platform.host import Machine
+    from perflab.platform.machine import Machine
     from perflab.studies import cores, run_study
     from perflab.studies.cores import CoresConfig
 
@@ -96,7 +96,7 @@ class _SpreadMock(MockExecutor):
 
 
 def test_instances_campaigns_match_despite_start_spread_and_aggregate_copies(store):
-    from perflab.platform.host import Machine
+    from perflab.platform.machine import Machine
     from perflab.studies import instances, run_study
     from perflab.studies.instances import InstancesConfig
 

@@ -22,7 +22,7 @@ from rich.console import Console
 from perflab.errors import PerflabError
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.report.terminal.cores import render
 from perflab.store import open_store

@@ -21,7 +21,7 @@ from perflab.measure.energy import RaplMeter, choose_meter
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, Workload
 from perflab.platform.energy import rapl_available
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.sysfs import Root
 from perflab.platform.topology import Topology
 from perflab.report.build import build_report

@@ -18,7 +18,7 @@ from perflab.kernels.frontend import facts
 from perflab.kernels.frontend.generate import KINDS, build_program, code_layout
 from perflab.measure import perfstat
 from perflab.measure.executor import MockExecutor, RealExecutor
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.sysfs import Root
 from perflab.platform.topology import Topology
 from perflab.report.terminal.frontend import render

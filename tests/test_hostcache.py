@@ -6,8 +6,9 @@ from __future__ import annotations
 import shutil
 
 from perflab.platform.hostcache import capture_cached
+from perflab.platform.machine import Machine
 from perflab.platform.sysfs import Root
-from perflab.platform.topology import read_topology
+from perflab.platform.topology import Topology, read_topology
 
 
 def _writable_copy(topology_root, tmp_path, name: str) -> Root:
@@ -31,6 +32,7 @@ def test_the_cached_topology_serves_until_cpus_go_offline(topology_root, tmp_pat
         shutil.rmtree(root.join(f"sys/devices/system/cpu/cpu{cpu}/cache"))
     assert first.topology.caches and not read_topology(root).caches
     second = capture_cached(root)
+    assert second.record() == first.record()  # recorded as stored, before any Topology is built
     assert second.topology == first.topology and second.metadata == first.metadata
 
     # CPUs go offline (the online list changes): the topology is read again, and cached again.
@@ -42,3 +44,16 @@ def test_the_cached_topology_serves_until_cpus_go_offline(topology_root, tmp_pat
     assert third.topology == read_topology(root) and len(third.topology.cpus) < len(before)
     assert third.metadata == first.metadata  # what does not depend on the CPUs is not captured again
     assert capture_cached(root).topology == third.topology
+
+
+def test_a_machine_from_its_record_records_and_builds_as_the_topology_it_came_from(topology_root):
+    # perflab run records a cached machine without building its Topology (platform/machine.py):
+    # the record must be the one the built Topology gives, with this process's affinity.
+    topo = read_topology(topology_root("16em64t-4s2c2t-offlines"))
+    stored = dict(topo.to_dict(), allowed=[0, 1, 2, 3])  # the affinity of the run that cached it
+    for allowed in (None, (0,), (1, 2)):
+        lazy = Machine.from_record(stored, {"hostname": "h"}, allowed)
+        built = Machine(Topology.from_dict(stored, allowed), {"hostname": "h"})
+        assert lazy.record() == built.record()
+        assert lazy.topology == built.topology and lazy.topology.allowed == allowed
+        assert lazy.record() == built.record()  # the same once built

@@ -137,7 +137,7 @@ def test_lab_unknown_study_is_a_one_line_error(tmp_path):
 
 
 def _mock_lab(tmp_path, executor):
-    from perflab.platform.host import Machine
+    from perflab.platform.machine import Machine
     from perflab.platform.topology import Topology
     from perflab.store import open_store
     from perflab.studies import lab, run_study

@@ -13,7 +13,7 @@ from perflab.errors import PerflabError
 from perflab.measure.window import Window
 from perflab.measure.window_mock import MockWindow, MockWindowRecorder
 from perflab.model import Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.report.terminal.profile import render, render_diff
 from perflab.store import open_store

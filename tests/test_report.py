@@ -126,7 +126,7 @@ def test_cells_have_three_significant_digits():
 
 def test_run_report_answers_first_with_evidence_and_its_level(store):
     from perflab.measure.executor import MockExecutor
-    from perflab.platform.host import Machine
+    from perflab.platform.machine import Machine
     from perflab.platform.topology import Topology
     from perflab.studies import run as run_mod
     from perflab.studies import run_study

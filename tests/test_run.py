@@ -15,7 +15,7 @@ import pytest
 from perflab.errors import PerflabError
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.report import export
 from perflab.report.terminal.run import render

@@ -11,7 +11,7 @@ import pytest
 
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunSpec
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.store import open_store
 from perflab.studies import run_study

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from perflab.startup import sha256, which
 from perflab.store import open_store
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -37,6 +38,10 @@ NOT_ON_THE_RUN_PATH = (
     "perflab.report.export", "perflab.studies.gate", "perflab.workloads",
     "perflab.stats.comparison", "perflab.stats.bootstrap", "perflab.store.rows",
     "pathlib", "subprocess", "tempfile", "csv", "zipfile",
+    "shutil", "bz2", "lzma", "hashlib", "_hashlib",  # startup.which and startup.sha256 instead
+    # the cached capture is recorded as stored (platform/machine.py); the rest is its reader's
+    "perflab.platform.topology_types", "perflab.platform.topology", "perflab.platform.probes",
+    "perflab.platform.host", "perflab.stats.sample",
 )
 
 
@@ -79,3 +84,40 @@ def test_one_command_with_many_runs_is_analysed_without_numpy(tmp_path):
     assert "numpy" not in one["modules"]
     two = _probe(tmp_path, "run", "--db", db, "--runs", "3", "--energy", "off", "true", "sleep 0")
     assert "numpy" in two["modules"]
+
+
+def test_which_answers_as_shutil_which(tmp_path, monkeypatch):
+    import shutil
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+    (a / "tool").write_text("#!/bin/sh\n")
+    (a / "tool").chmod(0o644)  # not executable: skipped, as shutil skips it
+    (b / "tool").write_text("#!/bin/sh\n")
+    (b / "tool").chmod(0o755)
+    (a / "dirtool").mkdir()  # a directory is not a tool
+    (b / "first").write_text("")
+    (b / "first").chmod(0o755)
+    paths = [f"{a}:{b}", f"{b}:{a}", f"{a}:{a}:{b}", "", f"{a}", f"::{b}", os.environ["PATH"]]
+    names = ["tool", "dirtool", "first", "sh", "nonexistent", str(b / "tool"), str(a / "tool"),
+             "./tool"]
+    for path in paths:
+        for name in names:
+            assert which(name, path=path) == shutil.which(name, path=path), (name, path)
+    monkeypatch.setenv("PATH", f"{a}:{b}")
+    assert which("tool") == shutil.which("tool") == str(b / "tool")
+    monkeypatch.delenv("PATH")
+    assert which("sh") == shutil.which("sh")
+
+
+def test_sha256_digests_as_hashlib():
+    import hashlib
+
+    for data in (b"", b"abc", bytes(range(256)) * 1000):
+        assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    h, g = sha256(), hashlib.sha256()
+    for part in (b"x", b"\0", "host\n".encode()):
+        h.update(part)
+        g.update(part)
+    assert h.hexdigest() == g.hexdigest()

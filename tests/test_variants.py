@@ -19,7 +19,7 @@ from perflab.kernels.variant_probe import default_probe
 from perflab.kernels.variants import BuildTarget, Variant, expand_matrix, parse_variant, resolve_baseline
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.report.terminal.variants import render
 from perflab.stats.interval import CI

@@ -1,4 +1,5 @@
-"""Start-up of the `perflab` command: the garbage collector, and names packages load on first use.
+"""Start-up of the `perflab` command: the garbage collector, names packages load on first use, and
+two standard-library functions without the modules their own modules drag in.
 
 Start-up imports about 250 modules whose objects all live until exit. At CPython's default
 thresholds (a collection every 700 allocations) `perflab run --runs 1 -- true` collected 43 times
@@ -8,14 +9,28 @@ modules are loaded and before it measures) freezes the 33,000 objects that exist
 every later collection, the one at exit included, and puts the thresholds back. A command that
 never calls ``end()`` still collects, just less often. Measured: `perflab run --runs 1 -- true`
 takes 14 % less (A/B interleaved, 50 pairs; docs/run.md).
+
+``which`` is shutil.which and ``sha256`` hashlib.sha256, each measured at about a tenth of
+`perflab run`'s own start-up: importing shutil imports bz2, lzma and zlib (3.4 ms here), and
+hashlib loads OpenSSL's libcrypto (3.5 ms), where finding a tool on PATH and hashing a key need
+neither.
 """
 
 from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 from typing import Any, Callable
+
+try:  # CPython's own SHA-256, which hashlib falls back to: the same digests, no OpenSSL to load
+    from _sha256 import sha256  # CPython <= 3.11
+except ImportError:  # pragma: no cover - depends on the interpreter
+    try:
+        from _sha2 import sha256  # CPython >= 3.12
+    except ImportError:
+        from hashlib import sha256
 
 _saved: tuple[int, ...] | None = None
 
@@ -51,3 +66,32 @@ def lazy_attributes(package: str, homes: dict[str, str]) -> Callable[[str], Any]
         return value
 
     return __getattr__
+
+
+def which(cmd: str, path: str | None = None) -> str | None:
+    """shutil.which on POSIX: the path of an executable ``cmd`` on PATH (or ``path``), else None;
+    a ``cmd`` with a directory part is checked as it is."""
+
+    def executable(p: str) -> bool:
+        return os.access(p, os.F_OK | os.X_OK) and not os.path.isdir(p)
+
+    if os.path.dirname(cmd):
+        return cmd if executable(cmd) else None
+    if path is None:
+        path = os.environ.get("PATH")
+        if path is None:
+            try:
+                path = os.confstr("CS_PATH")
+            except (AttributeError, ValueError):
+                path = os.defpath
+    if not path:
+        return None
+    seen = set()
+    for d in path.split(os.pathsep):
+        if d in seen:
+            continue
+        seen.add(d)
+        name = os.path.join(d, cmd)
+        if executable(name):
+            return name
+    return None

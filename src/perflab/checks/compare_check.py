@@ -15,7 +15,7 @@ import random
 
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.store import open_store
 from perflab.studies import instances, run_study

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from perflab.measure.executor import MockExecutor
 from perflab.model import Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.store import open_store
 from perflab.studies import cores, run_study

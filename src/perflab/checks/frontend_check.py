@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, RunSpec
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.studies.frontend import FrontendConfig, analyse, plan
 

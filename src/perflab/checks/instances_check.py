@@ -18,7 +18,7 @@ import random
 
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.studies import instances
 from perflab.studies.instances_result import ForkVerdict

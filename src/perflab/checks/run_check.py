@@ -19,7 +19,7 @@ import random
 
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunSpec
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.store import open_store
 from perflab.studies import run, run_study

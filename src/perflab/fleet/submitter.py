@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from perflab.errors import PerflabError
+from perflab.startup import which
 
 # Slurm job states (squeue/scontrol/sacct) -> the fleet's four.
 _PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
@@ -89,7 +89,7 @@ class Slurm:
 
     def check(self, placement: Placement) -> None:
         """sbatch present and the partition known; raises one-line PerflabErrors."""
-        if shutil.which("sbatch") is None:
+        if which("sbatch") is None:
             raise PerflabError("sbatch not found on PATH: fleet mode submits through Slurm; run on a "
                                "login node or install the Slurm client (Debian: slurm-client)")
         if placement.partition:

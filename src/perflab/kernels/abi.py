@@ -9,11 +9,11 @@ import errno
 import functools
 import os
 import platform
-import shutil
 from pathlib import Path
 
 from perflab.kernels.build import BuildError, build, cache_root
 from perflab.platform.probes import Probe
+from perflab.startup import which
 
 NO_X32_KERNEL = "this kernel cannot run x32 binaries (CONFIG_X86_X32_ABI not set)"
 NO_X32_LIBC = "cannot build -mx32: install libc6-dev-x32"
@@ -40,7 +40,7 @@ def _build_and_exec(flag: str, no_libc: str, no_kernel: str, compiler: str = "gc
     import subprocess
     if platform.machine() not in ("x86_64", "amd64"):
         return False, False, f"{flag} needs an x86-64 machine (this is {platform.machine()})"
-    if shutil.which(compiler) is None:
+    if which(compiler) is None:
         return False, False, f"{compiler} not found: install it"
     try:
         res = build([_probe_source()], f"abi_probe{flag}", compiler=compiler, cflags=(flag, "-O1"))

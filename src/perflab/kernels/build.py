@@ -9,7 +9,6 @@ from __future__ import annotations
 # subprocess and tempfile are imported in the functions that use them: `perflab run` starts
 # without either (bench/startup.sh, issue 16).
 import functools
-import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Sequence
 
 from perflab.errors import PerflabError
 from perflab.platform import cache_dir
+from perflab.startup import sha256, which
 
 
 class BuildError(PerflabError):
@@ -47,7 +47,7 @@ def cache_root() -> Path:
 def compiler_version(compiler: str) -> str:
     """First line of ``compiler --version``; a missing compiler raises BuildError."""
     import subprocess
-    exe = shutil.which(compiler)
+    exe = which(compiler)
     if exe is None:
         raise BuildError(f"compiler '{compiler}' not found: install it (e.g. apt-get install {compiler})")
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
@@ -57,7 +57,7 @@ def compiler_version(compiler: str) -> str:
 def build_key(
     sources: Sequence[Path], compiler: str, flags: Sequence[str], extra_inputs: Sequence[Path] = ()
 ) -> str:
-    h = hashlib.sha256()
+    h = sha256()
     h.update(compiler_version(compiler).encode())
     h.update(b"\0" + compiler.encode())
     for f in flags:

@@ -21,6 +21,7 @@ from perflab.kernels.build import BuildError, BuildResult, build, build_key, cac
 from perflab.kernels.buildsys import build_project, profile_notes, run_training, train_argv_for
 from perflab.kernels.linkorder import check_link_order
 from perflab.kernels.variants import BuildTarget, Variant, VariantBuild, section_sizes, text_bytes
+from perflab.startup import which
 
 def build_variant(
     target: BuildTarget,
@@ -34,7 +35,7 @@ def build_variant(
 ) -> VariantBuild:
     """Build ``target`` as variant ``v`` (cached); PGO variants run ``train_argv`` in between."""
     compiler = v.driver(target.language)
-    if shutil.which(compiler) is None:
+    if which(compiler) is None:
         raise BuildError(f"compiler '{compiler}' is not installed (apt-get install {v.compiler})")
     if v.pgo and v.driver("c").startswith("clang"):
         raise BuildError(

@@ -10,7 +10,6 @@ level.
 from __future__ import annotations
 
 import errno
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from perflab.kernels import abi
 from perflab.kernels.variants import Variant, VariantBuild
 from perflab.platform import probes
+from perflab.startup import which
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def default_probe(v: Variant, vb: VariantBuild | None) -> VariantProbe:
     """
     compiler = v.driver("c")
     if vb is None:
-        if shutil.which(compiler) is None:
+        if which(compiler) is None:
             clang = probes.clang_available() if compiler.startswith("clang") else None
             why = clang.reason if clang is not None and not clang.available else f"{compiler} not installed"
             return VariantProbe(False, f"cannot build: {why}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import re
 import shlex
-import shutil
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from perflab.errors import PerflabError
+from perflab.startup import which
 
 @dataclass(frozen=True)
 class Variant:
@@ -320,7 +320,7 @@ class VariantBuild:
 
 def section_sizes(path: Path) -> Sizes | None:
     """text/data/bss of an ELF file via binutils ``size -B`` (None when size is missing)."""
-    exe = shutil.which("size")
+    exe = which("size")
     if exe is None:
         return None
     proc = subprocess.run([exe, "-B", str(path)], capture_output=True, text=True, check=False)
@@ -333,7 +333,7 @@ def section_sizes(path: Path) -> Sizes | None:
 
 def text_bytes(path: Path) -> bytes | None:
     """The raw .text section (objcopy), to tell whether two builds generated the same code."""
-    exe = shutil.which("objcopy")
+    exe = which("objcopy")
     if exe is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,7 +7,6 @@ every byte of stdout (the executor keeps tails); rusage still comes from wait4 o
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 import time
@@ -15,6 +14,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult
+from perflab.startup import which
 
 
 def run_captured(argv: list[str], cwd: str | None = None, env: dict | None = None,
@@ -64,15 +64,15 @@ def run_captured(argv: list[str], cwd: str | None = None, env: dict | None = Non
 
 def isolation_available() -> str | None:
     """The isolation run.sh would pick on this machine."""
-    if shutil.which("bwrap"):
+    if which("bwrap"):
         try:
             if subprocess.run(["bwrap", "--bind", "/", "/", "--unshare-all", "true"],
                               capture_output=True, timeout=20).returncode == 0:
                 return "bwrap"
         except (OSError, subprocess.TimeoutExpired):
             pass
-    if os.geteuid() == 0 and shutil.which("unshare"):
+    if os.geteuid() == 0 and which("unshare"):
         return "unshare"
-    if os.geteuid() == 0 and shutil.which("chroot"):
+    if os.geteuid() == 0 and which("chroot"):
         return "chroot"
     return None

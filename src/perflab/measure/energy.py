@@ -9,7 +9,6 @@ from __future__ import annotations
 
 # subprocess is imported in the functions that use it: `perflab run` starts without it
 # (bench/startup.sh, issue 16).
-import shutil
 import signal
 import threading
 import time
@@ -21,6 +20,7 @@ from perflab.platform.energy import (
 )
 from perflab.platform.hostcache import boot_cached
 from perflab.platform.sysfs import Root
+from perflab.startup import which
 
 SOURCES = ("auto", "rapl", "perf", "ipmi", "off")
 # The fastest a package drains a RAPL counter, for the re-read interval: a counter read less
@@ -182,7 +182,7 @@ def choose_meter(request: str = "auto", root: Root = Root("/")) -> tuple[EnergyM
             raise PerflabError(f"--energy rapl: {reason}")
         rapl_reason = reason
     if request in ("auto", "perf"):
-        events = _perf_power_events(root) if shutil.which("perf") else []
+        events = _perf_power_events(root) if which("perf") else []
         why = "perf has no power/energy-* events here (no RAPL PMU)"
         if events and root.is_live:
             # Whether the events count changes only with a reboot or another perf; probing costs
@@ -195,7 +195,7 @@ def choose_meter(request: str = "auto", root: Root = Root("/")) -> tuple[EnergyM
             raise PerflabError(f"--energy perf: {why}")
         rapl_reason = f"{rapl_reason}; {why}"
     if request == "ipmi":
-        if shutil.which("ipmitool") is None:
+        if which("ipmitool") is None:
             raise PerflabError("--energy ipmi: ipmitool not found; install it (apt-get install ipmitool)")
         meter = IpmiMeter()
         meter.read_watts()  # fails here, in one line, before anything is measured

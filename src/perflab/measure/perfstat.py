@@ -8,9 +8,10 @@ asking for it, so later runs pay only for what this machine can count.
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 from typing import Sequence
+
+from perflab.startup import which
 
 # duration_time: the command's own wall time in ns as perf saw it (the run's wall time and
 # rusage then include perf's start-up, ~10 ms and ~13 MiB here).
@@ -31,7 +32,7 @@ def note_once(key: str, message: str) -> None:
 
 
 def perf_binary() -> str | None:
-    return shutil.which("perf")
+    return which("perf")
 
 
 def requested_events(events: Sequence[str]) -> tuple[str, ...]:

@@ -8,9 +8,7 @@ running command's process group.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import signal
 import struct
 import time
@@ -20,6 +18,7 @@ from perflab import kernels
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec
 from perflab.platform import cache_dir
+from perflab.startup import sha256, which
 
 
 def build_helper(name: str) -> str | None:
@@ -29,13 +28,13 @@ def build_helper(name: str) -> str | None:
     path = os.path.join(os.path.dirname(kernels.__file__), f"{name}.c")
     # The build cache's key asks `gcc --version` (a process, ~8 ms of every perflab run's
     # start-up): remember the helper by what that answer depends on instead.
-    gcc = shutil.which("gcc")
+    gcc = which("gcc")
     quick = None
     if gcc:
         st = os.stat(gcc)
         with open(path, "rb") as fh:
             source = fh.read()
-        digest = hashlib.sha256(source + f"\0{os.path.realpath(gcc)}\0{st.st_mtime_ns}".encode())
+        digest = sha256(source + f"\0{os.path.realpath(gcc)}\0{st.st_mtime_ns}".encode())
         quick = os.path.join(cache_dir(), "helpers", f"{name}-{digest.hexdigest()[:24]}")
         try:
             with open(quick, encoding="utf-8") as fh:

@@ -11,12 +11,12 @@ through ``numactl --membind=N`` (one extra exec, about 1 ms, only when asked).
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from typing import Mapping, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import RunSpec
+from perflab.startup import which
 
 # Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec, so reset them or the
 # child would not die on a closed pipe the way it does under a shell.
@@ -35,7 +35,7 @@ def base_argv(spec: RunSpec) -> tuple[str, ...]:
 def membind_argv(argv: Sequence[str], node: int | None) -> tuple[str, ...]:
     if node is None:
         return tuple(argv)
-    numactl = shutil.which("numactl")
+    numactl = which("numactl")
     if numactl is None:
         raise PerflabError("memory binding needs numactl: install it (apt-get install numactl)")
     return (numactl, f"--membind={node}", "--", *argv)
@@ -51,7 +51,7 @@ def check_command(argv: Sequence[str], shell: bool = False) -> None:
             raise PerflabError(f"command '{prog}' not found: check the path")
         if os.path.isdir(prog) or not os.access(prog, os.X_OK):
             raise PerflabError(f"command '{prog}' is not executable: chmod +x it or fix the path")
-    elif shutil.which(prog) is None:
+    elif which(prog) is None:
         raise PerflabError(f"command '{prog}' not found: check the name or PATH")
 
 

@@ -16,12 +16,12 @@ Two ways to record a window:
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import RunSpec, known_fields
+from perflab.startup import which
 
 ACK_TIMEOUT_S = 5.0
 
@@ -170,7 +170,7 @@ def perf_failure_hint(messages: Sequence[str]) -> str | None:
 
 
 def perf_path(perf: str = "perf") -> str:
-    path = shutil.which(perf)
+    path = which(perf)
     if path is None:
         raise PerflabError("perf is not installed: install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)")
     return path

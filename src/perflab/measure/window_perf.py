@@ -28,6 +28,7 @@ from perflab.measure.window import (
     ACK_TIMEOUT_S, WindowRecording, WindowRequest, perf_path, perf_record_argv,
 )
 from perflab.model import RunSpec
+from perflab.startup import which
 
 RT_PRIORITY = 10
 _PERF_LINES = ("Events disabled", "Events enabled")
@@ -172,7 +173,7 @@ def record(perf: str, spec: RunSpec, request: WindowRequest, realtime: bool = Tr
         workload = list(base_argv(spec))
         if spec.cpus:
             workload = ["taskset", "-c", ",".join(map(str, spec.cpus)), *workload]
-        if not request.use_pty and shutil.which("stdbuf"):
+        if not request.use_pty and which("stdbuf"):
             # On a pipe, C stdio would block-buffer: ask for line buffering.
             workload = ["stdbuf", "-oL", "-eL", *workload]
     argv = perf_record_argv(perf, request, ctl, ack, workload)
@@ -306,7 +307,7 @@ def record(perf: str, spec: RunSpec, request: WindowRequest, realtime: bool = Tr
 
 def _can_realtime() -> bool:
     """SCHED_FIFO needs root or CAP_SYS_NICE (and chrt); without it the window still works."""
-    if shutil.which("chrt") is None or not hasattr(os, "SCHED_FIFO"):
+    if which("chrt") is None or not hasattr(os, "SCHED_FIFO"):
         return False
     try:
         policy, param = os.sched_getscheduler(0), os.sched_getparam(0)

@@ -18,18 +18,16 @@ from __future__ import annotations
 
 # tempfile is imported in the functions that use it: `perflab run` starts without it
 # (bench/startup.sh, issue 16).
-import hashlib
 import json
 import os
-import shutil
 from typing import Any, Callable
 
-from perflab import __version__
+from perflab import __version__, platform
 from perflab.platform import cache_dir
-from perflab.platform.host import Machine, capture
+from perflab.platform.machine import Machine, allowed_cpus
 from perflab.platform.metadata import COMPILERS
 from perflab.platform.sysfs import Root
-from perflab.platform.topology import Topology, allowed_cpus, read_topology
+from perflab.startup import sha256, which
 
 # What a cached topology is checked against (see above).
 ONLINE_LISTS = ("sys/devices/system/cpu/online", "sys/devices/system/node/online")
@@ -46,12 +44,12 @@ def cache_key(root: Root = Root("/")) -> str | None:
         return None
     parts = [boot, __version__, os.environ.get("PERFLAB_HOST_LABEL", "")]
     for tool in (*COMPILERS, "perf", "numactl"):
-        path = shutil.which(tool)
+        path = which(tool)
         try:
             parts.append(f"{path}:{os.stat(path).st_mtime_ns}" if path else f"{tool}:-")
         except OSError:
             parts.append(f"{tool}:?")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+    return sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
 def capture_cached(root: Root = Root("/"), extend: Callable[[Machine], Machine] = lambda m: m) -> Machine:
@@ -66,14 +64,15 @@ def capture_cached(root: Root = Root("/"), extend: Callable[[Machine], Machine] 
                 data = json.load(fh)
             metadata = data["metadata"]
             if data.get("online") == online and data.get("topology"):
-                return Machine(Topology.from_dict(data["topology"], allowed_cpus(root)), metadata)
+                # built into a Topology only if a study asks (platform/machine.py)
+                return Machine.from_record(data["topology"], metadata, allowed_cpus(root))
         except (OSError, ValueError, KeyError, TypeError):
             metadata = None  # a torn or old file: capture again
         if metadata is not None:  # CPUs or nodes went on- or offline since: read the topology again
-            machine = Machine(read_topology(root), metadata)
+            machine = Machine(platform.read_topology(root), metadata)
             _write(path, machine, online)
             return machine
-    machine = extend(capture(root))
+    machine = extend(platform.capture(root))
     if path:
         _write(path, machine, online)
     return machine
@@ -96,7 +95,7 @@ def boot_cached(name: str, compute: Callable[[], Any], root: Root = Root("/")) -
     key = cache_key(root) if root.is_live else None
     if key is None:
         return compute()
-    tag = hashlib.sha256(name.encode()).hexdigest()[:16]
+    tag = sha256(name.encode()).hexdigest()[:16]
     path = os.path.join(_cache_dir(), f"{key}-{tag}.json")
     try:
         with open(path, encoding="utf-8") as fh:

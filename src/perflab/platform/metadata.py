@@ -10,10 +10,10 @@ from __future__ import annotations
 # (bench/startup.sh, issue 16).
 import os
 import re
-import shutil
 import time
 
 from perflab.platform.sysfs import Root, cpuinfo_blocks
+from perflab.startup import which
 
 FLAGS_OF_INTEREST = ("avx", "avx2", "avx512f", "fma", "sse4_2", "bmi2", "hypervisor")
 COMPILERS = ("gcc", "g++", "clang")
@@ -136,7 +136,7 @@ def _steal_since_boot(root: Root) -> float | None:
 
 def _tool_version(argv: list[str]) -> str | None:
     import subprocess
-    if shutil.which(argv[0]) is None:
+    if which(argv[0]) is None:
         return None
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)

@@ -11,11 +11,11 @@ from __future__ import annotations
 # subprocess is imported in the functions that use it: `perflab run` starts without it
 # (bench/startup.sh, issue 16).
 import functools
-import shutil
 from dataclasses import dataclass
 
 from perflab.platform.sysfs import Root
 from perflab.platform.topology import read_topology
+from perflab.startup import which
 
 NO_HW_COUNTERS = "no hardware performance counters (virtual machine?): using cpu-clock"
 
@@ -47,7 +47,7 @@ def _first_line(text: str) -> str:
 def perf_status() -> Probe:
     """perf present and allowed to count: ``perf stat -e task-clock true`` succeeds."""
     import subprocess
-    exe = shutil.which("perf")
+    exe = which("perf")
     if exe is None:
         return Probe(False, "perf not found: install linux-perf (apt-get install linux-perf)")
     try:
@@ -80,7 +80,7 @@ def hw_counters() -> Probe:
 
 @functools.lru_cache(maxsize=None)
 def clang_available() -> Probe:
-    exe = shutil.which("clang")
+    exe = which("clang")
     if exe is None:
         return Probe(False, "clang not found: install clang (apt-get install clang)")
     version = _first_line(_run([exe, "--version"]).stdout)

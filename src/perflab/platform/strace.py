@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
+
+from perflab.startup import which
 
 # Syscalls traced for a footprint: every call taking a file name (%file: open, stat, access,
 # execve, readlink, chdir, ...) plus what keeps the per-process cwd right for relative paths.
@@ -21,7 +22,7 @@ TRACE_SET = "%file,fchdir,clone,clone3,fork,vfork"
 
 @functools.lru_cache(maxsize=None)
 def strace_path() -> str | None:
-    return shutil.which("strace")
+    return which("strace")
 
 
 @functools.lru_cache(maxsize=None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from perflab.errors import PerflabError
+from perflab.platform.machine import allowed_cpus
 from perflab.platform.sysfs import Root, cpuinfo_blocks, format_cpulist, parse_cpumask, parse_size
 from perflab.platform.topology_types import Cache, Core, Cpu, Node, Topology
 
@@ -157,13 +158,6 @@ def _caches(root: Root, online: set[int]) -> list[Cache]:
                     ways=root.read_int(f"{d}/ways_of_associativity"),
                 )
     return sorted(seen.values(), key=lambda c: (c.level, c.type, c.cpus))
-
-
-def allowed_cpus(root: Root) -> tuple[int, ...] | None:
-    """The CPUs this process may run on, on the live machine (None for a snapshot)."""
-    if root.is_live and hasattr(os, "sched_getaffinity"):
-        return tuple(sorted(os.sched_getaffinity(0)))
-    return None
 
 
 def read_topology(root: Root = Root("/")) -> Topology:

@@ -5,15 +5,13 @@ Every function names its method; see docs/statistics.md.
 
 from perflab.startup import lazy_attributes
 
-# `summary` names both a module and a function: imported here first, so the function is what
-# the package's name holds whatever imports the module directly later.
-from perflab.stats.summary import Summary, cv, mad, median, stddev, summary
-
-# The rest is loaded when first asked for (PEP 562): `perflab run` needs no comparison, bootstrap
-# or change point, whose modules and dataclasses cost a few ms of every start (bench/startup.sh).
-# (A lazy name must not also name a module: importing the module sets the package's attribute
-# to it. Hence comparison.py for `compare`.)
+# Every name is loaded when first asked for (PEP 562): `perflab run` needs no comparison,
+# bootstrap, change point or Summary record, whose modules and dataclasses cost a few ms of
+# every start (bench/startup.sh). (A lazy name must not also name a module: importing the module
+# sets the package's attribute to it. Hence comparison.py for `compare`, sample.py for `summary`.)
 _HOME = {
+    "cv": "describe", "mad": "describe", "median": "describe", "stddev": "describe",
+    "Summary": "sample", "summary": "sample",
     "Comparison": "comparison", "cliffs_delta": "comparison", "cliffs_delta_magnitude": "comparison",
     "compare": "comparison", "holm": "comparison", "mann_whitney": "comparison",
     "Ratio": "bootstrap", "bootstrap_median_ci": "bootstrap", "bootstrap_medians": "bootstrap",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from perflab.errors import PerflabError
-from perflab.stats.summary import _values
+from perflab.stats.describe import _values
 
 # Resample in blocks so that n_boot x n never needs more than ~8M floats at once.
 _BLOCK_ELEMENTS = 8_000_000

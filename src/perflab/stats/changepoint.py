@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from perflab.stats.summary import _values
+from perflab.stats.describe import _values
 
 # Residual sums of squares are floored at this fraction of the total sum of squares: on exactly
 # linear (or exactly hinged) data the RSS is rounding noise (~1e-30) and its logarithm would

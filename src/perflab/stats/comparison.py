@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from perflab.stats.bootstrap import ratio_of_medians
-from perflab.stats.summary import _values
+from perflab.stats.describe import _values
 
 
 @dataclass(frozen=True)

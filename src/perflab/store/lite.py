@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from perflab import store as _package
 from perflab.errors import PerflabError
 from perflab.model import RunResult
-from perflab.platform.host import batch_labels
+from perflab.platform.machine import batch_labels
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.values import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
 from perflab.store.url import _resolve_url

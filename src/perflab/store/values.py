@@ -5,13 +5,14 @@ JSON is canonical (sorted keys) so that a run's params are its resume key. Times
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 from dataclasses import asdict, is_dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+from perflab.startup import sha256
 
 STATUSES = ("running", "done", "interrupted", "failed")
 
@@ -67,7 +68,7 @@ def host_identity(metadata: dict | None, topology: dict | None) -> tuple[dict, d
     topology = _jsonable(topology) if topology is not None else None
     hostname = str(metadata.get("hostname") or os.uname().nodename)
     stable = {k: v for k, v in metadata.items() if not any(w in k.lower() for w in _VOLATILE)}
-    fingerprint = hashlib.sha256(
+    fingerprint = sha256(
         dumps({"hostname": hostname, "metadata": stable, "topology": topology}).encode()).hexdigest()
     return metadata, topology, hostname, fingerprint
 

@@ -14,9 +14,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
 
 from perflab.errors import PerflabError
-from perflab import kernels
+from perflab import kernels, platform
 from perflab.platform import owner
-from perflab.platform.host import Machine, capture
+from perflab.platform.machine import Machine
 from perflab.studies.session import Session, _quiet
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def run_study(
     if pending is not None:
         machine, host_id = None, None
     else:
-        machine = with_abi_probes(machine if machine is not None else capture())
+        machine = with_abi_probes(machine if machine is not None else platform.capture())
         host_id = store.add_host(*machine.record())
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
                         name=name, resume=resume) as camp:

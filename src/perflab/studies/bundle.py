@@ -13,7 +13,6 @@ links, devices or FIFOs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -31,6 +30,7 @@ from perflab.platform.files import resolve_links
 from perflab.platform.sysfs import format_size
 from perflab.studies import footprint as fp
 from perflab.studies.bundle_archive import MANIFEST, ROOT, RUNNER, safe_unpack, write_archive
+from perflab.startup import sha256, which
 
 FORMAT = 1
 ISOLATIONS = ("bwrap", "unshare", "chroot")
@@ -114,11 +114,11 @@ def _extract(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
 
 
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def _file_sha(path: str) -> str:
-    h = hashlib.sha256()
+    h = sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
@@ -228,7 +228,7 @@ def _bundle_argv(wl: Workload, cwd: str) -> list[str]:
     argv = list(fp._argv(wl))
     exe = argv[0]
     if "/" not in exe:
-        found = shutil.which(exe)
+        found = which(exe)
         if not found:
             raise PerflabError(f"command {exe!r} not found on PATH: give its path")
         argv[0] = found

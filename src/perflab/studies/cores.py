@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec, Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
 from perflab.stats import CI, holm, median_ci

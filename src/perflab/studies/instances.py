@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec, Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.stats import knee, median, median_ci
 from perflab.studies import placement

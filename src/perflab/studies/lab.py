@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from perflab.errors import PerflabError, Unsupported
 from perflab.model import RunSpec
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.studies import run_study, study_module
 from perflab.studies.base import StudyConfig
 from perflab.studies.lab_steps import STEPS, LabContext, Step, prepare

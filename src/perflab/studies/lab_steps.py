@@ -18,7 +18,7 @@ from typing import Any, Callable
 from perflab.errors import PerflabError, Unsupported
 from perflab.kernels import minihlt
 from perflab.model import Workload
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.studies import run as run_mod
 from perflab.studies.session import Session
 from perflab.workloads import list_workloads, resolve

@@ -19,7 +19,7 @@ from perflab.measure.metrics import extract
 from perflab.measure.window import Window, WindowRecorder, WindowRequest, perf_failure_hint
 from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import BuildRecipe, MetricPattern, RunResult, RunSpec, Workload, known_fields
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.studies.profile_parse import (
     Annotation, Profile, TopRow, aggregate, annotate, merge, parse_script, profile_from_dict,
     profile_to_dict, top_functions, unknown_share, SCRIPT_FIELDS,

@@ -8,7 +8,6 @@ first-instructions detector), and symbols can be folded across rebuilds before s
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any, Iterable, Sequence
 from perflab.errors import PerflabError
 from perflab.measure.window import WindowRecorder
 from perflab.measure.window_perf import PerfWindowRecorder
+from perflab.startup import which
 
 SCRIPT_FIELDS = "pid,tid,time,period,ip,sym,symoff,dso"
 # " 9162/9162    313.802672848:     250000      7ff9aedbc3e0 sym+0x270 (/usr/lib/ld.so)"
@@ -47,7 +47,7 @@ def demangle(names: Iterable[str]) -> dict[str, str]:
     uniq = sorted(set(names))
     out = {n: n for n in uniq}
     todo = [n for n in uniq if n.startswith("_Z")]
-    cxxfilt = shutil.which("c++filt")
+    cxxfilt = which("c++filt")
     if not todo or cxxfilt is None:
         return out
     # Clone suffixes confuse nothing in c++filt, but fold after demangling to catch both spellings.

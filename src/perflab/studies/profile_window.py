@@ -12,7 +12,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.measure.window import Window, WindowRecording
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.sysfs import Root
 
 __all__ = ["Window", "event_markers", "compile_marker", "choose_event", "attach_targets",

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from perflab.errors import PerflabError
 from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
-from perflab.platform.host import Machine
+from perflab.platform.machine import Machine
 from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
 from perflab.stats.shift import ratio_ci, runs_to_reach

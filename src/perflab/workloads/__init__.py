@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -32,6 +31,7 @@ from perflab.kernels import minihlt
 from perflab.kernels.build import build
 from perflab.model import Workload
 from perflab.workloads.toml import TomlWorkload, load_config
+from perflab.startup import which
 
 
 
@@ -120,7 +120,7 @@ def check_executable(exe: str, cwd: str | None = None) -> str:
         if p.is_dir() or not (p.stat().st_mode & 0o111) or not os.access(p, os.X_OK):
             raise PerflabError(f"command '{exe}' is not executable: chmod +x it or give another program")
         return str(p)
-    found = shutil.which(exe)
+    found = which(exe)
     if found is None:
         raise PerflabError(
             f"command '{exe}' not found: it is not on PATH; check the spelling, install it or give its full path"

@@ -1,9 +1,11 @@
-"""Descriptive statistics of one sample: centre, spread, quartiles, MAD, coefficient of variation."""
+"""One sample's descriptive statistics in one record: centre, spread, quartiles, MAD."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Sequence
+
+from perflab.stats.describe import _values
 
 
 @dataclass(frozen=True)
@@ -32,48 +34,6 @@ class Summary:
     def to_dict(self) -> dict[str, float | int]:
         return asdict(self)
 
-
-def _values(xs: Sequence[float]) -> "object":
-    import numpy as np
-
-    arr = np.asarray(list(xs), dtype=float)
-    if arr.size == 0:
-        raise ValueError("no values: a statistic needs at least one measurement")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("values must be finite numbers (got NaN or infinity)")
-    return arr
-
-
-def median(xs: Sequence[float]) -> float:
-    """Sample median (mean of the two middle values for an even count)."""
-    import numpy as np
-
-    return float(np.median(_values(xs)))
-
-
-def mad(xs: Sequence[float]) -> float:
-    """Median absolute deviation from the median, unscaled (multiply by 1.4826 for sigma)."""
-    import numpy as np
-
-    arr = _values(xs)
-    return float(np.median(np.abs(arr - np.median(arr))))
-
-
-def stddev(xs: Sequence[float]) -> float:
-    """Sample standard deviation with Bessel's correction (n-1); 0.0 for a single value."""
-    import numpy as np
-
-    arr = _values(xs)
-    return float(np.std(arr, ddof=1)) if arr.size > 1 else 0.0
-
-
-def cv(xs: Sequence[float]) -> float:
-    """Coefficient of variation: sample stddev / mean (0.0 when the mean is 0)."""
-    import numpy as np
-
-    arr = _values(xs)
-    m = float(np.mean(arr))
-    return stddev(arr) / m if m else 0.0
 
 
 def summary(xs: Sequence[float]) -> Summary:
