@@ -3,7 +3,7 @@
 Direction (a package may import only packages of a lower rank, or itself):
     __main__ -> cli -> report -> checks -> studies -> fleet -> workloads -> measure, store -> kernels
         -> stats, platform
-        -> model, errors
+        -> model, errors -> startup (the lazy-name loader, which imports nothing of perflab's)
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "src" / "perflab"
 
 RANK = {
-    "__init__": 0, "model": 0, "errors": 0, "startup": 0,
+    "startup": -1, "__init__": 0, "model": 0, "errors": 0,
     "stats": 1, "platform": 1,
     "kernels": 2,
     "measure": 3, "store": 3,

@@ -1,7 +1,8 @@
 """perflab's shared data types: what to run (Workload, RunSpec) and what a run measured (RunResult).
 
-Every layer speaks these; they import nothing of perflab's, so any package may import them
-without a cycle. The command line and perflab.toml map onto them at the edge.
+Every layer speaks these; they import nothing of perflab's but the start-up's lazy-name loader,
+so any package may import them without a cycle. The command line and perflab.toml map onto them
+at the edge.
 """
 
 from __future__ import annotations
@@ -9,6 +10,12 @@ from __future__ import annotations
 import signal as _signal
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
+
+from perflab.startup import lazy_attributes
+
+# A named workload and its build recipe (workload.py) are loaded when first asked for (PEP 562):
+# `perflab run -- CMD` has neither, and their dataclasses cost ~1 ms of its start-up.
+__getattr__ = lazy_attributes(__name__, {"Workload": "workload", "BuildRecipe": "workload"})
 
 
 @dataclass(frozen=True)
@@ -98,73 +105,6 @@ class RunResult:
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
-
-
-@dataclass(frozen=True)
-class BuildRecipe:
-    """How to build a workload from sources (perflab.toml [workload.NAME.build])."""
-
-    sources: tuple[str, ...]
-    language: str = "c++"  # "c" or "c++"
-    cflags: tuple[str, ...] = ("-O2",)
-    ldflags: tuple[str, ...] = ()
-    output: str = ""  # binary name; defaults to the workload name
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A named (or ad-hoc) command with the metrics that describe its throughput.
-
-    ``primary_metric`` names the metric studies rank by (e.g. ``events_per_s``);
-    ``higher_is_better`` says which direction is good. Without a metric, studies use wall time.
-    """
-
-    name: str
-    argv: tuple[str, ...]
-    metrics: tuple[MetricPattern, ...] = ()
-    primary_metric: str | None = None
-    higher_is_better: bool = True
-    shell: bool = False
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    build: BuildRecipe | None = None
-    source: str = "command"  # "builtin", a perflab.toml path, or "command"
-    # extra argv a study may add: e.g. minihlt's "--fork {n}" or "--event {k}"
-    fork_arg: tuple[str, ...] | None = None  # template like ("--fork", "{n}")
-    event_arg: tuple[str, ...] | None = None  # template like ("--event", "{k}")
-    checksum_metric: str | None = None  # metric name holding an output checksum
-
-    def as_dict(self) -> dict[str, object]:
-        """JSON-ready form, as stored in a campaign's config."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> "Workload":
-        """The inverse of ``as_dict`` (lists back to tuples), for resuming a stored campaign."""
-        d = dict(d)
-        d["argv"] = tuple(d["argv"])  # type: ignore[arg-type]
-        d["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics") or ())  # type: ignore[union-attr]
-        for key in ("fork_arg", "event_arg"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])  # type: ignore[arg-type]
-        if d.get("build"):
-            b = dict(d["build"])  # type: ignore[call-overload]
-            d["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in b.items()})
-        d["env"] = dict(d.get("env") or {})  # type: ignore[call-overload]
-        return cls(**d)  # type: ignore[arg-type]
-
-    def spec(self, **overrides: object) -> RunSpec:
-        """A RunSpec for this workload; keyword overrides go to RunSpec fields."""
-        base: dict[str, object] = dict(
-            argv=self.argv,
-            shell=self.shell,
-            env=dict(self.env) or None,
-            cwd=self.cwd,
-            metrics=self.metrics,
-            label=self.name,
-        )
-        base.update(overrides)
-        return RunSpec(**base)  # type: ignore[arg-type]
 
 
 def known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:

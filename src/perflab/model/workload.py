@@ -1,0 +1,75 @@
+"""A named workload: its command, the metrics that describe its throughput, its build recipe."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Mapping
+
+from perflab.model import MetricPattern, RunSpec
+
+
+@dataclass(frozen=True)
+class BuildRecipe:
+    """How to build a workload from sources (perflab.toml [workload.NAME.build])."""
+
+    sources: tuple[str, ...]
+    language: str = "c++"  # "c" or "c++"
+    cflags: tuple[str, ...] = ("-O2",)
+    ldflags: tuple[str, ...] = ()
+    output: str = ""  # binary name; defaults to the workload name
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named (or ad-hoc) command with the metrics that describe its throughput.
+
+    ``primary_metric`` names the metric studies rank by (e.g. ``events_per_s``);
+    ``higher_is_better`` says which direction is good. Without a metric, studies use wall time.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    metrics: tuple[MetricPattern, ...] = ()
+    primary_metric: str | None = None
+    higher_is_better: bool = True
+    shell: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    build: BuildRecipe | None = None
+    source: str = "command"  # "builtin", a perflab.toml path, or "command"
+    # extra argv a study may add: e.g. minihlt's "--fork {n}" or "--event {k}"
+    fork_arg: tuple[str, ...] | None = None  # template like ("--fork", "{n}")
+    event_arg: tuple[str, ...] | None = None  # template like ("--event", "{k}")
+    checksum_metric: str | None = None  # metric name holding an output checksum
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form, as stored in a campaign's config."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> "Workload":
+        """The inverse of ``as_dict`` (lists back to tuples), for resuming a stored campaign."""
+        d = dict(d)
+        d["argv"] = tuple(d["argv"])  # type: ignore[arg-type]
+        d["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics") or ())  # type: ignore[union-attr]
+        for key in ("fork_arg", "event_arg"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])  # type: ignore[arg-type]
+        if d.get("build"):
+            b = dict(d["build"])  # type: ignore[call-overload]
+            d["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in b.items()})
+        d["env"] = dict(d.get("env") or {})  # type: ignore[call-overload]
+        return cls(**d)  # type: ignore[arg-type]
+
+    def spec(self, **overrides: object) -> RunSpec:
+        """A RunSpec for this workload; keyword overrides go to RunSpec fields."""
+        base: dict[str, object] = dict(
+            argv=self.argv,
+            shell=self.shell,
+            env=dict(self.env) or None,
+            cwd=self.cwd,
+            metrics=self.metrics,
+            label=self.name,
+        )
+        base.update(overrides)
+        return RunSpec(**base)  # type: ignore[arg-type]
