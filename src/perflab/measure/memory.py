@@ -17,12 +17,12 @@ from typing import Sequence
 
 from perflab.platform.sysfs import Root
 
-_PSS = re.compile(r"(?m)^Pss:\s+(\d+) kB")
+_PSS = r"(?m)^Pss:\s+(\d+) kB"  # compiled by re on first use, not at every start-up
 
 
 def parse_pss_kb(text: str | None) -> int | None:
     """The ``Pss:`` line of a smaps_rollup text, in KiB (None when absent)."""
-    m = _PSS.search(text or "")
+    m = re.search(_PSS, text or "")
     return int(m.group(1)) if m else None
 
 

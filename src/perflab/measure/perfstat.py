@@ -81,7 +81,7 @@ def parse(text: str) -> tuple[dict[str, float], list[str]]:
         rows, stamp = total, ""
         if len(fields) >= 4 and fields[0].strip() == "summary":
             fields = fields[1:]  # --summary with -I: the whole run
-        elif len(fields) >= 4 and _INTERVAL.fullmatch(fields[0]) and _VALUE.match(fields[1]):
+        elif len(fields) >= 4 and re.fullmatch(_INTERVAL, fields[0]) and re.match(_VALUE, fields[1]):
             rows, stamp, fields = interval, fields[0].strip(), fields[1:]
         if len(fields) < 3:
             continue
@@ -106,8 +106,9 @@ def parse(text: str) -> tuple[dict[str, float], list[str]]:
     return counters, unsupported
 
 
-_INTERVAL = re.compile(r"\s*\d+\.\d+")
-_VALUE = re.compile(r"\s*(<not |[\d.]+$)")
+# compiled by re on first use: `perflab run` without --perf-stat never reads perf's output
+_INTERVAL = r"\s*\d+\.\d+"
+_VALUE = r"\s*(<not |[\d.]+$)"
 
 
 def _float(text: str) -> float:

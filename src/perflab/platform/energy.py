@@ -84,27 +84,29 @@ def rapl_available(root: Root = Root("/")) -> tuple[bool, str]:
     return True, "RAPL: " + ", ".join(d.key for d in domains)
 
 
-_IPMI_WATTS = re.compile(r"Instantaneous power reading:\s*(\d+(?:\.\d+)?)\s*Watts", re.I)
-_IPMI_STATE = re.compile(r"Power reading state is:\s*(\w+)", re.I)
+# Patterns as strings, compiled by re on first use: this module is on every `perflab run`'s path,
+# which reads no ipmitool or perf energy output (each compile is ~0.1-0.2 ms).
+_IPMI_WATTS = r"(?i)Instantaneous power reading:\s*(\d+(?:\.\d+)?)\s*Watts"
+_IPMI_STATE = r"(?i)Power reading state is:\s*(\w+)"
 
 
 def parse_ipmi_dcmi(text: str) -> float:
     """Watts from ``ipmitool dcmi power reading``; a BMC that does not measure is one line."""
-    m = _IPMI_WATTS.search(text)
+    m = re.search(_IPMI_WATTS, text)
     if m is None:
         first = next((line.strip() for line in text.splitlines() if line.strip()), "no output")
         raise PerflabError(f"ipmitool gave no power reading ({first}); check that the BMC supports DCMI")
     watts = float(m.group(1))
-    state = _IPMI_STATE.search(text)
+    state = re.search(_IPMI_STATE, text)
     if watts == 0 and state is not None and state.group(1).lower() == "deactivated":
         raise PerflabError("the BMC's power reading is deactivated (0 W): enable DCMI power "
                            "readings in the BMC, or choose another --energy source")
     return watts
 
 
-_PERF_ENERGY = re.compile(r"^\s*([0-9.]+),(Joules),(power/energy-[a-z]+/)", re.M)
+_PERF_ENERGY = r"(?m)^\s*([0-9.]+),(Joules),(power/energy-[a-z]+/)"
 
 
 def parse_perf_energy(text: str) -> dict[str, float]:
     """Joules per perf power event from ``perf stat -x, -a -e power/energy-pkg/,...`` output."""
-    return {m.group(3).strip("/").split("/")[-1]: float(m.group(1)) for m in _PERF_ENERGY.finditer(text)}
+    return {m.group(3).strip("/").split("/")[-1]: float(m.group(1)) for m in re.finditer(_PERF_ENERGY, text)}
