@@ -1,5 +1,5 @@
 """Start-up of the `perflab` command: the garbage collector, names packages load on first use, and
-two standard-library functions without the modules their own modules drag in.
+two standard-library functions without the modules that come with them.
 
 Start-up imports about 250 modules whose objects all live until exit. At CPython's default
 thresholds (a collection every 700 allocations) `perflab run --runs 1 -- true` collected 43 times
@@ -10,10 +10,10 @@ every later collection, the one at exit included, and puts the thresholds back. 
 never calls ``end()`` still collects, just less often. Measured: `perflab run --runs 1 -- true`
 takes 14 % less (A/B interleaved, 50 pairs; docs/run.md).
 
-``which`` is shutil.which and ``sha256`` hashlib.sha256, each measured at about a tenth of
-`perflab run`'s own start-up: importing shutil imports bz2, lzma and zlib (3.4 ms here), and
-hashlib loads OpenSSL's libcrypto (3.5 ms), where finding a tool on PATH and hashing a key need
-neither.
+``which`` is shutil.which and ``sha256`` hashlib.sha256 without their modules, each of which
+cost about a tenth of `perflab run`'s own start-up: importing shutil imports bz2, lzma and zlib
+(3.4 ms here), and hashlib loads OpenSSL's libcrypto (3.5 ms); finding a tool on PATH and hashing
+a cache key need neither.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 try:  # CPython's own SHA-256, which hashlib falls back to: the same digests, no OpenSSL to load
     from _sha256 import sha256  # CPython <= 3.11
-except ImportError:  # pragma: no cover - depends on the interpreter
+except ImportError:
     try:
         from _sha2 import sha256  # CPython >= 3.12
     except ImportError:
