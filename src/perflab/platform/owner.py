@@ -52,3 +52,9 @@ def alive(owner: Mapping[str, Any] | None, root: Root = Root()) -> bool | None:
         return _start_ticks(root, int(owner["pid"])) == int(owner["start"])
     except (TypeError, ValueError):
         return None
+
+
+def shown_status(status: str, owner_alive: bool | None) -> str:
+    """The status results and reports show: 'died' for a campaign marked running whose perflab is
+    gone (killed before it could close it), else the stored one. One rule for every view."""
+    return "died" if status == "running" and owner_alive is False else status

@@ -62,8 +62,8 @@ def status_of(campaign: Any) -> str:
     """The campaign's status, 'died' where it is running but its perflab is gone (killed before it
     could close the campaign: platform/owner.py)."""
     labels = getattr(campaign, "labels", None) or {}
-    gone = campaign.status == "running" and owner.alive(labels.get("owner")) is False
-    return "died" if gone else campaign.status
+    alive = owner.alive(labels.get("owner")) if campaign.status == "running" else None
+    return owner.shown_status(campaign.status, alive)
 
 
 def generic(campaign: Any, summary: dict) -> Section:

@@ -68,7 +68,7 @@ def campaign_row(c: Campaign) -> dict:
 
 def shown_status(row: dict) -> str:
     """The status a listing shows: 'died' for a campaign left running by a perflab that is gone."""
-    return "died" if row["status"] == "running" and row["owner_alive"] is False else row["status"]
+    return owner.shown_status(row["status"], row["owner_alive"])
 
 
 def died_note(row: dict) -> str | None:
