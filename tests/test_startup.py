@@ -74,16 +74,19 @@ def test_a_command_that_never_ends_its_start_up_keeps_collecting(tmp_path):
     assert seen["enabled"] and seen["threshold"][0] == 100_000 and seen["frozen"] == 0
 
 
-def test_one_command_with_many_runs_is_analysed_without_numpy(tmp_path):
-    # One command's analysis (median CI, quartiles, modified Z-score outliers) is the standard
-    # library's: numpy's import was 55 ms of every `perflab run -- CMD` here. Two commands are
-    # compared with numpy (Hodges-Lehmann over every pair of runs), and load it.
+def test_one_command_or_two_with_few_runs_are_analysed_without_numpy(tmp_path):
+    # One command's analysis (median CI, quartiles, modified Z-score outliers) and two commands'
+    # ratio with few runs each (Hodges-Lehmann and Moses' interval, stats/shift.py) are the
+    # standard library's: numpy's import was 55 ms of every such `perflab run` here. With more
+    # pairs of runs than the exact loops are quick for, the ratio loads numpy.
     db = str(tmp_path / "s.db")
     open_store(db).close()
     one = _probe(tmp_path, "run", "--db", db, "--runs", "5", "--energy", "off", "--", "true")
     assert "numpy" not in one["modules"]
-    two = _probe(tmp_path, "run", "--db", db, "--runs", "3", "--energy", "off", "true", "sleep 0")
-    assert "numpy" in two["modules"]
+    two = _probe(tmp_path, "run", "--db", db, "--runs", "10", "--energy", "off", "true", "sleep 0")
+    assert "numpy" not in two["modules"]
+    many = _probe(tmp_path, "run", "--db", db, "--runs", "21", "--energy", "off", "true", "sleep 0")
+    assert "numpy" in many["modules"]
 
 
 def test_which_answers_as_shutil_which(tmp_path, monkeypatch):

@@ -248,3 +248,35 @@ def test_runs_to_reach_is_the_fewest_runs_whose_ratio_interval_reaches_the_level
     a, b = [1.0 + 0.01 * i for i in range(n)], [2.0 + 0.01 * i for i in range(n)]
     assert ratio_ci(b, a, level)[1].level >= level
     assert ratio_ci(b[:-1], a[:-1], level)[1].level < level
+
+
+def test_the_ratio_without_numpy_is_numpys():
+    # Small samples take the standard library's path (stats/shift.py, _PURE_PAIRS); it must give
+    # what the numpy path gives: the same null distribution float for float, and the same ratio
+    # and interval to the last bit or two (numpy's log and exp may round otherwise than libm's).
+    import random
+
+    from perflab.stats import shift
+
+    for m in range(1, 21):
+        for n in range(1, 400 // m + 1):
+            assert shift.u_cdf_exact(m, n) == list(shift.u_cdf(m, n)), (m, n)
+    rng = random.Random(11)
+    for _ in range(300):
+        m, n = rng.randint(1, 20), rng.randint(1, 20)
+        a = [rng.lognormvariate(0, 0.3) for _ in range(m)]
+        b = [rng.lognormvariate(0.1, 0.3) for _ in range(n)]
+        level = rng.choice([0.8, 0.9, 0.95, 0.99])
+        assert m * n <= shift._PURE_PAIRS
+        pure = shift.ratio_ci(a, b, level)
+        old, shift._PURE_PAIRS = shift._PURE_PAIRS, 0
+        try:
+            vec = shift.ratio_ci(a, b, level)
+        finally:
+            shift._PURE_PAIRS = old
+        assert pure[1].level == vec[1].level
+        for x, y in ((pure[0], vec[0]), (pure[1].low, vec[1].low), (pure[1].high, vec[1].high)):
+            assert abs(x - y) <= 1e-15 * abs(y)
+    for bad in ([1.0, 0.0], [1.0, float("nan")], [1.0, -2.0], [1.0, float("inf")]):
+        with pytest.raises(ValueError, match="positive, finite"):
+            shift.ratio_ci(bad, [1.0, 2.0])
