@@ -2,8 +2,10 @@
 
 For each hwloc snapshot in tests/data/topologies (real machines' /sys trees, 2 to 80 CPUs), the
 median of 20 timings of reading the topology from the tree (read_topology, what every start did)
-against serving it from the cached record (Topology.from_dict on its to_dict(), what a start
-does now while the kernel's online lists are unchanged: platform/hostcache.py). Both run in this
+against serving it from the cached record (Topology.from_dict on its to_dict(), what a study
+that asks for the topology pays while the kernel's online lists are unchanged:
+platform/hostcache.py; `perflab run`, which only records it, builds none: platform/machine.py).
+Both run in this
 process, interleaved; the ratio is what to read, the times move with the machine. The snapshots
 sit on this machine's disk, not in sysfs, whose reads cost more.
 
