@@ -64,3 +64,27 @@ def test_listing_gives_instances_and_micro_their_verdict(tmp_path):
                                             "3 copies already give 99 % of it.")
     assert rows["micro"]["verdict"].startswith("8 of 9 operations differ significantly between ABIs: op0 m32 +10 %")
     assert rows["micro"]["verdict"].endswith("op5 m32 +15 %; and 2 more.")
+
+
+def test_the_listing_shows_the_newest_campaigns_and_says_how_many_it_leaves_out(tmp_path):
+    # A store a CI gate or a fleet fills holds thousands of campaigns: the listing reads and shows
+    # the newest N (default 50), oldest of them first, and says how to see the rest.
+    from perflab.cli.results import LAST
+
+    db = str(tmp_path / "r.db")
+    with open_store(db) as s:
+        ids = [s.start_campaign("run" if i % 2 else "cores", {}) for i in range(LAST + 3)]
+    out = _perflab("results", "--db", db)
+    assert out.returncode == 0, out.stderr
+    assert f"the newest {LAST} of {LAST + 3} campaigns; 3 older ones are not shown" in out.stdout
+    shown = json.loads(_perflab("results", "--db", db, "--json", "-").stdout)
+    assert [r["id"] for r in shown] == ids[3:]
+    two = json.loads(_perflab("results", "--db", db, "-n", "2", "--json", "-").stdout)
+    assert [r["id"] for r in two] == ids[-2:]
+    cores = [i for i in ids if (i - ids[0]) % 2 == 0]
+    one = _perflab("results", "--db", db, "--study", "cores", "--last", "1")
+    assert f"the newest 1 of {len(cores)} campaigns" in one.stdout and f"│ {cores[-1]} │" in one.stdout
+    every = _perflab("results", "--db", db, "--last", "0")
+    assert "not shown" not in every.stdout and all(f"│ {i:>2} │" in every.stdout for i in ids)
+    exact = _perflab("results", "--db", db, "--study", "run", "--last", str(len(ids) - len(cores)))
+    assert "not shown" not in exact.stdout

@@ -9,6 +9,11 @@ from perflab.cli.common import json_option, make_console, store_option
 from perflab.cli.options import Count
 
 
+# The listing's default length: a store a CI gate or a fleet has filled for months holds
+# thousands of campaigns, and a table of 1,900 took 1.5 s to draw here and scrolled away.
+LAST = 50
+
+
 def _fmt_s(x: float | None) -> str:
     if x is None:
         return "-"
@@ -47,9 +52,11 @@ def _journal_notes(console, store, campaign_id: int | None) -> None:
 @click.argument("campaign_id", required=False, type=Count(1, 2**31 - 1))
 @click.option("--study", "-s", metavar="NAME", help="Only campaigns of this study (e.g. instances).")
 @click.option("--all-runs", "-a", is_flag=True, help="With ID: list every run, not one row per configuration.")
+@click.option("--last", "-n", "last", type=Count(0, 2**31 - 1), default=LAST, show_default=True, metavar="N",
+              help="Without ID: only the newest N campaigns (0: every one).")
 @store_option
 @json_option
-def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: str | None,
+def command(campaign_id: int | None, study: str | None, all_runs: bool, last: int, db_url: str | None,
             json_path: str | None) -> None:
     """List stored campaigns; with a campaign ID, summarise its measurements."""
     from rich.table import Table
@@ -61,7 +68,8 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: 
     console = make_console(markup=False, highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         if campaign_id is None:
-            rows = [campaign_row(c) for c in store.campaigns(study=study)]
+            rows = [campaign_row(c) for c in store.campaigns(study=study, last=last or None)]
+            older = store.count_campaigns(study=study) - len(rows) if last and len(rows) == last else 0
             table = Table(title=f"campaigns in {store.display}")
             for col in ("id", "study", "status", "runs", "started", "duration", "parent", "verdict"):
                 table.add_column(col, justify="right" if col in ("id", "runs", "duration", "parent") else "left")
@@ -73,6 +81,9 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, db_url: 
                 )
             if rows:
                 console.print(table)
+                if older:
+                    console.print(f"the newest {len(rows)} of {len(rows) + older} campaigns; {older} older ones "
+                                  f"are not shown ('--last 0' lists every one)")
                 for note in filter(None, map(died_note, rows)):
                     console.print(note)
             else:

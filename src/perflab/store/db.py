@@ -256,8 +256,10 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
             )
         return self._campaign(row)
 
-    def campaigns(self, study: str | None = None, parent_id: int | None = None) -> list[Campaign]:
-        """Campaigns, oldest first; filtered by study and/or parent campaign."""
+    def campaigns(self, study: str | None = None, parent_id: int | None = None,
+                  last: int | None = None) -> list[Campaign]:
+        """Campaigns, oldest first; filtered by study and/or parent campaign; only the newest
+        ``last`` of them where given (a listing need not read thousands)."""
         c = self.t["campaigns"]
         q = self._campaign_query()
         if study is not None:
@@ -265,7 +267,17 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
         if parent_id is not None:
             q = q.where(c.c.parent_id == parent_id)
         with self.engine.connect() as conn:
+            if last:
+                return [self._campaign(r) for r in conn.execute(q.order_by(c.c.id.desc()).limit(last))][::-1]
             return [self._campaign(r) for r in conn.execute(q.order_by(c.c.id))]
+
+    def count_campaigns(self, study: str | None = None) -> int:
+        sa, c = self._sa, self.t["campaigns"]
+        q = sa.select(sa.func.count(c.c.id))
+        if study is not None:
+            q = q.where(c.c.study == study)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar() or 0)
 
     def latest_campaign(self, study: str, status: str | None = "done") -> Campaign | None:
         found = [c for c in self.campaigns(study=study) if status is None or c.status == status]
