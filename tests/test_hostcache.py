@@ -3,6 +3,7 @@ tree while the kernel's online lists are unchanged, and is read again when they 
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from perflab.platform.hostcache import capture_cached
@@ -57,3 +58,22 @@ def test_a_machine_from_its_record_records_and_builds_as_the_topology_it_came_fr
         assert lazy.record() == built.record()
         assert lazy.topology == built.topology and lazy.topology.allowed == allowed
         assert lazy.record() == built.record()  # the same once built
+
+
+def test_the_key_changes_with_the_topology_types(tmp_path, monkeypatch):
+    # The cached record is used as Topology.to_dict() wrote it: another format (the types edited
+    # under the same version) must be another key, not a record studies cannot build.
+    from perflab.platform import hostcache
+
+    root = Root(str(tmp_path))
+    boot = tmp_path / "proc" / "sys" / "kernel" / "random"
+    boot.mkdir(parents=True)
+    (boot / "boot_id").write_text("5c0ffee0-0000-4000-8000-000000000002\n")
+    source = tmp_path / "topology_types.py"
+    source.write_text("# the types\n")
+    monkeypatch.setattr(hostcache, "TOPOLOGY_SOURCE", str(source))
+    before = hostcache.cache_key(root)
+    assert hostcache.cache_key(root) == before
+    st = source.stat()
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert hostcache.cache_key(root) != before

@@ -4,7 +4,7 @@ capture() runs compilers and perf for their versions, probes features by compili
 test programs, and samples steal time for 100 ms: 0.3-0.9 s, where hyperfine's whole run of
 `true` takes milliseconds. What it records changes with a reboot, a new compiler or a new perflab,
 so the cache is keyed by the boot id, the path and mtime of each tool it asks, perflab's version
-and the host label. What changes by the minute (load, steal, frequency, governor) is recorded per
+(and its topology types' source: see TOPOLOGY_SOURCE) and the host label. What changes by the minute (load, steal, frequency, governor) is recorded per
 run as the run's health, not taken from here.
 
 The topology is cached too: reading it takes a few files per CPU (1 ms on 2 CPUs here, 20 ms on
@@ -31,6 +31,11 @@ from perflab.startup import sha256, which
 
 # What a cached topology is checked against (see above).
 ONLINE_LISTS = ("sys/devices/system/cpu/online", "sys/devices/system/node/online")
+# The cached topology is handed to the store and to studies as Topology.to_dict() wrote it, not
+# rebuilt on load (platform/machine.py): a file of another format must not be read. A release
+# changes __version__; an edit of the types under the same version (a developer's tree) changes
+# this file's mtime, which the key includes too.
+TOPOLOGY_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "topology_types.py")
 
 
 def _cache_dir() -> str:
@@ -43,6 +48,10 @@ def cache_key(root: Root = Root("/")) -> str | None:
     if not boot:
         return None
     parts = [boot, __version__, os.environ.get("PERFLAB_HOST_LABEL", "")]
+    try:
+        parts.append(f"topology:{os.stat(TOPOLOGY_SOURCE).st_mtime_ns}")
+    except OSError:  # a zipped or frozen install: the version alone
+        parts.append("topology:?")
     for tool in (*COMPILERS, "perf", "numactl"):
         path = which(tool)
         try:
