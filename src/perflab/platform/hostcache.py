@@ -4,8 +4,9 @@ capture() runs compilers and perf for their versions, probes features by compili
 test programs, and samples steal time for 100 ms: 0.3-0.9 s, where hyperfine's whole run of
 `true` takes milliseconds. What it records changes with a reboot, a new compiler or a new perflab,
 so the cache is keyed by the boot id, the path and mtime of each tool it asks, perflab's version
-(and its topology types' source: see TOPOLOGY_SOURCE) and the host label. What changes by the minute (load, steal, frequency, governor) is recorded per
-run as the run's health, not taken from here.
+(and its topology types' source: see TOPOLOGY_SOURCE) and the host label. What changes by the
+minute (load, steal, frequency, governor) is recorded per run as the run's health, not taken from
+here.
 
 The topology is cached too: reading it takes a few files per CPU (1 ms on 2 CPUs here, 20 ms on
 the 64-CPU fixture, about four times that on a 256-CPU server). Without a reboot it changes only
