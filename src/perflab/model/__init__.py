@@ -106,7 +106,6 @@ class RunResult:
         return asdict(self)
 
 
-
 def known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
     """The entries of ``d`` that name a field of dataclass ``cls``: a form stored by another
     perflab version (a field added or dropped since) still loads."""
