@@ -95,3 +95,18 @@ def test_a_killed_perflabs_campaign_shows_died_and_a_live_one_is_not_resumed(tmp
     row = _listed(db)[cid]
     assert (row["status"], row["measurements"], row["owner_alive"]) == ("done", 40, None)
     assert "died" not in _perflab("results", "--db", db).stdout
+
+
+def test_a_died_campaign_the_listing_leaves_out_is_still_named(tmp_path):
+    # `results` shows the newest campaigns only (--last); the one a killed perflab left running is
+    # what `resume` is for, so its note is printed even where its row is not.
+    db = str(tmp_path / "s.db")
+    with open_store(db) as store:
+        gone = {**owner.identity(), "boot": "a boot before this one"}  # this host, restarted since
+        died = store.start_campaign("run", {}, labels={"owner": gone})
+        for _ in range(3):
+            store.finish_campaign(store.start_campaign("run", {}), summary={"verdict": "ok"})
+    out = _perflab("results", "--db", db, "--last", "2").stdout
+    assert f"│ {died} │" not in out and "2 older ones are not shown" in out
+    assert f"note: campaign {died} is marked running" in out and f"'perflab resume {died}' finishes it" in out
+    assert out.count("note: campaign") == 1

@@ -84,7 +84,11 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
                 if older:
                     console.print(f"the newest {len(rows)} of {len(rows) + older} campaigns; {older} older ones "
                                   f"are not shown ('--last 0' lists every one)")
-                for note in filter(None, map(died_note, rows)):
+                # A campaign a killed perflab left behind is named even where the listing
+                # leaves it out: it is what 'perflab resume' is for.
+                hidden = [campaign_row(c) for c in store.campaigns(study=study, status="running")
+                          if c.id < rows[0]["id"]] if older else []
+                for note in filter(None, map(died_note, hidden + rows)):
                     console.print(note)
             else:
                 console.print(f"no campaigns{' of study ' + study if study else ''} in {store.display}")

@@ -257,15 +257,17 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
         return self._campaign(row)
 
     def campaigns(self, study: str | None = None, parent_id: int | None = None,
-                  last: int | None = None) -> list[Campaign]:
-        """Campaigns, oldest first; filtered by study and/or parent campaign; only the newest
-        ``last`` of them where given (a listing need not read thousands)."""
+                  last: int | None = None, status: str | None = None) -> list[Campaign]:
+        """Campaigns, oldest first; filtered by study, parent campaign and/or status; only the
+        newest ``last`` of them where given (a listing need not read thousands)."""
         c = self.t["campaigns"]
         q = self._campaign_query()
         if study is not None:
             q = q.where(c.c.study == study)
         if parent_id is not None:
             q = q.where(c.c.parent_id == parent_id)
+        if status is not None:
+            q = q.where(c.c.status == status)
         with self.engine.connect() as conn:
             if last:
                 return [self._campaign(r) for r in conn.execute(q.order_by(c.c.id.desc()).limit(last))][::-1]
