@@ -140,7 +140,7 @@ def test_sigterm_names_the_campaign_to_resume(tmp_path):
                 pass
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     with open_store(str(db)) as store:
         camp = store.campaigns()[-1]
     assert camp.status == "interrupted" and camp.n_measurements >= 3

@@ -211,3 +211,31 @@ def test_importing_store_does_not_import_sqlalchemy():
     code = "import sys, perflab.store; print('sqlalchemy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_an_interrupt_in_the_middle_of_a_write_still_closes_the_campaign_as_interrupted(tmp_path):
+    # SIGTERM (which a campaign turns into Terminated) or Ctrl-C can land while a write holds the
+    # store's transaction open. The write is undone and the campaign closes as 'interrupted';
+    # before, closing it began a transaction inside the open one and perflab ended as a failed
+    # write with exit status 2 (seen once in test_session's SIGTERM test under `make test`).
+    from perflab.store.campaigns import Terminated
+    from perflab.store.lite import LiteStore, open_fast
+
+    db = str(tmp_path / "s.db")
+    open_store(db).close()
+    store = open_fast(db)
+    assert isinstance(store, LiteStore)
+    cid = None
+
+    def half_written(conn):
+        conn.execute("UPDATE campaigns SET name = 'half-written' WHERE id = ?", (cid,))
+        raise Terminated()
+
+    with pytest.raises(KeyboardInterrupt):
+        with store.open_campaign("run", {}) as camp:
+            cid = camp.id
+            store._transaction(half_written)
+    store.close()
+    with open_store(db) as full:
+        closed = full.campaign(cid)
+    assert closed.status == "interrupted" and closed.name == ""

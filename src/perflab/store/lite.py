@@ -113,6 +113,12 @@ class LiteStore:
                     self._conn.execute("ROLLBACK")
                 raise PerflabError(f"results store {self.display} failed to write: {exc}; check the "
                                    "disk and rerun (committed measurements are kept)") from None
+            except BaseException:
+                # Ctrl-C or a batch system's SIGTERM in the middle of a write: undo it, or the
+                # campaign could not be closed as interrupted (BEGIN inside an open transaction).
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
 
     def add_host(self, metadata: dict, topology: dict | None = None) -> int:
         """Record a machine (the same machine gets the same id, as Store.add_host)."""
