@@ -13,7 +13,9 @@ takes 14 % less (A/B interleaved, 50 pairs; docs/run.md).
 ``which`` is shutil.which and ``sha256`` hashlib.sha256 without their modules, each of which
 cost about a tenth of `perflab run`'s own start-up: importing shutil imports bz2, lzma and zlib
 (3.4 ms here), and hashlib loads OpenSSL's libcrypto (3.5 ms); finding a tool on PATH and hashing
-a cache key need neither.
+a cache key need neither. ``sha256`` is for the short keys a run's start-up hashes (the machine
+cache, the host fingerprint, the spawn helper): on bulk data (files, source trees, bundles)
+OpenSSL's SHA-256 is 5.6x faster here (64 MiB: 47 against 265 ms), so those use hashlib.
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ and a campaign that was still running at the first collect is replaced by its fi
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.errors import PerflabError
 from perflab.store import dumps, open_store
-from perflab.startup import sha256
 
 _BATCH = 5000  # measurements per insert: one executemany, bounded memory
 
@@ -33,7 +33,7 @@ def _key(campaign, fingerprint: str | None) -> str:
     ident = {"study": campaign.study, "started": campaign.started.isoformat(),
              "labels": {k: v for k, v in campaign.labels.items() if k != "collected"},
              "host": fingerprint, "config": campaign.config}
-    return sha256(dumps(ident).encode()).hexdigest()[:32]
+    return hashlib.sha256(dumps(ident).encode()).hexdigest()[:32]
 
 
 def collect(name: str, shard_dir: Path, target) -> CollectResult:

@@ -9,6 +9,7 @@ from __future__ import annotations
 # subprocess and tempfile are imported in the functions that use them: `perflab run` starts
 # without either (bench/startup.sh, issue 16).
 import functools
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Sequence
 
 from perflab.errors import PerflabError
 from perflab.platform import cache_dir
-from perflab.startup import sha256, which
+from perflab.startup import which
 
 
 class BuildError(PerflabError):
@@ -57,7 +58,7 @@ def compiler_version(compiler: str) -> str:
 def build_key(
     sources: Sequence[Path], compiler: str, flags: Sequence[str], extra_inputs: Sequence[Path] = ()
 ) -> str:
-    h = sha256()
+    h = hashlib.sha256()
     h.update(compiler_version(compiler).encode())
     h.update(b"\0" + compiler.encode())
     for f in flags:

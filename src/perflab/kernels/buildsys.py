@@ -18,6 +18,7 @@ directory with -fprofile-generate=DIR, and trained in the user's working directo
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shlex
@@ -30,7 +31,6 @@ from typing import Sequence
 from perflab.errors import PerflabError
 from perflab.kernels.build import BuildError, cache_root, compiler_version
 from perflab.kernels.variants import BuildTarget, Variant, VariantBuild
-from perflab.startup import sha256
 
 #: what ``--build make`` means for a project without a template of its own
 DEFAULT_MAKE = "make -C {src} CC={cc} CXX={cxx} CFLAGS={cflags} CXXFLAGS={cxxflags} LDFLAGS={ldflags} -j{jobs}"
@@ -121,7 +121,7 @@ def fill_template(template: str, values: dict[str, str]) -> list[str]:
 
 def tree_hash(root: Path) -> str:
     """sha256 over the relative paths and bytes of a source tree (build products left out)."""
-    h = sha256()
+    h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
         for name in sorted(filenames):
@@ -188,7 +188,7 @@ def _run_logged(cmd: list[str], cwd: Path, log: Path, what: str) -> str:
 def project_key(target: BuildTarget, v: Variant, train_argv: Sequence[str], train_cwd: Path) -> str:
     """The cache key: source tree, template, exe, flags, compilers (and the training, for PGO)."""
     assert target.src_dir is not None and target.template is not None
-    h = sha256()
+    h = hashlib.sha256()
     for part in (tree_hash(target.src_dir), target.template, target.exe or "", repr(v.cflags),
                  repr(v.ldflags), compiler_version(v.driver("c")), compiler_version(v.driver("c++"))):
         h.update(b"\0" + part.encode())

@@ -6,6 +6,7 @@ loses at most the run in flight (hyperfine exports after every benchmark for the
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from perflab.store.rows import Artifact, Campaign
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
 from perflab.store.url import _one_line, _resolve_url, _sa
 from perflab.store.values import STATUSES, _jsonable, _now, _utc, dumps, host_identity
-from perflab.startup import sha256
+
 
 def open_store(url_or_path: str | None = None) -> "Store":
     """Open (creating and migrating as needed) the results store at a path or URL.
@@ -294,7 +295,7 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
         p = Path(path).absolute()
         sha, size = None, None
         if p.is_file():
-            h = sha256()
+            h = hashlib.sha256()
             with open(p, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)

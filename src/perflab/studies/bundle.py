@@ -13,6 +13,7 @@ links, devices or FIFOs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -30,7 +31,7 @@ from perflab.platform.files import resolve_links
 from perflab.platform.sysfs import format_size
 from perflab.studies import footprint as fp
 from perflab.studies.bundle_archive import MANIFEST, ROOT, RUNNER, safe_unpack, write_archive
-from perflab.startup import sha256, which
+from perflab.startup import which
 
 FORMAT = 1
 ISOLATIONS = ("bwrap", "unshare", "chroot")
@@ -114,11 +115,11 @@ def _extract(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
 
 
 def _sha(text: str) -> str:
-    return sha256(text.encode()).hexdigest()
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _file_sha(path: str) -> str:
-    h = sha256()
+    h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)

@@ -10,6 +10,7 @@ The checksum is a sum of per-event integer hashes, identical across -O levels, A
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,7 +20,6 @@ from perflab.model import BuildRecipe, Workload
 from perflab.errors import PerflabError
 from perflab.kernels.build import BuildResult, build, cache_root
 from perflab.model import MetricPattern
-from perflab.startup import sha256
 
 HERE = Path(__file__).resolve().parent
 
@@ -95,7 +95,7 @@ def build_minihlt_pgo(
     path, so the profile written by the training run is found by the second build. The profile
     files take part in the second build's cache key.
     """
-    tag = sha256("\0".join([compiler, *cflags, *training_args]).encode())
+    tag = hashlib.sha256("\0".join([compiler, *cflags, *training_args]).encode())
     for src in sources():
         tag.update(src.read_bytes())
     prof = cache_root() / "pgo" / f"minihlt-{tag.hexdigest()[:16]}"
