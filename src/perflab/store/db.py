@@ -283,7 +283,7 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
             return int(conn.execute(q).scalar() or 0)
 
     def latest_campaign(self, study: str, status: str | None = "done") -> Campaign | None:
-        found = [c for c in self.campaigns(study=study) if status is None or c.status == status]
+        found = self.campaigns(study=study, status=status, last=1)
         return found[-1] if found else None
 
     # -- measurements -----------------------------------------------------------------------

@@ -103,6 +103,11 @@ class RunStudyResult:
                    dict(d.get("health") or {}))
 
 
+def too_few_runs(relative: dict) -> bool:
+    """A comparison whose interval could not reach the level it needed (too few runs to tell)."""
+    return relative["level"] < relative.get("target", 0) - 1e-9
+
+
 def verdict(result: RunStudyResult) -> str:
     """One sentence: the fastest command's median and CI, and how the others compare."""
     ok = [b for b in result.benchmarks if b.summary]
@@ -121,7 +126,7 @@ def verdict(result: RunStudyResult) -> str:
         rest = [b for b in ok if b is not fastest and b.relative]
         slower = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
                   f"{b.relative['high']:.3g}]" for b in rest if b.relative.get("significant")]
-        few = [b.command for b in rest if b.relative["level"] < b.relative.get("target", 0) - 1e-9]
+        few = [b.command for b in rest if too_few_runs(b.relative)]
         same = [b.command for b in rest if not b.relative.get("significant") and b.command not in few]
         text += f"; fastest of {len(ok)}"
         if slower:

@@ -8,7 +8,7 @@ from typing import Any
 
 from perflab.report.terminal.energy import render_energy
 from perflab.stats.interval import CI
-from perflab.studies.run_result import Benchmark, RunStudyResult
+from perflab.studies.run_result import Benchmark, RunStudyResult, too_few_runs
 
 
 def time_unit(seconds: float) -> str:
@@ -95,7 +95,7 @@ def render(result: RunStudyResult, console: Any) -> None:
                 r = b.relative
                 if r.get("significant"):
                     what = "slower"
-                elif r["level"] < r.get("target", 0) - 1e-9:
+                elif too_few_runs(r):
                     what = "too few runs to tell (see the warning)"
                 else:
                     what = "not shown to differ (the interval holds 1, or under 1 %)"
