@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from perflab.cli.options import OutputPath
+from perflab.cli.options import OutputPath, metric_choice, primary_metric_options
 from perflab.errors import PerflabError
 
 # Columns of output that is not a terminal: wide enough for every table perflab prints.
@@ -21,9 +21,12 @@ PIPE_WIDTH = 200
 def target_options(f: Callable) -> Callable:
     """``--workload NAME [-- ARGS]`` or ``-- CMD ARGS...`` (``--shell``: CMD through sh -c).
 
-    Arguments after ``--`` with a named workload are appended to its command.
+    Arguments after ``--`` with a named workload are appended to its command. With them come
+    ``--primary-metric NAME`` and ``--higher-is-better`` / ``--lower-is-better``, which
+    ``resolve_target`` applies to the workload.
     """
     f = click.argument("command_args", nargs=-1, type=click.UNPROCESSED)(f)
+    f = primary_metric_options(f)
     f = click.option("--shell", is_flag=True, help="Run CMD through /bin/sh -c.")(f)
     f = click.option(
         "--workload", "-w", "workload_name", metavar="NAME",
@@ -56,13 +59,20 @@ def resolve_target(
     command_args: tuple[str, ...],
     shell: bool = False,
     config_path: str | None = None,
+    extra_metrics: tuple = (),
 ):
-    """Turn --workload NAME [-- ARGS] / -- CMD into a Workload, or raise a one-line PerflabError."""
+    """Turn --workload NAME [-- ARGS] / -- CMD into a Workload, or raise a one-line PerflabError.
+
+    The command's --primary-metric / --higher-is-better / --lower-is-better (when it has them,
+    see options.primary_metric_options) override the workload's; ``extra_metrics`` are the
+    command's own --metric patterns, which --primary-metric may name too.
+    """
     from perflab.workloads import resolve
 
     if not workload_name and not command_args:
         raise PerflabError("nothing to run: give --workload NAME (e.g. minihlt) or -- CMD [ARGS...]")
-    return resolve(workload_name, command_args, shell=shell, config_path=config_path)
+    workload = resolve(workload_name, command_args, shell=shell, config_path=config_path)
+    return metric_choice().apply(workload, extra_metrics)
 
 
 def emit_json(path: str, data: dict) -> None:

@@ -24,7 +24,8 @@ class Workload:
     """A named (or ad-hoc) command with the metrics that describe its throughput.
 
     ``primary_metric`` names the metric studies rank by (e.g. ``events_per_s``);
-    ``higher_is_better`` says which direction is good. Without a metric, studies use wall time.
+    ``higher_is_better`` says which direction is good; ``unit`` is how to print it (e.g.
+    ``events/s``). Without a metric, studies use wall time.
     """
 
     name: str
@@ -32,6 +33,7 @@ class Workload:
     metrics: tuple[MetricPattern, ...] = ()
     primary_metric: str | None = None
     higher_is_better: bool = True
+    unit: str | None = None
     shell: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
@@ -60,6 +62,15 @@ class Workload:
             d["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in b.items()})
         d["env"] = dict(d.get("env") or {})  # type: ignore[call-overload]
         return cls(**d)  # type: ignore[arg-type]
+
+    def metric_names(self) -> tuple[str, ...]:
+        """The named groups of the workload's metric regexes, in order."""
+        import re
+
+        names: list[str] = []
+        for m in self.metrics:
+            names.extend(n for n in re.compile(m.regex).groupindex if n not in names)
+        return tuple(names)
 
     def spec(self, **overrides: object) -> RunSpec:
         """A RunSpec for this workload; keyword overrides go to RunSpec fields."""

@@ -8,6 +8,7 @@ edge. A perflab.toml looks like::
     metrics = ['(?m)^events/s: (?P<events_per_s>[\\d.]+)$']
     primary_metric = "events_per_s"
     higher_is_better = true
+    unit = "events/s"                          # optional: how the metric is printed
     env = { OMP_NUM_THREADS = "1" }
     cwd = "run"                                # relative to the perflab.toml
     [workload.sim.build]
@@ -105,7 +106,7 @@ def _from_toml(tw: TomlWorkload) -> Workload:
         argv = (shlex.join(argv),) if len(argv) > 1 else argv
     return Workload(
         name=tw.name, argv=argv, metrics=tw.metrics, primary_metric=tw.primary_metric,
-        higher_is_better=tw.higher_is_better, shell=tw.shell, env=dict(tw.env), cwd=tw.cwd,
+        higher_is_better=tw.higher_is_better, unit=tw.unit, shell=tw.shell, env=dict(tw.env), cwd=tw.cwd,
         build=tw.build, source=str(tw.path), fork_arg=tw.fork_arg, event_arg=tw.event_arg,
         checksum_metric=tw.checksum_metric,
     )

@@ -18,7 +18,7 @@ DEFAULT_CONFIG = "perflab.toml"
 
 _ALLOWED_KEYS = {
     "command", "metrics", "primary_metric", "higher_is_better", "env", "cwd", "shell", "build",
-    "fork_arg", "event_arg", "checksum_metric", "description",
+    "fork_arg", "event_arg", "checksum_metric", "description", "unit",
 }
 _BUILD_KEYS = {"sources", "cflags", "ldflags", "language", "output", "compiler"}
 
@@ -33,6 +33,7 @@ class TomlWorkload:
     metrics: tuple[MetricPattern, ...]
     primary_metric: str | None
     higher_is_better: bool
+    unit: str | None
     env: dict[str, str]
     cwd: str | None
     shell: bool
@@ -212,6 +213,11 @@ def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
     hib = raw.get("higher_is_better", True)
     if not isinstance(hib, bool):
         raise t.error(f"workload '{name}': higher_is_better must be true or false", name, "higher_is_better")
+    unit = raw.get("unit")
+    if unit is not None and (not isinstance(unit, str) or not unit.strip()):
+        raise t.error(f"workload '{name}': unit must be a non-empty string like \"events/s\"", name, "unit")
+    if unit is not None and primary is None:
+        raise t.error(f"workload '{name}': unit belongs to primary_metric: name primary_metric too", name, "unit")
     shell = raw.get("shell", False)
     if not isinstance(shell, bool):
         raise t.error(f"workload '{name}': shell must be true or false", name, "shell")
@@ -236,7 +242,7 @@ def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
     desc = raw.get("description", "")
     return TomlWorkload(
         name=name, path=t.path, command=command, metrics=tuple(metrics), primary_metric=primary,
-        higher_is_better=hib, env={k: str(v) for k, v in env.items()}, cwd=cwd, shell=shell,
+        higher_is_better=hib, unit=unit, env={k: str(v) for k, v in env.items()}, cwd=cwd, shell=shell,
         build=recipe, compiler=compiler, fork_arg=template("fork_arg"), event_arg=template("event_arg"),
         checksum_metric=checksum, description=desc if isinstance(desc, str) else "",
     )
