@@ -69,7 +69,7 @@ def test_report_escapes_workload_text_and_is_self_contained(store):
     for needle in ("http://", "https://", "src=", "<link", "@import"):
         assert needle not in html.replace("&lt;img src=x", ""), needle
     md = to_markdown(report)
-    assert "<script>" not in md and "&lt;script&gt;" in md
+    assert "<script>" not in md and "&lt;script>" in md and "&gt;" not in md
 
 
 def test_report_cli_writes_html_and_markdown(tmp_path, store):
@@ -146,3 +146,38 @@ def test_run_report_answers_first_with_evidence_and_its_level(store):
     assert html.index('<section id="summary"') < html.index(f'<section id="run-{res.campaign_id}"')
     md = to_markdown(report)
     assert md.index("## Answers") < md.index("## Timing")
+
+
+def test_plots_keep_text_as_text_and_say_what_they_show(store):
+    """Every figure: role=img, a <title>, a <desc> with the finding, labels as searchable <text>."""
+    import re
+
+    from perflab.measure.executor import MockExecutor
+    from perflab.platform.machine import Machine
+    from perflab.platform.topology import Topology
+    from perflab.studies import run as run_mod
+    from perflab.studies import run_study
+
+    machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
+    config = run_mod.RunConfig(commands=(run_mod.Command("sleep 0.2", ("sleep", "0.2")),
+                                         run_mod.Command("sleep 0.1", ("sleep", "0.1"))), runs=6)
+    run_study(run_mod, config, store, MockExecutor(), machine=machine)
+    html = to_html(build_report(store, select_campaigns(store, [])))
+    svgs = re.findall(r"<svg\b.*?</svg>", html, re.S)
+    assert svgs
+    for svg in svgs:
+        head = svg[:svg.index(">") + 1]
+        assert 'role="img"' in head and "aria-labelledby=" in head
+        ids = re.search(r'aria-labelledby="(\S+) (\S+)"', head).groups()
+        title = re.search(rf'<title id="{ids[0]}">(.+?)</title>', svg).group(1)
+        desc = re.search(rf'<desc id="{ids[1]}">(.+?)</desc>', svg).group(1)
+        assert title and desc
+        # the axis label is text a reader can find, not glyph outlines
+        assert re.search(r"<text\b[^>]*>[^<]*(wall time|median)", svg), "axis label not kept as text"
+        assert "DejaVuSans-" not in svg  # no glyph definitions
+    assert len({re.search(r'aria-labelledby="(\S+) ', s).group(1) for s in svgs}) == len(svgs)
+    # rendering twice (a report written as HTML and again) keeps one title and one desc
+    report = build_report(store, select_campaigns(store, []))
+    once = to_html(report)
+    assert once.count("<title id=") == len(svgs)
+    assert once.count("<title id=") == to_html(report).count("<title id=")

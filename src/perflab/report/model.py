@@ -22,6 +22,7 @@ class Plot:
     title: str
     svg: str  # an inline <svg> document produced by matplotlib (trusted: we made it)
     caption: str = ""
+    desc: str = ""  # the plot's finding in words, for screen readers (default: the caption or verdict)
 
 
 @dataclass

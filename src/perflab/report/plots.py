@@ -1,12 +1,20 @@
 """Plots the seeds drew, as inline SVG strings (matplotlib, imported lazily, Agg backend).
 
-SVG text is rendered as paths (svg.fonttype='path'), so the report needs no font and no network.
+SVG text stays text (svg.fonttype='none') in a common sans-serif font stack, so a plot's labels
+can be searched, copied and read aloud, and the file is a fraction of what glyph paths made it
+(90 % of the report's bytes were glyphs). Every figure is an image with a title and a
+description in words (``accessible``), for screen readers and for search.
 """
 
 from __future__ import annotations
 
+import html
 import io
+import re
 from typing import Sequence
+
+# Fonts a browser has nearly everywhere; DejaVu Sans is what matplotlib measured the text with.
+FONT_STACK = ["DejaVu Sans", "Arial", "Helvetica", "Liberation Sans", "sans-serif"]
 
 
 def _figure(width: float = 6.4, height: float = 3.4):
@@ -15,7 +23,8 @@ def _figure(width: float = 6.4, height: float = 3.4):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "axes.grid": True,
+    plt.rcParams.update({"svg.fonttype": "none", "font.family": "sans-serif",
+                         "font.sans-serif": FONT_STACK, "font.size": 9, "axes.grid": True,
                          "grid.alpha": 0.3, "svg.hashsalt": "perflab"})
     fig, ax = plt.subplots(figsize=(width, height))
     return plt, fig, ax
@@ -29,6 +38,26 @@ def _svg(plt, fig) -> str:
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]
+
+
+_SVG_OPEN = re.compile(r"<svg\b[^>]*>")
+_A11Y = re.compile(r'\s(?:role|aria-labelledby)="[^"]*"|<title id="[^"]*">.*?</title>|<desc id="[^"]*">.*?</desc>',
+                   re.S)
+
+
+def accessible(svg: str, title: str, desc: str, ident: str) -> str:
+    """The SVG as an image with a <title> and a <desc> (the finding in words), ARIA-labelled.
+
+    Idempotent: a second call replaces what the first put in (a report rendered twice).
+    """
+    svg = _A11Y.sub("", svg)
+    m = _SVG_OPEN.search(svg)
+    if not m:
+        return svg
+    head = m.group(0)[:-1].rstrip("/") + f' role="img" aria-labelledby="{ident}-t {ident}-d">'
+    inner = (f'<title id="{ident}-t">{html.escape(title)}</title>'
+             f'<desc id="{ident}-d">{html.escape(desc)}</desc>')
+    return svg[:m.start()] + head + inner + svg[m.end():]
 
 
 # Colours that stay apart in grey (a dark blue and a light orange differ in lightness), and a

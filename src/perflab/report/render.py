@@ -53,18 +53,22 @@ def to_html(report: Report) -> str:
     )
     env.filters["cell"] = format_cell
     env.filters["is_text"] = is_text
+    from perflab.report.plots import accessible
+
     for s in ([report.machine] if report.machine else []) + report.sections:
-        for p in s.plots:
+        for i, p in enumerate(s.plots):
             # matplotlib escapes comment text; dropping comments only shrinks the file.
-            p.svg = _COMMENT.sub("", p.svg)
+            p.svg = accessible(_COMMENT.sub("", p.svg), p.title, p.desc or p.caption or s.verdict,
+                               f"{s.key}-plot{i}")
     return env.get_template("report.html.j2").render(report=report)
 
 
 def _md_escape(text: str) -> str:
-    return (
-        str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-        .replace("\n", " ")
-    )
+    """Cell or line text as Markdown shows it: '<' entity-escaped so no text becomes HTML, '>'
+    left as written ('wall_s>+5%' must read as the user typed it) but where it leads the text,
+    where it would open a (nested) quote."""
+    out = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    return "\\" + out if out.startswith(">") else out
 
 
 def table_to_markdown(t: Table) -> str:
