@@ -145,9 +145,9 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         from perflab.cli.common import resolve_target
 
         # Arguments after -- belong to the named workload (resolve_target appends them).
-        wl = resolve_target(workload_name, tuple(argv), shell, config_path)
-        label = wl.name + (" " + _display(tuple(argv)) if argv else "")
-        commands.append(Command(label, tuple(wl.argv), shell=wl.shell))
+        wl = resolve_target(workload_name, tuple(argv), shell, config_path, extra_metrics=metrics)
+        # wl.name already reads "NAME ARGS" (workloads.with_args): the arguments once.
+        commands.append(Command(wl.name, tuple(wl.argv), shell=wl.shell))
         metrics = tuple(wl.metrics) + metrics
         primary = wl.primary_metric
         wl_env, wl_cwd = tuple(dict(wl.env).items()), wl.cwd

@@ -111,6 +111,11 @@ def plan(config: RunConfig, machine: Machine | None = None) -> list[RunSpec]:
         for combo in combos:
             params = dict(zip(names, combo))
             label = _substitute(cmd.name, params)
+            # A name without the placeholders (a named workload, --command-name) still shows the
+            # values, as the user gave them, rather than a bare "#2".
+            hidden = [f"{k}={v}" for k, v in params.items() if "{" + k + "}" not in cmd.name]
+            if hidden:
+                label = f"{label} ({', '.join(hidden)})"
             # The resume key is (label, params, rep): the same command given twice needs its own.
             seen[label] = seen.get(label, 0) + 1
             if seen[label] > 1:

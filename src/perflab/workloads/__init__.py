@@ -177,4 +177,11 @@ def with_args(workload: Workload, args: Sequence[str]) -> Workload:
         argv = (workload.argv[0] + " " + shlex.join(args),) + tuple(workload.argv[1:])
     else:
         argv = tuple(workload.argv) + tuple(args)
-    return replace(workload, argv=argv, name=f"{workload.name} {shlex.join(args)}")
+    return replace(workload, argv=argv, name=f"{workload.name} {display_args(args)}")
+
+
+def display_args(args: Sequence[str]) -> str:
+    """Arguments as a shell would take them, {placeholders} left unquoted so -L can fill them."""
+    import re
+
+    return " ".join(a if re.fullmatch(r"[\w@%+=:,./{}-]+", a) else shlex.quote(a) for a in args)
