@@ -89,8 +89,8 @@ class _SpreadMock(MockExecutor):
         super().__init__(model)
         self.rng = random.Random(seed)
 
-    def run_concurrent(self, specs, gate=True):
-        res = super().run_concurrent(specs, gate)
+    def run_concurrent(self, specs, together=True):
+        res = super().run_concurrent(specs, together)
         res.start_spread_ns = self.rng.randint(10_000, 90_000)
         return res
 

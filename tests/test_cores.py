@@ -186,13 +186,13 @@ def test_too_few_rounds_cannot_detect_anything(store):
     assert "too few rounds" in _rendered(res)
 
 
-def test_concurrent_mode_runs_one_gated_copy_per_cpu_each_round(store):
+def test_concurrent_mode_releases_one_copy_per_cpu_together_each_round(store):
     calls = []
 
     class Recording(MockExecutor):
-        def run_concurrent(self, specs, gate=True):
-            calls.append((sorted(s.cpus[0] for s in specs), gate))
-            return super().run_concurrent(specs, gate)
+        def run_concurrent(self, specs, together=True):
+            calls.append((sorted(s.cpus[0] for s in specs), together))
+            return super().run_concurrent(specs, together)
 
     ex = Recording(noisy({6: 1.1}))
     res = run_study(cores, CoresConfig(WL, concurrent=True, rounds=14, min_rounds=14), store, ex, machine=machine())

@@ -74,7 +74,7 @@ def test_mock_throughput_gain_optimum_and_stored_copies(store):
     assert compact4 == [(0,), (1,), (0,), (1,)]
     stored = store.measurements(res.campaign_id)
     assert len(stored) == len(ex.calls)
-    # design keys only: the gate's start spread lives in the run's health, not in its params
+    # design keys only: the start barrier's spread lives in the run's health, not in its params
     assert {tuple(sorted(m.params)) for m in stored} == {("copy", "n", "policy", "round")}
     assert all("start_spread_ns" in m.result.health for m in stored)
     # the analysis is pure: the stored runs give the same result

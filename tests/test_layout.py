@@ -110,3 +110,44 @@ def test_perflab_imports_at_module_top():
                 if target != "perflab.__version__" and not target.startswith("perflab.__"):
                     hidden.append(f"{path.relative_to(SRC)}:{node.lineno}: {target}")
     assert not hidden, "perflab imports hidden in functions:\n" + "\n".join(hidden)
+
+
+def _module_edges(package: str) -> dict[str, set[str]]:
+    """Imports between the modules of one package (type-checking imports count too)."""
+    mods = {name for name, _, _ in _modules() if _package(name) == package}
+    edges: dict[str, set[str]] = {}
+    for name, _, tree in _modules():
+        if name not in mods:
+            continue
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            edges.setdefault(name, set()).update(
+                t for t in targets if t in mods and t != name and t != f"perflab.{package}")
+    return edges
+
+
+def test_no_module_cycles_in_measure():
+    # The start barrier once imported the real executor that imports it (for a type only).
+    edges = _module_edges("measure")
+    assert "perflab.measure.barrier" in edges and "perflab.measure.real" in edges
+    seen: dict[str, int] = {}
+    cycles: list[str] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if seen.get(nxt) == 1:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [node, nxt])
+                              if nxt in stack else f"{node} -> {nxt}")
+            elif nxt not in seen:
+                visit(nxt, stack + [node])
+        seen[node] = 2
+
+    for node in sorted(edges):
+        if node not in seen:
+            visit(node, [])
+    assert not cycles, "module cycles in measure/:\n" + "\n".join(cycles)

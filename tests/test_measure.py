@@ -1,5 +1,5 @@
 """Measurement engine on real processes: rusage, exit codes, signals, timeout, pinning, metrics,
-perf stat, gated start; and the deterministic MockExecutor."""
+perf stat, the start barrier of concurrent copies; and the deterministic MockExecutor."""
 
 from __future__ import annotations
 
@@ -146,22 +146,22 @@ def test_perf_parse_not_supported():
     assert unsupported == ["cycles"]
 
 
-@pytest.mark.parametrize("gate", [True, False])
-def test_run_concurrent(ex, gate):
+@pytest.mark.parametrize("together", [True, False])
+def test_run_concurrent(ex, together):
     specs = [py("import os; print(os.getpid())") for _ in range(3)]
-    c = ex.run_concurrent(specs, gate=gate)
+    c = ex.run_concurrent(specs, together=together)
     assert len(c.results) == 3 and all(r.ok for r in c.results)
     assert c.start_spread_ns == max(c.starts_ns) - min(c.starts_ns) >= 0
     assert all(s >= c.release_ns for s in c.starts_ns)
     assert all(r.maxrss_kb > 1000 for r in c.results)
 
 
-def test_gate_holds_every_copy_until_release(ex):
-    # release_ns is taken after the last copy was spawned: a copy that did not wait at the gate
+def test_barrier_holds_every_copy_until_release(ex):
+    # release_ns is taken after the last copy was spawned: a copy that did not wait at the barrier
     # (spawned ~0.1 ms apart, six of them) would report a start before it.
     specs = [RunSpec(argv=("true",)) for _ in range(6)]
     for _ in range(5):
-        c = ex.run_concurrent(specs, gate=True)
+        c = ex.run_concurrent(specs, together=True)
         assert min(c.starts_ns) >= c.release_ns
         assert all(r.ok and r.start_ns == c.release_ns for r in c.results)
 

@@ -52,8 +52,8 @@ class _Memory:
     def __init__(self, executor: MockExecutor) -> None:
         self.executor = executor
 
-    def run_concurrent(self, specs, rep: int = 0, gate: bool = True):
-        return self.executor.run_concurrent(specs, gate=gate)
+    def run_concurrent(self, specs, rep: int = 0, together: bool = True):
+        return self.executor.run_concurrent(specs, together=together)
 
     def say(self, message: str) -> None:
         pass

@@ -12,7 +12,7 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
 @click.option("--cpus", type=CpuList(), metavar="LIST", help="CPUs to scan, e.g. 0-7,16 (default: all usable).")
 @click.option("--physical", is_flag=True, help="One thread per physical core.")
 @click.option("--concurrent", is_flag=True,
-              help="One copy on every scanned CPU at once per round (gated start), as a farm node runs; "
+              help="One copy on every scanned CPU at once per round (released together), as a farm node runs; "
                    "default: one CPU at a time (seed 001's method).")
 @click.option("--rounds", type=click.IntRange(2, 100000), default=30, show_default=True,
               help="Most rounds (each round runs every CPU once).")

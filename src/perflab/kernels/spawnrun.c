@@ -1,6 +1,6 @@
-/* perflab spawn trampoline: optionally wait at a gate, then run the command and measure it.
+/* perflab spawn trampoline: optionally wait at the start barrier, then run the command and measure it.
  *
- * usage: perflab-spawnrun GATE_FD REPORT_FD PROGRAM [ARGS...]
+ * usage: perflab-spawnrun BARRIER_FD REPORT_FD PROGRAM [ARGS...]
  *
  * Why a trampoline: a child spawned straight from Python shares Python's address space until
  * exec (vfork), and the kernel folds that mm's peak RSS into the child's ru_maxrss, so every
@@ -8,7 +8,7 @@
  * has no such baggage: it posix_spawnp's the command, wait4's it, and reports the command's
  * own rusage, with wall time taken right around spawn..reap.
  *
- * GATE_FD (-1: none) is the read end of a pipe whose write end only the parent holds; closing
+ * BARRIER_FD (-1: none) is the read end of a pipe whose write end only the parent holds; closing
  * it releases every waiting copy at once (read returns 0). REPORT_FD receives, each in one
  * write (atomic below PIPE_BUF):
  *   S PID RELEASE_NS                      when released (CLOCK_MONOTONIC, as time.monotonic_ns)
@@ -44,20 +44,20 @@ static void put(int fd, const char *line, int len) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: perflab-spawnrun GATE_FD REPORT_FD PROGRAM [ARGS...]\n");
+        fprintf(stderr, "usage: perflab-spawnrun BARRIER_FD REPORT_FD PROGRAM [ARGS...]\n");
         return 127;
     }
-    int gate = atoi(argv[1]);
+    int barrier = atoi(argv[1]);
     int report = atoi(argv[2]);
     char line[256];
     int len;
-    if (gate >= 0) {
+    if (barrier >= 0) {
         char c;
         ssize_t n;
         do {
-            n = read(gate, &c, 1);
+            n = read(barrier, &c, 1);
         } while (n < 0 && errno == EINTR);
-        close(gate);
+        close(barrier);
         len = snprintf(line, sizeof line, "S %d %lld\n", (int)getpid(), now_ns());
         put(report, line, len);
     }

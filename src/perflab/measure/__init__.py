@@ -1,1 +1,1 @@
-"""Executes run specs: spawn, affinity, NUMA policy, gated start, rusage, metrics, perf stat."""
+"""Executes run specs: spawn, affinity, NUMA policy, start barrier for concurrent copies, rusage, metrics, perf stat."""

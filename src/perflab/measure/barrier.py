@@ -1,5 +1,5 @@
-"""Concurrent copies released together: each copy waits in a tiny C trampoline on a gate pipe;
-closing the pipe releases every copy at once. Copies are reaped as they exit (pidfd poll) while
+"""The start barrier of concurrent copies: each copy waits in a tiny C trampoline on a barrier
+pipe; closing the pipe releases every copy at once. Copies are reaped as they exit (pidfd poll) while
 their start records are drained from a report pipe, and killed past their timeout.
 """
 
@@ -9,19 +9,32 @@ import os
 import select
 import sys
 import time
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
 from perflab.measure import perfstat
 from perflab.measure.interface import ConcurrentResult
 from perflab.measure.memory import PssSampler
 from perflab.measure.server import build_helper, raise_spawn_errno
 from perflab.measure.spawn import base_argv, kill_group, spawn
-from perflab.model import RunSpec
+from perflab.model import RunResult, RunSpec
 
-if TYPE_CHECKING:
-    from perflab.measure.real import RealExecutor
 
-# Stand-in for the C trampoline when no compiler is at hand: same gate and records, but the
+class CopyHost(Protocol):
+    """What the barrier needs of an executor (real.RealExecutor is one); a protocol here, so
+    that the barrier does not import the executor that imports it."""
+
+    devnull: int
+
+    def trampoline(self) -> tuple[str, ...] | None: ...
+
+    def full_argv(self, spec: RunSpec, index: int = 0) -> tuple[tuple[str, ...], str | None]: ...
+
+    def finish(self, spec: RunSpec, pid_status: int, ru: object, start_ns: int, end_ns: int,
+               timed_out: bool, out_fd: int, err_fd: int, perf_out: str | None,
+               record: list[str] | None = None) -> RunResult: ...
+
+
+# Stand-in for the C trampoline when no compiler is at hand: same barrier and records, but the
 # command's rusage then comes from the parent's wait4 (peak RSS includes this Python's).
 _PY_TRAMPOLINE = (
     "import os,sys,time\n"
@@ -33,50 +46,50 @@ _PY_TRAMPOLINE = (
 
 
 def spawnrun_trampoline() -> tuple[str, ...] | None:
-    """argv prefix of the C gate trampoline, or None (then a Python stand-in is used)."""
+    """argv prefix of the C barrier trampoline, or None (then a Python stand-in is used)."""
     path = build_helper("spawnrun")
     if path is None:
         perfstat.note_once(
-            "no-trampoline", "gate trampoline not built (no gcc?): using a Python one; "
+            "no-trampoline", "barrier trampoline not built (no gcc?): using a Python one; "
             "max RSS of concurrent copies then includes perflab's own (install gcc to fix)")
         return None
     return (path,)
 
 
-def run_gated(ex: "RealExecutor", specs: Sequence[RunSpec], gate: bool = True) -> ConcurrentResult:
-    """Start every spec, gated (released together) or spawned one after another."""
+def run_released(ex: CopyHost, specs: Sequence[RunSpec], together: bool = True) -> ConcurrentResult:
+    """Start every spec behind the barrier (released together) or one after another."""
     if not specs:
-        return ConcurrentResult([], 0, time.monotonic_ns(), [], gate)
+        return ConcurrentResult([], 0, time.monotonic_ns(), [], together)
     tramp = ex.trampoline() or (sys.executable, "-c", _PY_TRAMPOLINE)
-    gate_r, gate_w = os.pipe()
-    if not gate:
-        # An already-closed gate: each copy passes it at once and still reports its start.
-        os.close(gate_w)
-        gate_w = -1
+    bar_r, bar_w = os.pipe()
+    if not together:
+        # An already-open barrier: each copy passes it at once and still reports its start.
+        os.close(bar_w)
+        bar_w = -1
     rep_r, rep_w = os.pipe()
-    os.set_inheritable(gate_r, True)
+    os.set_inheritable(bar_r, True)
     os.set_inheritable(rep_w, True)
     copies: list[dict] = []
     release = 0
     try:
-        if not gate:
+        if not together:
             release = time.monotonic_ns()
         for i, spec in enumerate(specs):
             argv, perf_out = ex.full_argv(spec, i)
             out = os.memfd_create(f"perflab-out{i}") if spec.capture_output else ex.devnull
             err = os.memfd_create(f"perflab-err{i}")
             copies.append(dict(spec=spec, out=out, err=err, perf_out=perf_out, pid=None))
-            full = (*tramp, str(gate_r), str(rep_w), *argv)
+            full = (*tramp, str(bar_r), str(rep_w), *argv)
             copies[-1]["pid"] = spawn(full, env=spec.env, cwd=spec.cwd, cpus=spec.cpus,
                                       stdin_path=spec.stdin, stdout_fd=out, stderr_fd=err)
         os.close(rep_w)
         rep_w = -1
-        os.close(gate_r)
-        gate_r = -1
-        if gate:
+        os.close(bar_r)
+        bar_r = -1
+        if together:
             release = time.monotonic_ns()
-            os.close(gate_w)  # EOF on every copy's gate read: all released at once
-            gate_w = -1
+            os.close(bar_w)  # EOF on every copy's barrier read: all released at once
+            bar_w = -1
         sampler = PssSampler([c["pid"] for c in copies]).start() if any(
             sp.sample_pss for sp in specs) else None
         try:
@@ -93,7 +106,7 @@ def run_gated(ex: "RealExecutor", specs: Sequence[RunSpec], gate: bool = True) -
                     pass
         raise
     finally:
-        for fd in (gate_r, gate_w, rep_w, rep_r):
+        for fd in (bar_r, bar_w, rep_w, rep_r):
             if fd >= 0:
                 os.close(fd)
     records = _parse_records(text)
@@ -111,8 +124,8 @@ def run_gated(ex: "RealExecutor", specs: Sequence[RunSpec], gate: bool = True) -
                         c["out"], c["err"], c["perf_out"], records.get(("R", pid)))
         if peaks.get(pid) is not None:
             res.metrics["pss_kb"] = float(peaks[pid])  # peak PSS of the command's process tree
-        if gate:
-            # Gated copies are timed from the common release, as the contract says.
+        if together:
+            # Copies released together are timed from the common release, as the contract says.
             res.wall_ns = res.end_ns - release
             res.start_ns = release
         results.append(res)
@@ -120,7 +133,7 @@ def run_gated(ex: "RealExecutor", specs: Sequence[RunSpec], gate: bool = True) -
             if fd != ex.devnull:
                 os.close(fd)
     spread = max(start_list) - min(start_list) if start_list else 0
-    return ConcurrentResult(results, spread, release, start_list, gate)
+    return ConcurrentResult(results, spread, release, start_list, together)
 
 
 def _drain(fd: int) -> str:

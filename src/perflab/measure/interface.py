@@ -18,9 +18,9 @@ class ConcurrentResult:
 
     results: list[RunResult]
     start_spread_ns: int  # max - min of the moments the copies actually started
-    release_ns: int  # time.monotonic_ns() when the gate opened (or the first spawn)
+    release_ns: int  # time.monotonic_ns() when the start barrier opened (or the first spawn)
     starts_ns: list[int] = field(default_factory=list)  # each copy's own start moment
-    gated: bool = True
+    together: bool = True  # released together by the start barrier (else one after another)
 
 
 class Executor(Protocol):
@@ -28,7 +28,7 @@ class Executor(Protocol):
 
     def run(self, spec: RunSpec) -> RunResult: ...
 
-    def run_concurrent(self, specs: Sequence[RunSpec], gate: bool = True) -> ConcurrentResult: ...
+    def run_concurrent(self, specs: Sequence[RunSpec], together: bool = True) -> ConcurrentResult: ...
 
     def capture(self, spec: RunSpec) -> tuple[RunResult, str]:
         """Run once and return the full output too (stdout then stderr), e.g. per-event log lines."""

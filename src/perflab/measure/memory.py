@@ -5,7 +5,7 @@ processes counts 1/k in each, so the PSS of a forking master and its workers add
 memory they really hold, where max RSS counts the shared static data once per worker (seed 004:
 600 MB static, 400-500 MB dynamic per process). The kernel frees a process's page tables when it
 exits, so PSS must be read while it runs: a thread samples every copy's tree (the command under
-the gate trampoline and all its descendants, found through /proc/PID/task/PID/children) and keeps
+the barrier trampoline and all its descendants, found through /proc/PID/task/PID/children) and keeps
 each tree's peak. A copy that ends before the first sample has no figure (None), never a guess.
 """
 

@@ -75,14 +75,14 @@ class MockExecutor:
         res = self.run(spec)
         return res, self.output(spec) if self.output is not None else ""
 
-    def run_concurrent(self, specs: Sequence[RunSpec], gate: bool = True) -> ConcurrentResult:
+    def run_concurrent(self, specs: Sequence[RunSpec], together: bool = True) -> ConcurrentResult:
         start = self.clock_ns
         results = []
         for spec in specs:
             self.calls.append(spec)
             results.append(self._result(spec, start))
         self.clock_ns = start + max((r.wall_ns for r in results), default=0)
-        return ConcurrentResult(results, 0, start, [start] * len(results), gate)
+        return ConcurrentResult(results, 0, start, [start] * len(results), together)
 
     def close(self) -> None:
         pass

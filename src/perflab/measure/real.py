@@ -3,8 +3,8 @@
 posix_spawnp (no shell unless asked), wall time by time.monotonic_ns around spawn..reap, rusage
 from wait4 of that very child, output into memfds (no pipe to drain, so no deadlock and no reader
 loop skewing the wall time), a timeout by polling a pidfd, optional ``perf stat`` counters. One
-run at a time goes through the spawn server (server.py); concurrent copies through the gate
-(gate.py).
+run at a time goes through the spawn server (server.py); concurrent copies through the start
+barrier (barrier.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Iterator, Sequence
 
 from perflab.errors import PerflabError
 from perflab.measure import perfstat
-from perflab.measure.gate import run_gated, spawnrun_trampoline
+from perflab.measure.barrier import run_released, spawnrun_trampoline
 from perflab.measure.health import HealthProbe
 from perflab.measure.interface import ConcurrentResult
 from perflab.measure.journal import Journal
@@ -85,7 +85,7 @@ def _reset(fd: int) -> None:
 
 class RealExecutor:
     """Runs specs as real processes: one at a time through the spawn server, concurrent
-    copies through the gate trampoline."""
+    copies through the barrier trampoline."""
 
     live = True  # measures this machine (the mock does not)
 
@@ -304,11 +304,11 @@ class RealExecutor:
             self._srv.stop()
             self._srv = False  # a later run starts a fresh one
 
-    def run_concurrent(self, specs: Sequence[RunSpec], gate: bool = True) -> ConcurrentResult:
-        """Start every spec, gated (released together) or spawned one after another."""
+    def run_concurrent(self, specs: Sequence[RunSpec], together: bool = True) -> ConcurrentResult:
+        """Start every spec behind the start barrier (released together) or one after another."""
         if self._health is None:
             self._health = HealthProbe(self.root)
-        out = run_gated(self, specs, gate)
+        out = run_released(self, specs, together)
         cpus = sorted({c for spec in specs for c in (spec.cpus or ())})
         health, suspect = self._health.sample(cpus)
         for res in out.results:

@@ -67,7 +67,7 @@ class RunResult:
     exit_code: int | None  # None when killed by a signal
     signal: int | None = None
     timed_out: bool = False
-    start_ns: int = 0  # time.monotonic_ns() at spawn (or at gate release for gated runs)
+    start_ns: int = 0  # time.monotonic_ns() at spawn (or when the start barrier released copies)
     end_ns: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)

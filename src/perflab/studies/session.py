@@ -133,7 +133,7 @@ class Session:
             self._journal.close()
         self._journal = False
 
-    def run_concurrent(self, specs: Sequence[RunSpec], rep: int = 0, gate: bool = True) -> ConcurrentResult:
+    def run_concurrent(self, specs: Sequence[RunSpec], rep: int = 0, together: bool = True) -> ConcurrentResult:
         """Start copies together; each copy's run is stored. Replayed whole, or run whole again."""
         keys = [run_key(s, rep) for s in specs]
         if len(set(keys)) != len(keys):
@@ -141,15 +141,15 @@ class Session:
         if self._stored and all(self._stored.get(k) for k in keys):
             results = [self._replay(k) for k in keys]
             starts = [r.start_ns for r in results]
-            return ConcurrentResult(results, max(starts) - min(starts), min(starts), starts, gate)
+            return ConcurrentResult(results, max(starts) - min(starts), min(starts), starts, together)
         if self.energy is not None:
             # One reading covers the whole batch: it is stored with the first copy's run.
             self.energy.start()
-            out = self.executor.run_concurrent(specs, gate=gate)
+            out = self.executor.run_concurrent(specs, together=together)
             if out.results:
                 out.results[0].energy = self.energy.stop()
         else:
-            out = self.executor.run_concurrent(specs, gate=gate)
+            out = self.executor.run_concurrent(specs, together=together)
         self.executed += len(specs)
         for result in out.results:
             # Incidental, so not a design key (it would break resume and compare's matching).
