@@ -39,7 +39,6 @@ from perflab.studies.instances_result import (
     points_of,
 )
 from perflab.studies.energy import energy_optimal, source_of
-from perflab.studies.instances_optimum import MIN_ROUNDS, choose
 
 NAME = "instances"
 WITHIN = 0.01  # "smallest N within 1% of the optimum"
@@ -126,24 +125,6 @@ def unit_of(workload: Workload) -> str:
     return f"{base}/s" if base else "copies/s"
 
 
-def ranking(workload: Workload) -> str:
-    """What the scan ranks by and in which direction, from the workload's declared primary metric."""
-    metric = workload.primary_metric
-    work = work_metric(workload)
-    if work:
-        return (f"ranked by machine throughput in {work}/s, higher is better: the copies' total '{work}' "
-                f"over the makespan, from the primary metric {metric} (declared higher is better)")
-    if metric:
-        way = "higher" if workload.higher_is_better else "lower"
-        # A per-copy figure may be CPU time (gnugo's seconds per move): summed or inverted over
-        # copies it rewarded oversubscription (issue 13), so it is shown beside, in its direction.
-        return (f"ranked by machine throughput in copies/s, higher is better (one copy = one unit of "
-                f"work): the primary metric {metric} (declared {way} is better) names no work count "
-                f"to add up, so it is shown per copy, not summed")
-    return ("ranked by machine throughput in copies/s, higher is better (one copy = one unit of work; "
-            "the workload declares no primary metric)")
-
-
 def fork_events(workload: Workload) -> int:
     """Total events of the fork comparison: the value the workload's command gives the option
     that precedes '{events}' in its fork template (the last occurrence wins)."""
@@ -196,10 +177,7 @@ def design(config: InstancesConfig, topology: Topology) -> Design:
         notes.append(f"N above {ncpu // t} oversubscribes the {ncpu} usable CPUs "
                      "(bound policies reuse CPUs round-robin)")
     level = median_ci(range(config.reps)).level
-    if config.reps < MIN_ROUNDS:
-        notes.append(f"{config.reps} round{'s' * (config.reps != 1)} per point: too few to test one N "
-                     f"against another (needs {MIN_ROUNDS}), so no optimum is named; use --reps 5")
-    elif level < MIN_LEVEL:
+    if level < MIN_LEVEL:
         notes.append(f"{config.reps} rounds give {level:.0%} intervals for a median; "
                      "use --reps 5 or more for 90 %")
     if events is not None and len(placement.numa_nodes_with_cpus(topology)) == 1:
@@ -281,7 +259,7 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         runs.extend(Run(dict(s.params), r) for s, r in zip(batch, out.results))
         if i + 1 == len(batches) or batches[i + 1][0].params["round"] != rnd:
             session.say(f"round {rnd + 1}/{config.reps} done")
-    result = analyse(config, runs, d.ns, d.policies, capacity(config, machine.topology))
+    result = analyse(config, runs, d.ns, d.policies)
     has_pmu, why = pmu(machine)
     result.notes = d.notes + result.notes + ([] if has_pmu else [
         f"IPC and last-level-cache misses per event not measured: {why}"])
@@ -289,7 +267,7 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         masters = placement.fork_masters(machine.topology, row.n)
         shares = placement.apportion(d.fork_events, [w for _, w, _ in masters])
         row.masters = [[node, w, e] for (node, w, _), e in zip(masters, shares)]
-    if result.optimum_n is not None:
+    if not result.failed:
         slots = placement.plan(machine.topology, result.optimum_n, result.optimum_policy,
                                numa_pin=config.numa_pin, threads=config.threads_per_copy)
         nodes = {s.copy: s.mem_node if s.mem_node is not None else
@@ -298,15 +276,9 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
     return result
 
 
-def capacity(config: InstancesConfig, topology: Topology) -> int:
-    """How many copies the usable CPUs hold at once (CPUs / threads per copy)."""
-    return max(1, len(placement.usable_cpus(topology)) // config.threads_per_copy)
-
-
 def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | None = None,
-            policies: Sequence[str] | None = None, cpus: int | None = None) -> InstancesResult:
-    """Throughput per point, its CI, optimum (instances_optimum) and knee per policy; fork rows
-    and verdict. ``cpus``: copies the machine holds at once (None: unknown, no N is 'past'). Pure."""
+            policies: Sequence[str] | None = None) -> InstancesResult:
+    """Throughput per point, its CI, optimum and knee per policy; fork rows and verdict. Pure."""
     wl = config.workload
     work = work_metric(wl)
     scan_pts = points_of(runs, "policy")
@@ -342,7 +314,7 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         spread = results[0].health.get("start_spread_ns")
         if spread is not None:
             a["spread"].append(float(spread))
-    scans = [_scan(p, ns, acc, failed_pts, cpus) for p in policies]
+    scans = [_scan(p, ns, acc, failed_pts) for p in policies]
     done = [s for s in scans if s.optimum_n is not None]
     best = max(done, key=lambda s: s.optimum_throughput) if done else None
     fork = fork_rows(ns, points_of(runs, "mode"), work) if config.fork_master else None
@@ -362,12 +334,11 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         optimum_throughput=best.optimum_throughput if best else None,
         optimum_policy=best.policy if best else None, own_metric=wl.primary_metric,
         fork=fork, fork_verdict=fork_verdict(fork) if fork else None, failures=failures, notes=notes,
-        level=median_ci(range(config.reps)).level, reps=config.reps, cpus=cpus, ranked_by=ranking(wl),
-        own_higher_is_better=wl.higher_is_better, policies_tested=False,
+        level=median_ci(range(config.reps)).level,
     )
 
 
-def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None) -> PolicyScan:
+def _scan(policy: str, ns: Sequence[int], acc, failed_pts) -> PolicyScan:
     points: list[Point] = []
     prev: Point | None = None
     for n in ns:
@@ -379,8 +350,7 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None) -> 
         xs = a["tp"]
         t = median(xs)
         gain = None if prev is None else (t - prev.throughput) / (n - prev.n)
-        # one round is no interval: "x (x-x), 0 %" claimed evidence that was not there
-        pt = Point(n, t, median_ci(xs) if len(xs) > 1 else None, t / n, len(xs), failed, gain,
+        pt = Point(n, t, median_ci(xs), t / n, len(xs), failed, gain,
                    median(a["own"]) if a["own"] else None,
                    median(a["spread"]) / 1e3 if a["spread"] else None, list(xs),
                    median(a["pss"]) if a["pss"] else None, median(a["ipc"]) if a["ipc"] else None,
@@ -390,15 +360,12 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None) -> 
         prev = pt
     ok = [p for p in points if p.throughput is not None]
     if not ok:
-        return PolicyScan(policy, points, None, None, None, reason="every point failed")
+        return PolicyScan(policy, points, None, None, None)
     top = max(ok, key=lambda p: p.throughput)
     within = min((p for p in ok if p.throughput >= (1 - WITHIN) * top.throughput), key=lambda p: p.n)
     # Every repetition is a point of the fit, so 4 values of N with 3 reps are enough for a knee.
     xs = [float(p.n) for p in ok for _ in p.samples]
     ys = [x for p in ok for x in p.samples]
     k = knee(xs, ys) if len(set(xs)) >= 3 else None
-    choice = choose({p.n: p.samples for p in ok}, cpus)
-    at = next((p for p in ok if p.n == choice.optimum_n), None)
-    return PolicyScan(policy, points, choice.optimum_n, at.throughput if at else None, within.n,
-                      knee_n=None if k is None else k.x, best_n=choice.best_n, top_n=top.n,
-                      steps=choice.steps, reason=choice.reason)
+    return PolicyScan(policy, points, top.n, top.throughput, within.n,
+                      knee_n=None if k is None else k.x)
