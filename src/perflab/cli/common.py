@@ -148,16 +148,35 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
     from perflab import startup
     from perflab.studies import run_study
 
+    from perflab.measure import metrics
+
     startup.end()
+    metrics.reset_ledger()
     with open_store(db_url) as store, default_executor() as executor:
         result = run_study(module, config, store, executor,
                            progress=lambda text: console.print(text, highlight=False), **study)
+        check_metrics(config, console)
         render(result, console)
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
         save_baseline(store, result.campaign_id)
     if json_path:
         emit_json(json_path, result.as_dict())
     return result
+
+
+def check_metrics(config: Any, console: Any) -> None:
+    """One warning line per metric regex that gave no number in any run; a PerflabError (exit 2,
+    before the result is shown) when the primary metric is one of them."""
+    from perflab.measure.metrics import hygiene
+
+    primary = getattr(config, "primary_metric", None)
+    if primary is None:
+        primary = getattr(getattr(config, "workload", None), "primary_metric", None)
+    warnings, error = hygiene(primary)
+    for line in warnings:
+        console.print(f"warning: {line}", highlight=False, markup=False)
+    if error:
+        raise PerflabError(error)
 
 
 def _baseline_name(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import emit_json, energy_option, json_option, make_console, open_energy, store_option, target_options
+from perflab.cli.common import check_metrics, emit_json, energy_option, json_option, make_console, open_energy, store_option, target_options
 from perflab.cli.gate_common import RunGate, run_gate_options
 from perflab.cli.options import DURATION, Count, OutputPath
 from perflab.errors import PerflabError
@@ -80,6 +80,11 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
               help="Named-group regex on the output, e.g. '(?P<events_per_s>[0-9.]+) events/s'.")
 @click.option("--cpus", metavar="LIST", help="Pin the commands to these CPUs (e.g. 0 or 0,2-3).")
 @click.option("--perf-stat", is_flag=True, help="Collect perf stat counters per run.")
+@click.option("--instrument", type=click.Choice(["time", "cachegrind"]), default="time", show_default=True,
+              help="cachegrind: also count instructions, simulated cache misses and branch "
+                   "mispredictions under Valgrind (deterministic; 20-100x slower).")
+@click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
+              help="Caches cachegrind simulates (bytes, ways, line bytes); default: this machine's.")
 @click.option("--timeout", type=DURATION,
               help="Kill a run after S seconds.")
 @click.option("--ignore-failure", "-i", is_flag=True, help="Keep going when a command fails.")
@@ -96,7 +101,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.pass_context
 def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, precision,
             min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
-            cpus, perf_stat, timeout, ignore_failure, prepare, export_json, export_csv,
+            cpus, perf_stat, instrument, cache_model, timeout, ignore_failure, prepare, export_json, export_csv,
             export_markdown, names, energy_source, db_url, json_path, **gate_options):
     """Time CMD (after --) or several quoted commands, hyperfine-style.
 
@@ -137,6 +142,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
     metrics = compile_patterns(metric_regexes)
     primary = None
+    direction = None
     wl_env: tuple[tuple[str, str], ...] = ()
     wl_cwd = None
     if workload_name:
@@ -150,6 +156,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         commands.append(Command(wl.name, tuple(wl.argv), shell=wl.shell))
         metrics = tuple(wl.metrics) + metrics
         primary = wl.primary_metric
+        direction = wl.higher_is_better if primary else None
         wl_env, wl_cwd = tuple(dict(wl.env).items()), wl.cwd
     if names:
         if len(names) > len(commands):
@@ -181,12 +188,15 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
         cpu_tuple = check_cpus(cpus)
 
+    model = _cache_model(instrument, cache_model, perf_stat)
     config = RunConfig(
-        commands=tuple(commands), metrics=metrics, primary_metric=primary, warmup=warmup,
+        commands=tuple(commands), metrics=metrics, primary_metric=primary,
+        higher_is_better=direction, warmup=warmup,
         runs=runs, precision=_percent(precision), min_runs=min_runs, max_runs=max_runs,
         max_time=max_time, seed=seed, parameters=tuple(parameters), cpus=cpu_tuple,
         perf_stat=perf_stat, timeout=timeout, ignore_failure=ignore_failure, prepare=prepare,
         workload=workload_name, env=wl_env, cwd=wl_cwd,
+        instrument="" if model is None else instrument, cache_model=model.text() if model else "",
     )
 
     from perflab.studies import run as run_study_module
@@ -204,9 +214,10 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
     meter = open_energy(energy_source, console)
     machine = _Pending()  # the machine capture, on a thread beside the runs
-    with open_fast(db_url) as store, default_executor() as executor:
+    with open_fast(db_url) as store, default_executor() as native, _instrumented(native, model, console) as executor:
         gate.precheck(store)
         result = _measure(run_study_module, config, store, executor, machine, console, meter)
+        check_metrics(config, console)  # a never-measured primary metric stops here (exit 2)
         render(result, console)
         console.print(f"perflab: results in {store.display}, campaign {result.campaign_id}", highlight=False)
         if export_json or export_csv or export_markdown:
@@ -221,6 +232,36 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         gate.after(store, result.campaign_id, stdout_taken=console.stderr)
 
 
+def _cache_model(instrument: str, text: str | None, perf_stat: bool):
+    """The cache model cachegrind simulates (None for time alone); Valgrind must be installed."""
+    if instrument != "cachegrind":
+        if text:
+            raise PerflabError("--cache-model is for --instrument cachegrind: add it or drop --cache-model")
+        return None
+    if perf_stat:
+        raise PerflabError("--perf-stat would count Valgrind, not the command: drop it with --instrument cachegrind")
+    from perflab.measure.cachegrind import valgrind
+    from perflab.platform.cache_model import resolve
+
+    valgrind()
+    return resolve(text)
+
+
+def _instrumented(executor, model, console):
+    """The executor itself, or cachegrind around it; a context manager either way."""
+    import contextlib
+
+    if model is None:
+        return contextlib.nullcontext(executor)
+    from perflab.measure.cachegrind import CachegrindExecutor
+    from perflab.report.terminal.instrument import cost_line
+
+    def say(label, cost):
+        console.print(cost_line(label, cost), highlight=False, markup=False)
+
+    return contextlib.closing(CachegrindExecutor(executor, model, on_cost=say))
+
+
 def _measure(module, config, store, executor, machine, console, energy=None):
     """Run the study, with a transient progress line on a terminal.
 
@@ -228,9 +269,11 @@ def _measure(module, config, store, executor, machine, console, energy=None):
     sample, which need no CPU of ours, and the study needs nothing from it before it ends.
     """
     from perflab import startup
+    from perflab.measure import metrics
     from perflab.studies import run_study
 
     startup.end()  # every module the run needs is loaded: collect normally from here
+    metrics.reset_ledger()  # check_metrics judges this command's runs only
     if not console.is_terminal:
         return run_study(module, config, store, executor, machine=machine, energy=energy)
     from rich.progress import Progress, TextColumn, TimeElapsedColumn

@@ -10,6 +10,7 @@ terminal line with ``\r``, and each redraw is a match of its own.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from perflab.errors import PerflabError
@@ -92,14 +93,82 @@ def extract(patterns: Sequence[MetricPattern], stdout: str, stderr: str) -> dict
             first = next(matches, None)
             matches = iter(() if first is None else (first,))
         seen: dict[str, list[float]] = {}
+        odd: dict[str, str] = {}
         for m in matches:
             for name, raw in m.groupdict().items():
                 value = _to_float(raw)
                 if value is not None:
                     seen.setdefault(name, []).append(value)
+                elif raw is not None:
+                    odd.setdefault(name, raw)
         for name, xs in seen.items():
             values[name] = _combine(pattern.aggregate, xs)
+        _note(pattern, seen, odd, text)
     return values
+
+
+# ---- hygiene: which regexes never gave a number ------------------------------------------------
+#
+# A regex that never matches would otherwise vanish without a word, and a study would rank by
+# wall time while the user believes it ranks by fps. extract() keeps, for this process, how
+# often each group got a number and one example of what it saw instead; hygiene() turns that
+# into warning lines (and the error for the primary metric) once the runs are done.
+
+@dataclass
+class _Seen:
+    """One group of one regex over this process's runs."""
+
+    regex: str
+    runs: int = 0
+    numbers: int = 0
+    not_number: str | None = None  # the first text it captured that is not a number
+    example: str = ""  # the last line of the first output it gave no number for
+
+
+_LEDGER: dict[tuple[str, str], _Seen] = {}
+
+
+def _note(pattern: MetricPattern, seen: dict[str, list[float]], odd: dict[str, str], text: str) -> None:
+    for name in re.compile(pattern.regex, re.MULTILINE).groupindex:
+        rec = _LEDGER.setdefault((pattern.regex, name), _Seen(pattern.regex))
+        rec.runs += 1
+        if name in seen:
+            rec.numbers += 1
+            continue
+        if rec.not_number is None and name in odd:
+            rec.not_number = odd[name]
+        if not rec.example:
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            rec.example = (lines[-1][:100] if lines else "") or "(no output)"
+
+
+def reset_ledger() -> None:
+    """Forget what earlier extractions saw (a new command, or a test)."""
+    _LEDGER.clear()
+
+
+def hygiene(primary: str | None = None) -> tuple[list[str], str | None]:
+    """Warning lines for groups that gave a number in no run, and the error line when the
+    primary metric is one of them (None when it matched, or was not asked for)."""
+    warnings: list[str] = []
+    error = None
+    for (regex, name), rec in _LEDGER.items():
+        if rec.numbers or not rec.runs:
+            continue
+        runs = f"{rec.runs} run{'s' if rec.runs != 1 else ''}"
+        if rec.not_number is not None:
+            why = f"gave no number in {runs}: it captured {rec.not_number!r} for {name}"
+        else:
+            why = f"matched in none of {runs} (output ends: {rec.example!r})"
+        if name != primary:
+            warnings.append(f"metric regex '{regex}' {why}")
+        elif error is None:
+            error = (f"primary metric {name} was never measured: regex '{regex}' {why}; fix the regex "
+                     "or choose another with --primary-metric")
+    if primary is not None and error is None and not any(
+            n == primary and r.numbers for (_, n), r in _LEDGER.items()) and any(r.runs for r in _LEDGER.values()):
+        error = f"primary metric {primary} is captured by none of the metric regexes: add (?P<{primary}>...)"
+    return warnings, error
 
 
 def _combine(aggregate: str, xs: list[float]) -> float:
