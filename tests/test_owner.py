@@ -54,12 +54,23 @@ def _listed(db: str) -> dict:
     return {r["id"]: r for r in json.loads(_perflab("results", "--db", db, "--json", "-").stdout)}
 
 
+def _held_command(tmp_path: Path) -> tuple[list[str], Path]:
+    """A command whose first run ends at once and whose later runs wait until the test creates
+    the release file: the campaign stays live for as long as the test needs, however fast or
+    slow the machine (a fixed number of short sleeps could all end before the test looked)."""
+    first, release = tmp_path / "first", tmp_path / "release"
+    script = f"mkdir {first} 2>/dev/null || while [ ! -e {release} ]; do sleep 0.01; done"
+    return ["sh", "-c", script], release
+
+
 def test_a_killed_perflabs_campaign_shows_died_and_a_live_one_is_not_resumed(tmp_path):
     db = str(tmp_path / "s.db")
     open_store(db).close()
+    command, release = _held_command(tmp_path)
     live = subprocess.Popen([sys.executable, "-m", "perflab", "run", "--db", db, "--runs", "40",
-                             "--energy", "off", "--", "sleep", "0.05"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": SRC})
+                             "--warmup", "0", "--energy", "off", "--", *command],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": SRC})
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -82,6 +93,7 @@ def test_a_killed_perflabs_campaign_shows_died_and_a_live_one_is_not_resumed(tmp
     finally:
         live.send_signal(signal.SIGKILL)
         live.wait()  # reaped: its /proc entry is gone
+        release.touch()  # the held run (orphaned by the kill) ends; resume's runs pass at once
     row = _listed(db)[cid]
     assert (row["status"], row["owner_alive"]) == ("running", False)
     table = _perflab("results", "--db", db).stdout
