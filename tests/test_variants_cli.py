@@ -214,8 +214,11 @@ def test_bad_matrix_is_one_line_exit_2(tmp_path):
 
 
 def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
-    log, db = tmp_path / "executions.log", tmp_path / "v.db"
-    cmd = f"echo run >> {log}; exec {{exe}} 30000"
+    log, db, release = tmp_path / "executions.log", tmp_path / "v.db", tmp_path / "release"
+    # The sixth run waits for the release file, created after the kill: the campaign cannot end
+    # before the test kills it, however fast the machine.
+    cmd = (f"n=$(wc -l < {log} 2>/dev/null || echo 0); echo run >> {log}; "
+           f"[ $n -lt 5 ] || while [ ! -e {release} ]; do sleep 0.01; done; exec {{exe}} 30000")
     args = [*PERFLAB, "variants", "--source", str(FMSUM / "fmsum.c"), "-V", "O1=-O1", "--rounds", "6",
             "--warmup", "0", "--db", str(db), "--", "sh", "-c", cmd]
     env = {**os.environ, "PERFLAB_CACHE": str(tmp_path / "cache")}
@@ -238,7 +241,8 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
         before = [(m.id, m.label, m.params["round"]) for m in store.measurements(store.campaigns()[-1].id)]
         assert store.campaigns()[-1].status == "running"  # killed: nobody could mark it
     executed = len(log.read_text().splitlines())
-    assert len(before) >= 5 and executed in (len(before), len(before) + 1)  # at most one in flight
+    assert len(before) == 5 and executed == 6  # the sixth was held in flight
+    release.touch()
     resumed = subprocess.run([*PERFLAB, "resume", "--db", str(db), "--json", str(tmp_path / "r.json")], cwd=tmp_path,
                              env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
