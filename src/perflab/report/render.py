@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from perflab.report.model import Report, Section, Table
+from perflab.report.plots import accessible
 
 
 def format_cell(value: object) -> str:
@@ -53,8 +54,6 @@ def to_html(report: Report) -> str:
     )
     env.filters["cell"] = format_cell
     env.filters["is_text"] = is_text
-    from perflab.report.plots import accessible
-
     for s in ([report.machine] if report.machine else []) + report.sections:
         for i, p in enumerate(s.plots):
             # matplotlib escapes comment text; dropping comments only shrinks the file.
