@@ -17,7 +17,7 @@ import time
 CHECKS = {
     "cores": ("cores_check", "verdict_lines"),
     "frontend": ("frontend_check", "verdict_lines"),
-    "instances-fork": ("instances_check", "verdict_check"),
+    "instances": ("instances_check", "verdict_lines"),
     "variants": ("variants_check", "verdict_check"),
     "run-compare": ("run_check", "verdict_check"),
     "compare": ("compare_check", "verdict_check"),

@@ -1,4 +1,18 @@
-"""Does the fork-master verdict find a planted NUMA gain and stay quiet without one?
+"""Does the fork-master verdict find a planted NUMA gain and stay quiet without one? Does the
+optimum N stay at the CPU count on a machine that gains nothing past it, and move past it where
+copies really gain from running together?
+
+**The optimum** (``optimum_lines``): simulated campaigns at the default settings on a one-node
+2-CPU box like this VM (policies none and compact, N = 1..4, 5 rounds), through the
+MockExecutor, under each noise model of ``checks.noise`` (quiet, shift, two-speed, skewed,
+loaded): every copy's time is multiplied by the campaign's ``factor()`` and, in a round its
+burst hits, one copy of the point by ``burst_hits()``. Null: a CPU-bound copy; N copies take
+max(1, N / 2) times as long, so throughput is flat past 2 CPUs and the true optimum is N = 2;
+a false positive is an optimum above 2. Planted: each copy waits (I/O) 1/6 of its time alone,
+so N copies take max(1, N (1 - 1/6) / 2): throughput gains 20 % at N = 3 (the true optimum);
+detection is an optimum above 2.
+
+**The fork-master verdict** (``verdict_check``):
 
 Simulated campaigns of the instances study at its default settings, through the MockExecutor on a
 2-node fixture topology (2 sockets x 4 cores, one NUMA node each), with modelled noise: a
@@ -16,6 +30,7 @@ from __future__ import annotations
 import math
 import random
 
+from perflab.checks.noise import MODELS
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
 from perflab.platform.machine import Machine
@@ -24,6 +39,8 @@ from perflab.studies import instances
 from perflab.studies.instances_result import ForkVerdict
 
 PLANTED_GAIN = 0.08
+WAIT = 1 / 6  # planted: the share of a lone copy's time spent waiting, so 3 copies on 2 CPUs gain 20 %
+BOX_CPUS = 2
 EVENTS = 200
 EVENT_S = 0.01
 LOAD_S = 0.2
@@ -102,7 +119,8 @@ def simulate(gain: float, seed: int, config: instances.InstancesConfig | None = 
     return result.fork_verdict
 
 
-def verdict_check(runs: int = 200, seed: int = 0, gain: float = PLANTED_GAIN) -> tuple[float, float]:
+def verdict_check(runs: int = 200, seed: int = 0, gain: float = PLANTED_GAIN,
+                  quiet: bool = False) -> tuple[float, float]:
     """(false-positive rate, detection rate) over ``runs`` simulated campaigns each; prints the line."""
     false_pos = sum(simulate(0.0, seed + i).significant for i in range(runs))
     detected = 0
@@ -110,5 +128,51 @@ def verdict_check(runs: int = 200, seed: int = 0, gain: float = PLANTED_GAIN) ->
         v = simulate(gain, seed + runs + i)
         detected += bool(v.significant and v.gain is not None and v.gain > 1)
     fp, det = false_pos / runs, detected / runs
-    print(f"verdict-check: instances-fork false_positive={fp:.3f} detection={det:.3f} runs={runs}", flush=True)
+    if not quiet:
+        print(f"verdict-check: instances-fork false_positive={fp:.3f} detection={det:.3f} runs={runs}", flush=True)
     return fp, det
+
+
+def one_node_box(ncpu: int = BOX_CPUS) -> Topology:
+    """One socket, one NUMA node, ``ncpu`` cores without SMT."""
+    cpus = tuple(Cpu(c, c, 0, 0, (c,)) for c in range(ncpu))
+    cores = tuple(Core(c, 0, 0, (c,)) for c in range(ncpu))
+    return Topology(cpus, cores, (0,), (Node(0, tuple(range(ncpu))),))
+
+
+def simulate_optimum(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS) -> int | None:
+    """One simulated default campaign on an ``ncpu`` box under a noise model; its optimum N."""
+    rng = random.Random(seed * 7919 + 17)
+    campaign = MODELS[model].campaign(rng)
+    ex = MockExecutor()
+    hit: dict[tuple, float] = {}
+
+    def copy_time(spec: RunSpec) -> float:
+        n = int(spec.params["n"])
+        key = (spec.params["round"], spec.label)
+        if key not in hit:
+            hit[key] = campaign.burst_hits()  # a burst on one CPU slows one copy of the point
+        burst = hit[key] if spec.params["copy"] == 0 else 1.0
+        return max(1.0, n * (1 - wait) / ncpu) * campaign.factor() * burst
+
+    ex.model = copy_time
+    machine = Machine(topology=one_node_box(ncpu), metadata={"hostname": "sim"})
+    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed)
+    return instances.execute(cfg, _Memory(ex), machine).optimum_n
+
+
+def optimum_check(model: str, runs: int = 200, seed: int = 0) -> tuple[float, float]:
+    """(false 'optimum above the CPU count' on a flat machine, detection of a 20 % gain past it)."""
+    fp = sum((simulate_optimum(model, 0.0, seed + i) or 0) > BOX_CPUS for i in range(runs)) / runs
+    det = sum((simulate_optimum(model, WAIT, seed + runs + i) or 0) > BOX_CPUS for i in range(runs)) / runs
+    return fp, det
+
+
+def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
+    """The lines bench/verdicts.py prints: the fork verdict, then the optimum under every model."""
+    fp, det = verdict_check(runs, seed, quiet=True)
+    lines = [f"verdict-check: instances-fork false_positive={fp:.3f} detection={det:.3f} runs={runs}"]
+    for model in MODELS:
+        fp, det = optimum_check(model, runs, seed)
+        lines.append(f"verdict-check: instances-{model} false_positive={fp:.3f} detection={det:.3f} runs={runs}")
+    return lines

@@ -29,6 +29,9 @@ from perflab.studies.instances_result import (
     MIN_LEVEL,
     InstancesResult,
     counter_ratio,
+    ranking,
+    unit_of,
+    work_metric,
     Point,
     PolicyScan,
     fork_rows,
@@ -39,6 +42,7 @@ from perflab.studies.instances_result import (
     points_of,
 )
 from perflab.studies.energy import energy_optimal, source_of
+from perflab.studies.instances_optimum import MIN_ROUNDS, choose
 
 NAME = "instances"
 WITHIN = 0.01  # "smallest N within 1% of the optimum"
@@ -111,20 +115,6 @@ def default_policies(topology: Topology) -> tuple[list[str], list[str]]:
     return chosen, skipped
 
 
-def work_metric(workload: Workload) -> str | None:
-    """The metric that counts a copy's fixed work ('events' for an 'events_per_s' rate), if any."""
-    rate = workload.primary_metric
-    if rate is None or not workload.higher_is_better or not rate.endswith("_per_s"):
-        return None
-    base = rate[: -len("_per_s")]
-    return base if any(f"(?P<{base}>" in m.regex for m in workload.metrics) else None
-
-
-def unit_of(workload: Workload) -> str:
-    base = work_metric(workload)
-    return f"{base}/s" if base else "copies/s"
-
-
 def fork_events(workload: Workload) -> int:
     """Total events of the fork comparison: the value the workload's command gives the option
     that precedes '{events}' in its fork template (the last occurrence wins)."""
@@ -177,7 +167,10 @@ def design(config: InstancesConfig, topology: Topology) -> Design:
         notes.append(f"N above {ncpu // t} oversubscribes the {ncpu} usable CPUs "
                      "(bound policies reuse CPUs round-robin)")
     level = median_ci(range(config.reps)).level
-    if level < MIN_LEVEL:
+    if config.reps < MIN_ROUNDS:
+        notes.append(f"{config.reps} round{'s' * (config.reps != 1)} per point: too few to test one N "
+                     f"against another (needs {MIN_ROUNDS}), so no optimum is named; use --reps 5")
+    elif level < MIN_LEVEL:
         notes.append(f"{config.reps} rounds give {level:.0%} intervals for a median; "
                      "use --reps 5 or more for 90 %")
     if events is not None and len(placement.numa_nodes_with_cpus(topology)) == 1:
@@ -259,7 +252,7 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         runs.extend(Run(dict(s.params), r) for s, r in zip(batch, out.results))
         if i + 1 == len(batches) or batches[i + 1][0].params["round"] != rnd:
             session.say(f"round {rnd + 1}/{config.reps} done")
-    result = analyse(config, runs, d.ns, d.policies)
+    result = analyse(config, runs, d.ns, d.policies, capacity(config, machine.topology))
     has_pmu, why = pmu(machine)
     result.notes = d.notes + result.notes + ([] if has_pmu else [
         f"IPC and last-level-cache misses per event not measured: {why}"])
@@ -267,7 +260,7 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         masters = placement.fork_masters(machine.topology, row.n)
         shares = placement.apportion(d.fork_events, [w for _, w, _ in masters])
         row.masters = [[node, w, e] for (node, w, _), e in zip(masters, shares)]
-    if not result.failed:
+    if result.optimum_n is not None:
         slots = placement.plan(machine.topology, result.optimum_n, result.optimum_policy,
                                numa_pin=config.numa_pin, threads=config.threads_per_copy)
         nodes = {s.copy: s.mem_node if s.mem_node is not None else
@@ -276,9 +269,15 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
     return result
 
 
+def capacity(config: InstancesConfig, topology: Topology) -> int:
+    """How many copies the usable CPUs hold at once (CPUs / threads per copy)."""
+    return max(1, len(placement.usable_cpus(topology)) // config.threads_per_copy)
+
+
 def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | None = None,
-            policies: Sequence[str] | None = None) -> InstancesResult:
-    """Throughput per point, its CI, optimum and knee per policy; fork rows and verdict. Pure."""
+            policies: Sequence[str] | None = None, cpus: int | None = None) -> InstancesResult:
+    """Throughput per point, its CI, optimum (instances_optimum) and knee per policy; fork rows
+    and verdict. ``cpus``: copies the machine holds at once (None: unknown, no N is 'past'). Pure."""
     wl = config.workload
     work = work_metric(wl)
     scan_pts = points_of(runs, "policy")
@@ -314,7 +313,7 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         spread = results[0].health.get("start_spread_ns")
         if spread is not None:
             a["spread"].append(float(spread))
-    scans = [_scan(p, ns, acc, failed_pts) for p in policies]
+    scans = [_scan(p, ns, acc, failed_pts, cpus) for p in policies]
     done = [s for s in scans if s.optimum_n is not None]
     best = max(done, key=lambda s: s.optimum_throughput) if done else None
     fork = fork_rows(ns, points_of(runs, "mode"), work) if config.fork_master else None
@@ -334,11 +333,12 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         optimum_throughput=best.optimum_throughput if best else None,
         optimum_policy=best.policy if best else None, own_metric=wl.primary_metric,
         fork=fork, fork_verdict=fork_verdict(fork) if fork else None, failures=failures, notes=notes,
-        level=median_ci(range(config.reps)).level,
+        level=median_ci(range(config.reps)).level, reps=config.reps, cpus=cpus, ranked_by=ranking(wl),
+        own_higher_is_better=wl.higher_is_better,
     )
 
 
-def _scan(policy: str, ns: Sequence[int], acc, failed_pts) -> PolicyScan:
+def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None) -> PolicyScan:
     points: list[Point] = []
     prev: Point | None = None
     for n in ns:
@@ -350,7 +350,8 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts) -> PolicyScan:
         xs = a["tp"]
         t = median(xs)
         gain = None if prev is None else (t - prev.throughput) / (n - prev.n)
-        pt = Point(n, t, median_ci(xs), t / n, len(xs), failed, gain,
+        # one round is no interval: "x (x-x), 0 %" claimed evidence that was not there
+        pt = Point(n, t, median_ci(xs) if len(xs) > 1 else None, t / n, len(xs), failed, gain,
                    median(a["own"]) if a["own"] else None,
                    median(a["spread"]) / 1e3 if a["spread"] else None, list(xs),
                    median(a["pss"]) if a["pss"] else None, median(a["ipc"]) if a["ipc"] else None,
@@ -360,12 +361,15 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts) -> PolicyScan:
         prev = pt
     ok = [p for p in points if p.throughput is not None]
     if not ok:
-        return PolicyScan(policy, points, None, None, None)
+        return PolicyScan(policy, points, None, None, None, reason="every point failed")
     top = max(ok, key=lambda p: p.throughput)
     within = min((p for p in ok if p.throughput >= (1 - WITHIN) * top.throughput), key=lambda p: p.n)
     # Every repetition is a point of the fit, so 4 values of N with 3 reps are enough for a knee.
     xs = [float(p.n) for p in ok for _ in p.samples]
     ys = [x for p in ok for x in p.samples]
     k = knee(xs, ys) if len(set(xs)) >= 3 else None
-    return PolicyScan(policy, points, top.n, top.throughput, within.n,
-                      knee_n=None if k is None else k.x)
+    choice = choose({p.n: p.samples for p in ok}, cpus)
+    at = next((p for p in ok if p.n == choice.optimum_n), None)
+    return PolicyScan(policy, points, choice.optimum_n, at.throughput if at else None, within.n,
+                      knee_n=None if k is None else k.x, best_n=choice.best_n, top_n=top.n,
+                      steps=choice.steps, reason=choice.reason)

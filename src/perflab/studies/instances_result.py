@@ -14,9 +14,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from perflab.model import RunResult
+from perflab.model import RunResult, Workload
 from perflab.stats import CI, median, median_ci
 from perflab.studies.energy import run_joules
+from perflab.studies.instances_optimum import Step
 
 MIN_LEVEL = 0.90  # the default repetitions must give at least this interval (or a note says so)
 ALPHA = 0.05
@@ -58,8 +59,12 @@ class PolicyScan:
     points: list[Point]
     optimum_n: int | None
     optimum_throughput: float | None
-    within_1pct_n: int | None  # smallest N whose throughput is within 1% of the optimum
+    within_1pct_n: int | None  # smallest N whose median is within 1% of the highest (descriptive)
     knee_n: float | None = None  # where the throughput curve bends (two-segment fit, BIC)
+    best_n: int | None = None  # the highest median among the candidates the optimum is tested against
+    top_n: int | None = None  # the highest median of all (past the CPU count too): not an answer
+    steps: list[Step] = field(default_factory=list)  # the tests behind the optimum
+    reason: str = ""  # why the optimum is this N, or why there is none
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -68,7 +73,8 @@ class PolicyScan:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PolicyScan":
-        return cls(**{**d, "points": [Point.from_dict(p) for p in d["points"]]})
+        return cls(**{**d, "points": [Point.from_dict(p) for p in d["points"]],
+                      "steps": [Step.from_dict(s) for s in d.get("steps") or []]})
 
 
 @dataclass
@@ -141,7 +147,11 @@ class InstancesResult:
     fork_verdict: ForkVerdict | None = None
     failures: dict[str, int] = field(default_factory=dict)  # why runs failed -> how many
     notes: list[str] = field(default_factory=list)
-    level: float = 0.0  # the level of a point's CI at the configured rounds
+    level: float = 0.0  # the level of a point's CI at the configured rounds (0: one round, no CI)
+    reps: int = 0  # rounds per point asked for
+    cpus: int | None = None  # copies the usable CPUs hold at once; N above it is "past the CPU count"
+    ranked_by: str = ""  # which metric the scan ranks by, in which direction, and why
+    own_higher_is_better: bool = True  # the direction the workload declares for its own metric
     memory: dict[str, Any] | None = None  # PSS per copy and per NUMA node at the optimum
     energy_source: str | None = None  # where the watts come from (None: not measured)
     energy_optimum_n: int | None = None  # fewest joules per unit of work (optimum policy)
@@ -150,18 +160,40 @@ class InstancesResult:
     @property
     def failed(self) -> bool:
         """Every point of every policy failed: nothing to rank."""
-        return self.optimum_n is None
+        return not any(p.throughput is not None for s in self.scans for p in s.points)
+
+    def verdict(self) -> str:
+        """The answer in one sentence, with what it rests on (terminal and JSON both show it)."""
+        if self.failed:
+            return "none: every point failed (see the notes for why)"
+        if self.optimum_n is None:
+            scan = max((s for s in self.scans if s.top_n is not None),
+                       key=lambda s: next(p.throughput for p in s.points if p.n == s.top_n))
+            top = next(p for p in scan.points if p.n == scan.top_n)
+            return (f"{scan.reason}; the highest median was N = {top.n} (policy {scan.policy}, "
+                    f"{top.throughput:.4g} {self.unit} from {top.reps} round{'s' * (top.reps != 1)}), "
+                    "which is not an answer")
+        scan = next(s for s in self.scans if s.policy == self.optimum_policy)
+        at = next(p for p in scan.points if p.n == self.optimum_n)
+        ci = f", {at.ci.label()} {at.ci.low:.4g}-{at.ci.high:.4g}" if at.ci is not None else ""
+        which = (f"policy {scan.policy} (policies ranked by median, not tested against each other)"
+                 if len(self.scans) > 1 else f"policy {scan.policy}")
+        why = f": {scan.reason}" if scan.reason else ""
+        return (f"N = {self.optimum_n}, {which}, {at.throughput:.4g} {self.unit}{ci}, "
+                f"{at.reps} rounds{why}")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["scans"] = [s.as_dict() for s in self.scans]
         d["fork"] = [r.as_dict() for r in self.fork] if self.fork is not None else None
         d["fork_verdict"] = self.fork_verdict.as_dict() if self.fork_verdict else None
+        d["verdict"] = self.verdict()
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "InstancesResult":
         d = dict(d)
+        d.pop("verdict", None)
         d["scans"] = [PolicyScan.from_dict(s) for s in d["scans"]]
         d["fork"] = [ForkRow.from_dict(r) for r in d["fork"]] if d.get("fork") is not None else None
         d["fork_verdict"] = ForkVerdict.from_dict(d["fork_verdict"]) if d.get("fork_verdict") else None
@@ -284,3 +316,35 @@ def point_energy(results: Sequence[RunResult], work: str | None) -> tuple[float,
     if makespan <= 0 or total <= 0:
         return None
     return joules / makespan, joules / total
+
+
+def work_metric(workload: Workload) -> str | None:
+    """The metric that counts a copy's fixed work ('events' for an 'events_per_s' rate), if any."""
+    rate = workload.primary_metric
+    if rate is None or not workload.higher_is_better or not rate.endswith("_per_s"):
+        return None
+    base = rate[: -len("_per_s")]
+    return base if any(f"(?P<{base}>" in m.regex for m in workload.metrics) else None
+
+
+def unit_of(workload: Workload) -> str:
+    base = work_metric(workload)
+    return f"{base}/s" if base else "copies/s"
+
+
+def ranking(workload: Workload) -> str:
+    """What the scan ranks by and in which direction, from the workload's declared primary metric."""
+    metric = workload.primary_metric
+    work = work_metric(workload)
+    if work:
+        return (f"ranked by machine throughput in {work}/s, higher is better: the copies' total '{work}' "
+                f"over the makespan, from the primary metric {metric} (declared higher is better)")
+    if metric:
+        way = "higher" if workload.higher_is_better else "lower"
+        # A per-copy figure may be CPU time (gnugo's seconds per move): summed or inverted over
+        # copies it rewarded oversubscription (issue 13), so it is shown beside, in its direction.
+        return (f"ranked by machine throughput in copies/s, higher is better (one copy = one unit of "
+                f"work): the primary metric {metric} (declared {way} is better) names no work count "
+                f"to add up, so it is shown per copy, not summed")
+    return ("ranked by machine throughput in copies/s, higher is better (one copy = one unit of work; "
+            "the workload declares no primary metric)")

@@ -36,7 +36,8 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
     table = Table(title=escape(f"perflab instances {workload_name}: machine throughput [{result.unit}] "
                                "= total work / makespan"), title_justify="left")
     table.add_column("N", justify="right")
-    level = f"{result.level:.0%} CI"
+    # one round is no interval: the column says so instead of a "0% CI" of one value
+    level = f"{result.level:.0%} CI" if result.level > 0 else "1 round, no CI"
     for scan in result.scans:
         table.add_column(escape(f"{scan.policy} ({level})"), justify="right")
         table.add_column("gain/copy", justify="right")
@@ -52,9 +53,12 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
                 row += [f"failed ({p.failed} rounds)", ""]
                 continue
             mark = "*" if n == scan.optimum_n else ""
-            # fewer rounds (failures) give a lower level than the column's: say it in the cell
-            lvl = "" if abs(p.ci.level - result.level) < 1e-9 else f", {p.ci.level:.0%}"
-            row.append(f"{_fmt(p.throughput)} ({_fmt(p.ci.low, 3)}-{_fmt(p.ci.high, 3)}{lvl}){mark}")
+            if p.ci is None:
+                row.append(f"{_fmt(p.throughput)} ({p.reps} round){mark}")
+            else:
+                # fewer rounds (failures) give a lower level than the column's: say it in the cell
+                lvl = "" if abs(p.ci.level - result.level) < 1e-9 else f", {p.ci.level:.0%}"
+                row.append(f"{_fmt(p.throughput)} ({_fmt(p.ci.low, 3)}-{_fmt(p.ci.high, 3)}{lvl}){mark}")
             row.append("" if p.gain_per_copy is None else _fmt(p.gain_per_copy, sign=True))
         first = result.scans[0].points[i] if result.scans else None
         if own:
@@ -63,25 +67,24 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
         row.append("-" if spread is None else f"{spread:.0f} us")
         table.add_row(*row)
     console.print(table)
+    if result.ranked_by:
+        console.print(f"{result.ranked_by}; * marks the optimum", highlight=False)
     if own:
-        console.print(f"({own} per copy is the workload's own figure for policy {result.scans[0].policy}, "
-                      "shown beside; it is never summed into machine throughput)", highlight=False)
+        way = "higher" if result.own_higher_is_better else "lower"
+        console.print(f"({own} per copy, {way} is better, is the workload's own figure for policy "
+                      f"{result.scans[0].policy}, shown beside; it is never summed into machine throughput)",
+                      highlight=False)
     for scan in result.scans:
+        spark = sparkline([p.throughput for p in scan.points if p.throughput is not None])
         if scan.optimum_n is None:
-            console.print(f"{scan.policy:>8}: every point failed", highlight=False)
+            console.print(f"{scan.policy:>8}: {spark}  no optimum: {scan.reason}", highlight=False)
             continue
         console.print(
-            f"{scan.policy:>8}: {sparkline([p.throughput for p in scan.points if p.throughput is not None])}"
-            f"  optimum N = {scan.optimum_n} ({_fmt(scan.optimum_throughput)} {result.unit}); "
-            f"smallest N within 1%: {scan.within_1pct_n}"
-            + (f"; knee at N = {scan.knee_n:g}" if scan.knee_n is not None else ""),
-            highlight=False,
-        )
-    if result.failed:
-        console.print("best: none, every point failed (see the notes for why)", highlight=False)
-    else:
-        console.print(f"best: policy {result.optimum_policy}, N = {result.optimum_n}, "
-                      f"{_fmt(result.optimum_throughput)} {result.unit}", highlight=False)
+            f"{scan.policy:>8}: {spark}  optimum N = {scan.optimum_n} ({_fmt(scan.optimum_throughput)} "
+            f"{result.unit})" + (f"; knee at N = {scan.knee_n:g}" if scan.knee_n is not None else "")
+            # the answer's own policy gives its reason in the answer line below
+            + ("" if scan.policy == result.optimum_policy else f": {scan.reason}"), highlight=False)
+    console.print(f"answer: {result.verdict()}", highlight=False)
     if any(p.ipc is not None or p.llc_per_unit is not None for scan in result.scans for p in scan.points):
         _render_counters(result, console)
     if result.energy_source:
