@@ -79,18 +79,24 @@ def command() -> None:
               help="Python with perflab installed, at the same path on every node.")
 @click.option("--bundle", metavar="ARCHIVE", help="A perflab bundle every node unpacks; {bundle} in the study arguments is its directory.")
 @click.option("--log-dir", metavar="DIR", help="Script and Slurm logs (default: ./perflab-fleet/NAME; shared, for status).")
+@click.option("--max-parallel", type=click.IntRange(1, 100000), metavar="K",
+              help="Run at most K slots at once (Slurm's array throttle %K; with --nodelist, 1 only).")
 @click.option("--host-label", metavar="PREFIX", help="Record each slot as host PREFIX-SLOT (test clusters where tasks share a machine).")
 @store_option
 @click.argument("study_argv", nargs=-1, type=click.UNPROCESSED)
 def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusive, shards, python, bundle,
-           log_dir, host_label, db_url, study_argv) -> None:
+           log_dir, max_parallel, host_label, db_url, study_argv) -> None:
     """Submit STUDY (after --) to every node: perflab fleet submit NAME --nodes N -- STUDY [OPTIONS]."""
 
     console = _console()
     argv = tuple(study_argv)
     nodelist_t = tuple(n for n in (nodelist or "").split(",") if n)
+    if max_parallel and max_parallel > 1 and nodelist_t:
+        raise PerflabError(f"--max-parallel {max_parallel} with --nodelist: Slurm can run one job per "
+                           "node one at a time (--max-parallel 1) but not K at a time; use --nodes N "
+                           "(an array, throttled to K) or --max-parallel 1")
     placement = Placement(nodes=nodes, nodelist=nodelist_t, partition=partition, constraint=constraint,
-                          time=time_limit, exclusive=not no_exclusive)
+                          time=time_limit, exclusive=not no_exclusive, max_parallel=max_parallel)
     req = FleetRequest(name=name, study_argv=argv, placement=placement, db=db_url or "", shards=shards,
                        python=python, log_dir=log_dir, host_label=host_label, bundle=bundle)
     with open_store(db_url) as store:

@@ -152,8 +152,9 @@ def host_data(store, campaigns: list) -> dict[int, HostData]:
     return out
 
 
-def platform_of(host: dict | None) -> dict[str, Any]:
-    """The platform a host belongs to: CPU model, sockets, cores, memory, kernel."""
+def platform_of(host: dict | None, features: str = "") -> dict[str, Any]:
+    """The platform a host belongs to: its Slurm node features, CPU model, sockets, cores,
+    memory, kernel (``features``: the node's, comma-separated, as the fleet task recorded)."""
     meta = (host or {}).get("metadata") or {}
     topo = (host or {}).get("topology") or {}
     kernel = meta.get("kernel")
@@ -167,6 +168,7 @@ def platform_of(host: dict | None) -> dict[str, Any]:
         # Rounded: two nodes of one platform differ by a few MiB of reserved memory.
         "memory_gib": round(mem / 2**30) if isinstance(mem, (int, float)) else None,
         "kernel": kernel,
+        "features": ",".join(sorted(f for f in features.split(",") if f)) or None,
     }
 
 
@@ -175,4 +177,5 @@ def platform_key(p: dict[str, Any]) -> str:
     cores = f"{p['cores']}C" if p.get("cores") else "?C"
     mem = f", {p['memory_gib']} GiB" if p.get("memory_gib") is not None else ""
     kernel = f", kernel {p['kernel']}" if p.get("kernel") else ""
-    return f"{p['cpu_model']}, {sockets}{cores}{mem}{kernel}"
+    features = f"[{p['features']}] " if p.get("features") else ""
+    return f"{features}{p['cpu_model']}, {sockets}{cores}{mem}{kernel}"

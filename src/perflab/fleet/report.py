@@ -60,7 +60,8 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             continue
         camp = campaigns.get(s.campaign_id) if s.campaign_id else None
         # A campaign without a host row (its metadata could not be read) is an unknown platform.
-        plat = platform_of(hosts_rows.get(camp.host_id) if camp.host_id else None) if camp else None
+        plat = (platform_of(hosts_rows.get(camp.host_id) if camp.host_id else None,
+                            str(camp.labels.get("slurm_features") or "")) if camp else None)
         key = platform_key(plat) if plat else None
         host = s.host or f"slot {s.slot}"
         # Two slots on one node (a small farm, a resubmission elsewhere) stay two entries.

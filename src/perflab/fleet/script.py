@@ -56,7 +56,14 @@ def write_script(spec: TaskSpec) -> str:
         # A node-local build cache: no shared file system needed, and no two nodes racing on one.
         f"export PERFLAB_CACHE={cache}",
         f"cd {q(spec.workdir)} 2>/dev/null || cd \"${{TMPDIR:-/tmp}}\"",
-        'echo "perflab fleet: slot $PERFLAB_FLEET_SLOT on $(hostname) (job ${SLURM_JOB_ID:-?})"',
+        # The node's Slurm features name its platform beside what the machine says of itself
+        # (two nodes of one CPU model in two partitions of the farm, or test nodes on one box).
+        'if [ -n "${SLURMD_NODENAME:-}" ] && command -v scontrol >/dev/null; then',
+        '  PERFLAB_NODE_FEATURES=$(scontrol show node "$SLURMD_NODENAME" 2>/dev/null '
+        "| sed -n 's/.*AvailableFeatures=\\([^ ]*\\).*/\\1/p' | sed 's/^(null)$//')",
+        "  export PERFLAB_NODE_FEATURES",
+        "fi",
+        'echo "perflab fleet: slot $PERFLAB_FLEET_SLOT on ${SLURMD_NODENAME:-$(hostname)} (job ${SLURM_JOB_ID:-?})"',
     ]
     if spec.bundle:
         lines += [

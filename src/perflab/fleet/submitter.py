@@ -34,6 +34,7 @@ class Placement:
     constraint: str | None = None
     time: str | None = None
     exclusive: bool = True
+    max_parallel: int | None = None  # at most K slots at once (Slurm's array throttle %K)
 
     def slots(self) -> list[str]:
         return list(self.nodelist) if self.nodelist else [str(i) for i in range(self.nodes or 0)]
@@ -118,13 +119,19 @@ class Slurm:
         out_dir = str(log_dir).replace("%", "%%")
         if placement.nodelist:
             for node in slots:
-                argv = self._common(placement, job_name) + [
+                # One at a time: Slurm's singleton dependency holds each job until no other of
+                # this name and user runs (an array throttle cannot name the node of each task).
+                once = ["--dependency=singleton"] if placement.max_parallel == 1 else []
+                argv = self._common(placement, job_name) + once + [
                     f"--nodelist={node}", f"--output={out_dir}/{job_name}-%j.out",
                     f"--export=ALL,PERFLAB_FLEET_SLOT={node}", str(script)]
                 jobs[node] = _run(argv, env).strip().split(";")[0]
             return jobs
+        # %K: Slurm runs at most K tasks of the array at once (nodes that share CPUs on a test
+        # box, or a farm that must not be emptied at once).
+        throttle = f"%{placement.max_parallel}" if placement.max_parallel else ""
         argv = self._common(placement, job_name) + [
-            f"--array={','.join(slots)}", f"--output={out_dir}/{job_name}-%A_%a.out", str(script)]
+            f"--array={','.join(slots)}{throttle}", f"--output={out_dir}/{job_name}-%A_%a.out", str(script)]
         array_id = _run(argv, env).strip().split(";")[0]
         return {slot: f"{array_id}_{slot}" for slot in slots}
 

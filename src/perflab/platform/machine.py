@@ -29,6 +29,7 @@ BATCH_ENV = {
     "SLURM_ARRAY_JOB_ID": "slurm_array_job_id",
     "SLURM_ARRAY_TASK_ID": "slurm_array_task_id",
     "SLURMD_NODENAME": "slurm_node",
+    "PERFLAB_NODE_FEATURES": "slurm_features",
 }
 
 

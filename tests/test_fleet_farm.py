@@ -1,0 +1,103 @@
+"""A farm, not a node: fleet on a real 4-node local Slurm with two platforms and a slow node.
+
+scripts/slurm-local starts one slurmd per node (node1..node4); node1-3 are platform A, node4
+platform B (Slurm features), node4 at 35 % of a CPU (a slower platform) and node2 at 20 % (a
+node slower than its twins), by CPU quotas of the cgroups their slurmd (and so their jobs) run
+in. All four tasks run at once, so the machine's other load falls on every node alike; the
+quotas are far below a task's fair share of 2 CPUs, so they bind unless the machine is
+swamped (the test checks that the slow node's cgroup was throttled before it asserts).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.test_fleet import SCRIPT, _env, _report, _wait_idle, perflab
+
+LOOP = "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done"  # CPU-bound, ~0.1 s at a full CPU
+
+
+def _cgroup_writable() -> bool:
+    return os.access("/sys/fs/cgroup/cpu", os.W_OK) or (
+        os.path.exists("/sys/fs/cgroup/cgroup.controllers") and os.access("/sys/fs/cgroup", os.W_OK))
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory):
+    """A private 4-node Slurm cluster: platforms A (3 nodes) and B (1, slower), node2 slow."""
+    missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing): run scripts/install-system-packages.sh")
+    if not _cgroup_writable():
+        pytest.skip("no writable CPU cgroup (v1 /sys/fs/cgroup/cpu or v2 /sys/fs/cgroup): a node cannot be made slower")
+    d = tmp_path_factory.mktemp("farm")
+    out = subprocess.run([str(SCRIPT), "start", str(d), "--platforms", "A:3,B:1:0.35", "--slow", "node2=0.2"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    conf = out.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    yield conf, d
+    subprocess.run([str(SCRIPT), "stop", str(d)], capture_output=True, timeout=60)
+
+
+def _throttled(cluster_dir: Path, node: str) -> tuple[int, int]:
+    """(periods with tasks, periods in which the node's CPU quota held them back): cpu.stat's
+    nr_periods and nr_throttled, the same names in cgroup v1 and v2."""
+    for cg in (cluster_dir / "cgroups").read_text().split():
+        if cg.endswith("/" + node):
+            stat = dict(ln.split()[:2] for ln in Path(cg, "cpu.stat").read_text().splitlines())
+            return int(stat["nr_periods"]), int(stat["nr_throttled"])
+    raise AssertionError(f"no cgroup of {node}")
+
+
+@pytest.mark.postgres
+def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_path):
+    conf, cluster_dir = farm
+    env = _env(conf, tmp_path)
+    sinfo = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %f %t"], env=env, capture_output=True, text=True).stdout
+    assert sorted(sinfo.split("\n")[:-1]) == ["node1 A idle", "node2 A idle", "node3 A idle", "node4 B idle"]
+    before = _throttled(cluster_dir, "node2")
+    perflab(["fleet", "submit", "farm", "--nodes", "4", "--db", postgres_url, "--", "run", "--runs", "10",
+             "--command-name", "loop", "--", "sh", "-c", LOOP], env, tmp_path)
+    _wait_idle(env, limit=240)
+    after = _throttled(cluster_dir, "node2")
+    periods, held = after[0] - before[0], after[1] - before[1]
+    if held < 0.5 * periods:
+        pytest.skip(f"node2's CPU quota held it back in only {held} of {periods} periods: the machine is "
+                    "too loaded for the planted slow node to bind")
+
+    rep = _report("farm", db=postgres_url, env=env, cwd=tmp_path)
+    # The node's own identity, with no --host-label: each slurmd's name.
+    assert sorted(h["host"] for h in rep["hosts"]) == ["node1", "node2", "node3", "node4"]
+    assert all(h["status"] == "done" for h in rep["hosts"]), rep["hosts"]
+    plats = {p["platform"].split("]")[0] + "]": p for p in rep["platforms"]}
+    assert set(plats) == {"[A]", "[B]"}
+    assert plats["[A]"]["n_hosts"] == 3 and plats["[B]"]["n_hosts"] == 1
+    for p in plats.values():  # each platform's throughput with its interval
+        assert p["median"] > 0 and p["ci"] and p["ci"]["low"] <= p["median"] <= p["ci"]["high"], p
+    # node2 alone is slow, and only against its own platform; node4 is slower than every A node
+    # (its platform's share) but has no peers, so it is never called slow.
+    assert [s["host"] for s in rep["slow_hosts"]] == ["node2"], rep["slow_hosts"]
+    assert rep["slow_hosts"][0]["platform"] == plats["[A]"]["platform"]
+    assert plats["[A]"]["slow_hosts"] == ["node2"] and plats["[B]"]["slow_hosts"] == []
+    a_fast = [h["headline"]["median"] for h in rep["hosts"] if h["host"] in ("node1", "node3")]
+    node4 = next(h["headline"]["median"] for h in rep["hosts"] if h["host"] == "node4")
+    assert node4 < min(a_fast)
+
+    text = perflab(["fleet", "report", "farm", "--db", postgres_url], env, tmp_path).stdout
+    assert "node2" in text and "[B]" in text and "no slow host" not in text
+
+
+def test_slurm_local_refuses_bad_node_specs(tmp_path):
+    if shutil.which("slurmd") is None:
+        pytest.skip("Slurm is not installed")
+    for args, says in ((["--nodes", "x"], "whole number"), (["--platforms", "A:0"], "NAME:COUNT"),
+                       (["--platforms", "A:2:1.5"], "share"), (["--nodes", "2", "--slow", "node9=0.5"], "no node node9"),
+                       (["--nodes", "3", "--platforms", "A:1"], "makes 1 node(s)")):
+        r = subprocess.run([str(SCRIPT), "start", str(tmp_path / "c"), *args], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
