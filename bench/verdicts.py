@@ -23,6 +23,7 @@ CHECKS = {
     "compare": ("compare_check", "verdict_check"),
     "gate-null": ("gate_sim", "verdict_check"),
     "modes": ("modes_check", "verdict_check"),
+    "profile-diff": ("profile_diff_check", "verdict_check"),
 }
 
 

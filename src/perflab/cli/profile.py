@@ -93,7 +93,7 @@ class _ProfileCommand(click.Command):
               help="Sampling frequency (Hz).")
 @click.option("--call-graph", metavar="MODE", help="Record call graphs: fp, dwarf or lbr.")
 @click.option("--cpu", type=Cpu(), metavar="N", help="Pin the workload to CPU N (taskset).")
-@click.option("--repeat", default=1, show_default=True, type=Count(1, 100_000), help="Record the window K times (3+ for CIs in diff).")
+@click.option("--repeat", default=1, show_default=True, type=Count(1, 100_000), help="Record the window K times (profile diff tests with 3+ per side).")
 @click.option("--threshold", default=1.0, show_default=True, metavar="PCT",
               help="List functions with at least PCT %% of the samples.")
 @click.option("--annotate", "annotate_top", default=5, show_default=True, metavar="N", type=Count(0, 1000),

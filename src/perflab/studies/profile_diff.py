@@ -3,9 +3,16 @@
 Seed 001's table ("major contributors to the additional runtime on core 8"). A side is a perf.data
 file or a stored profile campaign (its recordings' folded profiles, kept with its runs). Both
 sides must be recordings of the same perf event: the extra is in that event's unit (ms of
-cpu-clock, Mcycles of cycles). With >= 3 recordings per side each share of the extra gets an
-unpaired percentile-bootstrap interval over recordings (A and B resampled independently:
-recordings of two runs are not pairs); with fewer, no interval is given, and the table says so.
+cpu-clock, Mcycles of cycles).
+
+The test: with >= 3 recordings per side, each function's share of a recording's period is
+compared between the sides by Welch's t-test (recordings of two runs are not pairs), and the
+p-values are Holm-corrected over every function compared (those holding >= 0.5 % of the period,
+at most 30), at alpha = 1 - level. A share is what a code change moves; the total period also
+moves with the machine (drift between the two campaigns, two speeds, load), which scales every
+function alike and leaves shares alone, so the total is shown but not tested. With fewer
+recordings no test is possible: the table is descriptive, and the verdict says so in one line.
+checks/profile_diff_check.py shows the false differences and the detection under checks/noise.py.
 """
 
 from __future__ import annotations
@@ -17,16 +24,16 @@ from typing import Any, Sequence
 from perflab.errors import PerflabError
 from perflab.model import known_fields
 from perflab.measure.window import WindowRecorder
-from perflab.stats.interval import CI
+from perflab.stats.comparison import holm
 from perflab.store import Store
 from perflab.studies.profile_parse import (
     DiffRow, Profile, aggregate, diff_profiles, mean_profile, profile_from_dict, read_samples,
 )
 
 NAME = "profile_diff"
-MIN_CI_RECORDINGS = 3  # per side: fewer recordings give no interval
-# Below this many recordings per side a percentile bootstrap covers less than its nominal level.
-NOMINAL_RECORDINGS = 10
+MIN_TEST_RECORDINGS = 3  # per side: Welch's t needs a variance on each side; 2 give 1 df
+MIN_TESTED_SHARE = 0.005  # of the period (both sides pooled): rarer functions are a few samples
+MAX_TESTED = 30  # functions compared, chosen by pooled share (not by their difference)
 
 # Time events count ns of period; the others count occurrences (cycles, instructions, misses).
 _TIME_EVENTS = ("cpu-clock", "task-clock")
@@ -50,9 +57,7 @@ class ProfileDiffConfig:
     b: str
     threshold: float = 0.01  # of the extra
     top: int = 15
-    level: float = 0.95
-    n_boot: int = 2000
-    seed: int = 0
+    level: float = 0.95  # the test's alpha is 1 - level, family-wise over the functions (Holm)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,6 +71,21 @@ Config = ProfileDiffConfig
 
 
 @dataclass
+class FunctionTest:
+    """One function's share of a recording's period on each side, Welch's p and Holm's."""
+
+    symbol: str
+    share_a: float  # mean over A's recordings
+    share_b: float
+    p: float
+    p_holm: float
+    differs: bool  # p_holm < alpha
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class ProfileDiffResult:
     a_label: str = ""
     b_label: str = ""
@@ -76,8 +96,8 @@ class ProfileDiffResult:
     swapped: bool = False
     rows: list[DiffRow] = field(default_factory=list)
     n_recordings: tuple[int, int] = (0, 0)
-    ci_note: str = ""  # how the intervals were made, or why there are none
-    extra_ci: dict[str, float] | None = None  # {"low", "high", "level"} of extra_fraction
+    alpha: float = 0.05
+    tests: list[FunctionTest] = field(default_factory=list)  # empty: no test was possible
     campaign_id: int | None = None
 
     @property
@@ -85,23 +105,57 @@ class ProfileDiffResult:
         return (self.b_period - self.a_period) / self.a_period if self.a_period else 0.0
 
     @property
+    def tested(self) -> bool:
+        return min(self.n_recordings) >= MIN_TEST_RECORDINGS
+
+    @property
+    def test_note(self) -> str:
+        """How the functions were tested, or the one line that says no test was possible."""
+        na, nb = self.n_recordings
+        if not self.tested:
+            return (f"no test possible: {na} and {nb} recording(s), a test needs >= "
+                    f"{MIN_TEST_RECORDINGS} per side (perflab profile --repeat {MIN_TEST_RECORDINGS}); "
+                    "the table is descriptive only")
+        return (f"test: Welch's t on each function's share of a recording ({na} and {nb} recordings), "
+                f"Holm over {len(self.tests)} functions at {self.alpha:.0%}; the total period is not "
+                "tested (drift between the two campaigns moves it too)")
+
+    @property
+    def differing(self) -> list[FunctionTest]:
+        # Shares add up to 1: one function that grew shrinks all others, so those that grew on
+        # the slower side (B) come first; they are the ones to look at.
+        return sorted((t for t in self.tests if t.differs),
+                      key=lambda t: (t.share_b <= t.share_a, t.p_holm, t.symbol))
+
+    @property
     def verdict(self) -> str:
-        top = (f"{self.rows[0].symbol} ({self.rows[0].share_of_extra:.1%} of the extra)"
-               if self.rows else "none above the threshold")
-        ci = (f" ({self.extra_ci['level']:.0%} CI {self.extra_ci['low']:.1%} .. {self.extra_ci['high']:.1%})"
-              if self.extra_ci else "")
-        if self.extra_ci and self.extra_ci["low"] <= 0:
-            return (f"no evidence that {self.b_label} spends more {self.event} period than {self.a_label}: "
-                    f"{self.extra_fraction:+.1%}{ci} per recording, an interval that holds 0; the "
-                    "shares of the extra are noise")
-        return (f"{self.b_label} has {self.extra_fraction:.1%}{ci} more {self.event} period than "
-                f"{self.a_label} per recording; top contributor {top}")
+        total = (f"{self.b_label} has {self.extra_fraction:+.1%} {self.event} period per recording "
+                 f"over {self.a_label}")
+        if not self.tested:
+            top = (f"; the largest share of the extra in {self.rows[0].symbol} "
+                   f"({self.rows[0].share_of_extra:.1%})" if self.rows else "")
+            return f"{self.test_note}: {total}{top}"
+        if not self.tests:
+            return f"no function holds {MIN_TESTED_SHARE:.1%} of the period on both sides: nothing to test; {total}"
+        if not self.differing:
+            return (f"no function's share of the period differs between {self.a_label} and "
+                    f"{self.b_label} (Welch, Holm over {len(self.tests)} at {self.alpha:.0%}); "
+                    f"{total} (not tested)")
+        named = ", ".join(f"{t.symbol} {t.share_a:.1%} -> {t.share_b:.1%} (Holm p {t.p_holm:.2g})"
+                          for t in self.differing)
+        n = len(self.differing)
+        return (f"{n} function{'s' * (n != 1)} take{'s' * (n == 1)} a different share of the period "
+                f"in {self.b_label} than in {self.a_label} (Welch, Holm over {len(self.tests)} at "
+                f"{self.alpha:.0%}): {named}; {total} (not tested)")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["rows"] = [r.as_dict() for r in self.rows]
+        d["tests"] = [t.as_dict() for t in self.tests]
         d["n_recordings"] = list(self.n_recordings)
         d["extra_fraction"] = self.extra_fraction
+        d["tested"] = self.tested
+        d["test_note"] = self.test_note
         d["verdict"] = self.verdict
         return d
 
@@ -109,6 +163,7 @@ class ProfileDiffResult:
     def from_dict(cls, d: dict[str, Any]) -> "ProfileDiffResult":
         kw = known_fields(cls, d)
         kw["rows"] = [DiffRow.from_dict(r) for r in kw.get("rows") or []]
+        kw["tests"] = [FunctionTest(**known_fields(FunctionTest, t)) for t in kw.get("tests") or []]
         kw["n_recordings"] = tuple(kw.get("n_recordings") or (0, 0))
         return cls(**kw)
 
@@ -142,7 +197,8 @@ def load_side(ref: str, store: Store | None, recorder: WindowRecorder) -> Side:
 
 
 def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
-    """Contributors to the slower side's extra period per recording, with bootstrap intervals."""
+    """Contributors to the slower side's extra period per recording; each function's share
+    tested (Welch, Holm) where both sides have enough recordings."""
     if a.event and b.event and a.event != b.event:
         raise PerflabError(f"{a.label} was recorded with {a.event} and {b.label} with {b.event}: "
                            "a diff needs both sides recorded with the same event (--perf-event)")
@@ -153,55 +209,48 @@ def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
     if swapped:
         a, b, pa, pb, ma, mb = b, a, pb, pa, mb, ma
     rows = diff_profiles(ma, mb)
-    na, nb = len(pa), len(pb)
-    extra_ci = None
-    if min(na, nb) >= MIN_CI_RECORDINGS:
-        cis, extra = _bootstrap(pa, pb, [r.symbol for r in rows], config)
-        rows = [DiffRow(**{**r.as_dict(), "ci": cis[r.symbol].as_dict()}) for r in rows]
-        extra_ci = extra.as_dict()
-        note = (f"{config.level:.0%} CI: unpaired percentile bootstrap over recordings "
-                f"({na} and {nb}, {config.n_boot} resamples)")
-        if min(na, nb) < NOMINAL_RECORDINGS:
-            note += (f"; with fewer than {NOMINAL_RECORDINGS} recordings per side it covers less than "
-                     f"{config.level:.0%}: record more with --repeat")
-    else:
-        note = (f"no CI: {na} and {nb} recording(s); an interval needs >= {MIN_CI_RECORDINGS} per side "
-                "(perflab profile --repeat 3 or more)")
+    alpha = round(1 - config.level, 12)  # 0.05, not 0.050000000000000044
+    tests = share_tests(pa, pb, alpha) if min(len(pa), len(pb)) >= MIN_TEST_RECORDINGS else []
     rows = [r for r in rows if r.share_of_extra >= config.threshold][: config.top]
     return ProfileDiffResult(a.label, b.label, event, unit_of(event), ma.period, mb.period, swapped,
-                             rows, (na, nb), note, extra_ci)
+                             rows, (len(pa), len(pb)), alpha, tests)
 
 
-def _bootstrap(pa: Sequence[Profile], pb: Sequence[Profile], symbols: list[str],
-               config: ProfileDiffConfig) -> tuple[dict[str, CI], CI]:
-    """Percentile intervals of each function's share of the extra, and of the extra itself
-    (B over A), with A and B resampled apart."""
-    import numpy as np
+def shares(profiles: Sequence[Profile], symbols: Sequence[str]) -> list[list[float]]:
+    """Per recording, each symbol's share of that recording's period."""
+    out = []
+    for p in profiles:
+        total = p.period or 1.0
+        out.append([(p.functions[s].period if s in p.functions else 0.0) / total for s in symbols])
+    return out
 
-    index = {s: i for i, s in enumerate(symbols)}
 
-    def matrix(profs: Sequence[Profile]) -> tuple[Any, Any]:
-        m = np.zeros((len(profs), len(symbols)))
-        for i, p in enumerate(profs):
-            for k, f in p.functions.items():
-                if k in index:
-                    m[i, index[k]] = f.period
-        return m, np.array([p.period for p in profs], dtype=float)
+def share_tests(pa: Sequence[Profile], pb: Sequence[Profile], alpha: float) -> list[FunctionTest]:
+    """Welch's t-test of each function's share of a recording, A against B, Holm-corrected over
+    the functions holding >= MIN_TESTED_SHARE of the pooled period (at most MAX_TESTED)."""
+    pooled = mean_profile([*pa, *pb])
+    chosen = sorted((k for k, f in pooled.functions.items()
+                     if pooled.period and f.period / pooled.period >= MIN_TESTED_SHARE),
+                    key=lambda k: (-pooled.functions[k].period, k))[:MAX_TESTED]
+    if not chosen:
+        return []
+    sa, sb = shares(pa, chosen), shares(pb, chosen)
+    ps = [welch_p([r[i] for r in sa], [r[i] for r in sb]) for i in range(len(chosen))]
+    adj = holm(ps)
+    out = []
+    for i, sym in enumerate(chosen):
+        mean_a = sum(r[i] for r in sa) / len(sa)
+        mean_b = sum(r[i] for r in sb) / len(sb)
+        out.append(FunctionTest(sym, mean_a, mean_b, ps[i], adj[i], adj[i] < alpha))
+    return out
 
-    fa, ta = matrix(pa)
-    fb, tb = matrix(pb)
-    rng = np.random.default_rng(config.seed)
-    ia = rng.integers(0, len(pa), size=(config.n_boot, len(pa)))
-    ib = rng.integers(0, len(pb), size=(config.n_boot, len(pb)))
-    base = ta[ia].mean(axis=1)
-    extra = tb[ib].mean(axis=1) - base  # (n_boot,)
-    dfun = fb[ib].mean(axis=1) - fa[ia].mean(axis=1)  # (n_boot, symbols)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = dfun / extra[:, None]
-    share = share[np.isfinite(share).all(axis=1)]
-    alpha = (1 - config.level) / 2
-    lo, hi = np.quantile(share, [alpha, 1 - alpha], axis=0) if len(share) else (
-        np.full(len(symbols), np.nan), np.full(len(symbols), np.nan))
-    xlo, xhi = np.quantile(extra / base, [alpha, 1 - alpha])
-    return ({s: CI(float(lo[i]), float(hi[i]), config.level) for s, i in index.items()},
-            CI(float(xlo), float(xhi), config.level))
+
+def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p of Welch's unequal-variance t-test (scipy.stats.ttest_ind, equal_var=False);
+    1 where both sides are constant and equal, 0 where constant and different."""
+    from scipy.stats import ttest_ind
+
+    if max(a) == min(a) and max(b) == min(b):
+        return 1.0 if a[0] == b[0] else 0.0
+    p = float(ttest_ind(a, b, equal_var=False).pvalue)
+    return 1.0 if p != p else p

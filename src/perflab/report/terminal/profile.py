@@ -64,22 +64,27 @@ def render_diff(result: ProfileDiffResult, console: Any) -> None:
                       f"{escape(result.a_label)})")
     t = Table(title=f"major contributors to the extra {result.event} period of {escape(result.b_label)} "
                     f"over {escape(result.a_label)} (+{result.extra_fraction:.1%})")
-    levels = {r.ci["level"] for r in result.rows if r.ci}
-    ci_col = [f"{levels.pop():.0%} CI"] if len(levels) == 1 else []
-    cols = ["share of extra", *ci_col, f"extra {result.unit}", "A samples", "B samples", "symbol", "shared object"]
+    tests = {ft.symbol: ft for ft in result.tests}
+    test_cols = ["share A", "share B", "Holm p"] if result.tested else []
+    cols = ["share of extra", f"extra {result.unit}", "A samples", "B samples", *test_cols, "symbol",
+            "shared object"]
     for c in cols:
         t.add_column(c, justify="left" if c in ("symbol", "shared object") else "right")
     for r in result.rows:
-        cells = [f"{r.share_of_extra:.2%}"]
-        if ci_col:
-            cells.append(f"[{r.ci['low']:.1%}, {r.ci['high']:.1%}]" if r.ci else "")
-        cells += [f"{r.extra:.1f}", f"{r.a_samples:.1f}", f"{r.b_samples:.1f}", escape(r.symbol), escape(r.dso)]
+        cells = [f"{r.share_of_extra:.2%}", f"{r.extra:.1f}", f"{r.a_samples:.1f}", f"{r.b_samples:.1f}"]
+        if test_cols:
+            ft = tests.get(r.symbol)
+            # A function under MIN_TESTED_SHARE of the period was not compared: blank, not "1".
+            cells += ([f"{ft.share_a:.1%}", f"{ft.share_b:.1%}",
+                       f"{ft.p_holm:.2g}" + (" *" if ft.differs else "")] if ft else ["", "", "not tested"])
+        cells += [escape(r.symbol), escape(r.dso)]
         t.add_row(*cells)
     console.print(t)
     na, nb = result.n_recordings
     if na > 1 or nb > 1:
         console.print(f"samples are means per recording ({na} and {nb} recordings)")
-    console.print(escape(result.ci_note))
+    if result.tested:  # untested, the verdict itself says so in its one line
+        console.print(escape(result.test_note) + (" (* differs)" if result.differing else ""))
     if abs(result.extra_fraction) < 0.05:
         console.print(f"warning: the profiles differ by only {result.extra_fraction:.1%}: shares of so "
                       "small an extra are dominated by sampling noise (record longer windows or --repeat)")
