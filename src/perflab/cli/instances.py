@@ -40,7 +40,7 @@ MAX_COPIES = 65536
               help="Also compare one unbound forking master with one bound master per NUMA node, "
                    "on the same events and workers.")
 @click.option("--reps", default=5, show_default=True, type=Count(1, 100_000),
-              help="Rounds of every point (5 give a 94% interval for a median).")
+              help="Rounds of every point (5 give a 94% interval for a median; an optimum needs 4 or more).")
 @click.option("--plan", "plan_only", is_flag=True,
               help="Print where each copy would run (CPUs, memory node) for each policy and N; run nothing.")
 @click.option("--root", "root_dir", metavar="DIR",
@@ -55,9 +55,10 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
             energy_source, workload_name, config_path, shell, command_args, db_url, json_path):
     """How many concurrent copies give the most throughput, and where should they run?
 
-    N copies start together through a gate; machine throughput (total work over the makespan,
-    first start to last finish) is scanned against N for each placement policy, with the
-    marginal gain per added copy, the optimum N and the smallest N within 1% of it.
+    N copies start together; machine throughput (total work over the makespan, first start to
+    last finish) is scanned against N for each placement policy, with the marginal gain per added
+    copy. The optimum is the smallest N not significantly below the best; an N past the CPU
+    count only where it is significantly better than every N at or below it.
     """
 
     if ns and max_n is not None:
