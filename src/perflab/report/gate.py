@@ -16,13 +16,14 @@ from datetime import datetime, timezone
 
 from perflab.store import dumps
 from perflab.studies.compare_keys import measure_title
-from perflab.studies.gate import GateResult
+from perflab.studies.gate_result import GateResult
 
 
 def to_junit(result: GateResult) -> str:
     """JUnit XML text of a gate result."""
     cmp = result.compare
-    failures = sum(ln.failed for ln in result.lines)
+    # An inconclusive line fails the pipeline too (exit 3): JUnit shows it as a failure.
+    failures = sum(ln.status in ("FAIL", "UNSURE") for ln in result.lines)
     tests = str(len(result.lines))
     root = ET.Element("testsuites", name="perflab gate", tests=tests, failures=str(failures),
                       errors="0", time="0")
@@ -38,7 +39,7 @@ def to_junit(result: GateResult) -> str:
                  ("study", cmp.study_b), ("alpha", cmp.alpha), ("baseline_host", result.hosts[0]),
                  ("campaign_host", result.hosts[1])):
         ET.SubElement(props, "property", name=k, value=str(v))
-    m = len(result.lines)
+    m = result.family
     for ln in result.lines:
         r = ln.row
         case = ET.SubElement(suite, "testcase", {
@@ -47,8 +48,9 @@ def to_junit(result: GateResult) -> str:
             "time": f"{r.median_b:.6f}" if r.measure == "wall_s" else "0",
         })
         text = ln.text(m)
-        if ln.failed:
-            fail = ET.SubElement(case, "failure", message=text[:500], type="perflab.regression")
+        if ln.status in ("FAIL", "UNSURE"):
+            kind = "perflab.regression" if ln.failed else "perflab.inconclusive"
+            fail = ET.SubElement(case, "failure", message=text[:500], type=kind)
             fail.text = text + "\n" + result.summary
         out = ET.SubElement(case, "system-out")
         out.text = text
@@ -63,17 +65,20 @@ def _md(text: str) -> str:
 def to_markdown(result: GateResult) -> str:
     """A Markdown table for a merge-request comment: verdict first, one row per measure."""
     cmp = result.compare
-    head = "**perflab gate: FAIL**" if result.failed else "**perflab gate: pass**"
+    head = {0: "**perflab gate: pass**", 1: "**perflab gate: FAIL**",
+            3: "**perflab gate: UNSURE**"}[result.exit_status]
     out = [f"{head}: campaign {cmp.b} against baseline `{_md(result.baseline)}` (campaign {cmp.a}), "
            f"{cmp.study_b} study, alpha {cmp.alpha:g}.", ""]
     out.append("| | point | measure | median A | median B | change | B/A [CI] | p (Holm) | verdict |")
     out.append("|---|---|---|---:|---:|---:|---:|---:|---|")
     for ln in result.lines:
         r = ln.row
-        mark = {"FAIL": "❌", "pass": "✅", "info": "ℹ️"}[ln.status]
+        lo, hi, level = ln.interval()
+        mark = {"FAIL": "❌", "UNSURE": "⚠️", "pass": "✅", "info": "ℹ️"}[ln.status]
+        p = f"{r.p_adjusted:.2g}" if ln.thresholds else f"{r.p_value:.2g} (not gated)"
         out.append(f"| {mark} | {_md(r.key)} | {_md(measure_title(r.measure))} | {r.median_a:.4g} | "
-                   f"{r.median_b:.4g} | {100 * r.change:+.1f} % | {r.ratio:.4f} [{r.lo:.4f}, {r.hi:.4f}] "
-                   f"({100 * r.level:.0f}%) | {r.p_adjusted:.2g} | {_md(ln.verdict)} |")
+                   f"{r.median_b:.4g} | {100 * r.change:+.1f} % | {r.ratio:.4f} [{lo:.4f}, {hi:.4f}] "
+                   f"({100 * level:.0f}%) | {p} | {_md('; '.join([ln.verdict, *ln.notes]))} |")
     out.append("")
     out.append(_md(result.summary))
     for w in result.warnings:

@@ -2,7 +2,9 @@
 
 A CI job saves the campaign of the default branch under a name and gates later campaigns
 against it; setting a name again moves it to the new campaign (the previous one is kept in
-the store, only the name moves).
+the store, only the name moves). Every save is also kept in ``baseline_saves``, the name's
+history: the gate reads the drift between its campaigns and the change since its oldest recent
+save from it (``fresh=True`` starts the history anew, after an accepted change of level).
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ def check_name(name: str) -> str:
 class BaselineMethods:
     """Store methods for the `baselines` table (mixed into Store; uses its engine and tables)."""
 
-    def set_baseline(self, name: str, campaign_id: int, note: str = "") -> Baseline:
-        """Point NAME at a campaign (replacing where it pointed), recording the campaign's host."""
+    def set_baseline(self, name: str, campaign_id: int, note: str = "", fresh: bool = False) -> Baseline:
+        """Point NAME at a campaign (replacing where it pointed), recording the campaign's host;
+        the save joins the name's history (which ``fresh`` forgets first)."""
         check_name(name)
         camp = self.campaign(campaign_id)  # type: ignore[attr-defined]
         if camp.status == "running":
@@ -57,7 +60,21 @@ class BaselineMethods:
             # Delete then insert in one transaction: portable across SQLite and PostgreSQL.
             conn.execute(sa.delete(t).where(t.c.name == name))
             conn.execute(t.insert().values(name=name, **values))
+            saves = self.t["baseline_saves"]  # type: ignore[attr-defined]
+            if fresh:
+                conn.execute(sa.delete(saves).where(saves.c.name == name))
+            conn.execute(saves.insert().values(name=name, campaign_id=camp.id, host_id=camp.host_id,
+                                               created=values["created"]))
         return self.baseline(name)
+
+    def baseline_history(self, name: str, last: int = 10) -> list[Baseline]:
+        """The last ``last`` saves of NAME, oldest first (the newest is where NAME points)."""
+        sa = self._sa  # type: ignore[attr-defined]
+        t = self.t["baseline_saves"]  # type: ignore[attr-defined]
+        with self.engine.connect() as conn:  # type: ignore[attr-defined]
+            rows = conn.execute(sa.select(t).where(t.c.name == name)
+                                .order_by(t.c.id.desc()).limit(last)).all()
+        return [Baseline(r.name, int(r.campaign_id), r.host_id, "", _utc(r.created)) for r in reversed(rows)]
 
     def baseline(self, name: str) -> Baseline:
         """The baseline called NAME, or a one-line error listing the known names."""
@@ -84,13 +101,18 @@ class BaselineMethods:
         sa = self._sa  # type: ignore[attr-defined]
         t = self.t["baselines"]  # type: ignore[attr-defined]
         old = self.baseline(name)
+        saves = self.t["baseline_saves"]  # type: ignore[attr-defined]
         with self._write() as conn:  # type: ignore[attr-defined]
             conn.execute(sa.delete(t).where(t.c.name == name))
+            conn.execute(sa.delete(saves).where(saves.c.name == name))
         return old
 
 
-def _baseline(row: Any) -> Baseline:
-    created = row.created
+def _utc(created: Any) -> Any:
     if created is not None and created.tzinfo is None:  # SQLite hands back naive UTC times
         created = created.replace(tzinfo=timezone.utc)
-    return Baseline(row.name, int(row.campaign_id), row.host_id, row.note or "", created)
+    return created
+
+
+def _baseline(row: Any) -> Baseline:
+    return Baseline(row.name, int(row.campaign_id), row.host_id, row.note or "", _utc(row.created))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 # Bump by appending a migration; never edit an applied one (old stores replay them).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _v1_metadata(sa: Any) -> Any:
@@ -128,7 +128,31 @@ def _baselines_table(sa: Any, md: Any) -> Any:
     )
 
 
-MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2, 3: _migrate_3}
+def _migrate_4(conn: Any, sa: Any) -> None:
+    """v4: every save of a baseline name (its history), seeded with where each name points now."""
+    md = sa.MetaData()
+    sa.Table("campaigns", md, sa.Column("id", sa.Integer, primary_key=True))
+    sa.Table("hosts", md, sa.Column("id", sa.Integer, primary_key=True))
+    _baseline_saves_table(sa, md).create(conn)
+    conn.execute(sa.text("INSERT INTO baseline_saves (name, campaign_id, host_id, created) "
+                         "SELECT name, campaign_id, host_id, created FROM baselines"))
+
+
+def _baseline_saves_table(sa: Any, md: Any) -> Any:
+    """One row per save of a baseline name: the gate reads a name's drift and cumulative change."""
+    return sa.Table(
+        "baseline_saves", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("name", sa.String(200), nullable=False, index=True),
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id", ondelete="CASCADE"),
+                  nullable=False),
+        sa.Column("host_id", sa.Integer, sa.ForeignKey("hosts.id")),
+        sa.Column("created", sa.DateTime(timezone=True), nullable=False),
+    )
+
+
+MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2, 3: _migrate_3,
+                                                     4: _migrate_4}
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 
@@ -145,6 +169,7 @@ def current_tables(sa: Any) -> dict[str, Any]:
     measurements.append_column(sa.Column("failure", sa.Text))
     measurements.append_column(sa.Column("suspect", sa.Boolean, nullable=False, default=False))
     _baselines_table(sa, md)
+    _baseline_saves_table(sa, md)
     _artifacts_table(sa, md)
     version_table(sa, md)
     return dict(md.tables)

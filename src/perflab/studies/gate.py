@@ -1,104 +1,40 @@
 """The regression gate: a campaign against a named baseline, failing only on a real change.
 
-A measure fails its threshold (``--fail-if 'median>+3%'``) only when both hold:
-  * the change of the median, B against the baseline A, is beyond the threshold, and
-  * the change is significant: Holm-adjusted two-sided Mann-Whitney p below alpha and the
-    bootstrap CI of B/A (level 1 - alpha) excluding 1 on the side of the threshold.
-So noise alone, however large, never fails a pipeline, and a significant change too small to
-matter does not either. What a pass does not show: that nothing changed (a change hidden in
-noise passes; the line says how wide the CI was).
+A measure fails its threshold (``--fail-if 'median>+3%'``) when a test finds the change both
+beyond the threshold and significant (Holm over the gated tests only, at alpha):
+  * runs against runs: the change of the median, an exact Mann-Whitney p and Moses' interval
+    of B/A at its real level (stats.shift) on the threshold's side of 1; on a side with two
+    speeds, like with like (studies/gate_judge.py);
+  * with three or more saves of the baseline (its history): the campaign median against the
+    baseline's level over its saves, with their drift as the variance (Kalibera & Jones), in
+    place of runs against runs;
+  * the cumulative change against the oldest of the last saves, so small steps that each pass
+    cannot add up unseen (the CI recipe saves every passing default-branch campaign).
+It cannot pass (UNSURE, exit 3) a measure whose runs could not have shown a change at the
+threshold: the smallest change detectable at 80 % power, from the observed spread, is larger;
+or whose two-speed sides cannot be compared like with like. Noise alone never fails a pipeline
+and a significant change too small to matter does not either.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
+from perflab import stats
 from perflab.errors import PerflabError
-from perflab.studies.compare import CompareResult, CompareRow, check_same_kind, compare_measurements
-from perflab.studies.compare_keys import measure_title, primary_metric, series
+from perflab.stats.describe import median
+from perflab.stats.shift import ratio_ci
+from perflab.studies import gate_judge as judge
+from perflab.studies.compare import CompareResult, check_same_kind, compare_measurements
+from perflab.studies.compare_keys import primary_metric, series
+from perflab.studies.gate_result import Check, GateLine, GateResult
+from perflab.studies.gate_threshold import DEFAULT_FAIL_IF, Threshold, parse_threshold
 
-DEFAULT_FAIL_IF = "median>+5%"
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_FAIL_IF", "Check", "GateConfig", "GateLine", "GateResult", "Threshold", "evaluate", "parse_threshold"]
+
 DEFAULT_ALPHA = 0.05
-
-_ALIASES = {"median": "wall_s", "wall": "wall_s", "time": "wall_s", "wall_s": "wall_s",
-            "rss": "maxrss_kb", "maxrss": "maxrss_kb", "memory": "maxrss_kb", "maxrss_kb": "maxrss_kb",
-            "energy": "energy_j", "energy_j": "energy_j",
-            "energy_per_event": "energy_per_event_j", "energy_per_event_j": "energy_per_event_j",
-            "jpe": "energy_per_event_j",
-            # CPU time: steadier than wall time on a shared runner, blind to waiting and I/O.
-            "user": "user_s", "cpu": "user_s", "user_s": "user_s"}
-# Absolute thresholds: unit -> (measure it fits, factor to the stored unit).
-_UNITS = {
-    "wall_s": {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0},
-    "user_s": {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0},
-    "maxrss_kb": {"kib": 1.0, "mib": 1024.0, "gib": 1024.0 ** 2, "kb": 1000 / 1024,
-                  "mb": 1e6 / 1024, "gb": 1e9 / 1024},
-    "energy_j": {"mj": 1e-3, "j": 1.0, "kj": 1e3},
-    "energy_per_event_j": {"uj": 1e-6, "µj": 1e-6, "mj": 1e-3, "j": 1.0},
-}
-_EXPR = re.compile(r"\s*([A-Za-z_][\w.:-]*)\s*([<>])\s*(\S.*?)\s*")
-_VALUE = re.compile(r"([+-])(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-zµ%]*)")
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """One --fail-if condition: measure, direction, and a relative or absolute limit."""
-
-    text: str
-    name: str  # as the user wrote it
-    op: str  # ">" (fail on an increase) or "<" (fail on a decrease)
-    value: float  # signed: a relative share (0.03) or an absolute change in the stored unit
-    relative: bool
-
-    def measure(self, primary: str | None) -> str:
-        """The compared measure this threshold reads ('wall_s', 'metric:events_per_s')."""
-        if self.name in _ALIASES:
-            return _ALIASES[self.name]
-        if self.name == "primary":
-            return f"metric:{primary}" if primary else "metric:"
-        return "metric:" + self.name.removeprefix("metric:")
-
-    def beyond(self, row: CompareRow) -> bool:
-        """Whether the row's change of the median passes the limit in the threshold's direction."""
-        change = row.ratio - 1.0 if self.relative else row.median_b - row.median_a
-        return change > self.value if self.op == ">" else change < self.value
-
-    def significant_side(self, row: CompareRow) -> bool:
-        """Significant, with the CI of B/A on the threshold's side of 1."""
-        return row.significant and (row.lo > 1.0 if self.op == ">" else row.hi < 1.0)
-
-
-def parse_threshold(text: str) -> Threshold:
-    """Parse 'median>+3%', 'rss>+10MiB', 'events_per_s<-2%' (syntax only; see check_measures)."""
-    m = _EXPR.fullmatch(text or "")
-    example = "write it like 'median>+3%' (relative) or 'median>+2ms' (absolute)"
-    if not m:
-        raise PerflabError(f"--fail-if {text!r} does not parse: {example}")
-    name, op, raw = m.groups()
-    v = _VALUE.fullmatch(raw)
-    if not v:
-        raise PerflabError(f"--fail-if {text!r}: threshold {raw!r} needs a sign and a unit: {example}")
-    sign, number, unit = v.groups()
-    if (op == ">") != (sign == "+"):
-        raise PerflabError(f"--fail-if {text!r}: '>' takes an increase (+N) and '<' a decrease (-N): "
-                           f"write {name}>+{number}{unit} or {name}<-{number}{unit}")
-    value = float(number) * (1 if sign == "+" else -1)
-    if unit == "%":
-        return Threshold(text, name, op, value / 100, True)
-    measure = _ALIASES.get(name)
-    units = _UNITS.get(measure or "")
-    if units is None:
-        if unit:
-            raise PerflabError(f"--fail-if {text!r}: a metric's absolute threshold is in the metric's "
-                               f"own unit, without a suffix: write {name}{op}{sign}{number} or use %")
-        return Threshold(text, name, op, value, False)
-    factor = units.get(unit.lower()) if unit else None
-    if factor is None:
-        raise PerflabError(f"--fail-if {text!r}: {name} needs a relative threshold (%) or one of the "
-                           f"units {', '.join(u for u in units if u != 'µs')}: {example}")
-    return Threshold(text, name, op, value * factor, False)
 
 
 @dataclass(frozen=True)
@@ -111,65 +47,7 @@ class GateConfig:
     alpha: float = DEFAULT_ALPHA
     cross_machine: bool = False
     seed: int = 0
-
-
-@dataclass
-class GateLine:
-    """One compared measure of one design point, and what the gate made of it."""
-
-    row: CompareRow
-    thresholds: list[Threshold]
-    failed: bool = False
-    verdict: str = ""
-
-    @property
-    def status(self) -> str:
-        return "FAIL" if self.failed else ("pass" if self.thresholds else "info")
-
-    def text(self, m: int) -> str:
-        r = self.row
-        return (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * r.change:+.1f} % "
-                f"(median {r.median_a:.4g} -> {r.median_b:.4g}), B/A {r.ratio:.4f} "
-                f"[{r.lo:.4f}, {r.hi:.4f}] {100 * r.level:.0f}% CI, p={r.p_adjusted:.2g} "
-                f"(Holm over {m}); {self.verdict}")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "verdict": self.verdict,
-                "thresholds": [t.text for t in self.thresholds], **self.row.as_dict()}
-
-
-@dataclass
-class GateResult:
-    baseline: str
-    compare: CompareResult
-    lines: list[GateLine] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    hosts: tuple[str, str] = ("", "")
-
-    @property
-    def failed(self) -> bool:
-        return any(ln.failed for ln in self.lines)
-
-    @property
-    def summary(self) -> str:
-        gated = [ln for ln in self.lines if ln.thresholds]
-        bad = [ln for ln in gated if ln.failed]
-        what = (f"campaign {self.compare.b} against baseline '{self.baseline}' "
-                f"(campaign {self.compare.a}), alpha {self.compare.alpha:g}")
-        if bad:
-            return (f"gate: FAIL: {len(bad)} of {len(gated)} gated comparisons changed beyond "
-                    f"their threshold and significantly; {what}")
-        return (f"gate: pass: none of {len(gated)} gated comparisons changed beyond its threshold "
-                f"significantly; {what}")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"baseline": self.baseline, "baseline_campaign": self.compare.a,
-                "campaign": self.compare.b, "study": self.compare.study_b,
-                "alpha": self.compare.alpha, "failed": self.failed, "summary": self.summary,
-                "hosts": {"baseline": self.hosts[0], "campaign": self.hosts[1]},
-                "lines": [ln.as_dict() for ln in self.lines], "warnings": self.warnings,
-                "unmatched_baseline": self.compare.unmatched_a,
-                "unmatched_campaign": self.compare.unmatched_b}
+    history: int = 10  # the baseline's last saves read for drift and the cumulative change
 
 
 def baseline_measures(store: Any, name: str) -> tuple[Any, set[str], str | None]:
@@ -210,8 +88,142 @@ def _machines(store: Any, host_a: int | None, host_b: int | None) -> tuple[str, 
     return name(host_a), name(host_b), same
 
 
+def _relative(t: Threshold, median_a: float) -> float:
+    """The threshold as a share of A's median (an absolute one divided by it)."""
+    return t.value if t.relative else t.value / median_a
+
+
+def _by_title(study: str, meas: Sequence[Any]) -> dict[str, dict[str, list[float]]]:
+    samples, titles = series(study, meas)
+    return {titles[k]: v for k, v in samples.items()}
+
+
+def _pick(per_title: dict, title: str, study: str) -> dict:
+    """The measures of a point by its title; `run` campaigns of one command match whatever its name."""
+    if title in per_title:
+        return per_title[title]
+    return next(iter(per_title.values())) if study == "run" and len(per_title) == 1 else {}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * abs(x):.3g} %"
+
+
+def _judge_line(line: GateLine, a: list[float], b: list[float], hist: list[list[float]],
+                hist_ids: list[int], config: GateConfig) -> bool:
+    """Fill ``line.checks`` (runs, drift, cumulative) and its notes; True when history was used."""
+    ts, alpha = line.thresholds, config.alpha
+    rel = min(abs(_relative(t, line.row.median_a)) for t in ts)
+    op = ts[0].op
+    pairs, ma, mb, why = judge.align(a, b)
+    for side, m in (("A", ma), ("B", mb)):
+        if m is not None and m.multimodal:
+            line.notes.append(f"two speeds in {side}: {m.line()}")
+    for pair in pairs:
+        if min(len(pair.a), len(pair.b)) < 2:
+            why = why or f"the {pair.label} has fewer than 2 runs on a side: no test is possible"
+            continue
+        _, p = stats.mann_whitney(pair.b, pair.a)
+        _, ci = ratio_ci(pair.b, pair.a, 1 - alpha)
+        line.checks.append(Check("runs", pair.label, median(pair.a), median(pair.b), ci.low, ci.high,
+                                 ci.level, p, n_a=len(pair.a), n_b=len(pair.b)))
+        line.samples[pair.label] = (pair.a, pair.b)
+    if any(p.label for p in pairs):
+        line.notes.append("compared like with like: " + ", ".join(
+            f"{p.label} {median(p.a):.4g} -> {median(p.b):.4g} ({len(p.a)} and {len(p.b)} runs)"
+            for p in pairs if p.a and p.b))
+    line.inconclusive = why
+    two = any(m is not None and m.multimodal for m in (ma, mb))
+    dr = None if two else judge.drift(hist, rel)
+    nan = float("nan")
+    extra = 0.0
+    if dr is not None:
+        extra = max(0.0, judge.median_var(b) - sum(map(judge.median_var, hist)) / len(hist))
+        _, p = dr.test(math.log(median(b)), extra, op)
+        for c in line.checks:
+            c.decides = False  # the campaign, not the run, is the unit once drift is measured
+        line.checks.append(Check("drift", f"the level of {dr.saves} saves", math.exp(dr.level),
+                                 median(b), nan, nan, nan, p, n_a=dr.saves, n_b=1))
+    if len(hist) >= 2:
+        old, old_id = hist[0], hist_ids[0]
+        label = f"the oldest of {len(hist)} saves (campaign {old_id})"
+        if dr is not None:
+            _, p = dr.test(math.log(median(b)), extra, op, paired_level=math.log(median(old)))
+            line.checks.append(Check("cumulative", label, median(old), median(b), nan, nan, nan, p,
+                                     n_a=len(old), n_b=len(b)))
+        else:
+            _, p = stats.mann_whitney(b, old)
+            _, ci = ratio_ci(b, old, 1 - alpha)
+            line.checks.append(Check("cumulative", label, median(old), median(b), ci.low, ci.high,
+                                     ci.level, p, n_a=len(old), n_b=len(b)))
+    line.drift, line.extra_var, line.rel = dr, extra, rel
+    return dr is not None
+
+
+def _decide(line: GateLine, m: int, alpha: float) -> None:
+    """The verdict of a judged line: FAIL, UNSURE (could not have seen it) or pass."""
+    hits: list[tuple[Check, Threshold]] = []
+    for t in line.thresholds:
+        for c in (c for c in line.checks if c.decides):
+            side = (c.lo > 1.0 if t.op == ">" else c.hi < 1.0) if c.lo == c.lo else \
+                ((c.ratio > 1.0) == (t.op == ">"))
+            c.beyond = c.beyond or t.beyond_medians(c.median_a, c.median_b)
+            c.significant = c.significant or (c.p_adjusted < alpha and side)
+            if t.beyond_medians(c.median_a, c.median_b) and c.p_adjusted < alpha and side:
+                hits.append((c, t))
+    line.failed = bool(hits)
+    runs = [c for c in line.checks if c.kind == "runs"]
+    if not line.failed and runs:
+        per = []
+        for c in runs:
+            pa, pb = line.samples[c.label]
+            need = judge.runs_needed(pa, pb, line.rel, alpha / m)
+            share = min(len(pa) / line.n_a, len(pb) / line.n_b)
+            per.append((judge.min_detectable(pa, pb, alpha / m), math.ceil(need / share)))
+        line.detectable = max(x for x, _ in per)
+        line.runs_needed = max(n for _, n in per)
+        if line.detectable > line.rel and not line.inconclusive:
+            line.inconclusive = (f"too few runs to see a {_pct(line.rel)} change: need about "
+                                 f"{line.runs_needed} runs a side")
+    parts = []
+    for c, t in hits:
+        against = {"runs": f"the baseline's {c.label}" if c.label else "the baseline",
+                   "drift": c.label, "cumulative": c.label}[c.kind]
+        parts.append(f"{100 * (c.ratio - 1):+.1f} % against {against}: beyond {t.text} and "
+                     "significant: FAILS" + (" (cumulative change)" if c.kind == "cumulative" else ""))
+    main = next((c for c in line.checks if c.decides and c.kind != "cumulative"), None)
+    for t in line.thresholds if not line.failed else ():
+        if main is None:
+            parts.append(f"no test of {t.text}")
+        elif t.beyond_medians(main.median_a, main.median_b):
+            parts.append(f"beyond {t.text} but not significant" +
+                         ("" if line.inconclusive else ": passes (noise cannot be ruled out)"))
+        elif not main.significant:
+            parts.append(f"within {t.text}")
+        elif (main.ratio > 1) == (t.op == ">"):
+            parts.append(f"within {t.text} (significant, but smaller than the threshold)")
+        else:
+            parts.append(f"within {t.text} (changed significantly the other way)")
+    if line.inconclusive and not line.failed:
+        parts.append(f"cannot pass: {line.inconclusive}")
+    line.verdict = "; ".join(parts)
+    hit_checks = [c for c, _ in hits]
+    for c in line.checks:
+        if c.kind != "runs" and c.decides and c not in hit_checks:
+            ci = (f" [{100 * (c.lo - 1):+.1f}, {100 * (c.hi - 1):+.1f}] {100 * c.level:.0f}% CI"
+                  if c.lo == c.lo else "")
+            line.notes.append(f"against {c.label}: {100 * (c.ratio - 1):+.1f} %{ci}, "
+                              f"p={c.p_adjusted:.2g}" + ("" if ci else " (one-sided)"))
+    if line.drift is not None:
+        seen = line.drift.detectable(alpha / m, line.extra_var)
+        line.notes.append(f"drift between the baseline's {line.drift.saves} saves: "
+                          f"{100 * line.drift.sd:.2g} % SD of a campaign median" +
+                          (f"; it hides changes below {_pct(seen)} (more saves narrow the level, "
+                           "more runs do not)" if seen > line.rel else ""))
+
+
 def evaluate(config: GateConfig, store: Any) -> GateResult:
-    """Compare config.campaign with the baseline and apply the thresholds."""
+    """Compare config.campaign with the baseline and apply the thresholds (module docstring)."""
     base = store.baseline(config.baseline)
     ca, cb = store.campaign(base.campaign_id), store.campaign(config.campaign)
     check_same_kind(ca, cb, f"baseline '{config.baseline}' (campaign {ca.id})")
@@ -230,8 +242,8 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
                                f"'{t.name}' although the baseline has; check its failed runs "
                                "('perflab results') or the workload's metric patterns")
     warnings: list[str] = []
-    host_a, host_b, same = _machines(store, base.host_id if base.host_id is not None else ca.host_id,
-                                     cb.host_id)
+    host_id = base.host_id if base.host_id is not None else ca.host_id
+    host_a, host_b, same = _machines(store, host_id, cb.host_id)
     if same is None:
         warnings.append(f"baseline '{config.baseline}' was measured on {host_a}, campaign {cb.id} "
                         f"on {host_b}: cannot check they are the same machine")
@@ -252,27 +264,58 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
             f"(baseline: {', '.join(only_a[:3]) or 'nothing'}; campaign: {', '.join(only_b[:3]) or 'nothing'}): "
             "run the same commands (or name them alike with --command-name)")
     cmp = CompareResult(ca.id, cb.id, ca.study, cb.study, config.alpha, rows, only_a, only_b, notes)
-    result = GateResult(config.baseline, cmp, warnings=warnings + notes, hosts=(host_a, host_b))
+    # compare's note on its bootstrap intervals at small n does not apply: the gate's own are exact.
+    result = GateResult(config.baseline, cmp, hosts=(host_a, host_b),
+                        warnings=warnings + [n for n in notes if "bootstrap" not in n])
+    # The baseline's history: its last saves on the same machine, oldest first, ending with it.
+    saves = [h.campaign_id for h in store.baseline_history(config.baseline, config.history)
+             if h.host_id == base.host_id and h.campaign_id != ca.id] + [ca.id]
+    by_a, by_b = _by_title(ca.study, meas_a), _by_title(cb.study, meas_b)
+    hist_by = [_by_title(ca.study, store.measurements(cid)) for cid in saves[:-1]] + [by_a]
+    used_history = False
     for row in rows:
         ts = [t for t in config.thresholds if t.measure(primary) == row.measure]
         line = GateLine(row, ts)
-        parts = []
-        for t in ts:
-            beyond, sig = t.beyond(row), t.significant_side(row)
-            if beyond and sig:
-                line.failed = True
-                parts.append(f"beyond {t.text} and significant: FAILS")
-            elif beyond:
-                parts.append(f"beyond {t.text} but not significant: passes (noise cannot be ruled out)")
-            elif not row.significant:
-                parts.append(f"within {t.text}")
-            elif (row.ratio > 1) == (t.op == ">"):
-                parts.append(f"within {t.text} (significant, but smaller than the threshold)")
-            else:
-                parts.append(f"within {t.text} (changed significantly the other way)")
-        line.verdict = "; ".join(parts) or ("not gated; significant" if row.significant
-                                            else "not gated")
         result.lines.append(line)
+        if not ts:
+            line.verdict = "not gated: shown for information, outside the Holm family"
+            continue
+        if row.overall:
+            line.checks.append(Check("runs", "", row.median_a, row.median_b, row.lo, row.hi, row.level,
+                                     row.p_value, n_a=row.n_a, n_b=row.n_b))
+            line.rel = min(abs(_relative(t, row.median_a)) for t in ts)
+            continue
+        a = _pick(by_a, row.key, ca.study)[row.measure]
+        b = _pick(by_b, row.key, cb.study)[row.measure]
+        hist, ids = [], []
+        for cid, h in zip(saves, hist_by):
+            vals = _pick(h, row.key, ca.study).get(row.measure)
+            if vals and len(vals) >= 2 and min(vals) > 0:
+                hist.append(vals)
+                ids.append(cid)
+        line.n_a, line.n_b = len(a), len(b)
+        used_history |= _judge_line(line, a, b, hist, ids, config)
+    family = [c for ln in result.lines if ln.thresholds for c in ln.checks if c.decides]
+    result.family = len(family)
+    for c, p in zip(family, stats.holm([c.p_value for c in family])):
+        c.p_adjusted = p
+    for ln in result.lines:
+        if ln.thresholds:
+            if not ln.row.overall:
+                _decide(ln, max(result.family, 1), config.alpha)
+            else:
+                _decide_overall(ln, config.alpha)
+            main = next((c for c in ln.checks if c.decides), None)
+            if main is not None:
+                ln.row.p_adjusted, ln.row.significant = main.p_adjusted, main.significant
+    gated = [ln for ln in result.lines if ln.thresholds and not ln.row.overall]
+    if gated and not used_history:
+        n = len(saves)
+        result.warnings.append(
+            f"one campaign a side: baseline '{config.baseline}' has {n} save{'s' * (n != 1)} on this "
+            f"machine ({judge.MIN_SAVES} needed), so a level shift between campaigns (a few per cent "
+            "from one day to the next) cannot be told from a change; save the baseline on several "
+            "days and the gate measures that drift")
     for t in config.thresholds:
         if not any(t in ln.thresholds for ln in result.lines):
             result.warnings.append(f"--fail-if {t.text!r}: no comparison of {t.name} (constant "
@@ -281,3 +324,19 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
         result.warnings.append(f"unmatched points: {len(only_a)} only in the baseline, "
                                f"{len(only_b)} only in campaign {cb.id}; they are not gated")
     return result
+
+
+def _decide_overall(line: GateLine, alpha: float) -> None:
+    """An 'all points' row: beyond and significant (its bootstrap CI on the threshold's side)."""
+    c = line.checks[0]
+    _decide_parts = []
+    for t in line.thresholds:
+        side = c.lo > 1.0 if t.op == ">" else c.hi < 1.0
+        c.significant = c.p_adjusted < alpha and side
+        if t.beyond_medians(c.median_a, c.median_b) and c.significant:
+            line.failed = True
+            _decide_parts.append(f"beyond {t.text} and significant: FAILS")
+        else:
+            _decide_parts.append(f"within {t.text}" if not t.beyond_medians(c.median_a, c.median_b)
+                                 else f"beyond {t.text} but not significant: passes")
+    line.verdict = "; ".join(_decide_parts)

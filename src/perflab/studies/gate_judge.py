@@ -1,0 +1,162 @@
+"""The gate's judgement of one gated measure: power, two speeds, drift between campaigns.
+
+* Power: the smallest change the gate could see at these runs, (z_{1-a/2} + z_power) x the SE
+  of a difference of log medians, 1.2533 s sqrt(1/n_a + 1/n_b) (the median's efficiency against
+  the mean on normal data, s the pooled MAD-based SD of the log runs), at a = alpha / m (Holm's
+  first step over the m gated tests); infinite when even complete separation of the runs
+  cannot give an exact Mann-Whitney p below a (2 / C(n_a + n_b, n_a): 2 runs a side reach 0.33,
+  3 reach 0.1). Above the threshold the gate cannot pass: "too few runs".
+* Two speeds (stats.modes): like is compared with like, a mode of A with the mode of B at the
+  same speed; one side at one speed is compared with the other side's nearer mode, unless it is
+  so far from both that a change cannot be told from a change of speed (inconclusive).
+* Drift (Kalibera & Jones: the campaign median as the unit): over the baseline's saves at its
+  current level (within twice the threshold of the newest), the variance of a campaign median
+  is half the variance of successive differences about their mean (a steady trend, such as a
+  ratchet of small regressions, does not count as drift); the candidate is held against the
+  mean of those saves by a one-sided t test with (saves - 2) degrees of freedom.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Sequence
+
+from perflab.stats.describe import median
+from perflab.stats.modes import detect_modes
+
+MIN_SAVES = 3  # successive differences about their mean need three campaign medians
+MODES_MIN_N = 10  # stats.modes reports one mode below this many runs
+
+
+def log_spread(*samples: Sequence[float]) -> float:
+    """Pooled SD of the log runs about each sample's own median: 1.4826 x MAD (robust to tails)."""
+    dev = sorted(abs(math.log(x) - m) for s in samples
+                 for m in [math.log(median(s))] for x in s)
+    return 1.4826 * median(dev) if dev else 0.0
+
+
+def median_var(sample: Sequence[float]) -> float:
+    """Variance of the log median of a sample: (1.2533 s)^2 / n."""
+    return (1.2533 * log_spread(sample)) ** 2 / len(sample)
+
+
+def min_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided exact Mann-Whitney p that n_a and n_b runs can give."""
+    return min(1.0, 2 / math.comb(n_a + n_b, n_a))  # exact int division: no overflow
+
+
+def min_detectable(a: Sequence[float], b: Sequence[float], alpha: float, power: float = 0.8) -> float:
+    """Smallest relative change a run-level test finds with ``power`` (module docstring)."""
+    if min_p(len(a), len(b)) >= alpha:
+        return math.inf
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    se = 1.2533 * log_spread(a, b) * math.sqrt(1 / len(a) + 1 / len(b))
+    return math.exp(z * se) - 1
+
+
+def runs_needed(a: Sequence[float], b: Sequence[float], threshold: float, alpha: float,
+                power: float = 0.8) -> int:
+    """Runs a side at which min_detectable falls to ``threshold`` at the observed spread."""
+    s = log_spread(a, b)
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    n = max(2, math.ceil(2 * (1.2533 * s * z / math.log1p(abs(threshold))) ** 2))
+    while min_p(n, n) >= alpha:
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class Pair:
+    """What to compare: A's and B's runs of one speed (label '' when each side has one)."""
+
+    label: str
+    a: tuple[float, ...]
+    b: tuple[float, ...]
+
+
+def _modes(values: Sequence[float]):
+    return detect_modes(values) if len(values) >= MODES_MIN_N else None
+
+
+def align(a: Sequence[float], b: Sequence[float]) -> tuple[list[Pair], object, object, str]:
+    """Like-with-like pairs, the modes of each side (None when not looked for), and why the
+    comparison is inconclusive ('' when it is not)."""
+    ma, mb = _modes(a), _modes(b)
+    two_a, two_b = bool(ma and ma.multimodal), bool(mb and mb.multimodal)
+    if not (two_a or two_b):
+        return [Pair("", tuple(a), tuple(b))], ma, mb, ""
+
+    def split(values: Sequence[float], m) -> list[tuple[float, ...]]:
+        return [tuple(v for v, lab in zip(values, m.labels) if lab == k) for k in (0, 1)]
+
+    if two_a and two_b:
+        (fa, sa), (fb, sb) = split(a, ma), split(b, mb)
+        return [Pair("fast mode", fa, fb), Pair("slow mode", sa, sb)], ma, mb, ""
+    one, two, m2 = (b, a, ma) if two_a else (a, b, mb)
+    parts = split(two, m2)
+    centre = math.log(median(one))
+    dist = [abs(centre - math.log(median(p))) for p in parts]
+    k = 0 if dist[0] <= dist[1] else 1
+    gap = abs(math.log(m2.modes[1].center / m2.modes[0].center))
+    if dist[k] > gap / 3:
+        side = "A" if two_a else "B"
+        return [Pair("", tuple(a), tuple(b))], ma, mb, (
+            f"{side} runs at two speeds and the other side at one between them: a change cannot be "
+            "told from a change of speed; rerun both with more runs")
+    label = ("fast" if k == 0 else "slow") + " mode"
+    pair = Pair(label, parts[k], tuple(b)) if two_a else Pair(label, tuple(a), parts[k])
+    return [pair], ma, mb, ""
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The baseline's level over its recent saves and the spread of a campaign median."""
+
+    saves: int  # saves at the current level used
+    level: float  # mean log median of those saves
+    var: float  # variance of one campaign's log median (drift plus within-campaign noise)
+    df: int
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(self.var)
+
+    def test(self, x_log: float, extra_var: float, op: str, paired_level: float | None = None) -> tuple[float, float]:
+        """(log change, one-sided p in the threshold's direction) of a campaign median against
+        the level (or against one save's log median ``paired_level``), by Student's t."""
+        from scipy.stats import t as student
+
+        ref = self.level if paired_level is None else paired_level
+        ref_var = self.var / self.saves if paired_level is None else self.var
+        d = x_log - ref
+        se = math.sqrt(self.var + extra_var + ref_var)
+        if se == 0:
+            return d, 0.0 if (d > 0) == (op == ">") and d != 0 else 1.0
+        tt = d / se
+        return d, float(student.sf(tt, self.df) if op == ">" else student.cdf(tt, self.df))
+
+    def detectable(self, alpha: float, extra_var: float, power: float = 0.8) -> float:
+        """Smallest change against the level found with ``power`` by the one-sided t test."""
+        from scipy.stats import t as student
+
+        se = math.sqrt(self.var * (1 + 1 / self.saves) + extra_var)
+        return math.exp((float(student.ppf(1 - alpha, self.df)) + NormalDist().inv_cdf(power)) * se) - 1
+
+
+def drift(history: Sequence[Sequence[float]], threshold: float) -> Drift | None:
+    """Drift over the saves (oldest first, the newest last) within 2 x threshold of the newest."""
+    logs = [math.log(median(h)) for h in history if len(h) >= 2]
+    if len(logs) < MIN_SAVES:
+        return None
+    span = 2 * math.log1p(abs(threshold))
+    kept = [x for x in logs if abs(x - logs[-1]) <= span]
+    if len(kept) < MIN_SAVES:
+        return None
+    diffs = [y - x for x, y in zip(kept, kept[1:])]
+    mean = sum(diffs) / len(diffs)
+    var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / 2
+    # A floor: no campaign median is surer than its own runs make it.
+    floor = sum(median_var(h) for h in history if len(h) >= 2) / len(history)
+    return Drift(len(kept), sum(kept) / len(kept), max(var, floor), len(diffs) - 1)
