@@ -21,7 +21,7 @@ CHECKS = {
     "variants": ("variants_check", "verdict_check"),
     "run-compare": ("run_check", "verdict_check"),
     "compare": ("compare_check", "verdict_check"),
-    "gate-null": ("gate_sim", "verdict_check"),
+    "gate": ("gate_sim", "verdict_lines"),
     "modes": ("modes_check", "verdict_check"),
     "profile-diff": ("profile_diff_check", "verdict_check"),
 }

@@ -86,7 +86,7 @@ def test_fleet_end_to_end(slurm, postgres_url, tmp_path):
     outputs.append(perflab(["fleet", "submit", "runs", "--nodes", "3", "--host-label", "node", "--db", db,
                             "--", "run", "--runs", "25", "--", "sleep", "0.1"], env, tmp_path))
     outputs.append(perflab(["fleet", "submit", "scan", "--nodes", "3", "--host-label", "inst", "--db", db,
-                            "--", "instances", "--n", "1,2", "--reps", "2", "--", "sleep", "0.05"], env, tmp_path))
+                            "--", "instances", "--n", "1,2", "--reps", "4", "--", "sleep", "0.05"], env, tmp_path))
     # A node that cannot reach the database: its job environment demands SSL the server lacks.
     outputs.append(perflab(["fleet", "submit", "nodb", "--nodes", "1", "--db", db, "--", "run", "--runs", "2",
                             "--", "true"], {**env, "SBATCH_EXPORT": "ALL,PGSSLMODE=require"}, tmp_path))

@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.test_fleet import SCRIPT, _env, _report, _wait_idle, perflab
+from tests.test_fleet import SCRIPT, _env, _report, _status, _wait_idle, perflab
 
 LOOP = "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done"  # CPU-bound, ~0.1 s at a full CPU
 
@@ -101,3 +102,45 @@ def test_slurm_local_refuses_bad_node_specs(tmp_path):
         r = subprocess.run([str(SCRIPT), "start", str(tmp_path / "c"), *args], capture_output=True, text=True,
                            timeout=30)
         assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+
+
+@pytest.mark.postgres
+def test_a_node_that_dies_mid_campaign_fails_its_slot_and_resubmit_finishes_it(farm, postgres_url, tmp_path):
+    """node3 killed (its slurmd, job step and job): NODE_FAIL from Slurm; rerun on a live node."""
+    from perflab.store import open_store
+
+    conf, cluster_dir = farm
+    env = _env(conf, tmp_path)
+    perflab(["fleet", "submit", "dies", "--nodes", "4", "--db", postgres_url, "--", "run", "--runs", "12",
+             "--command-name", "loop", "--", "sh", "-c", LOOP], env, tmp_path)
+    with open_store(postgres_url) as store:
+        deadline = time.monotonic() + 120
+        while True:  # node3 has stored a run: the node dies mid-campaign
+            camps = [c for c in store.campaigns(study="run") if c.labels.get("fleet") == "dies"
+                     and c.labels.get("slurm_node") == "node3" and c.n_measurements > 0]
+            if camps:
+                break
+            assert time.monotonic() < deadline, "node3's task never stored a run"
+            time.sleep(0.1)
+    slot = camps[0].labels["fleet_slot"]
+    r = subprocess.run([str(SCRIPT), "kill-node", str(cluster_dir), "node3"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    _wait_idle(env, limit=240)
+
+    st = _status("dies", postgres_url, env, tmp_path)
+    assert st[slot]["state"] == "failed" and "NODE_FAIL" in st[slot]["reason"], st[slot]
+    assert all(s["state"] == "done" for k, s in st.items() if k != slot), st
+    out = perflab(["fleet", "resubmit", "dies", "--missing", "--db", postgres_url], env, tmp_path).stdout
+    assert f"resubmitted slot(s) {slot}" in out
+    _wait_idle(env, limit=240)
+    st = _status("dies", postgres_url, env, tmp_path)
+    assert all(s["state"] == "done" for s in st.values()), st
+
+    rep = _report("dies", db=postgres_url, env=env, cwd=tmp_path)
+    (entry,) = [h for h in rep["hosts"] if h["slot"] == slot]
+    assert entry["status"] == "done" and entry["host"] in ("node1", "node2", "node4"), entry  # where it ran
+    assert len(rep["hosts"]) == 4 and all(h["headline"]["n"] == 12 for h in rep["hosts"])
+    with open_store(postgres_url) as store:  # nothing stored twice: one finished campaign a slot
+        done = [c for c in store.campaigns(study="run") if c.labels.get("fleet") == "dies" and c.status == "done"]
+        assert sorted(c.labels["fleet_slot"] for c in done) == ["0", "1", "2", "3"]
+        assert all(c.n_measurements == 12 for c in done)

@@ -25,6 +25,7 @@ from perflab.platform.machine import Machine
 from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
 from perflab.stats.shift import ratio_ci, runs_to_reach
+from perflab.studies import instrument
 from perflab.studies.energy import events_metric, summarise
 from perflab.studies.run_result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.session import Session
@@ -71,6 +72,8 @@ class RunConfig:
     workload: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     cwd: str | None = None
+    instrument: str = ""  # "" (time, rusage) or "cachegrind" (measure/cachegrind.py)
+    cache_model: str = ""  # the caches the instrument simulates (platform/cache_model.py)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -125,6 +128,7 @@ def plan(config: RunConfig, machine: Machine | None = None) -> list[RunSpec]:
                 cpus=config.cpus, timeout=config.timeout, metrics=config.metrics,
                 perf_events=events, label=label, params=params,
                 capture_output=bool(config.metrics), env=dict(config.env) or None, cwd=config.cwd,
+                instrument=config.instrument,
             ))
     return specs
 
@@ -242,6 +246,7 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
                 stopped = "max-time"
                 break
     result = analyse(config, runs, stopped_by=stopped)
+    result.instrument = instrument.with_executor(result.instrument, session.executor)
     if getattr(session.executor, "live", False):  # the mock plays no machine
         result.warnings.extend(_machine_notes(before, _cpu_times()))
     return result
@@ -401,5 +406,6 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
                                 f"{ci.level:.0%}), so neither is called faster; give at least "
                                 f"{runs_to_reach(level)} runs each")
     result = RunStudyResult(benches, warnings, stopped_by)
+    result.instrument = instrument.summarise(config.instrument, config.cache_model, benches)
     result.health = health_summary([r.result for r in runs])
     return result
