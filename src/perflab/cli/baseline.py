@@ -30,12 +30,15 @@ def _host(store, host_id: int | None) -> str:
 @click.argument("name")
 @click.argument("campaign", type=int)
 @click.option("--note", default="", help="A note kept with the name (commit, branch, why).")
+@click.option("--fresh", is_flag=True,
+              help="Start NAME's history anew (after an accepted change of level): the gate's "
+                   "drift and cumulative checks then read only saves from here on.")
 @store_option
-def set_(name: str, campaign: int, note: str, db_url: str | None) -> None:
-    """Point NAME at CAMPAIGN (moving it if it named another)."""
+def set_(name: str, campaign: int, note: str, fresh: bool, db_url: str | None) -> None:
+    """Point NAME at CAMPAIGN (moving it if it named another); the save joins NAME's history."""
     store = open_store(db_url)
     old = {b.name: b for b in store.baselines()}.get(name)
-    b = store.set_baseline(name, campaign, note)
+    b = store.set_baseline(name, campaign, note, fresh=fresh)
     moved = f" (was campaign {old.campaign_id})" if old and old.campaign_id != b.campaign_id else ""
     click.echo(f"baseline '{b.name}' -> campaign {b.campaign_id}{moved}, measured on "
                f"{_host(store, b.host_id)}")
@@ -74,7 +77,9 @@ def show(name: str, db_url: str | None, json_path: str | None) -> None:
     store = open_store(db_url)
     b = store.baseline(name)
     camp = store.campaign(b.campaign_id)
+    saves = store.baseline_history(name, 10)
     info = {**b.as_dict(), "study": camp.study, "status": camp.status,
+            "history": [h.campaign_id for h in saves],
             "measurements": len(store.measurements(camp.id)), "host": _host(store, b.host_id),
             "started": camp.started.isoformat(), "config": camp.config}
     if json_path:
@@ -86,6 +91,9 @@ def show(name: str, db_url: str | None, json_path: str | None) -> None:
     click.echo(f"  measured on {info['host']}; set {info['created'][:19]}")
     if b.note:
         click.echo(f"  note: {b.note}")
+    click.echo(f"  history: {len(saves)} save{'s' * (len(saves) != 1)} (campaigns "
+               f"{', '.join(str(h.campaign_id) for h in saves)}), read by the gate for drift and "
+               "the cumulative change")
 
 
 @command.command("rm")

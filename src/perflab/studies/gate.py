@@ -180,8 +180,9 @@ def _decide(line: GateLine, m: int, alpha: float) -> None:
             need = judge.runs_needed(pa, pb, line.rel, alpha / m)
             share = min(len(pa) / line.n_a, len(pb) / line.n_b)
             per.append((judge.min_detectable(pa, pb, alpha / m), math.ceil(need / share)))
-        line.detectable = max(x for x, _ in per)
-        line.runs_needed = max(n for _, n in per)
+        # One like-with-like comparison that can see the threshold is enough: a change of the
+        # code moves both speeds, and the better-sampled one shows it.
+        line.detectable, line.runs_needed = min(per)
         if line.detectable > line.rel and not line.inconclusive:
             line.inconclusive = (f"too few runs to see a {_pct(line.rel)} change: need about "
                                  f"{line.runs_needed} runs a side")

@@ -92,8 +92,12 @@ class GateLine:
         r = self.row
         lo, hi, level = self.interval()
         p = f"p={r.p_adjusted:.2g} (Holm over {m})" if self.thresholds else f"p={r.p_value:.2g} (not gated)"
-        head = (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * r.change:+.1f} % "
-                f"(median {r.median_a:.4g} -> {r.median_b:.4g}), B/A {r.ratio:.4f} "
+        c = self.main
+        # On two speeds the figures are those of the like-with-like comparison, named.
+        a, b, what = ((c.median_a, c.median_b, f"{c.label} median") if c is not None and c.label
+                      else (r.median_a, r.median_b, "median"))
+        head = (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * (b / a - 1):+.1f} % "
+                f"({what} {a:.4g} -> {b:.4g}), B/A {b / a:.4f} "
                 f"[{lo:.4f}, {hi:.4f}] {100 * level:.0f}% CI, {p}; {self.verdict}")
         return "; ".join([head, *self.notes])
 
