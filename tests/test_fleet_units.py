@@ -149,11 +149,14 @@ def _result(rate: float) -> RunResult:
                      nvcsw=0, nivcsw=0, exit_code=0, metrics={"events_per_s": rate})
 
 
-def _task(store, fleet: str, slot: int, host: str, cpu: str, rates, status: str = "done") -> int:
+def _task(store, fleet: str, slot: int, host: str, cpu: str, rates, status: str = "done",
+          features: str = "") -> int:
     hid = store.add_host({"hostname": host, "cpu_model": cpu, "mem_total_bytes": 64 * 2**30,
                           "kernel": {"release": "6.1.0"}}, {"sockets": [0, 1], "cores": list(range(32))})
-    cid = store.start_campaign("run", {"commands": ["w"]}, host_id=hid,
-                               labels={"fleet": fleet, "fleet_slot": str(slot), "slurm_node": host})
+    labels = {"fleet": fleet, "fleet_slot": str(slot), "slurm_node": host}
+    if features:
+        labels["slurm_features"] = features
+    cid = store.start_campaign("run", {"commands": ["w"]}, host_id=hid, labels=labels)
     for i, r in enumerate(rates):
         store.add_measurement(cid, _result(r), {}, rep=i, label="w")
     if status != "running":
@@ -236,6 +239,35 @@ def test_cost_takes_a_fleets_platform_throughput(tmp_path):
     toml.write_text(toml.read_text().replace("fleet_platform = 'xeon'\n", ""))
     with open_store(db) as store, pytest.raises(Exception, match="2 platform.s. measured; give fleet_platform"):
         run_cost(load_platforms(str(toml)), store)
+
+
+def test_slurm_features_split_one_cpu_model_into_platforms(tmp_path):
+    """Nodes of one CPU model but two Slurm features are two platforms: a node of the slower
+    feature is never slow against the other's; cost picks a platform by its feature exactly."""
+    from perflab.studies.cost import load_platforms, run_cost
+
+    rng = np.random.default_rng(5)
+    db = str(tmp_path / "f.db")
+    with open_store(db) as store:
+        fleet = state.create(store, "farm", {"study": "run", "slots": [str(i) for i in range(7)],
+                                             "log_dir": str(tmp_path), "job_name": "j", "shards": False})
+        for slot in range(7):
+            feature = "A" if slot < 4 else "B"
+            rate = (2000 if feature == "A" else 1000) * (0.7 if slot == 1 else 1.0)
+            _task(store, "farm", slot, f"n{slot}", "AMD EPYC 7742", rate * (1 + 0.01 * rng.standard_normal(20)),
+                  features=feature)
+        rep = build(store, fleet, _NoBatch())
+    keys = sorted(p["platform"] for p in rep["platforms"])
+    assert [k[:4] for k in keys] == ["[A] ", "[B] "] and all("AMD EPYC 7742" in k for k in keys)
+    assert [s["host"] for s in rep["slow_hosts"]] == ["n1"]  # not n4-n6, half as fast as A
+    toml = tmp_path / "p.toml"
+    toml.write_text(
+        "[requirement]\ntarget_events_per_s = 100000\npower_envelope_kw = 100\n"
+        "[[platform]]\nname = 'b'\nsockets = 2\ntdp_w = 225\nthroughput_from_fleet = 'farm'\n"
+        "fleet_platform = 'B'\nprices = { board = 500, cpu = 4000 }\n")
+    with open_store(db) as store:
+        (b,) = run_cost(load_platforms(str(toml)), store).platforms
+    assert b.throughput_per_node == pytest.approx(1000, rel=0.02) and "[B]" in b.throughput_source
 
 
 @pytest.mark.parametrize("url", ["postgresql://u:s3cret@host:notaport/db", "postgresql://u:s3cret@[::1/db",

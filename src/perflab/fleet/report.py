@@ -113,13 +113,15 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
 def platform_throughput(store, name: str, match: str | None = None) -> tuple[float, str, int]:
     """(median host throughput, platform, hosts) of a fleet's platform: `perflab cost`'s input.
 
-    ``match`` picks the platform by a case-insensitive part of its description (CPU model) when
-    the fleet spans several.
+    ``match`` picks the platform when the fleet spans several: by its Slurm feature exactly
+    (``A`` of nodes with Feature=A), else by a case-insensitive part of its description (CPU model).
     """
     rep = build(store, state.load(store, name), None)
     plats = [p for p in rep["platforms"] if p.get("median") is not None]
     if match:
-        plats = [p for p in plats if match.lower() in p["platform"].lower()]
+        # A feature named exactly wins: 'A' is also a part of every 'AMD EPYC' description.
+        exact = [p for p in plats if match in (p.get("features") or "").split(",")]
+        plats = exact or [p for p in plats if match.lower() in p["platform"].lower()]
     if len(plats) != 1:
         known = "; ".join(p["platform"] for p in rep["platforms"]) or "none with finished hosts"
         what = f"match {match!r}" if match else "measured; give fleet_platform to pick one"
