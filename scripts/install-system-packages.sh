@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages perflab's studies call (perf, strace, numactl, compilers with
 # multilib, make and CMake for the variants study's project builds, hugetlbfs tools, hyperfine,
-# PostgreSQL for the store tests, Chromium for the report test, Slurm and munge for the fleet
-# tests' local cluster). Only what is missing is installed, so a second `make` costs nothing.
+# Valgrind for --instrument cachegrind, PostgreSQL for the store tests, Chromium for the report
+# test, Slurm and munge for the fleet tests' local cluster). Only what is missing is installed,
+# so a second `make` costs nothing.
 set -euo pipefail
 PKGS=(
   linux-perf strace numactl hwloc gcc g++ gcc-multilib g++-multilib libc6-dev-x32
   libhugetlbfs-bin binutils elfutils hyperfine postgresql bubblewrap clang chromium
-  util-linux procps make cmake slurm-wlm slurm-client munge
+  util-linux procps make cmake slurm-wlm slurm-client munge valgrind
 )
 missing=()
 for p in "${PKGS[@]}"; do

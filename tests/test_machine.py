@@ -137,7 +137,7 @@ def test_cli_machine_live():
     info = json.loads(proc.stdout)
     assert info["topology"]["counts"]["threads"] == len(info["topology"]["cpus"]) >= 1
     assert info["topology"]["allowed"] == sorted(os.sched_getaffinity(0))
-    assert set(info["probes"]) == {"perf", "hw_counters", "x32", "m32", "clang", "numa"}
+    assert set(info["probes"]) == {"perf", "hw_counters", "x32", "m32", "clang", "valgrind", "numa"}
     text = perflab("machine")
     assert text.returncode == 0 and "probes" in text.stdout and "NUMA nodes" in text.stdout
 

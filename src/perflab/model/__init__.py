@@ -50,6 +50,7 @@ class RunSpec:
     label: str = ""  # the command's display name (hyperfine's "command")
     params: Mapping[str, object] = field(default_factory=dict)  # scan parameters, cpu, n, variant
     sample_pss: bool = False  # concurrent copies: peak PSS of each copy's tree -> metrics["pss_kb"]
+    instrument: str = ""  # how else the run is measured: "" (time, rusage) or "cachegrind"
 
 
 @dataclass

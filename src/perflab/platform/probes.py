@@ -88,6 +88,21 @@ def clang_available() -> Probe:
 
 
 @functools.lru_cache(maxsize=None)
+def valgrind_available() -> Probe:
+    """Valgrind, for --instrument cachegrind (simulated, deterministic counts without a PMU)."""
+    import subprocess
+    exe = which("valgrind")
+    if exe is None:
+        return Probe(False, "valgrind not installed: install it for --instrument cachegrind "
+                            "(apt-get install valgrind)")
+    try:
+        version = _first_line(_run([exe, "--version"]).stdout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Probe(False, f"valgrind does not run: {exc}")
+    return Probe(True, f"{version or 'valgrind'}: --instrument cachegrind works", version)
+
+
+@functools.lru_cache(maxsize=None)
 def numa_nodes() -> Probe:
     """Number of online NUMA nodes (available when there are at least two to compare)."""
     n = len(read_topology(Root("/")).nodes)
@@ -100,6 +115,7 @@ PROBES = {
     "perf": perf_status,
     "hw_counters": hw_counters,
     "clang": clang_available,
+    "valgrind": valgrind_available,
     "numa": numa_nodes,
 }
 

@@ -73,6 +73,7 @@ class RunStudyResult:
     stopped_by: str = "runs"  # "runs", "precision", "max-runs", "max-time", "time-budget"
     campaign_id: int | None = None
     health: dict = field(default_factory=dict)  # governor, turbo, runs sampled, medians of the runs' health
+    instrument: dict = field(default_factory=dict)  # a simulated instrument's section (studies/instrument.py)
 
     @property
     def fastest(self) -> Benchmark | None:
@@ -94,13 +95,14 @@ class RunStudyResult:
         return dict(campaign_id=self.campaign_id, benchmarks=benches,
                     warnings=self.warnings, stopped_by=self.stopped_by,
                     fastest=fastest.command if fastest else None, failed_runs=self.failed_runs,
-                    suspect_runs=self.suspect_runs, health=self.health, verdict=verdict(self))
+                    suspect_runs=self.suspect_runs, health=self.health, instrument=self.instrument,
+                    verdict=verdict(self))
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunStudyResult":
         benches = [Benchmark(**known_fields(Benchmark, b)) for b in d.get("benchmarks", ())]
         return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
-                   dict(d.get("health") or {}))
+                   dict(d.get("health") or {}), dict(d.get("instrument") or {}))
 
 
 def too_few_runs(relative: dict) -> bool:

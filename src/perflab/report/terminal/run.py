@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 from perflab.report.terminal.energy import render_energy
+from perflab.report.terminal.instrument import SHOWN as INSTRUMENT_SHOWN
+from perflab.report.terminal.instrument import render as render_instrument
 from perflab.stats.interval import CI
 from perflab.studies.run_result import Benchmark, RunStudyResult, too_few_runs
 
@@ -86,6 +88,7 @@ def render(result: RunStudyResult, console: Any) -> None:
     if shown and not narrow:
         console.print(table)
     _extra_tables(result, console)
+    render_instrument(result.instrument, console)
     render_energy([(b.command, b.energy) for b in shown], console)
     fastest = result.fastest
     if fastest is not None and many:
@@ -125,7 +128,9 @@ def _extra_tables(result: RunStudyResult, console: Any) -> None:
     for title, attr in (("metrics (median per run)", "metric_medians"),
                         ("perf stat (median per run)", "counter_medians")):
         meds = {b.command: getattr(b, attr)() for b in result.benchmarks}
-        names = sorted({k for m in meds.values() for k in m})
+        # An instrument's measures have their own table (report/terminal/instrument.py).
+        skip = INSTRUMENT_SHOWN if attr == "metric_medians" and result.instrument else ()
+        names = sorted({k for m in meds.values() for k in m if k not in skip})
         if not names:
             continue
         t = Table(title=title)
