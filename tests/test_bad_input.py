@@ -121,6 +121,10 @@ BAD += [
     ("cores", "--baseline-save", "bad name!", *T), ("variants", "-w", "minihlt", "--baseline-save", ""),
     ("frontend", "--baseline-save", "a b"), ("profile", "--baseline-save", ";", *T),
     ("footprint", "--cpu", "999", *T), ("footprint", "--reps", "0", *T), ("footprint", "--trace", "/proc/x", *T),
+    # held out in issue 30: a scan to inf or nan, a window whose start never matches, a denormal rate
+    ("run", "-P", "x", "1", "inf", "true {x}"), ("run", "-P", "x", "1", "nan", "true {x}"),
+    ("run", "-P", "x", "nan", "3", "true {x}"), ("run", "-P", "x", "1", "3", "-D", "inf", "true {x}"),
+    ("profile", "--start", "NEVER-PRINTED", "--", "echo", "hello"), ("cost", "{tmp}/cost-denormal.toml"),
 ]
 
 
@@ -134,6 +138,7 @@ def _prepare(tmp: Path) -> str:
     (tmp / "cost-noreq.toml").write_text("[[platform]]\nname = \"a\"\n")
     (tmp / "cost-negative.toml").write_text(cost + "throughput_per_node = -10\n")
     (tmp / "cost-nan.toml").write_text(cost + "throughput_per_node = nan\n")
+    (tmp / "cost-denormal.toml").write_text(cost + "throughput_per_node = 5e-324\n")
     (tmp / "cost-campaign.toml").write_text(cost + "throughput_from_campaign = 999\n")
     (tmp / "cost-power-str.toml").write_text(cost + "throughput_per_node = 10\npower_from_campaign = \"x\"\n")
     with gzip.open(tmp / "full.tgz", "wb") as f:

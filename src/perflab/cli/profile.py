@@ -156,6 +156,9 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
                            progress=lambda m: console.print(m, style="dim"))
         display = store.display
         save_baseline(store, result.campaign_id)
+    if not result.opened and result.recordings and not result.failed:
+        # Bad input, not a finding: the marker or the time window is not in this run.
+        raise PerflabError(_never_opened(config, len(result.recordings)))
     render(result, console)
     folders = sorted({os.path.dirname(p) for p in result.perf_data if p})
     console.print(f"perf.data: {len(result.perf_data)} file(s) in {', '.join(folders)}; "
@@ -164,3 +167,17 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         emit_json(json_path, result.as_dict())
     if not result.opened:
         sys.exit(1)
+
+
+def _never_opened(config, n: int) -> str:
+    """One line for a window that never opened in any recording: which marker, what to do."""
+    w = config.window
+    runs = f"{n} recording{'s' if n != 1 else ''}"
+    src = f"log {config.log_file}" if config.log_file else "output"
+    if w.start:
+        return (f"--start /{w.start}/ matched no line of the {src} in {runs}, so the window never "
+                "opened: check the pattern against the program's output (or give --event N / --after S)")
+    if w.after is not None:
+        return (f"the window never opened in {runs}: the run ended before --after {w.after:g} s; "
+                "give a shorter --after")
+    return f"the window never opened in {runs}: give --start REGEX, --event N or --after S"

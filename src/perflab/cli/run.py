@@ -40,11 +40,18 @@ def _percent(text: str | None) -> float | None:
 
 
 def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
+    import math
+
     try:
         nums = [float(lo), float(hi), float(step) if step else 1.0]
     except ValueError:
         raise PerflabError(f"--parameter-scan bounds '{lo} {hi}' must be numbers") from None
     a, b, s = nums
+    bad = next((t for t, x in zip((lo, hi, step), nums) if not math.isfinite(x)), None)
+    if bad is not None:
+        # inf would scan forever and nan compares false with everything: neither is a bound.
+        raise PerflabError(f"--parameter-scan: {bad!r} is not a finite number: give numeric bounds "
+                           "and step, e.g. -P n 1 8 -D 1")
     if s <= 0 or b < a:
         raise PerflabError("--parameter-scan needs MIN <= MAX and a positive --parameter-step-size")
     integral = all(float(x).is_integer() for x in nums)

@@ -181,11 +181,20 @@ def load_platforms(path: str) -> CostConfig:
     return CostConfig(platforms=tuple(platforms), requirement=requirement, source=str(path))
 
 
+MAX_NODES = 1e9  # more nodes than any farm has: the throughput or the target is mistyped
+
+
 def platform_cost(p: Platform, req: Requirement, throughput: float, source: str,
                   power: tuple[float, str] | None = None) -> PlatformCost:
     """The numbers for one platform (pure arithmetic, tested by hand); ``power`` is (watts per
     node, where they come from) when a campaign measured them."""
-    nodes = math.ceil(req.target_events_per_s / throughput - 1e-9)
+    ratio = req.target_events_per_s / throughput
+    if not ratio <= MAX_NODES:
+        # A denormal or tiny rate (5e-324) makes the node count infinite or absurd: a typo, not a farm.
+        raise PerflabError(f"platform '{p.name}': {throughput:g} events/s per node ({source}) needs "
+                           f"{ratio:.3g} nodes for {req.target_events_per_s:g} events/s: give one "
+                           "node's events/s (e.g. throughput_per_node = 986)")
+    nodes = math.ceil(ratio - 1e-9)
     if power is not None:
         node_power, psource = power
     elif p.measured_power_w is not None:
