@@ -1,30 +1,38 @@
-"""Does `perflab cores` find a planted slow CPU and stay quiet on transient interference?
+"""Does `perflab cores` find a planted slow CPU, name it alone, and stay quiet otherwise, on
+machines as unkind as real ones?
 
-Simulated campaigns through the MockExecutor at the study's default settings (sequential mode),
-16 CPUs (8 cores x 2 SMT threads), per-CPU log-normal noise (each CPU its own SD, 1-3 %) and a
-slow drift of the machine (+-3 % over the campaign):
-- cores-persistent: one CPU 5 % slower in every run. detection = the share of campaigns that
-  call that CPU slow; false_positive = the share of campaigns without any planted effect (same
-  noise) that call any CPU slow.
-- cores-transient: one CPU 30 % slower in 3 consecutive rounds of 20 (rounds fixed at 20).
-  false_positive = the share of campaigns that call any CPU slow; detection = the share that
-  report that CPU as disturbed in those rounds.
+Simulated scans at the study's default settings (sequential, adaptive stop, up to 30 rounds) of
+16 CPUs (8 cores x 2 SMT threads): the real ``cores.execute`` and ``cores.analyse`` over the
+MockExecutor, with every run's time drawn from a checks.noise campaign (quiet, shift, two-speed,
+skewed, loaded: drift, skew, two speeds, and for 'loaded' a background burst on one CPU, chosen
+per scan, in the rounds ``burst_hits`` says). Cases, each under every model:
+- cores-persistent-MODEL: one CPU 5 % slower in every run. detection = the share of scans that
+  call it slow and name no other CPU (slow or intermittent); false_positive = the share of scans
+  without a planted effect (same model) that name any CPU.
+- cores-transient-MODEL: one CPU 30 % slower in 3 consecutive rounds of 20. false_positive = the
+  share of scans that name any CPU; detection = the share that report it disturbed in those rounds.
+and cores-competitor-loaded: on the loaded machine, a 40 % duty-cycle competitor on one CPU in
+each round with probability 0.8, slowing that CPU's runs by 25 % x log-normal(0, 5 %) (what one
+did to a real CPU here: ratio 1.244); detection = it is named (slow, or intermittent with its
+rounds) and no other CPU is; false_positive = the loaded null's.
 Prints `verdict-check: NAME false_positive=X detection=Y runs=N`; goal: false_positive <= 0.05,
 detection >= 0.90. ``checks(runs)`` is what bench/verdicts.py and the tests call.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import replace
 
+from perflab.checks.noise import MODELS
 from perflab.measure.executor import MockExecutor
 from perflab.model import Workload
 from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
-from perflab.store import open_store
-from perflab.studies import cores, run_study
+from perflab.studies import cores
+from perflab.studies.cores_result import named
+
+COMPETITOR = (0.8, 1.25, 0.05)  # share of rounds, slowdown, its log-normal SD
 
 
 def smt_box(n_cores: int = 8) -> Topology:
@@ -34,51 +42,96 @@ def smt_box(n_cores: int = 8) -> Topology:
     return Topology(cpus, core_list, (0,), (Node(0, tuple(range(2 * n_cores))),))
 
 
+class _Bare:
+    """The part of a Session that execute uses, without a store: the harness needs no resume."""
+
+    def __init__(self, executor: MockExecutor) -> None:
+        self.executor = executor
+
+    def warmup(self, spec):
+        return self.executor.run(spec)
+
+    def run(self, spec, rep: int = 0):
+        return self.executor.run(spec)
+
+    def say(self, message: str) -> None:
+        pass
+
+
 def campaign(seed: int, slow: dict[int, float], burst: tuple[int, int, float] | None = None,
-             rounds: int | None = None) -> cores.CoresResult:
-    """One simulated scan: slow = {cpu: factor}; burst = (cpu, first round, size) for 3 rounds."""
+             rounds: int | None = None, model: str = "quiet",
+             competitor: int | None = None) -> cores.CoresResult:
+    """One simulated scan: slow = {cpu: factor}; burst = (cpu, first round, size) for 3 rounds;
+    model: a checks.noise model; competitor: the CPU a 40 % duty competitor comes and goes on."""
     rng = random.Random(seed)
     topo = smt_box(8)
-    sd = {c.id: rng.uniform(0.01, 0.03) for c in topo.cpus}
-    clock = [0]
+    camp = MODELS[model].campaign(rng)
+    burst_cpu = rng.randrange(16)  # the loaded model's background burst lands here
+    hits: dict[int, float] = {}
+    present: dict[int, bool] = {}
 
-    def model(spec) -> float:
+    def factor(spec) -> float:
         cpu, rnd = spec.cpus[0], spec.params["round"]
-        clock[0] += 1
-        x = (1 + 0.03 * math.sin(clock[0] / 100)) * rng.lognormvariate(0, sd[cpu]) * slow.get(cpu, 1.0)
+        x = camp.factor() * slow.get(cpu, 1.0)
+        if rnd not in hits:
+            hits[rnd] = camp.burst_hits()
+            present[rnd] = rng.random() < COMPETITOR[0]
+        if cpu == burst_cpu:
+            x *= hits[rnd]
         if burst and cpu == burst[0] and burst[1] <= rnd < burst[1] + 3:
             x *= 1 + burst[2]
+        if cpu == competitor and present[rnd]:
+            x *= COMPETITOR[1] * rng.lognormvariate(0, COMPETITOR[2])
         return 0.05 * x
 
     config = cores.CoresConfig(Workload("sim", ("sim",)), seed=seed)
     if rounds is not None:
         config = replace(config, rounds=rounds, min_rounds=rounds)
-    with open_store(":memory:") as store:
-        return run_study(cores, config, store, MockExecutor(model), machine=Machine(topo, {"loadavg": [0.0]}))
+    machine = Machine(topo, {"loadavg": [0.0]})
+    return cores.execute(config, _Bare(MockExecutor(factor)), machine)
 
 
-def checks(runs: int = 200, seed: int = 0) -> list[tuple[str, float, float, int]]:
-    """[(name, false_positive, detection, runs)] for cores-persistent and cores-transient."""
-    rng = random.Random(seed)
-    fp = det = 0
-    for i in range(runs):
-        target = rng.randrange(16)
-        res = campaign(rng.randrange(1 << 30), {target: 1.05})
-        det += any(r.cpu == target and r.verdict == "slow" for r in res.cpus)
-        res = campaign(rng.randrange(1 << 30), {})
-        fp += bool(res.slow)
-    out = [("cores-persistent", fp / runs, det / runs, runs)]
-    fp = det = 0
-    for i in range(runs):
-        target, start = rng.randrange(16), rng.randrange(0, 18)
-        res = campaign(rng.randrange(1 << 30), {}, burst=(target, start, 0.3), rounds=20)
-        fp += bool(res.slow)
-        det += any(x.cpu == target and set(range(start, start + 3)) <= set(x.rounds) for x in res.disturbances)
-    out.append(("cores-transient", fp / runs, det / runs, runs))
+def _alone(res: cores.CoresResult, cpu: int, verdicts: tuple[str, ...]) -> bool:
+    """Is cpu named with one of verdicts, and no other CPU named?"""
+    return named(res) in ({cpu: v} for v in verdicts)
+
+
+def checks(runs: int = 200, seed: int = 0, models: tuple[str, ...] | None = None,
+           cases: tuple[str, ...] = ("persistent", "transient", "competitor")) -> list[tuple[str, float, float, int]]:
+    """[(name, false_positive, detection, runs)] per case and model (module docstring)."""
+    out = []
+    for model in models or tuple(MODELS):
+        rng = random.Random(f"{seed}:{model}")
+        nulls: list[bool] = []
+        if "persistent" in cases:
+            det = 0
+            for _ in range(runs):
+                target = rng.randrange(16)
+                det += _alone(campaign(rng.randrange(1 << 30), {target: 1.05}, model=model), target, ("slow",))
+                nulls.append(bool(named(campaign(rng.randrange(1 << 30), {}, model=model))))
+            out.append((f"cores-persistent-{model}", sum(nulls) / runs, det / runs, runs))
+        if "transient" in cases:
+            fp = det = 0
+            for _ in range(runs):
+                target, start = rng.randrange(16), rng.randrange(0, 18)
+                res = campaign(rng.randrange(1 << 30), {}, burst=(target, start, 0.3), rounds=20, model=model)
+                fp += bool(named(res))
+                det += any(x.cpu == target and set(range(start, start + 3)) <= set(x.rounds)
+                           for x in res.disturbances)
+            out.append((f"cores-transient-{model}", fp / runs, det / runs, runs))
+        if "competitor" in cases and MODELS[model].burst:
+            det = 0
+            for _ in range(runs):
+                target = rng.randrange(16)
+                det += _alone(campaign(rng.randrange(1 << 30), {}, model=model, competitor=target), target,
+                              ("slow", "intermittent"))
+                if "persistent" not in cases:
+                    nulls.append(bool(named(campaign(rng.randrange(1 << 30), {}, model=model))))
+            out.append((f"cores-competitor-{model}", sum(nulls) / len(nulls), det / runs, runs))
     return out
 
 
 def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
-    """The two lines bench/verdicts.py prints."""
+    """The lines bench/verdicts.py prints."""
     return [f"verdict-check: {name} false_positive={fp:.3f} detection={det:.3f} runs={n}"
             for name, fp, det, n in checks(runs, seed)]

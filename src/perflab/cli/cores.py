@@ -26,7 +26,7 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
 @click.option("--alpha", type=PROBABILITY, default=0.05, show_default=True,
               help="Family-wise significance level over the CPUs (Holm).")
 @click.option("--persistence", type=Fraction(0.5, 1.0001), default=0.9, show_default=True,
-              help="A slow CPU is slow in at least this share of the rounds; else it is reported as disturbed.")
+              help="A slow CPU is back at the others' level in at most 1 - Q of the rounds; else it is intermittent.")
 @click.option("--counters", is_flag=True,
               help="Wrap each run in perf stat (cycles, instructions): IPC and effective GHz per CPU, where the PMU has them.")
 @click.option("--seed", type=Count(0, 2**63 - 1), default=0, show_default=True, help="Seed of the shuffled CPU order.")
@@ -39,9 +39,10 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     """Is one CPU persistently slower than the others? Pin the workload to each CPU, in rounds.
 
     Each round is a block: a CPU's cost is divided by the median of the other CPUs in the same
-    round. Friedman's test says whether any CPU differs; per CPU a one-sided Wilcoxon signed-rank
-    test of its per-round ratios, Holm-corrected. A CPU is slow only when it is slower in nearly
-    every round (--persistence); a slowdown confined to some rounds is reported as disturbance.
+    round. Friedman's test says whether any CPU differs; per CPU a one-sided sign test of the
+    share of rounds in which it was slower, Holm-corrected. A CPU is slow unless it was clearly
+    back at the others' level in more than 1 - --persistence of the rounds; then it is named as
+    intermittent, with its rounds; a slowdown in a few rounds is reported as disturbance.
     """
 
     from perflab.errors import PerflabError

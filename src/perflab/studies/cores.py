@@ -6,13 +6,20 @@ once per round, released by a gate, as a farm node runs. Each round is a block: 
 (wall seconds, or 1/metric for a higher-is-better metric) is divided by the median of the other
 CPUs in the same round, so drift of the machine between rounds cancels.
 Analysis (stats.blocked): Friedman's test over the rounds says whether any CPU differs; per CPU a
-one-sided Wilcoxon signed-rank test of its per-round log-ratios against 0, Holm-corrected over
-the CPUs. Slow = significant, median ratio >= 1 + min_effect with its CI above 1, and persistent:
-slower than the rest, and not clearly below its own slow level, in at least ``persistence``
-(90 %) of the rounds. Rounds whose ratio is an outlier (modified Z on the
-log-ratios with the pooled noise scale, |Z| > 3.5) are reported as disturbance, not as a slow CPU.
+one-sided sign test of the share of rounds in which it was slower than the rest against 1/2
+(cores_detect: valid on skewed noise, where Wilcoxon's signed-rank test is not), Holm-corrected
+over the CPUs. Slow = significant, median ratio >= 1 + min_effect, and persistent:
+no more than (1 - ``persistence``) of its rounds *back at the others' level* (studies.cores_detect:
+clearly below its own level and not a fast outlier), so noise that flips a round below 1 does not
+break it. A significant CPU with more such rounds is intermittent, named with the rounds it was
+slow in. Rounds whose ratio is an outlier (modified Z on the log-ratios with the pooled noise
+scale, |Z| > 3.5) are reported as disturbance, not as a slow CPU. The smallest detectable
+slowdown is simulated under the scan's own noise with the same rule (cores_detect.detectable).
 Adaptive stop after min_rounds: every CPU's ratio CI within ``precision`` and the smallest
-detectable slowdown (stats.blocked.min_detectable) at most min_effect; else rounds or max_time.
+detectable slowdown at most ``target`` (2 x min_effect: the median must reach min_effect, so a CPU
+exactly at it is called slow only half the time); else rounds or max_time. Medians are shown in the
+workload's primary metric, in its own direction; the verdict is composed from the rows
+(cores_result.compose_verdict).
 """
 
 from __future__ import annotations
@@ -20,7 +27,6 @@ from __future__ import annotations
 import math
 import random
 import time
-from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -29,17 +35,18 @@ from perflab.model import RunResult, RunSpec, Workload
 from perflab.platform.machine import Machine
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
-from perflab.stats import CI, holm, median_ci
-from perflab.stats.blocked import friedman, loo_log_ratios, min_detectable, wilcoxon_greater
+from perflab.stats import CI, holm
+from perflab.stats.blocked import friedman, loo_log_ratios
 from perflab.stats.modes import detect_modes
 from perflab.studies.base import StudyConfig
 from perflab.studies.cores_counters import COUNTER_EVENTS, per_cpu_counters
-from perflab.studies.cores_result import CoresResult, CpuRow, Disturbance, slow_cores
+from perflab.studies.cores_detect import (allowed, detectable, noise_scale, round_sets, row_cis,
+                                          sign_greater)
+from perflab.studies.cores_result import (CoresResult, CpuRow, Disturbance, as_change, as_change_ci,
+                                          compose_verdict, slow_cores)
 from perflab.studies.placement import usable_cpus
 
 NAME = "cores"
-OUTLIER_Z = 3.5  # Iglewicz & Hoaglin's modified Z cut-off
-POWER = 0.8  # of the minimum detectable effect
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,11 @@ class CoresConfig(StudyConfig):
     counters: bool = False  # perf stat cycles/instructions per run: IPC and effective GHz per CPU
 
     decoders = {"workload": Workload.from_dict}
+
+    @property
+    def target(self) -> float:
+        """The slowdown the adaptive stop waits to be able to detect (module docstring)."""
+        return 2 * self.min_effect
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.rounds:
@@ -120,11 +132,11 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
         dcols.append(loo_log_ratios(column)[:, 0])
         precise, mde = _progress(dcols, config)
         session.say(f"round {rnd + 1}: widest ratio CI half-width {_pct(precise)} (stop at {config.precision:.1%}), "
-                    f"detectable slowdown {_pct(mde)} (stop at {config.min_effect:.1%})")
+                    f"detectable slowdown {_pct(mde)} (stop at {config.target:.1%})")
         if rnd >= 1 and not ok_any:
             stopped = "failures"
             break
-        if rnd + 1 >= config.min_rounds and precise <= config.precision and mde <= config.min_effect:
+        if rnd + 1 >= config.min_rounds and precise <= config.precision and mde <= config.target:
             stopped = "precision"
             break
     result = analyse(config, runs, machine.topology)
@@ -134,9 +146,9 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
     if load[0] > 0.5 * ncpu:
         result.notes.append(f"load average {load[0]:.1f} on {ncpu} CPUs at the start: other work competes, "
                             "and a CPU it is pinned to looks slow; rerun on a quiet machine to confirm")
-    if stopped in ("rounds", "max-time") and (result.mde is None or result.mde > config.min_effect):
+    if stopped in ("rounds", "max-time") and (result.mde is None or result.mde > config.target):
         limit = f"--max-time {config.max_time:g}" if stopped == "max-time" else f"--rounds {config.rounds}"
-        result.notes.append(f"stopped at {limit} before the scan could see a {config.min_effect:.1%} "
+        result.notes.append(f"stopped at {limit} before the scan could detect a {config.target:.1%} "
                             f"slowdown; raise {limit.split()[0]} or quiet the machine")
     return result
 
@@ -147,53 +159,38 @@ def _progress(dcols: list, config: CoresConfig) -> tuple[float, float]:
     import numpy as np
 
     d = np.stack(dcols, axis=1)
-    cis = _row_cis(d)
+    cis = row_cis(d)
     if any(c.level == 0 or c.low != c.low for c in cis):
         return math.inf, math.inf
     widest = max((math.exp(c.high) - math.exp(c.low)) / 2 for c in cis)
-    return widest, math.expm1(min_detectable(_noise(d), d.shape[1], config.alpha / d.shape[0], POWER))
+    mde, _ = _detectable(d, config)
+    return widest, mde
 
 
-@lru_cache(maxsize=None)
-def _order(n: int) -> tuple[int, float]:
-    """(j, level) of the order-statistic median CI [x(j), x(n+1-j)] for n values (stats.median_ci)."""
-    c = median_ci(range(n))
-    return int(c.low) + 1, c.level
-
-
-def _row_cis(x) -> list[CI]:
-    """median_ci of every row of x, NaNs left out, vectorised: one sort for all rows."""
+def _detectable(d, config: CoresConfig) -> tuple[float, str]:
+    """(smallest slowdown the rule detects under the noise of d, why it is inf when it is):
+    cores_detect.detectable on the residuals of every CPU's log-ratios around its own median."""
     import numpy as np
 
-    s = np.sort(x, axis=1)  # NaNs sort last
-    out = []
-    for row, n in zip(s, (~np.isnan(x)).sum(axis=1)):
-        if n < 2:  # no interval: one value (or none) at level 0
-            out.append(CI(float(row[0]), float(row[0]), 0.0))
-            continue
-        j, level = _order(int(n))
-        out.append(CI(float(row[j - 1]), float(row[n - j]), level))
-    return out
+    live = d[~np.isnan(d).all(axis=1)]
+    n = int(np.median((~np.isnan(live)).sum(axis=1))) if live.size else 0
+    m = max(live.shape[0], 1)
+    sigma = noise_scale(live) if live.size else math.nan
+    if sigma != sigma:
+        return math.inf, "no noise estimate (fewer than 2 CPUs with successful runs in a round)"
+    resid = (live - np.nanmedian(live, axis=1, keepdims=True)).ravel()
+    mde = detectable(resid, n, m, sigma, config.alpha, config.min_effect, config.persistence, config.seed)
+    if mde != math.inf:
+        return mde, ""
+    if 0.5 ** n > config.alpha / m:
+        return mde, (f"too few rounds ({n}): even a CPU slower in every round cannot reach Holm's "
+                     f"alpha/{m} = {config.alpha / m:.2g} (2^-{n} = {0.5 ** n:.2g}); raise --rounds")
+    return mde, (f"too noisy ({sigma:.1%} round-to-round): not even +300% is called slow in 90% of "
+                 "simulated scans; raise --rounds or quiet the machine")
 
 
 def _pct(x: float) -> str:
     return f"{x:.1%}" if x != math.inf else "n/a"
-
-
-def _noise(d) -> float:
-    """Robust SD of the round-to-round noise: 1.4826 x the MAD of every CPU's log-ratios around
-    its own median, pooled over CPUs (mean absolute deviation x 1.2533 where the MAD is 0)."""
-    import numpy as np
-
-    d = d[~np.isnan(d).all(axis=1)]
-    if d.size == 0:
-        return math.nan
-    dev = np.abs(d - np.nanmedian(d, axis=1, keepdims=True))
-    dev = dev[~np.isnan(dev)]
-    if dev.size == 0:
-        return math.nan
-    mad = float(np.median(dev))
-    return 1.4826 * mad if mad > 0 else 1.2533 * float(dev.mean())
 
 
 def cost_of(workload: Workload, result: RunResult) -> tuple[float | None, str | None]:
@@ -211,13 +208,16 @@ def cost_of(workload: Workload, result: RunResult) -> tuple[float | None, str | 
     return (1.0 / value, None) if value > 0 else (None, f"{metric} = {value:g}")
 
 
+def value_of(workload: Workload, cost: float) -> float:
+    """The primary metric's own value (or wall seconds) for a cost from cost_of."""
+    return 1.0 / cost if workload.primary_metric is not None and workload.higher_is_better else cost
+
+
 def unit_of(workload: Workload) -> str:
-    metric = workload.primary_metric
-    if metric is None:
+    """How the medians print: the workload's unit, its metric's name, or seconds."""
+    if workload.primary_metric is None:
         return "s"
-    if workload.higher_is_better:
-        return f"1/{metric}" if not metric.endswith("_per_s") else f"s per {metric[:-6].rstrip('s') or 'unit'}"
-    return metric
+    return workload.unit or workload.primary_metric
 
 
 def select_cpus(topology: Topology, cpus: tuple[int, ...] | None, physical: bool) -> list[int]:
@@ -246,18 +246,20 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
     """The verdict from stored runs ((params, result) pairs): per-round ratios, tests, disturbance."""
     import numpy as np
 
+    wl = config.workload
     cpus = sorted({int(p["cpu"]) for p, _ in runs})
     rounds = sorted({int(p["round"]) for p, _ in runs if int(p["round"]) >= 0})
     ci_, ri = {c: i for i, c in enumerate(cpus)}, {r: i for i, r in enumerate(rounds)}
     cost = np.full((len(cpus), len(rounds)), np.nan)
     rows = {c: _row(c, topology) for c in cpus}
-    res = CoresResult(mode="concurrent" if config.concurrent else "sequential", unit=unit_of(config.workload),
-                      rounds=len(rounds))
+    res = CoresResult(mode="concurrent" if config.concurrent else "sequential", unit=unit_of(wl),
+                      metric=wl.primary_metric or "time",
+                      higher_is_better=wl.primary_metric is not None and wl.higher_is_better, rounds=len(rounds))
     for params, result in runs:
         cpu, rnd = int(params["cpu"]), int(params["round"])
         if rnd < 0:
             continue
-        value, why = cost_of(config.workload, result)
+        value, why = cost_of(wl, result)
         res.runs += 1
         if value is None:
             rows[cpu].failed += 1
@@ -267,21 +269,25 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
             rows[cpu].runs += 1
             cost[ci_[cpu], ri[rnd]] = value
     d = loo_log_ratios(cost)
-    sigma = _noise(d)
-    cost_cis, d_cis = _row_cis(cost), _row_cis(d)
+    sigma = noise_scale(d)
+    # medians and CIs in the metric's own values (the CI of 1/cost is 1/the CI of cost, swapped)
+    shown = 1.0 / cost if res.higher_is_better else cost
+    value_cis, d_cis = row_cis(shown), row_cis(d)
     res.noise = None if sigma != sigma else sigma
     scale = sigma if sigma == sigma and sigma > 0 else math.inf  # no noise: no outliers
     tested: list[tuple[CpuRow, dict[str, tuple[int, ...]]]] = []
     for cpu in cpus:
-        row, x, dr = rows[cpu], cost[ci_[cpu]], d[ci_[cpu]]
+        row, x, dr = rows[cpu], shown[ci_[cpu]], d[ci_[cpu]]
         if row.runs == 0:
             row.verdict = "failed"
             continue
-        row.median, row.ci = float(np.median(x[~np.isnan(x)])), cost_cis[ci_[cpu]]
+        row.median, row.ci = float(np.median(x[~np.isnan(x)])), value_cis[ci_[cpu]]
         have = ~np.isnan(dr)
         if have.any():
             rnds = tuple(rounds[i] for i in np.flatnonzero(have))
-            tested.append((row, _test(row, dr[have], rnds, d_cis[ci_[cpu]], scale, config)))
+            tested.append((row, _test(row, dr[have], rnds, d_cis[ci_[cpu]], scale, config, res.higher_is_better)))
+        else:
+            row.verdict = "not tested"  # never ran in a round with another CPU
     for (row, sets), p in zip(tested, holm([r.p_value for r, _ in tested])):
         row.p_adjusted = p
         _classify(row, sets, config)
@@ -295,60 +301,55 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
     if len(live) >= 2:
         stat, p, n = friedman(cost[live])
         res.friedman = {"statistic": stat, "p_value": p, "rounds": n, "cpus": len(live)}
-    m = max(len(tested), 1)
-    if sigma == sigma:
-        res.mde = math.expm1(min_detectable(sigma, len(rounds), config.alpha / m, POWER))
+    if tested:
+        res.mde, res.mde_why = _detectable(d, config)
+    else:
+        res.mde_why = "no CPU could be tested (fewer than 2 CPUs with successful runs in a round)"
     _modes(res, cost, ci_)
     if config.counters:
         per_cpu_counters(res, [(int(p["cpu"]), r.counters) for p, r in runs
-                               if int(p["round"]) >= 0 and cost_of(config.workload, r)[0] is not None])
-    res.verdict = _verdict(res, config)
+                               if int(p["round"]) >= 0 and cost_of(wl, r)[0] is not None])
+    res.verdict = compose_verdict(res)
     return res
 
 
-def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float,
-          config: CoresConfig) -> dict[str, tuple[int, ...]]:
-    """Fill a CPU's ratio, rounds and p-value from its per-round log-ratios; return its outlier
-    rounds: "extra" (above its own level), "clear" (clearly slower than the rest), "above"
-    (a ratio of at least 1 + min_effect)."""
+def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float, config: CoresConfig,
+          higher_is_better: bool) -> dict[str, tuple[int, ...]]:
+    """Fill a CPU's ratio, change, rounds and p-value from its per-round log-ratios; return its
+    round sets (cores_detect.round_sets) as round numbers."""
     import numpy as np
 
     level = float(np.median(vals))
     row.ratio, row.ratio_ci = math.exp(level), CI(math.exp(c.low), math.exp(c.high), c.level)
+    row.change = as_change(row.ratio, higher_is_better)
+    row.change_ci = as_change_ci(row.ratio_ci, higher_is_better) if c.level > 0 else None
     row.rounds, row.slower_rounds = int(vals.size), int((vals > 0).sum())
-    z, z0 = (vals - level) / scale, vals / scale  # modified Z against its own level, and against 0
-    # Rounds it was not slow in: far below its own level AND not slower than the rest (below the
-    # effect asked for, or not clearly above zero). A very steady slow CPU (a 10x competitor) has a
-    # tiny spread, so a round at 8x is far below its level while still plainly slow.
-    not_slow = (vals < math.log1p(config.min_effect)) | (z0 <= OUTLIER_Z)
-    row.normal = tuple(r for r, v, ok in zip(rnds, z, not_slow) if v < -OUTLIER_Z and ok)
-    row.p_value = wilcoxon_greater(vals[z <= OUTLIER_Z])
-    # an outlier round smaller than the effect asked for is not worth a line
-    big = vals >= math.log1p(config.min_effect)
-    return {"extra": tuple(r for r, v, v0, b in zip(rnds, z, z0, big) if v > OUTLIER_Z and v0 > OUTLIER_Z and b),
-            "clear": tuple(r for r, v0, b in zip(rnds, z0, big) if v0 > OUTLIER_Z and b),
-            "above": tuple(r for r, b in zip(rnds, big) if b)}
+    sets = round_sets(vals, level, scale, config.min_effect)
+    row.normal = tuple(r for r, k in zip(rnds, sets["normal"]) if k)
+    kept = vals[~sets["extra"]]
+    row.p_value = sign_greater(int((kept > 0).sum()), int(kept.size))
+    return {k: tuple(r for r, b in zip(rnds, mask) if b) for k, mask in sets.items()}
 
 
 def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], config: CoresConfig) -> None:
-    """slow, intermittent, disturbed or nothing, from the tested row (see the module docstring)."""
-    allowed = math.floor((1 - config.persistence) * row.rounds + 1e-9)
+    """slow, intermittent, disturbed or not significant, from the tested row (module docstring)."""
     big = row.ratio >= 1 + config.min_effect
-    # the Wilcoxon test assumes symmetric noise; the median's own CI (sign-based, no such
-    # assumption) must agree, or a few heavy rounds could carry the verdict
-    significant = row.p_adjusted < config.alpha and big and row.ratio_ci.low > 1.0
-    # persistent: slower than the rest in nearly every round, and in no more rounds than that
-    # clearly below its own slow level
-    persistent = row.rounds - row.slower_rounds <= allowed and len(row.normal) <= allowed
+    significant = row.p_adjusted < config.alpha and big
+    # persistent unless clearly back at the others' level in more rounds than persistence allows:
+    # rounds that noise flipped below 1 are not evidence of that (cores_detect.round_sets)
+    persistent = len(row.normal) <= allowed(row.rounds, config.persistence)
     if significant and persistent:
         row.verdict = "slow"
         row.disturbed = sets["extra"]  # what came on top of its slowness
-        return
-    row.disturbed = sets["clear"]  # every round in which it was clearly slower than the rest
-    if significant:
-        row.verdict, row.disturbed = "intermittent", row.disturbed or sets["above"]
-    elif row.disturbed:
-        row.verdict = "intermittent" if big and len(row.normal) > allowed else "disturbed"
+    elif significant or (big and 2 * len(sets["clear"]) > row.rounds):
+        # slower in most rounds, clearly back at the others' level in others; or clearly slower
+        # (each round an outlier on its own) in most rounds, which noise alone does not do
+        row.verdict = "intermittent"
+        row.slow_rounds = row.disturbed = sets["high"]  # the rounds nearer its slow level than the others'
+    elif sets["clear"]:
+        row.verdict, row.disturbed = "disturbed", sets["clear"]
+    else:
+        row.verdict = "not significant"
 
 
 def _row(cpu: int, topology: Topology | None) -> CpuRow:
@@ -379,17 +380,3 @@ def _modes(res: CoresResult, cost, ci_: dict[int, int]) -> None:
         res.modes["multimodal"] = False
         for row in res.cpus:
             row.mode_shares = ()
-
-
-def _verdict(res: CoresResult, config: CoresConfig) -> str:
-    if res.runs == 0:
-        return "no run finished"
-    if not any(r.runs for r in res.cpus):
-        return f"every run failed ({', '.join(f'{k}: {v}' for k, v in res.failures.items())})"
-    if res.slow:
-        return "; ".join(f"slow core {s.core} (CPUs {format_cpulist(s.cpus)}): {s.ratio - 1:+.1%} vs the rest, "
-                         f"slower in {s.slower_rounds} of {s.rounds} rounds" for s in res.slow)
-    mde = "" if res.mde is None else f"; smallest detectable slowdown {max(res.mde, config.min_effect):.1%}"
-    if res.mde == math.inf:
-        mde = "; too few rounds to detect any slowdown"
-    return f"no CPU is persistently slower than the rest{mde}"

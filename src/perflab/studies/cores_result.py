@@ -1,11 +1,16 @@
-"""The result of a per-core scan: per-CPU rows, slow cores, disturbances (JSON round trip)."""
+"""The result of a per-core scan: per-CPU rows, slow cores, disturbances (JSON round trip), and
+the verdict sentence composed from those rows alone, so the table, the sentence and the JSON
+cannot disagree."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perflab.platform.sysfs import format_cpulist
 from perflab.stats import CI
+
+NAMED = ("slow", "intermittent")  # verdicts the sentence names a CPU for
 
 
 @dataclass
@@ -17,17 +22,20 @@ class CpuRow:
     siblings: tuple[int, ...]
     runs: int = 0  # successful runs
     failed: int = 0
-    median: float | None = None  # cost, in the result's unit
+    median: float | None = None  # the workload's primary metric (or wall seconds), in the result's unit
     ci: CI | None = None
     ratio: float | None = None  # median over rounds of (cost / median of the other CPUs' costs)
     ratio_ci: CI | None = None
+    change: float | None = None  # the metric against the rest, in its own direction: ratio as a change
+    change_ci: CI | None = None
     rounds: int = 0  # rounds with a ratio
     slower_rounds: int = 0  # rounds in which its ratio was above 1
     p_value: float | None = None
     p_adjusted: float | None = None
     disturbed: tuple[int, ...] = ()  # rounds in which it was an outlier above its usual level
-    normal: tuple[int, ...] = ()  # rounds in which it was an outlier below its usual level
-    verdict: str = ""  # "slow", "intermittent", "disturbed", "failed" or ""
+    normal: tuple[int, ...] = ()  # rounds back at the others' level, clearly below its own
+    slow_rounds: tuple[int, ...] = ()  # rounds at (nearer) its slow level: an intermittent CPU's
+    verdict: str = ""  # "slow", "intermittent", "disturbed", "failed" or "not significant"
     mode_shares: tuple[float, ...] = ()  # share of its runs in each run-time mode (when several)
     ipc: float | None = None  # median instructions per cycle (perf stat, where the PMU counts)
     ghz: float | None = None  # median effective frequency: cycles / task-clock
@@ -63,6 +71,8 @@ class Disturbance:
 class CoresResult:
     campaign_id: int | None = None
     mode: str = "sequential"
+    metric: str = "time"  # what the medians are: wall time or the workload's primary metric
+    higher_is_better: bool = False
     unit: str = "s"
     rounds: int = 0
     stopped: str = ""
@@ -72,7 +82,8 @@ class CoresResult:
     disturbances: list[Disturbance] = field(default_factory=list)
     friedman: dict[str, float] | None = None  # statistic, p_value, rounds, cpus
     noise: float | None = None  # robust SD of the per-round log-ratios
-    mde: float | None = None  # smallest slowdown the scan could have detected (fraction)
+    mde: float | None = None  # smallest slowdown detected in >= 90 % of simulated scans (fraction)
+    mde_why: str = ""  # why there is no finite mde, when there is none
     modes: dict[str, Any] | None = None  # stats.modes.Modes.as_dict() of the CPU-centred run times
     runs: int = 0
     failed: int = 0
@@ -90,8 +101,10 @@ class CoresResult:
 
         d = dict(d)
         d["cpus"] = [CpuRow(**{**c, "siblings": tuple(c["siblings"]), "ci": ci(c["ci"]),
-                               "ratio_ci": ci(c["ratio_ci"]), "disturbed": tuple(c["disturbed"]),
-                               "normal": tuple(c["normal"]), "mode_shares": tuple(c["mode_shares"])})
+                               "ratio_ci": ci(c["ratio_ci"]), "change_ci": ci(c.get("change_ci")),
+                               "disturbed": tuple(c["disturbed"]), "normal": tuple(c["normal"]),
+                               "slow_rounds": tuple(c.get("slow_rounds") or ()),
+                               "mode_shares": tuple(c["mode_shares"])})
                      for c in d.get("cpus", [])]
         d["slow"] = [SlowCore(**{**s, "cpus": tuple(s["cpus"]), "siblings": tuple(s["siblings"]),
                                  "ratio_ci": CI.from_dict(s["ratio_ci"])}) for s in d.get("slow", [])]
@@ -116,3 +129,63 @@ def slow_cores(rows: list[CpuRow]) -> list[SlowCore]:
         if r.ratio > prev.ratio:
             prev.ratio, prev.ratio_ci, prev.rounds, prev.slower_rounds = r.ratio, r.ratio_ci, r.rounds, r.slower_rounds
     return sorted(out.values(), key=lambda s: -s.ratio)
+
+
+def as_change(ratio: float, higher_is_better: bool) -> float:
+    """A cost ratio (> 1: slower) as the change of the metric in its own direction."""
+    return 1.0 / ratio - 1.0 if higher_is_better else ratio - 1.0
+
+
+def as_change_ci(ci: CI, higher_is_better: bool) -> CI:
+    """A cost-ratio CI as the CI of the metric's change (bounds swap for a higher-is-better metric)."""
+    if higher_is_better:
+        return CI(1.0 / ci.high - 1.0, 1.0 / ci.low - 1.0, ci.level)
+    return CI(ci.low - 1.0, ci.high - 1.0, ci.level)
+
+
+def change_text(change: float, ci: CI | None) -> str:
+    """'+7.6% [+5.9%, +9.3%] (96% CI)': the change and its CI in one form."""
+    if ci is None or ci.level <= 0:
+        return f"{change:+.1%}"
+    return f"{change:+.1%} [{ci.low:+.1%}, {ci.high:+.1%}] ({ci.level:.0%} CI)"
+
+
+def rounds_text(rounds: tuple[int, ...]) -> str:
+    return ("rounds " if len(rounds) > 1 else "round ") + format_cpulist(list(rounds))
+
+
+def named(result: "CoresResult") -> dict[int, str]:
+    """CPU -> verdict for every CPU the verdict sentence names (slow or intermittent)."""
+    return {r.cpu: r.verdict for r in result.cpus if r.verdict in NAMED}
+
+
+def compose_verdict(result: "CoresResult") -> str:
+    """The verdict sentence, from the rows, slow cores and disturbances of the result alone."""
+    if result.runs == 0:
+        return "no run finished"
+    if not any(r.runs for r in result.cpus):
+        return f"every run failed ({', '.join(f'{k}: {v}' for k, v in result.failures.items())})"
+    hib, metric = result.higher_is_better, result.metric
+    parts = [f"slow core {s.core} (CPUs {format_cpulist(list(s.cpus))}): {metric} "
+             f"{change_text(as_change(s.ratio, hib), as_change_ci(s.ratio_ci, hib))} vs the rest, "
+             f"p = {s.p_adjusted:.2g} (sign test, Holm), slower in {s.slower_rounds} of {s.rounds} rounds"
+             for s in result.slow]
+    if not result.slow:
+        if result.mde is not None and result.mde != float("inf"):
+            parts.append(f"no CPU is persistently slower than the rest by {result.mde:.1%} or more, the "
+                         "smallest slowdown this scan detects (>= 90% of simulated scans under its noise)")
+        else:
+            parts.append(f"no CPU is persistently slower than the rest that this scan could see: {result.mde_why}")
+    rows = {r.cpu: r for r in result.cpus}
+    for x in result.disturbances:
+        if not x.intermittent:
+            continue
+        back = rows[x.cpu].normal
+        parts.append(f"CPU {x.cpu} slower than the rest only in {rounds_text(x.rounds)} ({metric} "
+                     f"{as_change(x.ratio, hib):+.1%} there)"
+                     + (f", at the others' level in {rounds_text(back)}" if back else "")
+                     + ": interference that came and went (another process, a co-tenant), not a slow core")
+    failed = [r.cpu for r in result.cpus if r.verdict == "failed"]
+    if failed:
+        parts.append(f"CPUs {format_cpulist(failed)}: every run failed, not tested")
+    return "; ".join(parts)
