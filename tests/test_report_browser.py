@@ -86,3 +86,30 @@ def test_report_renders_in_headless_chromium(tmp_path):
     path = tmp_path / "report.html"
     path.write_text(to_html(report))
     check_rendered(tmp_path, str(path), ["machine", f"run-{cid}"])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (scripts/install-system-packages.sh installs it)")
+def test_wide_tables_scroll_in_their_box_and_the_page_never_overflows_at_800px(tmp_path):
+    """A table of 14 long columns: at 800 px the page is no wider than the window; the table's
+    own box scrolls. Measured by the browser's layout (a copy of the page with a probe script)."""
+    import re
+
+    from perflab.report.model import Report, Section, Table
+
+    cols = [f"a rather long column name {i}" for i in range(14)]
+    sec = Section("wide-1", "Wide", "a verdict", tables=[Table("wide", cols, [[123456.789] * 14] * 3)])
+    html = to_html(Report("wide", "now", "0", None, [sec]))
+    # the answers and the wide table each in a scroll box; the report itself stays script-free
+    assert html.count('<div class="scroll"><table') == 2 and "<script" not in html
+    probe = ("<script>window.addEventListener('load', () => { const d = document.documentElement;"
+             " const box = document.querySelector('#wide-1 .scroll');"
+             " document.body.setAttribute('data-overflow', d.scrollWidth - window.innerWidth);"
+             " document.body.setAttribute('data-box', box.scrollWidth - box.clientWidth); });</script>")
+    path = tmp_path / "wide.html"
+    path.write_text(html.replace("</body>", probe + "</body>"))
+    dom = chromium(tmp_path, "--window-size=800,600", "--dump-dom", "file://" + str(path))
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    overflow = int(re.search(r'data-overflow="(-?\d+)"', dom.stdout).group(1))
+    box = int(re.search(r'data-box="(-?\d+)"', dom.stdout).group(1))
+    assert overflow <= 0, f"the page is {overflow} px wider than the window"
+    assert box > 0, "the wide table did not scroll inside its box"
