@@ -172,7 +172,8 @@ def test_synthetic_campaigns_of_each_kind(store, study, points, extra):
     row = next(r for r in res.rows if r.measure == "wall_s" and r.key == planted)
     assert 1.03 < row.ratio < 1.09 and row.lo > 1
     rate = next(r for r in res.rows if r.key == row.key and r.measure == "metric:ns_per_op")
-    assert rate.significant and rate.better == "A"  # ns per op: lower is better
+    # ns per op: significant, but the campaign declares no direction for it, so none is guessed
+    assert rate.significant and rate.better == "" and rate.verdict_cell == "B higher"
 
 
 def test_campaigns_of_two_kinds_are_refused(store):
@@ -195,11 +196,12 @@ def test_compare_cli_json_and_html_with_levels(tmp_path, store):
     assert p.returncode == 0, p.stderr
     data = json.loads(js.read_text())
     row = next(r for r in data["rows"] if r["key"] == "variant=O2" and r["measure"] == "wall_s")
-    assert set(row["ci"]) == {"low", "high", "level"} and row["ci"]["level"] == pytest.approx(0.9)
+    # Moses' interval at 10 runs a side: the narrowest that reaches 90 % really covers 91.1 %
+    assert set(row["ci"]) == {"low", "high", "level"} and row["ci"]["level"] == pytest.approx(0.9108, abs=1e-4)
     assert row["significant"] and row["better"] == "B" and row["ci"]["high"] < 1
     html = page.read_text()
     assert html.count("<svg") == len({r["measure"] for r in data["rows"]})
-    assert "variant=O2" in html and "(90%)" in html and "B better" in html
+    assert "variant=O2" in html and "(91%)" in html and "B better" in html
     # self-contained: nothing is fetched (namespace URIs in the SVG are names, not requests)
     for needle in ("src=", 'href="http', "<script", "<link", "@import", "url(http"):
         assert needle not in html, needle

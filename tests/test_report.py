@@ -49,7 +49,8 @@ def test_compare_finds_a_planted_difference_and_not_a_null_one(store):
     assert wall.significant and 1.07 < wall.ratio < 1.13 and wall.lo < wall.ratio < wall.hi
     assert wall.better == "A"
     rate = next(r for r in res.rows if r.measure == "metric:events_per_s")
-    assert rate.significant and rate.ratio < 0.95 and rate.better == "A"
+    # no primary metric declared: a direction is not guessed from the name (B lower, not "A better")
+    assert rate.significant and rate.ratio < 0.95 and rate.better == "" and rate.verdict_cell == "B lower"
     same = run_compare(CompareConfig(a, c), store)
     assert not any(r.significant for r in same.rows if r.measure == "wall_s")
     assert "no significant difference" in same.verdict or "maxrss" not in same.verdict

@@ -1,82 +1,76 @@
-"""Does `perflab compare` find two instances campaigns 5 % apart, and stay quiet on equal ones?
+"""Does `perflab compare` find two campaigns 5 % apart, and stay quiet on equal ones, on every
+kind of machine in checks/noise.py?
 
-Each trial makes two campaigns of the instances study at its default settings through the
-MockExecutor on a 4-CPU machine (log-normal noise per concurrent point and per copy, a slow drift,
-bursts of interference in 1 point of 10) and compares them as `perflab compare A B` does. Null:
-both campaigns from the same model. Planted: every copy of B takes 5 % longer. A false positive is
-any significant row in a null trial; a detection is a planted trial with a significant row that
-says B is slower and none that says it is faster.
+Each trial stores two `run` campaigns (A, B) of three commands, 10 runs each (run's default
+--min-runs), in rounds of the three in shuffled order, into an in-memory store, and compares
+them as `perflab compare A B` does (run_compare at its defaults: Moses'
+interval at its real level, Holm, a 1 % minimum effect). Every campaign draws its own
+``NoiseModel.campaign`` (so the ``shift`` model moves A's and B's levels apart, as another day
+does); a round's burst slows one of its commands. Null: both campaigns of the same true times.
+Planted: every run of B takes 5 % longer. A false alarm is any significant row in a null trial;
+a detection is a planted trial whose wall time rows are significant with B slower and none says
+B faster.
 """
 
 from __future__ import annotations
 
-import math
 import random
 
-from perflab.measure.executor import MockExecutor
-from perflab.model import MetricPattern, RunResult, RunSpec, Workload
-from perflab.platform.machine import Machine
-from perflab.platform.topology import Core, Cpu, Node, Topology
+from perflab.checks.noise import MODELS, NoiseModel
+from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies import instances, run_study
-from perflab.studies.compare import compare_measurements
+from perflab.studies.compare import CompareConfig, run_compare
 
 PLANTED = 0.05
-MEASURES = ("wall_s", "events_per_s")
+COMMANDS = (("fast", 0.05), ("mid", 0.08), ("slow", 0.12))
+RUNS = 10
 
 
-def _machine(ncpu: int = 4) -> Machine:
-    cpus = tuple(Cpu(c, c, 0, 0, (c,)) for c in range(ncpu))
-    cores = tuple(Core(c, 0, 0, (c,)) for c in range(ncpu))
-    return Machine(Topology(cpus, cores, (0,), (Node(0, tuple(range(ncpu))),)), {"hostname": "sim"})
+def _campaign(store, model: NoiseModel, slower: float, rng: random.Random) -> int:
+    """One stored `run` campaign of COMMANDS under ``model``, every run ``1 + slower`` longer."""
+    camp = model.campaign(rng)
+    cid = store.start_campaign("run", {"commands": [{"name": n} for n, _ in COMMANDS],
+                                       "primary_metric": "events_per_s", "higher_is_better": True})
+    for rep in range(RUNS):
+        order = list(COMMANDS)
+        rng.shuffle(order)
+        hit = rng.randrange(len(order))  # the command a burst of this round lands on
+        burst = camp.burst_hits()
+        for i, (name, base) in enumerate(order):
+            wall = base * (1 + slower) * camp.factor() * (burst if i == hit else 1.0)
+            result = RunResult(wall_ns=round(wall * 1e9), user_s=0.9 * wall, sys_s=0.0, maxrss_kb=2048,
+                               minflt=0, majflt=0, nvcsw=0, nivcsw=0, exit_code=0,
+                               metrics={"events_per_s": 100.0 / wall})
+            store.add_measurement(cid, result, {}, rep=rep, label=name)
+    store.finish_campaign(cid, "done")
+    return cid
 
 
-def _workload() -> Workload:
-    return Workload("sim", ("sim",), metrics=(MetricPattern(r"events/s: (?P<events_per_s>[\d.]+)"),),
-                    primary_metric="events_per_s")
-
-
-def _executor(slower: float, rng: random.Random, ncpu: int) -> MockExecutor:
-    ex = MockExecutor()
-    shared: dict[tuple, float] = {}
-
-    def model(spec: RunSpec) -> RunResult:
-        key = (spec.params.get("round"), spec.params.get("policy"), spec.params.get("n"))
-        if key not in shared:
-            drift = 1 + 0.02 * math.sin(ex.clock_ns / 1e9 / 20)
-            burst = 1.2 if rng.random() < 0.1 else 1.0
-            shared[key] = rng.lognormvariate(0, 0.02) * drift * burst
-        n = int(spec.params.get("n", 1))
-        wall = 1.0 * max(1.0, n / ncpu) * (1 + slower) * shared[key] * rng.lognormvariate(0, 0.005)
-        wall_ns = round(wall * 1e9)
-        return RunResult(wall_ns=wall_ns, user_s=wall, sys_s=0.0, maxrss_kb=1024, minflt=0, majflt=0, nvcsw=0,
-                         nivcsw=0, exit_code=0, start_ns=ex.clock_ns, end_ns=ex.clock_ns + wall_ns,
-                         metrics={"events_per_s": 100.0 / wall})
-
-    ex.model = model
-    return ex
-
-
-def trial(slower_b: float, seed: int) -> tuple[bool, bool]:
-    """(any significant row, significant rows all say B is slower) for one pair of campaigns."""
-    machine = _machine()
+def trial(slower_b: float, seed: int, model: NoiseModel = MODELS["quiet"]) -> tuple[bool, bool]:
+    """(any significant row, B found slower in wall time and faster nowhere) for one pair."""
     rng = random.Random(seed)
     with open_store(":memory:") as store:
-        ids = []
-        for slower in (0.0, slower_b):
-            cfg = instances.InstancesConfig(_workload(), seed=rng.randrange(1 << 30))
-            ids.append(run_study(instances, cfg, store, _executor(slower, rng, 4), machine=machine).campaign_id)
-        ma, mb = store.measurements(ids[0]), store.measurements(ids[1])
-        rows, _, _, _ = compare_measurements("instances", ma, mb, measures=MEASURES,
-                                             config=store.campaign(ids[0]).config)
-    sig = [r for r in rows if r.significant]
-    slower = all(r.better == "A" for r in sig)
-    return bool(sig), bool(sig) and slower
+        a = _campaign(store, model, 0.0, rng)
+        b = _campaign(store, model, slower_b, rng)
+        res = run_compare(CompareConfig(a, b), store)
+    sig = [r for r in res.rows if r.significant]
+    walls = [r for r in sig if r.measure == "wall_s"]
+    slower = bool(walls) and all(r.ratio > 1 for r in walls) and all(r.better != "B" for r in sig)
+    return bool(sig), slower
 
 
-def verdict_check(runs: int = 200, seed: int = 0) -> tuple[float, float]:
-    """(false-positive rate, detection rate) over ``runs`` trials each; prints the line."""
-    fp = sum(trial(0.0, seed + i)[0] for i in range(runs)) / runs
-    det = sum(trial(PLANTED, seed + runs + i)[1] for i in range(runs)) / runs
-    print(f"verdict-check: compare false_positive={fp:.3f} detection={det:.3f} runs={runs}", flush=True)
+def rates(model: NoiseModel, runs: int, seed: int = 0) -> tuple[float, float]:
+    """(false-alarm rate, detection rate) over ``runs`` null and ``runs`` planted trials."""
+    fp = sum(trial(0.0, seed + i, model)[0] for i in range(runs)) / runs
+    det = sum(trial(PLANTED, seed + runs + i, model)[1] for i in range(runs)) / runs
     return fp, det
+
+
+def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
+    """One `verdict-check: compare-<model> ...` line per noise model of checks/noise.py."""
+    lines = []
+    for name, model in MODELS.items():
+        fp, det = rates(model, runs, seed)
+        lines.append(f"verdict-check: compare-{name} false_positive={fp:.3f} detection={det:.3f} "
+                     f"runs={runs}")
+    return lines

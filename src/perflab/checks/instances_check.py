@@ -2,7 +2,7 @@
 optimum N stay at the CPU count on a machine that gains nothing past it, and move past it where
 copies really gain from running together?
 
-**The optimum** (``optimum_lines``): simulated campaigns at the default settings on a one-node
+**The optimum** (``optimum_check``): simulated campaigns at the default settings on a one-node
 2-CPU box like this VM (policies none and compact, N = 1..4, 5 rounds), through the
 MockExecutor, under each noise model of ``checks.noise`` (quiet, shift, two-speed, skewed,
 loaded): every copy's time is multiplied by the campaign's ``factor()`` and, in a round its

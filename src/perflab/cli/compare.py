@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
@@ -35,6 +36,9 @@ from perflab.studies.gate import GateConfig
 @cross_machine_option
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 0.5, min_open=True),
               help="Significance level (Holm-corrected); CIs are at level 1 - alpha.")
+@click.option("--min-effect", "min_effect", default="1%", show_default=True, metavar="PCT",
+              help="Changes smaller than this are never called significant: the CI of B/A must "
+                   "lie wholly outside 1 +- PCT.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table", show_default=True)
 @click.option("--html", "html_path", metavar="PATH", type=click.Path(dir_okay=False),
               help="Write a self-contained HTML page of B/A ratios with their CIs.")
@@ -44,7 +48,7 @@ from perflab.studies.gate import GateConfig
 @store_option
 @json_option
 def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str, ...],
-            cross_machine: bool, alpha: float, fmt: str, html_path: str | None,
+            cross_machine: bool, alpha: float, min_effect: str, fmt: str, html_path: str | None,
             markdown_path: str | None, junit_path: str | None, db_url: str | None,
             json_path: str | None) -> None:
     """Compare campaign A with campaign B: ratio B/A per measure, with CI and p-value.
@@ -68,19 +72,32 @@ def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str
                         ("--cross-machine", cross_machine)):
         if value:
             raise PerflabError(f"{flag} belongs to the gate: give --baseline NAME CAMPAIGN")
-    _compare(open_store(db_url), campaigns[0], campaigns[1], alpha, fmt, json_path, html_path)
+    config = CompareConfig(a=campaigns[0], b=campaigns[1], alpha=alpha, min_effect=_fraction(min_effect))
+    _compare(open_store(db_url), config, fmt, json_path, html_path)
 
 
-def _compare(store, a: int, b: int, alpha: float, fmt: str, json_path: str | None,
-             html_path: str | None) -> None:
-    result = run_compare(CompareConfig(a=a, b=b, alpha=alpha), store)
-    level = f"{100 * (1 - alpha):.0f}% CI"
+def _fraction(text: str) -> float:
+    """'1%' or '1' -> 0.01: --min-effect in per cent."""
+    try:
+        pct = float(text.strip().removesuffix("%"))
+    except ValueError:
+        pct = math.nan
+    if not 0.0 <= pct < 100.0:
+        raise PerflabError(f"--min-effect {text!r}: give a percentage from 0 to under 100, e.g. "
+                           "--min-effect 2%")
+    return pct / 100.0
+
+
+def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html_path: str | None) -> None:
+    result = run_compare(config, store)
+    a, b = config.a, config.b
+    # Each interval carries the level it really has (67 % at 2 runs a side): printed per row.
     t = Table(
         f"campaign {a} ({result.study_a}) vs campaign {b} ({result.study_b})",
-        ["point", "measure", "n A", "n B", "median A", "median B", "B/A", level, "p (Holm)", "verdict"],
+        ["point", "measure", "n A", "n B", "median A", "median B", "B/A", "CI of B/A (level)",
+         "p (Holm)", "verdict"],
         [[r.key, measure_title(r.measure), r.n_a, r.n_b, r.median_a, r.median_b, f"{r.ratio:.4f}",
-          f"[{r.lo:.4f}, {r.hi:.4f}]", f"{r.p_adjusted:.3g}",
-          (f"{r.better} better" if r.better else "differs") if r.significant else "same"]
+          f"[{r.lo:.4f}, {r.hi:.4f}] {100 * r.level:.0f}%", f"{r.p_adjusted:.3g}", r.verdict_cell]
          for r in result.rows],
     )
     if json_path != "-":
@@ -100,6 +117,11 @@ def _compare(store, a: int, b: int, alpha: float, fmt: str, json_path: str | Non
                 rt.add_row(*[escape(format_cell(c)) for c in row])
             console.print(rt)
         click.echo(f"verdict: {result.verdict}")
+        click.echo(f"significant: Holm-adjusted p below alpha {result.alpha:g} ({_families(result)}) "
+                   f"and the CI of B/A wholly outside 1 +- {100 * result.min_effect:g} % (--min-effect)")
+        for r in result.rows:
+            if r.bimodal:
+                click.echo(f"two speeds: {measure_title(r.measure)} of {r.key}: {r.modes_text()}")
         for n in result.notes:
             click.echo(f"note: {n}")
         if result.unmatched_a or result.unmatched_b:
@@ -111,3 +133,10 @@ def _compare(store, a: int, b: int, alpha: float, fmt: str, json_path: str | Non
         hosts = [store.host(c.host_id)["hostname"] if c.host_id is not None else "unrecorded"
                  for c in camps]
         write_output(html_path, compare_html(result, camps, hosts), "HTML")
+
+
+def _families(result) -> str:
+    """How the alpha was split: 'alpha/2 = 0.025 in each of two families' or 'one family'."""
+    if any(r.overall for r in result.rows):
+        return f"alpha/2 = {result.alpha / 2:g} in each of two families: all points, each point"
+    return "one family"

@@ -39,7 +39,7 @@ def ratio_plot(rows: Sequence[CompareRow], title: str) -> str:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.4g}"))
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_yticks(ys, [r.key for r in rows])
-    ax.set_xlabel(f"B/A of the median, {title} (log axis; square: significant, circle: not)")
+    ax.set_xlabel(f"B/A (Hodges-Lehmann), {title}, CI at its level (log axis; square: significant, circle: not)")
     return _svg(plt, fig)
 
 
@@ -69,7 +69,7 @@ p.verdict { font-size: 1.15em; } .note { color: #555; }
 <td class="num">{{ r.median_a|num }}</td><td class="num">{{ r.median_b|num }}</td>
 <td class="num">{{ '%.4f'|format(r.ratio) }}</td><td class="num">[{{ '%.4f'|format(r.lo) }}, {{ '%.4f'|format(r.hi) }}] ({{ '%.0f'|format(100 * r.level) }}%)</td>
 <td class="num">{{ '%.2g'|format(r.p_adjusted) }}</td>
-<td>{% if r.significant %}{{ r.better }} better{% else %}no significant difference{% endif %}</td></tr>{% endfor %}
+<td>{{ r.verdict_cell }}{% if r.bimodal %} ({{ r.modes_text() }}){% endif %}</td></tr>{% endfor %}
 </table>
 {% endfor %}
 {% if result.unmatched_a or result.unmatched_b %}<h2>Unmatched points</h2>
@@ -78,10 +78,14 @@ p.verdict { font-size: 1.15em; } .note { color: #555; }
 <table><tr><th></th><th>campaign</th><th>study</th><th>started</th><th>machine</th></tr>
 {% for side, c, h in sides %}<tr><td>{{ side }}</td><td class="num">{{ c.id }}</td><td>{{ c.study }}</td><td>{{ c.started }}</td><td>{{ h }}</td></tr>{% endfor %}
 </table>
-<p class="note">B/A is the ratio of medians with a percentile bootstrap CI at the stated level; p is a
-two-sided Mann-Whitney test, Holm-corrected over every comparison on this page. A comparison is
-significant when the adjusted p is below {{ result.alpha }} and the CI excludes 1. "Better" reads
-times and memory as lower-is-better and rates as higher-is-better.</p>
+<p class="note">B/A is the Hodges-Lehmann ratio (the median of the pairwise ratios b/a) with
+Moses' interval at the level it really has (printed per row; fewer runs reach less); p is a
+two-sided Mann-Whitney test, Holm-corrected over every comparison on this page{% if families %}, in
+two families (all points: van Elteren's stratified test; each point) at alpha/2 = {{ result.alpha / 2 }}
+each{% endif %}. A comparison is significant when the adjusted p is below {{ threshold }} and the CI
+lies wholly outside 1 &plusmn; {{ '%g'|format(100 * result.min_effect) }} % (--min-effect). "Better"
+reads times and memory as lower-is-better and the primary metric in the direction the workload
+declares; other metrics have no declared direction ("B higher", "B lower").</p>
 </body></html>
 """
 
@@ -104,6 +108,8 @@ def compare_html(result: CompareResult, campaigns: Sequence[Any], hosts: Sequenc
              f"{hosts[1]}")
     env = jinja2.Environment(autoescape=True)
     env.filters["num"] = _num
+    families = any(r.overall for r in result.rows)
     return env.from_string(_PAGE).render(
-        title=title, result=result, groups=items, plots=plots,
+        title=title, result=result, groups=items, plots=plots, families=families,
+        threshold=f"{result.alpha / 2:g}" if families else f"{result.alpha:g}",
         sides=[("A", campaigns[0], hosts[0]), ("B", campaigns[1], hosts[1])])

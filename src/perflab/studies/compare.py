@@ -2,26 +2,41 @@
 
 Measurements are matched on the study's design keys (studies/compare_keys.py); for each
 matched point and each measure (wall time, max RSS, user time, energy per run and per event
-where both campaigns measured it, every metric) the ratio of medians B/A comes with a
-percentile bootstrap CI at level 1 - alpha and a two-sided Mann-Whitney p-value,
-Holm-corrected over all the comparisons made. A comparison is
-significant when its adjusted p is below alpha and its CI excludes 1.
+where both campaigns measured it, every metric) B/A is the Hodges-Lehmann ratio (the median of
+the pairwise ratios b/a) with Moses' interval at the level it really has (stats.shift.ratio_ci:
+67 % at 2 runs a side, 90 % at 3, the asked 1 - alpha from 4 or 5), and a two-sided
+Mann-Whitney p, Holm-corrected over all the comparisons made. Across several points, one more
+row per measure: van Elteren's stratified test with the interval that inverts it
+(stats.stratified). A comparison is significant when its adjusted p is below alpha and its
+interval lies wholly outside the band of +-min_effect around 1 (default 1 %): a smaller change
+is never called a difference. One campaign a side cannot tell a change from drift between
+campaigns (another day, another load); the verdict says so. A side with two speeds
+(stats.modes) is named with its modes, and the verdict says what its median rests on.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from perflab import stats
 from perflab.errors import PerflabError
 from perflab.stats import median
-from perflab.stats.stratified import pooled_ratio, van_elteren
-from perflab.studies.compare_keys import higher_is_better, measure_title, series
+from perflab.stats.modes import detect_modes
+from perflab.stats.shift import ratio_ci
+from perflab.stats.stratified import pooled_ratio, stratified_ratio_ci, van_elteren
+from perflab.studies.compare_keys import higher_is_better, measure_title, primary_metric, series
 
 # Below this many runs per side the percentile bootstrap interval covers less than it says
 # (52 % at n=2, 74 % at n=3 for a nominal 95 %), and Mann-Whitney cannot reject at 0.05.
 MIN_N_FOR_CI = 5
+# Smaller changes are never called significant by `perflab compare`: below 1 % a difference
+# between two campaigns is as likely the machine's (drift, another day) as the code's.
+DEFAULT_MIN_EFFECT = 0.01
+# Fewer runs a side and stats.modes cannot see two speeds (its own minimum).
+MIN_N_FOR_MODES = 10
+DRIFT = "one campaign a side: a difference may be drift between campaigns; replicate"
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,7 @@ class CompareConfig:
     b: int
     alpha: float = 0.05
     seed: int = 0
+    min_effect: float = DEFAULT_MIN_EFFECT
 
 
 @dataclass
@@ -48,22 +64,51 @@ class CompareRow:
     p_value: float
     p_adjusted: float = 1.0
     significant: bool = False
-    better: str = ""  # "A", "B" or "" (not significant)
-    level: float = 0.95  # confidence level of [lo, hi]
+    better: str = ""  # "A", "B" or "" (not significant, or no declared direction)
+    level: float = 0.95  # confidence level of [lo, hi], the one it really has
     overall: bool = False  # across every matched point (van Elteren), not one point
+    alpha_used: float = 0.05  # what p_adjusted was held against (alpha/2 in two families)
+    min_effect: float = 0.0  # the CI must lie outside [1 - min_effect, 1 + min_effect]
+    direction: bool | None = None  # higher is better (None: the campaign declares none)
+    modes_a: Any = None  # stats.modes.Modes where A has two speeds
+    modes_b: Any = None
 
     @property
     def change(self) -> float:
         """Relative change B/A - 1."""
         return self.ratio - 1.0
 
+    @property
+    def bimodal(self) -> bool:
+        return self.modes_a is not None or self.modes_b is not None
+
+    @property
+    def verdict_cell(self) -> str:
+        """'A better', 'B better', 'B higher' (no declared direction), 'same'; '2 speeds' added."""
+        if not self.significant:
+            text = "same"
+        elif self.better:
+            text = f"{self.better} better"
+        else:
+            text = "B higher" if self.ratio > 1 else "B lower"
+        return text + (", 2 speeds" if self.bimodal else "")
+
+    def modes_text(self) -> str:
+        """'A: 2 modes: 0.05 (60% of runs), 0.08 (40%); B: one speed' where a side has two."""
+        def side(m: Any) -> str:
+            return m.line() if m is not None else "one speed"
+        return f"A: {side(self.modes_a)}; B: {side(self.modes_b)}"
+
     def as_dict(self) -> dict[str, Any]:
         return {"key": self.key, "measure": self.measure, "measure_title": measure_title(self.measure),
                 "n_a": self.n_a, "n_b": self.n_b, "median_a": self.median_a,
                 "median_b": self.median_b, "ratio": self.ratio,
                 "ci": {"low": self.lo, "high": self.hi, "level": self.level},
-                "p_value": self.p_value, "p_adjusted": self.p_adjusted,
-                "significant": self.significant, "better": self.better, "overall": self.overall}
+                "p_value": self.p_value, "p_adjusted": self.p_adjusted, "alpha_used": self.alpha_used,
+                "min_effect": self.min_effect, "significant": self.significant, "better": self.better,
+                "higher_is_better": self.direction, "verdict": self.verdict_cell, "overall": self.overall,
+                "modes_a": self.modes_a.as_dict() if self.modes_a is not None else None,
+                "modes_b": self.modes_b.as_dict() if self.modes_b is not None else None}
 
 
 @dataclass
@@ -77,34 +122,79 @@ class CompareResult:
     unmatched_a: list[str] = field(default_factory=list)
     unmatched_b: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    min_effect: float = 0.0
+    primary: str = "wall_s"  # the measure the headline is about: the primary metric, or wall time
+
+    @property
+    def headline(self) -> CompareRow | None:
+        """The largest significant change in the primary measure (None when there is none)."""
+        sig = [r for r in self.rows if r.significant and r.measure == self.primary]
+        return max(sig, key=lambda r: abs(math.log(r.ratio)), default=None)
 
     @property
     def verdict(self) -> str:
-        sig = [r for r in self.rows if r.significant]
         if not self.rows:
             return f"campaigns {self.a} and {self.b} share no measurement to compare."
-        if not sig:
-            return (f"no significant difference between campaign {self.a} and {self.b} "
+        sig = [r for r in self.rows if r.significant]
+        band = f" by more than {100 * self.min_effect:g} %" if self.min_effect else ""
+        what = measure_title(self.primary)
+        top = self.headline
+        if top is not None:
+            text = (f"{what} of {top.key} is {100 * top.change:+.1f} % in B (campaign {self.b}): "
+                    f"{_judgement(top)}, {100 * top.level:.0f}% CI of B/A [{top.lo:.4g}, {top.hi:.4g}]; "
+                    f"{len(sig)} of {len(self.rows)} comparisons differ{band}.")
+        elif sig:
+            other = max(sig, key=lambda r: abs(math.log(r.ratio)))
+            text = (f"no significant change in {what}{band}; {len(sig)} of {len(self.rows)} other "
+                    f"comparisons differ, largest: {measure_title(other.measure)} of {other.key} "
+                    f"{100 * other.change:+.1f} % in B ({_judgement(other)}).")
+        else:
+            text = (f"no significant difference{band} between campaign {self.a} and {self.b} "
                     f"in {len(self.rows)} comparisons (Holm, alpha {self.alpha:g}); this does not "
                     "show they are equal, only that these runs cannot tell them apart.")
-        top = max(sig, key=lambda r: abs(r.ratio - 1))
-        return (f"{len(sig)} of {len(self.rows)} comparisons differ significantly; largest: "
-                f"{measure_title(top.measure)} of {top.key} is {100 * (top.ratio - 1):+.1f} % in B "
-                f"(campaign {self.b}), {100 * top.level:.0f}% CI of B/A [{top.lo:.4g}, {top.hi:.4g}].")
+        two = top if top is not None and top.bimodal else next(
+            (r for r in self.rows if r.measure == self.primary and r.bimodal), None)
+        if two is not None:
+            text += (f" {what} of {two.key} has two speeds ({two.modes_text()}): its median "
+                     f"moves with the share of runs at each speed{_per_mode(two)}, so B/A rests on "
+                     "which speed the runs hit as much as on the code.")
+        if sig:
+            text += f" Caution: {DRIFT}."
+        return text
 
     def as_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "study_a": self.study_a, "study_b": self.study_b,
-                "alpha": self.alpha, "verdict": self.verdict,
-                "rows": [r.as_dict() for r in self.rows],
+                "alpha": self.alpha, "min_effect": self.min_effect, "primary": self.primary,
+                "verdict": self.verdict, "rows": [r.as_dict() for r in self.rows],
                 "unmatched_a": self.unmatched_a, "unmatched_b": self.unmatched_b, "notes": self.notes}
+
+
+def _judgement(r: CompareRow) -> str:
+    if r.better:
+        return f"{r.better} better"
+    return "no declared direction for it (primary_metric and higher_is_better in perflab.toml)"
+
+
+def _per_mode(r: CompareRow) -> str:
+    """', fast speed B/A 1.02, slow speed B/A 0.99' where both sides have the same two speeds."""
+    ma, mb = r.modes_a, r.modes_b
+    if ma is None or mb is None:
+        return ""
+    fast, slow = mb.modes[0].center / ma.modes[0].center, mb.modes[1].center / ma.modes[1].center
+    return (f"; speed by speed B/A is {fast:.3g} (lower mode) and {slow:.3g} (upper mode), "
+            f"the upper mode holds {ma.modes[1].share:.0%} of A's runs and {mb.modes[1].share:.0%} of B's")
 
 
 def compare_measurements(
     study: str, meas_a: Sequence[Any], meas_b: Sequence[Any], alpha: float = 0.05, seed: int = 0,
-    config: dict | None = None, measures: Sequence[str] | None = None,
+    config: dict | None = None, measures: Sequence[str] | None = None, *,
+    min_effect: float = 0.0, interval: str = "bootstrap", modes: bool = False,
 ) -> tuple[list[CompareRow], list[str], list[str], list[str]]:
     """Rows for every matched point and measure (only ``measures`` when given), Holm-corrected.
 
+    ``interval``: "rank" for Moses' interval at its real level (what `perflab compare` prints),
+    "bootstrap" for the percentile bootstrap of the ratio of medians. ``min_effect``: the band
+    around 1 that a significant CI must exclude. ``modes``: name two speeds (stats.modes) of wall time and the primary metric.
     Returns (rows, keys only in A, keys only in B, notes).
     """
 
@@ -119,6 +209,8 @@ def compare_measurements(
         notes.append(f"matched the only command of each campaign: '{ta[ka]}' (A) with '{tb[kb]}' (B)")
         sb, ta, tb = {ka: sb[kb]}, {ka: tb[kb]}, {ka: tb[kb]}
     small = 0
+    zero: dict[str, list[str]] = {}
+    rank = interval == "rank"
     for key in sorted(set(sa) & set(sb), key=lambda k: ta[k]):
         wanted = sorted(set(sa[key]) & set(sb[key]), key=_measure_order)
         if measures is not None:
@@ -129,29 +221,53 @@ def compare_measurements(
                 continue
             if len(set(a) | set(b)) == 1:
                 continue  # the same constant on both sides (event counts): nothing to test
-            if stats.median(a) == 0:
-                continue  # no ratio to a zero median (a metric that is 0 in A)
+            if stats.median(a) == 0 or (rank and min(min(a), min(b)) <= 0):
+                # No ratio to a zero (user time of `sleep`, a metric that is 0): said, not crashed.
+                zero.setdefault(measure, []).append(ta[key])
+                continue
             small += min(len(a), len(b)) < MIN_N_FOR_CI
-            c = stats.compare(b, a, alpha=alpha, confidence=1 - alpha, seed=seed)
-            rows.append(CompareRow(ta[key], measure, len(a), len(b), stats.median(a),
-                                   stats.median(b), c.ratio, c.lo, c.hi, c.p_value, level=1 - alpha))
-    overall = _overall_rows(sa, sb, rows, alpha, seed)
+            if rank:
+                ratio, ci = ratio_ci(b, a, level=1 - alpha)
+                _, p = stats.mann_whitney(b, a)
+                row = CompareRow(ta[key], measure, len(a), len(b), stats.median(a), stats.median(b),
+                                 ratio, ci.low, ci.high, p, level=ci.level)
+            else:
+                c = stats.compare(b, a, alpha=alpha, confidence=1 - alpha, seed=seed)
+                row = CompareRow(ta[key], measure, len(a), len(b), stats.median(a),
+                                 stats.median(b), c.ratio, c.lo, c.hi, c.p_value, level=1 - alpha)
+            if modes and (measure == "wall_s" or higher_is_better(measure, config) is not None
+                          and measure.startswith("metric:")):
+                # The measures a verdict rests on (wall time, the primary metric); a mixture fit
+                # of every measure would cost more than the comparison itself.
+                row.modes_a, row.modes_b = _two_speeds(a), _two_speeds(b)
+            rows.append(row)
+    for measure, keys in zero.items():
+        where = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+        notes.append(f"{measure_title(measure)} left out at {where}: a run or median of 0 on a side "
+                     "has no ratio (e.g. the user time of a command that only waits)")
+    overall = _overall_rows(sa, sb, rows, alpha, seed, rank, notes)
     # Two families, each Holm-corrected at alpha/2 when both exist (Bonferroni across the two,
     # so the chance of any false alarm stays below alpha): the shift across all points, which
     # finds an effect every point shares, and each point on its own, which finds where it is.
     family_alpha = alpha / 2 if overall else alpha
     for family in (overall, rows):
         for r, p in zip(family, stats.holm([r.p_value for r in family])):
-            r.p_adjusted = p
-            r.significant = p < family_alpha and not (r.lo <= 1.0 <= r.hi)
-            if r.significant:
-                r.better = "B" if (r.ratio > 1) == higher_is_better(r.measure, config) else "A"
+            r.p_adjusted, r.alpha_used, r.min_effect = p, family_alpha, min_effect
+            r.direction = higher_is_better(r.measure, config)
+            r.significant = p < family_alpha and (r.lo > 1.0 + min_effect or r.hi < 1.0 - min_effect)
+            if r.significant and r.direction is not None:
+                r.better = "B" if (r.ratio > 1) == r.direction else "A"
     if overall:
         notes.append(f"'all points' rows: van Elteren's stratified rank-sum test over the "
                      f"{len(set(sa) & set(sb))} matched points; those rows and the per-point rows are "
                      f"two families, each Holm-corrected at alpha/2 = {family_alpha:g}")
     rows = overall + rows
-    if small:
+    if small and rank:
+        low = min(r.level for r in rows)
+        notes.append(f"{small} comparisons have fewer than {MIN_N_FOR_CI} runs on a side: their "
+                     f"intervals reach only the level printed (down to {100 * low:.0f} %) and "
+                     "Mann-Whitney can hardly reject; measure more runs")
+    elif small:
         notes.append(f"{small} comparisons have fewer than {MIN_N_FOR_CI} runs on a side: their "
                      "bootstrap CIs cover less than the stated level and Mann-Whitney can hardly "
                      "reject; measure more runs")
@@ -160,7 +276,16 @@ def compare_measurements(
     return rows, only_a, only_b, notes
 
 
-def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed: int) -> list[CompareRow]:
+def _two_speeds(values: Sequence[float]) -> Any:
+    """stats.modes' verdict on one side's values: the Modes where there are two, else None."""
+    if len(values) < MIN_N_FOR_MODES or min(values) <= 0:
+        return None
+    m = detect_modes(values)
+    return m if m.multimodal else None
+
+
+def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed: int,
+                  rank: bool = False, notes: list[str] | None = None) -> list[CompareRow]:
     """One row per measure across every matched point (van Elteren), where there are several."""
     keys = sorted(set(sa) & set(sb), key=str)
     if len(keys) < 2:
@@ -171,13 +296,20 @@ def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed
         if len(strata) < 2:
             continue
         _, p = van_elteren(strata)
-        ratio, lo, hi = pooled_ratio(strata, confidence=1 - alpha, seed=seed)
+        level = 1 - alpha
+        if rank:
+            ratio, lo, hi, level = stratified_ratio_ci(strata, level=1 - alpha)
+        else:
+            ratio, lo, hi = pooled_ratio(strata, confidence=1 - alpha, seed=seed)
         if ratio != ratio:
+            if notes is not None:
+                notes.append(f"{measure_title(measure)}: no 'all points' row, every point has a "
+                             "run of 0 on a side (no ratio)")
             continue
         all_a = [x for a, _ in strata for x in a]
         all_b = [x for _, b in strata for x in b]
         out.append(CompareRow(f"all {len(strata)} points", measure, len(all_a), len(all_b),
-                              median(all_a), median(all_b), ratio, lo, hi, p, level=1 - alpha, overall=True))
+                              median(all_a), median(all_b), ratio, lo, hi, p, level=level, overall=True))
     return out
 
 
@@ -200,7 +332,14 @@ def run_compare(config: CompareConfig, store: Any) -> CompareResult:
     # store.campaign raises a one-line PerflabError for an unknown id.
     ca, cb = store.campaign(config.a), store.campaign(config.b)
     check_same_kind(ca, cb)
+    if not 0.0 <= config.min_effect < 1.0:
+        raise PerflabError(f"--min-effect {100 * config.min_effect:g}%: give a percentage from 0 to "
+                           "under 100, e.g. --min-effect 2%")
     rows, only_a, only_b, notes = compare_measurements(
         ca.study, store.measurements(config.a), store.measurements(config.b),
-        alpha=config.alpha, seed=config.seed, config=cb.config)
-    return CompareResult(config.a, config.b, ca.study, cb.study, config.alpha, rows, only_a, only_b, notes)
+        alpha=config.alpha, seed=config.seed, config=cb.config, min_effect=config.min_effect,
+        interval="rank", modes=True)
+    name, _ = primary_metric(cb.config or {})
+    primary = f"metric:{name}" if name and any(r.measure == f"metric:{name}" for r in rows) else "wall_s"
+    return CompareResult(config.a, config.b, ca.study, cb.study, config.alpha, rows, only_a, only_b,
+                         notes, min_effect=config.min_effect, primary=primary)

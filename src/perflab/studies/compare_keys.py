@@ -136,19 +136,24 @@ def measure_title(measure: str) -> str:
     return MEASURE_NAMES.get(measure, measure.removeprefix("metric:"))
 
 
-def higher_is_better(measure: str, config: dict | None = None) -> bool:
-    """Whether a larger value of this measure is better (rates); times and memory: smaller."""
+def higher_is_better(measure: str, config: dict | None = None) -> bool | None:
+    """Whether a larger value of this measure is better: times, memory and energy never; the
+    primary metric as the campaign recorded it; any other metric: None (not declared). A
+    direction is never guessed from a metric's name: an encoder's fps is no `_per_s`."""
     if not measure.startswith("metric:"):
         return False
-    name = measure.removeprefix("metric:")
     primary, hib = primary_metric(config or {})
-    if primary == name and hib is not None:
+    if primary == measure.removeprefix("metric:"):
         return hib
-    return "per_s" in name or name.endswith("_rate") or "throughput" in name
+    return None
 
 
 def primary_metric(config: dict) -> tuple[str | None, bool | None]:
-    """(primary metric, higher is better) recorded in a campaign's config, where it says."""
+    """(primary metric, higher is better) recorded in a campaign's config, where it says.
+
+    `run` records both at the top of its config; the other studies inside their "workload".
+    A campaign that names a primary metric but records no direction (a `run` campaign stored
+    before run recorded it) gives None: unknown, not guessed."""
     for where in (config, config.get("workload") if isinstance(config.get("workload"), dict) else None):
         if where and where.get("primary_metric"):
             hib = where.get("higher_is_better")

@@ -85,7 +85,9 @@ def run_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
     config = run_mod.RunConfig(
         commands=(run_mod.Command(wl.name, tuple(wl.argv), wl.shell),), metrics=wl.metrics,
-        primary_metric=wl.primary_metric, warmup=1, runs=None, precision=0.02,
+        primary_metric=wl.primary_metric,
+        higher_is_better=wl.higher_is_better if wl.primary_metric else None,
+        warmup=1, runs=None, precision=0.02,
         min_runs=5 if q else 10, max_runs=10 if q else 40, max_time=20 if q else 120,
         seed=ctx.config.seed, workload=wl.name, env=tuple((wl.env or {}).items()), cwd=wl.cwd,
     )

@@ -56,6 +56,9 @@ class RunConfig:
     commands: tuple[Command, ...]
     metrics: tuple[MetricPattern, ...] = ()
     primary_metric: str | None = None
+    # The primary metric's direction as the workload declares it (compare reads it back from the
+    # stored config; None where no workload says).
+    higher_is_better: bool | None = None
     warmup: int = 0
     runs: int | None = None  # fixed number of runs per benchmark
     precision: float | None = None  # adaptive: CI of the median within +-precision (0.01 = 1%)

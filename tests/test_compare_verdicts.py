@@ -1,0 +1,240 @@
+"""perflab compare's verdicts: zero medians, the declared direction, the minimum effect, drift
+between campaigns, two speeds, intervals at their real level and a headline that matters."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from perflab.model import RunResult
+from perflab.store import open_store
+from perflab.studies.compare import CompareConfig, run_compare
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(str(tmp_path / "perflab.db"))
+    yield s
+    s.close()
+
+
+def _result(wall: float, user: float | None = None, rss: int = 2048, **metrics: float) -> RunResult:
+    return RunResult(wall_ns=int(wall * 1e9), user_s=0.9 * wall if user is None else user, sys_s=0.0,
+                     maxrss_kb=rss, minflt=0, majflt=0, nvcsw=0, nivcsw=0, exit_code=0,
+                     metrics=dict(metrics))
+
+
+def _run_campaign(store, walls, config=None, label="work", **kw) -> int:
+    """A `run` campaign of one command whose runs took ``walls`` seconds."""
+    cid = store.start_campaign("run", config or {"commands": [{"name": label}]})
+    for rep, w in enumerate(walls):
+        store.add_measurement(cid, _result(w, **{k: v(rep) if callable(v) else v for k, v in kw.items()}),
+                              {}, rep=rep, label=label)
+    store.finish_campaign(cid, "done")
+    return cid
+
+
+def _cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, **(env or {})}, timeout=300)
+
+
+# ---- a zero median (issue 29 item 10) -----------------------------------------------------------
+
+def test_stratified_ratio_with_zeros_is_no_crash():
+    from perflab.stats.stratified import pooled_ratio, stratified_ratio_ci
+
+    # user time of `sleep`: 0 in some runs, so a bootstrap resample can have a zero median
+    strata = [([0.0, 0.001, 0.0, 0.001], [0.001, 0.0, 0.001, 0.0]), ([0.002, 0.003], [0.003, 0.002])]
+    ratio, lo, hi = pooled_ratio(strata)
+    assert lo <= ratio <= hi and ratio == pytest.approx(1.0)  # from the stratum without zeros
+    ratio, lo, hi, level = stratified_ratio_ci(strata)
+    assert lo <= ratio <= hi and ratio == pytest.approx(1.0) and level == pytest.approx(2 / 3)
+    assert stratified_ratio_ci(strata[:1])[3] == 0.0  # every stratum has a zero: no interval
+
+
+def test_instances_campaigns_with_zero_user_time_compare_with_a_note(store):
+    def campaign(wall: float) -> int:
+        cid = store.start_campaign("instances", {})
+        for rep in range(5):
+            for n in (1, 2):
+                for copy in range(n):
+                    # user time 0 in every other round: the median of a point can be 0
+                    store.add_measurement(cid, _result(wall, user=0.0 if rep % 2 else 0.001),
+                                          {"policy": "none", "n": n, "copy": copy}, rep=rep, label="sleep")
+        store.finish_campaign(cid, "done")
+        return cid
+
+    res = run_compare(CompareConfig(campaign(0.05), campaign(0.1)), store)
+    assert not any(r.measure == "user_s" for r in res.rows)
+    assert any("user time [s] left out" in n and "of 0" in n for n in res.notes)
+    wall = next(r for r in res.rows if r.measure == "wall_s" and r.overall)
+    assert wall.significant and wall.better == "A" and wall.ratio == pytest.approx(2.0, rel=0.01)
+
+
+def test_instances_of_two_sleeps_through_the_cli(tmp_path):
+    db = str(tmp_path / "i.db")
+    for t in ("0.01", "0.02"):
+        p = _cli("instances", "--max", "2", "--reps", "3", "--db", db, "--", "sleep", t)
+        assert p.returncode == 0, p.stderr[-2000:]
+    p = _cli("compare", "1", "2", "--db", db, "--json", "-")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    data = json.loads(p.stdout)
+    assert any(r["measure"] == "wall_s" for r in data["rows"])
+
+
+# ---- the declared direction (issue 30 item 1), with a real command ------------------------------
+
+@pytest.mark.parametrize("higher, expect", [("true", "B"), ("false", "A")])
+def test_declared_direction_of_a_real_metric(tmp_path, higher, expect):
+    (tmp_path / "perflab.toml").write_text(
+        "[workload.enc]\ncommand = \"echo fps=$FPS\"\nshell = true\n"
+        f"metrics = ['fps=(?P<fps>[\\d.]+)']\nprimary_metric = \"fps\"\nhigher_is_better = {higher}\n")
+    db = str(tmp_path / "d.db")
+    for fps in ("100", "150"):
+        p = _cli("run", "-w", "enc", "--runs", "6", "--db", db, cwd=tmp_path, env={"FPS": fps})
+        assert p.returncode == 0, p.stderr[-2000:]
+    p = _cli("compare", "1", "2", "--db", db, "--json", "-", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    data = json.loads(p.stdout)
+    row = next(r for r in data["rows"] if r["measure"] == "metric:fps")
+    assert row["significant"] and row["ratio"] == pytest.approx(1.5)
+    assert row["better"] == expect and row["higher_is_better"] is (higher == "true")
+    assert data["primary"] == "metric:fps" and f"{expect} better" in data["verdict"]
+    assert data["verdict"].startswith("fps of enc is +50.0 %")
+
+
+def test_no_direction_is_guessed_from_a_name(store):
+    # 'fps' is no '_per_s', 'events_per_s' is; neither is declared here, so neither is judged
+    a = _run_campaign(store, [0.1] * 6, fps=100.0, events_per_s=100.0)
+    b = _run_campaign(store, [0.1] * 6, fps=150.0, events_per_s=150.0)
+    res = run_compare(CompareConfig(a, b), store)
+    for m in ("metric:fps", "metric:events_per_s"):
+        row = next(r for r in res.rows if r.measure == m)
+        assert row.significant and row.better == "" and row.verdict_cell == "B higher"
+
+
+# ---- the minimum effect -------------------------------------------------------------------------
+
+def test_min_effect_band_must_be_excluded(store):
+    rng = random.Random(3)
+    a = _run_campaign(store, [0.1 * rng.lognormvariate(0, 0.0005) for _ in range(12)])
+    b = _run_campaign(store, [0.1005 * rng.lognormvariate(0, 0.0005) for _ in range(12)])
+    tiny = run_compare(CompareConfig(a, b, min_effect=0.0), store)
+    wall = next(r for r in tiny.rows if r.measure == "wall_s")
+    assert wall.significant and 1.0 < wall.lo and wall.hi < 1.01  # real, but under 1 %
+    default = run_compare(CompareConfig(a, b), store)
+    assert default.min_effect == 0.01 and not any(r.significant for r in default.rows)
+    assert "by more than 1 %" in default.verdict
+    d = default.as_dict()
+    assert d["min_effect"] == 0.01 and all(r["min_effect"] == 0.01 for r in d["rows"])
+
+
+def test_min_effect_option_and_bad_value(store, tmp_path):
+    a = _run_campaign(store, [0.1, 0.101, 0.099, 0.1])
+    b = _run_campaign(store, [0.1, 0.101, 0.099, 0.1])
+    db = str(tmp_path / "perflab.db")
+    p = _cli("compare", str(a), str(b), "--db", db, "--min-effect", "2.5%", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["min_effect"] == pytest.approx(0.025)
+    p = _cli("compare", str(a), str(b), "--db", db, "--min-effect", "lots")
+    assert p.returncode == 2 and "--min-effect" in p.stderr and "Traceback" not in p.stderr
+
+
+# ---- drift between campaigns: the harness and the verdict ---------------------------------------
+
+def test_harness_quiet_model_is_quiet_and_finds_the_planted_change():
+    from perflab.checks.compare_check import rates
+    from perflab.checks.noise import MODELS
+
+    fp, det = rates(MODELS["quiet"], runs=6)
+    assert fp == 0.0 and det >= 5 / 6
+
+
+def test_a_level_shift_alone_is_called_a_difference_and_the_verdict_says_why(store):
+    # the 'shift' model's case: identical code, B's campaign 3 % slower (another day)
+    rng = random.Random(5)
+    a = _run_campaign(store, [0.1 * rng.lognormvariate(0, 0.01) for _ in range(10)])
+    b = _run_campaign(store, [0.103 * rng.lognormvariate(0, 0.01) for _ in range(10)])
+    res = run_compare(CompareConfig(a, b), store)
+    assert res.headline is not None
+    assert "one campaign a side: a difference may be drift between campaigns; replicate" in res.verdict
+
+
+def test_harness_prints_one_line_per_noise_model(monkeypatch):
+    from perflab.checks import compare_check
+    from perflab.checks.noise import MODELS
+
+    monkeypatch.setattr(compare_check, "rates", lambda model, runs, seed=0: (0.0, 1.0))
+    lines = compare_check.verdict_check(runs=3)
+    assert [ln.split()[1] for ln in lines] == [f"compare-{m}" for m in MODELS]
+
+
+# ---- two speeds ---------------------------------------------------------------------------------
+
+def test_two_speeds_are_named_in_the_row_and_the_verdict(store):
+    rng = random.Random(7)
+    a = _run_campaign(store, [0.1 * rng.lognormvariate(0, 0.01) for _ in range(20)])
+    # B: the same speed in 12 runs, 1.48x slower in 8 (a co-tenant on the host)
+    b = _run_campaign(store, [0.1 * (1.48 if i % 5 in (1, 3) else 1.0) * rng.lognormvariate(0, 0.01)
+                              for i in range(20)])
+    res = run_compare(CompareConfig(a, b), store)
+    wall = next(r for r in res.rows if r.measure == "wall_s")
+    assert wall.modes_a is None and wall.modes_b is not None and len(wall.modes_b.modes) == 2
+    assert wall.modes_b.modes[1].share == pytest.approx(0.4)
+    assert "2 speeds" in wall.verdict_cell and "two speeds" in res.verdict
+    assert "B: 2 modes" in res.verdict
+    assert res.as_dict()["rows"][0]["modes_b"]["multimodal"] is True
+
+
+# ---- intervals at their real level, the footnote, the headline ----------------------------------
+
+def test_two_runs_a_side_print_the_level_they_have(store, tmp_path):
+    a = _run_campaign(store, [0.10, 0.11])
+    b = _run_campaign(store, [0.20, 0.21])
+    res = run_compare(CompareConfig(a, b), store)
+    wall = next(r for r in res.rows if r.measure == "wall_s")
+    assert wall.level == pytest.approx(2 / 3)
+    p = _cli("compare", str(a), str(b), "--db", str(tmp_path / "perflab.db"),
+             "--html", str(tmp_path / "c.html"), "--json", str(tmp_path / "c.json"))
+    assert p.returncode == 0, p.stderr
+    assert "95%" not in p.stdout and "67%" in p.stdout
+    assert json.loads((tmp_path / "c.json").read_text())["rows"][0]["ci"]["level"] == pytest.approx(2 / 3)
+    assert "(67%)" in (tmp_path / "c.html").read_text()
+
+
+def test_footnote_states_the_threshold_the_table_used(store, tmp_path):
+    def campaign(slow: float) -> int:
+        cid = store.start_campaign("variants", {})
+        for rep in range(8):
+            for i, v in enumerate(("O2", "O3")):
+                store.add_measurement(cid, _result(0.1 * (1 + i) * slow * (1 + 0.001 * rep)),
+                                      {"variant": v}, rep=rep, label=v)
+        store.finish_campaign(cid, "done")
+        return cid
+
+    a, b = campaign(1.0), campaign(1.1)
+    res = run_compare(CompareConfig(a, b), store)
+    assert {r.alpha_used for r in res.rows} == {0.025}
+    page = tmp_path / "c.html"
+    p = _cli("compare", str(a), str(b), "--db", str(tmp_path / "perflab.db"), "--html", str(page))
+    assert p.returncode == 0, p.stderr
+    html = page.read_text()
+    assert "adjusted p is below 0.025" in html and "below 0.05 and" not in html
+    assert "alpha/2 = 0.025 in each of two families" in p.stdout
+
+
+def test_headline_is_the_primary_measure_not_a_trivial_change(store):
+    # max RSS moves by 0.02 % (significant with no minimum effect); wall time does not move
+    rng = random.Random(11)
+    a = _run_campaign(store, [0.1 * rng.lognormvariate(0, 0.02) for _ in range(10)], rss=41500)
+    b = _run_campaign(store, [0.1 * rng.lognormvariate(0, 0.02) for _ in range(10)], rss=41508)
+    res = run_compare(CompareConfig(a, b, min_effect=0.0), store)
+    assert any(r.significant and r.measure == "maxrss_kb" for r in res.rows)
+    assert res.headline is None and res.verdict.startswith("no significant change in wall time")
+    assert "+0.0 %" not in res.verdict.split(";")[0]
