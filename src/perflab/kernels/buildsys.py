@@ -34,6 +34,11 @@ from perflab.kernels.variants import BuildTarget, Variant, VariantBuild
 
 #: what ``--build make`` means for a project without a template of its own
 DEFAULT_MAKE = "make -C {src} CC={cc} CXX={cxx} CFLAGS={cflags} CXXFLAGS={cxxflags} LDFLAGS={ldflags} -j{jobs}"
+#: the next convention ``--build make`` tries for PGO: Lua-style Makefiles take their extra flags
+#: as MYCFLAGS/MYLDFLAGS and link without LDFLAGS, so -fprofile-generate never reaches the link
+MY_MAKE = DEFAULT_MAKE + " MYCFLAGS={cflags} MYLDFLAGS={ldflags}"
+#: the template a user can give when neither convention reaches the project's compile and link
+HINT_TEMPLATE = "make -C {src} CC={cc} MYCFLAGS=\"{cflags}\" MYLDFLAGS=\"{ldflags}\" -j{jobs}"
 PLACEHOLDERS = ("src", "cc", "cxx", "cflags", "cxxflags", "ldflags", "libs", "jobs")
 # Files that are build products, not sources: neither hashed nor copied into a variant's tree,
 # so a stale object from the user's own build can never stand in for a variant's.
@@ -74,9 +79,15 @@ def profile_notes(profile_dir: Path, use_log: str) -> list[str]:
 
 
 def log_summary(text: str) -> str:
-    """The first error (with its indented continuation, as CMake writes it) and the log's last lines."""
+    """The first error (with its indented continuation, as CMake writes it) and the log's last lines.
+
+    The first ``error:`` line (the compiler's or linker's own word) wins over a line that merely
+    says error, such as make's closing ``*** [...] Error 1``; an undefined reference, which ld
+    reports before collect2's ``error:``, is the reason and comes first."""
     raw = [ln for ln in text.splitlines() if ln.strip() and not re.search(r"(Entering|Leaving) directory", ln)]
-    i = next((k for k, ln in enumerate(raw) if re.search(r"\berror\b", ln, re.IGNORECASE)), None)
+    i = next((k for k, ln in enumerate(raw) if re.search(r"undefined reference|\berror:", ln, re.IGNORECASE)), None)
+    if i is None:
+        i = next((k for k, ln in enumerate(raw) if re.search(r"\berror\b", ln, re.IGNORECASE)), None)
     first = [] if i is None else [raw[i].strip()] + [ln.strip() for ln in raw[i + 1:i + 2] if ln[:1].isspace()]
     tail = [ln.strip() for ln in raw[-LOG_TAIL:]]
     return " | ".join([ln for ln in first if ln not in tail] + tail) or "no output"
@@ -181,7 +192,7 @@ def _run_logged(cmd: list[str], cwd: Path, log: Path, what: str) -> str:
         f.write(proc.stdout)
     if proc.returncode != 0:
         raise BuildError(f"{what} failed (exit {proc.returncode}): {log_summary(proc.stdout)}; "
-                         f"full log: {log}", proc.stdout)
+                         f"command: {shlex.join(cmd)} (in {cwd}); full log: {log}", proc.stdout)
     return proc.stdout
 
 
@@ -250,7 +261,12 @@ def _build_locked(
     kind = "CMake" if cmake else shlex.split(target.template or "")[0]
     ran: list[str] = []
     out = ""
-    for phase, extra in phases:
+    notes: list[str] = []
+    template = target.template or ""
+    # --build make with PGO tries the common conventions in turn before it gives up.
+    tries = [DEFAULT_MAKE, MY_MAKE] if v.pgo and template == DEFAULT_MAKE else [template]
+
+    def one_phase(template: str, phase: str, extra: list[str]) -> str:
         # the same path in both phases, so the profile's object names match
         shutil.rmtree(work, ignore_errors=True)
         if cmake:
@@ -258,18 +274,58 @@ def _build_locked(
         else:
             shutil.copytree(target.src_dir, work, symlinks=True, ignore=_ignore)
         vals = _values(v, target.src_dir if cmake else work, extra, extra, jobs)
-        out = ""
-        for cmd in _commands(target.template or "", vals, work):
+        text = ""
+        for cmd in _commands(template, vals, work):
             ran.append(shlex.join(cmd))
-            out += _run_logged(cmd, work if cmake else root, log, f"{kind} {phase}build of variant '{v.name}'")
+            text += _run_logged(cmd, work if cmake else root, log, f"{kind} {phase}build of variant '{v.name}'")
         if not exe.exists():
             raise BuildError(f"the {kind} build of variant '{v.name}' finished but made no {target.exe} in "
                              f"{work}: give --exe PATH relative to it; full log: {log}")
-        if phase:
-            run_training(train_argv_for(train_argv, exe), train_cwd, train_timeout)
-    notes = profile_notes(prof, out) if v.pgo else []
+        return text
+
+    if v.pgo:
+        template = _instrumented(tries, one_phase, phases[0][1], prof, exe, log, v.name, cmake,
+                                 lambda: run_training(train_argv_for(train_argv, exe), train_cwd, train_timeout))
+        if template != tries[0]:
+            notes.append("flags passed as MYCFLAGS/MYLDFLAGS too: this Makefile links without LDFLAGS "
+                         f"(--build '{HINT_TEMPLATE}' says so up front)")
+    out = one_phase(template, *phases[-1])
+    notes += profile_notes(prof, out) if v.pgo else []
     (root / "command").write_text("\n".join(ran) + "\n")
     (root / "notes").write_text("\n".join(notes))
     done.write_text(str(exe))
     return VariantBuild(v, exe, False, tuple(shlex.split(ran[-1])), log.read_text(), notes=notes,
                         log_path=str(log))
+
+
+def _instrumented(tries: Sequence[str], one_phase, extra: list[str], prof: Path, exe: Path, log: Path,
+                  name: str, cmake: bool, train) -> str:
+    """Build and train the instrumented program with the first template whose flags reach both
+    the compile and the link (a .gcda after training shows it); that template, or a BuildError
+    in one line that names the template passing flags through the project's own variables."""
+    why = ""
+    for template in tries:
+        shutil.rmtree(prof, ignore_errors=True)
+        try:
+            text = one_phase(template, "instrumented ", extra)
+        except BuildError as exc:
+            # An undefined __gcov_* symbol: the objects were instrumented, the link was not.
+            linked = "__gcov" not in exc.log and "__gcov" not in str(exc)
+            why = str(exc) if linked else (f"-fprofile-generate reached the compile but not the link "
+                                           f"({log_summary(exc.log)})")
+            continue
+        train()
+        if any(prof.rglob("*.gcda")):
+            return template
+        reached = "-fprofile-generate" in text
+        why = ("the instrumented program wrote no profile data (no .gcda after training): "
+               + ("-fprofile-generate reached the compile but not the link" if reached
+                  else "-fprofile-generate reached neither the compile nor the link"))
+    if cmake:
+        fix = "check that the project's CMakeLists.txt keeps CMAKE_C_FLAGS and CMAKE_EXE_LINKER_FLAGS"
+    else:
+        tried = " and ".join("CFLAGS/LDFLAGS" if t == DEFAULT_MAKE else "MYCFLAGS/MYLDFLAGS" if t == MY_MAKE
+                             else repr(t) for t in tries)
+        fix = (f"tried {tried}; pass the flags through the project's own variables, e.g. "
+               f"--build '{HINT_TEMPLATE}'")
+    raise BuildError(f"PGO variant '{name}': {why}; {fix}; full log: {log}")
