@@ -2,9 +2,9 @@
 run-to-run spread of each measure, and what simulation cost.
 
 Determinism is measured, not assumed: per command and measure, the spread is (max - min) /
-median over the successful runs. Zero means every run counted the same (then two runs a side
-compare exactly, see studies/compare.py); anything else names the measure as not deterministic
-(threads, timers, randomness, addresses), and compare and the gate treat it like a time.
+median over the successful runs. Zero means every run counted the same; anything else names
+the measure as not deterministic (threads, timers, randomness, printed timings), and compare and
+the gate treat it like a time.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable
 
-from perflab.measure.cachegrind import MEASURES, NAME, STABLE_ENV, Cost
+from perflab.measure.cachegrind import MEASURES, NAME, PER_EVENT, STABLE_ENV, Cost
+
+SHOWN = MEASURES + tuple(f"{m}_per_event" for m in PER_EVENT)
 
 
 def spread(name: str, values: list[float]) -> dict[str, Any]:
@@ -29,11 +31,11 @@ def summarise(instrument: str, cache_model: str, benchmarks: Iterable[Any]) -> d
         return {}
     rows = []
     for b in benchmarks:
-        for name in MEASURES:
+        for name in SHOWN:
             vals = [v for v in b.metrics.get(name, ()) if v is not None]
             if vals:
                 rows.append({"command": b.command, **spread(name, vals)})
-    varying = [m for m in MEASURES if any(r["measure"] == m and r["spread"] > 0 for r in rows)]
+    varying = [m for m in SHOWN if any(r["measure"] == m and r["spread"] > 0 for r in rows)]
     return {"tool": NAME, "cache_model": cache_model, "env": dict(STABLE_ENV), "spread": rows,
             "deterministic": bool(rows) and not varying, "varying": varying}
 

@@ -18,10 +18,15 @@ def cost_line(label: str, cost: Any) -> str:
             "keep the input short for a long campaign (e.g. -- --events 20)")
 
 
+def _count(x: float) -> str:
+    """Counts in full with separators; small per-event shares to 4 digits."""
+    return f"{x:,.0f}" if abs(x) >= 1000 or float(x).is_integer() else f"{x:.4g}"
+
+
 def _spread(row: dict) -> str:
     if row["spread"] == 0:
         return f"0 (all {row['n']} runs equal)"
-    return f"{100 * row['spread']:.3g} % ({row['min']:,.0f}…{row['max']:,.0f})"
+    return f"{100 * row['spread']:.3g} % ({_count(row['min'])}…{_count(row['max'])})"
 
 
 def render(section: dict, console: Any) -> None:
@@ -41,11 +46,11 @@ def render(section: dict, console: Any) -> None:
                          ("run-to-run spread", "right")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in section.get("spread", ()):
-        table.add_row(row["command"], row["measure"], f"{row['median']:,.0f}", _spread(row))
+        table.add_row(row["command"], row["measure"], _count(row["median"]), _spread(row))
     console.print(table)
     if section.get("deterministic"):
-        console.print("deterministic: every measure counted the same in every run; two runs a "
-                      "side compare exactly", highlight=False, markup=False)
+        console.print("deterministic: every measure counted the same in every run",
+                      highlight=False, markup=False)
     elif section.get("varying"):
         console.print(f"not deterministic: {', '.join(section['varying'])} varied between runs "
                       "(threads, timers, randomness?); compare and the gate treat them like "
