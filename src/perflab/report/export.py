@@ -101,6 +101,8 @@ def export_markdown(result, path: str) -> None:
     unit = time_unit(min(e["mean"] for e in data))
     unit = "ms" if unit == "µs" else unit  # hyperfine's markdown uses s or ms
     scale = 1.0 if unit == "s" else 1e3
+    # hyperfine's Unit::format: seconds to 3 decimals, milliseconds to 1
+    nd = 3 if unit == "s" else 1
     lines = [f"| Command | Mean [{unit}] | Min [{unit}] | Max [{unit}] | Relative | "
              f"Median [{unit}] ({_levels(data)} CI) |",
              "|:---|---:|---:|---:|---:|---:|"]
@@ -114,9 +116,9 @@ def export_markdown(result, path: str) -> None:
             rel_s = f"{rel['ratio']:.2f} [{rel['low']:.2f}, {rel['high']:.2f}]"
         lo, hi = e["median_ci"].get("low"), e["median_ci"].get("high")
         lines.append(
-            f"| `{e['command']}` | {e['mean'] * scale:.1f} ± {sd * scale:.1f} | "
-            f"{e['min'] * scale:.1f} | {e['max'] * scale:.1f} | {rel_s} | "
-            f"{e['median'] * scale:.1f} [{(lo or 0) * scale:.1f}, {(hi or 0) * scale:.1f}] |")
+            f"| `{e['command']}` | {e['mean'] * scale:.{nd}f} ± {sd * scale:.{nd}f} | "
+            f"{e['min'] * scale:.{nd}f} | {e['max'] * scale:.{nd}f} | {rel_s} | "
+            f"{e['median'] * scale:.{nd}f} [{(lo or 0) * scale:.{nd}f}, {(hi or 0) * scale:.{nd}f}] |")
     _write(path, "\n".join(lines) + "\n")
 
 
