@@ -35,6 +35,12 @@ def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> Non
     console.print(f"  bundle: {result.bundle_value}\n  normal: {result.normal_value}")
     console.print(("OK: same output" if result.same else "MISMATCH: the bundle's output differs")
                   + f"  (campaign {result.campaign_id})")
+    if result.differences:
+        console.print("first differing lines:", markup=False)
+        for line in result.differences:
+            console.print(f"  {line}", markup=False)
+    if result.hint:
+        console.print(f"hint: {result.hint}", markup=False)
     if json_path:
         emit_json(json_path, result.__dict__)
     if not result.same:

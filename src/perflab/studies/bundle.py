@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import MetricPattern, Workload
@@ -97,11 +98,49 @@ class VerifyResult:
     bundle_wall_s: float
     normal_wall_s: float | None
     campaign_id: int | None = None
+    differences: list[str] = field(default_factory=list)  # the first lines that differ, when known
+    hint: str = ""  # what to compare instead, when the output differs
 
     @property
     def verdict(self) -> str:
         return (f"bundle output {'matches' if self.same else 'DIFFERS from'} the {self.normal_source} "
                 f"({self.compared}; isolated with {self.isolation})")
+
+
+SHOWN_DIFFERENCES = 3
+REFERENCE_LINES = 200  # stdout lines kept in the manifest, to show a mismatch where the original is gone
+
+
+def output_differences(bundle: str, normal: str, shown: int = SHOWN_DIFFERENCES) -> list[str]:
+    """The first ``shown`` lines that differ (difflib), as 'line N: bundle ... | normal ...'."""
+    import difflib
+
+    a, b = bundle.splitlines(), normal.splitlines()
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        for k in range(max(i2 - i1, j2 - j1)):
+            x = a[i1 + k] if i1 + k < i2 else "(no line)"
+            y = b[j1 + k] if j1 + k < j2 else "(no line)"
+            out.append(f"line {min(i1, len(a)) + k + 1}: bundle {x[:100]!r} | normal {y[:100]!r}")
+            if len(out) == shown:
+                return out
+    return out
+
+
+def mismatch_hint(differences: list[str], metric_names: Sequence[str]) -> str:
+    """Why a stdout mismatch may be no fault of the bundle, and what to compare instead."""
+    import re
+
+    numbers_only = bool(differences) and all(
+        re.sub(r"\d+(\.\d+)?", "#", d.split(" | normal ")[0].split("bundle ", 1)[-1])
+        == re.sub(r"\d+(\.\d+)?", "#", d.split(" | normal ")[-1]) for d in differences)
+    why = ("the lines differ only in numbers (timings or rates change run to run), so stdout cannot "
+           "match" if numbers_only else "stdout is compared byte for byte")
+    have = f" (its metrics: {', '.join(metric_names)})" if metric_names else ""
+    return (f"{why}: set checksum_metric in perflab.toml to a metric that names the result{have}, "
+            "e.g. metrics = ['(?m)^checksum: (?P<checksum>\\S+)'] and checksum_metric = \"checksum\"")
 
 
 def _summary(result: BundleResult | VerifyResult) -> dict[str, Any]:
@@ -274,6 +313,7 @@ def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = N
             store.add_measurement(campaign, ref_res, {"mode": "reference"}, label=wl.name)
             patterns = [{"regex": m.regex, "stream": m.stream} for m in wl.metrics]
             reference = {"exit_code": ref_res.exit_code, "stdout_sha256": _sha(out),
+                         "stdout_head": out.splitlines()[:REFERENCE_LINES],
                          "metrics": _extract(patterns, out, err), "wall_s": ref_res.wall_s}
             manifest = {
                 "format": FORMAT, "workload": wl.name, "argv": argv, "cwd": cwd, "env": dict(wl.env),
@@ -345,11 +385,18 @@ def run_verify(config: VerifyConfig, store: Any, console: Any = None) -> VerifyR
             else:
                 compared = "stdout (sha256)"
                 bv, nv = _sha(b_out), normal["stdout_sha256"]
+            differences, hint = [], ""
+            if bv != nv and not compared.startswith("checksum"):
+                n_text = n_out if n_res is not None else "\n".join(normal.get("stdout_head") or [])
+                if n_res is not None or normal.get("stdout_head"):
+                    differences = output_differences(b_out, n_text)
+                names = [n for m in patterns for n in re.compile(m["regex"]).groupindex]
+                hint = mismatch_hint(differences, names)
             result = VerifyResult(
                 archive=os.path.abspath(config.archive), workdir=workdir, isolation=how, compared=compared,
                 bundle_value=str(bv), normal_value=str(nv), normal_source=source, same=bv == nv,
                 bundle_wall_s=b_res.wall_s, normal_wall_s=n_res.wall_s if n_res else None,
-                campaign_id=campaign,
+                campaign_id=campaign, differences=differences, hint=hint,
             )
             camp.summary = _summary(result)
             return result
