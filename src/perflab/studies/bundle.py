@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 from perflab.errors import PerflabError
 from perflab.model import MetricPattern, Workload
@@ -31,6 +31,7 @@ from perflab.measure.capture import isolation_available, run_captured
 from perflab.platform.files import resolve_links
 from perflab.platform.sysfs import format_size
 from perflab.studies import footprint as fp
+from perflab.studies.bundle_mismatch import mismatch_hint, output_differences
 from perflab.studies.bundle_archive import MANIFEST, ROOT, RUNNER, safe_unpack, write_archive
 from perflab.startup import which
 
@@ -107,40 +108,7 @@ class VerifyResult:
                 f"({self.compared}; isolated with {self.isolation})")
 
 
-SHOWN_DIFFERENCES = 3
 REFERENCE_LINES = 200  # stdout lines kept in the manifest, to show a mismatch where the original is gone
-
-
-def output_differences(bundle: str, normal: str, shown: int = SHOWN_DIFFERENCES) -> list[str]:
-    """The first ``shown`` lines that differ (difflib), as 'line N: bundle ... | normal ...'."""
-    import difflib
-
-    a, b = bundle.splitlines(), normal.splitlines()
-    out: list[str] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        for k in range(max(i2 - i1, j2 - j1)):
-            x = a[i1 + k] if i1 + k < i2 else "(no line)"
-            y = b[j1 + k] if j1 + k < j2 else "(no line)"
-            out.append(f"line {min(i1, len(a)) + k + 1}: bundle {x[:100]!r} | normal {y[:100]!r}")
-            if len(out) == shown:
-                return out
-    return out
-
-
-def mismatch_hint(differences: list[str], metric_names: Sequence[str]) -> str:
-    """Why a stdout mismatch may be no fault of the bundle, and what to compare instead."""
-    import re
-
-    numbers_only = bool(differences) and all(
-        re.sub(r"\d+(\.\d+)?", "#", d.split(" | normal ")[0].split("bundle ", 1)[-1])
-        == re.sub(r"\d+(\.\d+)?", "#", d.split(" | normal ")[-1]) for d in differences)
-    why = ("the lines differ only in numbers (timings or rates change run to run), so stdout cannot "
-           "match" if numbers_only else "stdout is compared byte for byte")
-    have = f" (its metrics: {', '.join(metric_names)})" if metric_names else ""
-    return (f"{why}: set checksum_metric in perflab.toml to a metric that names the result{have}, "
-            "e.g. metrics = ['(?m)^checksum: (?P<checksum>\\S+)'] and checksum_metric = \"checksum\"")
 
 
 def _summary(result: BundleResult | VerifyResult) -> dict[str, Any]:
