@@ -86,9 +86,13 @@ class TopDir:
     bytes: int
 
 
+CI_LEVEL = 0.95
+# A bootstrap of 2 runs has 2 possible medians each: its "95% CI" would be the range of 4 ratios,
+# a level it does not have. From 3 runs each the interval is given, with its level.
+MIN_CI_RUNS = 3
+
+
 @dataclass
-
-
 class FootprintResult:
     workload: str
     argv: tuple[str, ...]
@@ -103,7 +107,8 @@ class FootprintResult:
     traced_wall_s: list[float] = field(default_factory=list)
     untraced_wall_s: list[float] = field(default_factory=list)
     overhead: float | None = None  # median traced / median untraced wall time
-    overhead_ci: tuple[float, float] | None = None
+    overhead_ci: tuple[float, float] | None = None  # only from MIN_CI_RUNS runs each
+    overhead_ci_level: float | None = None
     campaign_id: int | None = None
     trace_path: str | None = None
     syscalls: int = 0
@@ -293,9 +298,12 @@ def run_footprint(config: FootprintConfig, executor: Any, store: Any, console: A
             files, failed = analyse(calls, cwd)
             top = by_top_dir(files)
             ratio = ci = None
+            level = None
             if traced and untraced and min(untraced) > 0:
-                r = ratio_of_medians(traced, untraced)
-                ratio, ci = r.ratio, (r.lo, r.hi)
+                r = ratio_of_medians(traced, untraced, confidence=CI_LEVEL)
+                ratio = r.ratio
+                if min(len(traced), len(untraced)) >= MIN_CI_RUNS:
+                    ci, level = (r.lo, r.hi), CI_LEVEL
             trace_path = None
             if config.keep_trace and first_trace:
                 import shutil
@@ -307,7 +315,7 @@ def run_footprint(config: FootprintConfig, executor: Any, store: Any, console: A
                 workload=wl.name, argv=_argv(wl), cwd=cwd, cpu=cpu, seccomp=seccomp, files=files,
                 failed=failed, by_top=top, total_files=sum(t.files for t in top),
                 total_bytes=sum(t.bytes for t in top), traced_wall_s=traced, untraced_wall_s=untraced,
-                overhead=ratio, overhead_ci=ci, campaign_id=campaign, trace_path=trace_path,
+                overhead=ratio, overhead_ci=ci, overhead_ci_level=level, campaign_id=campaign, trace_path=trace_path,
                 syscalls=len(calls),
             )
             camp.summary = summary_of(result)
