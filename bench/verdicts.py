@@ -18,7 +18,7 @@ CHECKS = {
     "cores": ("cores_check", "verdict_lines"),
     "frontend": ("frontend_check", "verdict_lines"),
     "instances": ("instances_check", "verdict_lines"),
-    "variants": ("variants_check", "verdict_check"),
+    "variants": ("variants_check", "verdict_lines"),
     "run-compare": ("run_check", "verdict_check"),
     "compare": ("compare_check", "verdict_check"),
     "gate": ("gate_sim", "verdict_lines"),

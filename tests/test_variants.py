@@ -26,7 +26,8 @@ from perflab.stats.interval import CI
 from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies import variants as vs
-from perflab.checks.variants_check import NoisyMachine, sim_config, verdict_check
+from perflab.checks.noise import MODELS
+from perflab.checks.variants_check import NoisyMachine, rates, sim_config, verdict_check
 from perflab.studies.variants_result import BuildInfo, VariantsResult
 
 KERNELS = Path(vs.__file__).resolve().parent.parent / "kernels" / "linkorder"
@@ -232,6 +233,50 @@ def test_fastest_is_a_same_result_variant_with_significance(cache, tmp_path):
     assert res.fastest == "quick" and res.verdict.startswith("fastest: quick (-O3), events_per_s +11.1 %")
 
 
+def _model(times):
+    """Seconds per variant; 'wobble' variants alternate +-1 % by round, so two equal ones differ
+    in sign from round to round (no significant difference between them)."""
+    def model(spec):
+        rnd = spec.params["round"]
+        secs = times.get(spec.params["variant"], 1.0) * (1 + 0.01 * (-1) ** (rnd + (spec.params["variant"] == "q2")))
+        return RunResult(wall_ns=int(secs * 1e9), user_s=secs, sys_s=0, maxrss_kb=1000, minflt=0, majflt=0,
+                         nvcsw=0, nivcsw=0, exit_code=0,
+                         metrics={"events_per_s": 100 / secs, "seconds": secs, "checksum": 1.0})
+    return model
+
+
+def test_two_equally_fast_variants_are_a_tie_not_a_fastest(cache, tmp_path):
+    config = _config(cache, ("m64=-m64 -O2", "q1=-O3", "q2=-O2 -fno-plt"), rounds=10)
+    with open_store(str(tmp_path / "v.db")) as store:
+        res = run_study(vs, config, store, MockExecutor(model=_model({"q1": 0.9, "q2": 0.9})), machine=MACHINE)
+    assert all(res.row(n).comparisons["events_per_s"].better for n in ("q1", "q2"))
+    assert res.fastest is None and sorted(res.tied) == ["q1", "q2"]
+    assert res.verdict.startswith(f"tie for fastest: {res.leader}, ")
+    assert "not significantly better than the others, paired by round, Holm over 1" in res.verdict
+    assert res.verdict.endswith("ranked by events_per_s, higher is better (the workload's primary metric)")
+    assert VariantsResult.from_dict(json.loads(json.dumps(res.as_dict()))).as_dict() == res.as_dict()
+
+
+def test_a_leader_that_beats_every_rival_is_the_fastest(cache, tmp_path):
+    config = _config(cache, ("m64=-m64 -O2", "q1=-O3", "q2=-O2 -fno-plt"), rounds=10)
+    with open_store(str(tmp_path / "v.db")) as store:
+        res = run_study(vs, config, store, MockExecutor(model=_model({"q1": 0.8, "q2": 0.9})), machine=MACHINE)
+    assert res.fastest == "q1" and res.tied == [] and res.contest["q2"].better
+    assert "; better than each other variant (paired by round, Holm over 1): q2 (+12.5 %" in res.verdict
+
+
+def test_a_lower_is_better_metric_ranks_in_its_direction(cache, tmp_path):
+    wl = Workload(name="w", argv=("{exe}", "1000"), primary_metric="seconds", higher_is_better=False,
+                  checksum_metric="checksum")
+    config = replace(_config(cache, ("m64=-m64 -O2", "q1=-O3", "q2=-O2 -fno-plt"), rounds=10), workload=wl)
+    with open_store(str(tmp_path / "v.db")) as store:
+        res = run_study(vs, config, store, MockExecutor(model=_model({"q1": 0.8, "q2": 1.2})), machine=MACHINE)
+    assert res.primary == "seconds" and not res.higher_is_better
+    assert res.ranking == "seconds, lower is better (the workload's primary metric)"
+    assert res.fastest == "q1" and res.verdict.startswith("fastest: q1 (-O3), seconds -20.0 %")
+    assert "slower than m64: q2 (seconds +20.0 %)" in res.verdict
+
+
 def test_unsupported_variant_is_skipped_in_one_line_and_the_rest_measured(cache, tmp_path):
     lines = []
     ex = MockExecutor(model=Model())
@@ -282,6 +327,9 @@ def test_terminal_output_snapshot():
 def test_verdict_check_short():
     fp, det = verdict_check(runs=40, seed=1, echo=False)
     assert fp <= 0.10 and det >= 0.80, (fp, det)
+    # two variants equally faster than the baseline: one is named "fastest" rarely, not half the time
+    _, _, split = rates(runs=30, seed=2, model=MODELS["shift"])
+    assert split <= 0.15, split
 
 
 def test_levels_are_real():

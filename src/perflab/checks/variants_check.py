@@ -1,25 +1,25 @@
-"""The variants verdict on simulated campaigns: a planted 3 % speed-up is found, a null one is not.
+"""The variants verdict on simulated campaigns, under every noise model of checks/noise.py.
 
-Each campaign is the study's own plan run through the MockExecutor with modelled noise: run
-times log-normal (sigma 2 %) on a machine whose speed drifts slowly (a 2 % sine over the
-campaign), three variants against a baseline. Null: no variant differs; a false positive is a
-campaign whose verdict calls any variant faster or slower. Planted: one variant is 3 % faster;
-detected when the verdict names it the fastest. ``bench/verdicts.py`` prints the line.
+Each campaign is the study's own plan run through the MockExecutor: three variants and a baseline,
+run times the model's factors (run-to-run noise, a level, two speeds, a tail, drift; a burst in
+some rounds slows the round's first run, a random variant by the shuffle). Null: no variant
+differs; a false positive is a campaign whose verdict calls any variant faster or slower. Planted:
+one variant is 3 % faster; detected when the verdict names it the fastest. Tie: two variants are
+both 3 % faster; a false "fastest" is a campaign that names one of them instead of the tie.
+``bench/verdicts.py`` prints one line per model.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import replace
 
+from perflab.checks.noise import MODELS, NoiseModel
 from perflab.kernels.variants import BuildTarget, Variant
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, RunSpec, Workload
 from perflab.studies.variants import VariantsConfig, analyse, plan
 
-SIGMA = 0.02
-DRIFT = 0.02
 PLANTED = 1.03
 
 
@@ -33,47 +33,66 @@ def sim_config(rounds: int | None = None, seed: int = 0) -> VariantsConfig:
 
 
 class NoisyMachine:
-    """A MockExecutor model: seconds = base / speed-up x drift x log-normal noise."""
+    """A MockExecutor model: seconds = 1 / speed-up x the noise model's factor, x a burst on the
+    first run of a round the burst hits."""
 
-    def __init__(self, speedups: dict[str, float], rng: random.Random, n_runs: int) -> None:
-        self.speedups, self.rng, self.n_runs, self.i = speedups, rng, n_runs, 0
+    def __init__(self, speedups: dict[str, float], rng: random.Random, n_runs: int = 0,
+                 model: NoiseModel = MODELS["quiet"]) -> None:
+        self.speedups, self.campaign = speedups, model.campaign(rng)
+        self.round: int | None = None
 
     def __call__(self, spec: RunSpec) -> RunResult:
-        drift = 1 + DRIFT * math.sin(2 * math.pi * self.i / max(1, self.n_runs))
-        self.i += 1
-        secs = drift * self.rng.lognormvariate(0.0, SIGMA) / self.speedups.get(spec.params["variant"], 1.0)
+        burst = 1.0
+        if spec.params["round"] != self.round:
+            self.round = spec.params["round"]
+            burst = self.campaign.burst_hits()
+        secs = burst * self.campaign.factor() / self.speedups.get(spec.params["variant"], 1.0)
         return RunResult(wall_ns=int(secs * 1e9), user_s=secs, sys_s=0.0, maxrss_kb=100_000, minflt=100,
                          majflt=0, nvcsw=0, nivcsw=0, exit_code=0,
                          metrics={"events_per_s": 100.0 / secs, "checksum": 42.0})
 
 
-def simulate(config: VariantsConfig, speedups: dict[str, float], rng: random.Random):
+def simulate(config: VariantsConfig, speedups: dict[str, float], rng: random.Random,
+             model: NoiseModel = MODELS["quiet"]):
     """One campaign: the plan run through the MockExecutor, then the study's analysis."""
     specs = [s for s in plan(config) if s.params["round"] >= 0]
-    ex = MockExecutor(NoisyMachine(speedups, rng, len(specs)))
+    ex = MockExecutor(NoisyMachine(speedups, rng, len(specs), model))
     runs = [(dict(s.params), ex.run(replace(s, argv=("true",)))) for s in specs]
     return analyse(config, runs)
 
 
-def verdict_check(runs: int = 200, seed: int = 0, rounds: int | None = None, echo: bool = True) -> tuple[float, float]:
-    """(false-positive rate, detection rate) over ``runs`` null and ``runs`` planted campaigns."""
+def rates(runs: int = 200, seed: int = 0, rounds: int | None = None,
+          model: NoiseModel = MODELS["quiet"]) -> tuple[float, float, float]:
+    """(false positive, detection, false fastest among two equal ones) over ``runs`` campaigns each."""
     rng = random.Random(seed)
-    fp = det = 0
+    fp = det = split = 0
     for i in range(runs):
-        null = simulate(sim_config(rounds, seed=i), {}, rng)
+        null = simulate(sim_config(rounds, seed=i), {}, rng, model)
         fp += any(c.significant for o in null.variants for q, c in o.comparisons.items() if q == null.primary)
-        planted = simulate(sim_config(rounds, seed=i), {"lto": PLANTED}, rng)
+        planted = simulate(sim_config(rounds, seed=i), {"lto": PLANTED}, rng, model)
         det += planted.fastest == "lto"
-    fp_rate, det_rate = fp / runs, det / runs
+        tie = simulate(sim_config(rounds, seed=i), {"lto": PLANTED, "O3": PLANTED}, rng, model)
+        split += tie.fastest is not None
+    return fp / runs, det / runs, split / runs
+
+
+def verdict_check(runs: int = 200, seed: int = 0, rounds: int | None = None, echo: bool = True,
+                  model: str = "quiet") -> tuple[float, float]:
+    """(false-positive rate, detection rate) under one noise model."""
+    fp, det, split = rates(runs, seed, rounds, MODELS[model])
     if echo:
-        print(f"verdict-check: variants false_positive={fp_rate:.3f} detection={det_rate:.3f} runs={runs}")
-    return fp_rate, det_rate
+        print(_line(model, fp, det, split, runs))
+    return fp, det
+
+
+def _line(model: str, fp: float, det: float, split: float, runs: int) -> str:
+    return (f"verdict-check: variants[{model}] false_positive={fp:.3f} detection={det:.3f} "
+            f"false_fastest_in_tie={split:.3f} runs={runs}")
 
 
 def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
-    """The check's line for bench/verdicts.py, at the study's default settings."""
-    fp, det = verdict_check(runs, seed=seed, echo=False)
-    return [f"verdict-check: variants false_positive={fp:.3f} detection={det:.3f} runs={runs}"]
+    """One line per noise model for bench/verdicts.py, at the study's default rounds."""
+    return [_line(name, *rates(runs, seed, None, model), runs) for name, model in MODELS.items()]
 
 
 if __name__ == "__main__":

@@ -30,13 +30,13 @@ from perflab.stats import cliffs_delta, holm, median, median_ci
 from perflab.stats.shift import paired_ratio_ci
 from perflab.studies.energy import events_metric, run_joules, summarise
 from perflab.studies.variants_result import (
-    BuildInfo, Comparison, Estimate, VariantOutcome, VariantsResult, verdicts,
+    BuildInfo, Comparison, Estimate, VariantOutcome, VariantsResult, candidates, leader_of, verdicts,
 )
 
 NAME = "variants"
-# Chosen with variants_check.verdict_check (1000 campaigns each): a 3 % speed-up under 2 %
-# log-normal noise and 2 % drift is named the fastest in 90.3 % of campaigns at 16 rounds and
-# 93.3 % at 18; a null difference is named in 4.3 % at both.
+# Chosen with variants_check (quiet model: 2 % log-normal noise): a 3 % speed-up is named the
+# fastest in 91 % of 200 campaigns at 18 rounds, a null difference in 4 %. A two-speed, skewed or
+# loaded machine needs more rounds for 3 % (docs/variants.md).
 DEFAULT_ROUNDS = 18
 MAX_FAILURES = 2  # a variant that fails this often is not run again (a hang costs a timeout each)
 
@@ -289,9 +289,43 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
     metric = config.workload.primary_metric
     # a metric the program never printed cannot rank the variants: elapsed time does
     primary = metric if metric and any(metric in o.estimates for o in outcomes.values()) else "wall_s"
+    higher = dict(quantities)[primary]
     result = VariantsResult(baseline=base, primary=primary, level=config.level, alpha=config.alpha,
                             rounds=config.rounds, checksum_metric=csm,
                             variants=list(outcomes.values()),
-                            order=[order[k] for k in sorted(order)])
+                            order=[order[k] for k in sorted(order)], higher_is_better=higher,
+                            ranking=_ranking(metric, primary, higher))
+    _contest(result, by_round, config.level)
     verdicts(result)
     return result
+
+
+def _ranking(metric: str | None, primary: str, higher: bool) -> str:
+    """What the variants are ranked by, its direction, and where that came from."""
+    way = "higher" if higher else "lower"
+    if primary == metric:
+        return f"{primary}, {way} is better (the workload's primary metric)"
+    if metric:
+        return f"elapsed time, lower is better (the primary metric {metric} was never printed)"
+    return "elapsed time, lower is better (the workload declares no primary metric)"
+
+
+def _contest(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunResult]]], level: float) -> None:
+    """The leader (best estimate among the variants better than the baseline) against every
+    other variant of the same result on the primary quantity, paired by round (Wilcoxon
+    signed-rank), Holm over those rivals; the leader is the fastest only where it beats each one
+    (verdicts() words it). Rivals include variants not significantly better than the baseline:
+    one that missed that test by chance may still be as fast as the leader."""
+    cands = candidates(result)
+    if not cands:
+        return
+    lead = leader_of(result, cands)
+    rivals = [o for o in result.variants if o.status == "measured" and o.name != lead.name]
+    q, higher = result.primary, result.higher_is_better
+    per_round = {o.name: {rnd: x for rnd, r in by_round[o.name] if r.ok and (x := _value(r, q)) is not None}
+                 for o in [lead, *rivals]}
+    comps = {o.name: _compare(q, higher, per_round[lead.name], per_round[o.name], level) for o in rivals}
+    names = [n for n, c in comps.items() if c is not None]
+    result.leader = lead.name
+    for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):
+        result.contest[n] = replace(comps[n], p=p, significant=p < result.alpha)

@@ -139,6 +139,13 @@ class VariantsResult:
     verdict: str = ""
     caveat: str = ""
     campaign_id: int | None = None
+    higher_is_better: bool = False  # the primary quantity's direction
+    ranking: str = ""  # what "fastest" is judged on, in which direction, and why that quantity
+    # Among several variants better than the baseline: the leader (best point estimate) against
+    # each other one, paired by round, Holm over them; the leader is named only if it beats all.
+    leader: str | None = None
+    contest: dict[str, Comparison] = field(default_factory=dict)  # rival -> leader vs rival
+    tied: list[str] = field(default_factory=list)  # leader and the rivals it does not beat
 
     def row(self, name: str) -> VariantOutcome:
         return next(v for v in self.variants if v.name == name)
@@ -146,12 +153,26 @@ class VariantsResult:
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["variants"] = [v.as_dict() for v in self.variants]
+        d["contest"] = {k: c.as_dict() for k, c in self.contest.items()}
         return {"study": "variants", **d}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "VariantsResult":
-        d = {k: v for k, v in d.items() if k != "study"}
-        return cls(**{**d, "variants": [VariantOutcome.from_dict(v) for v in d["variants"]]})
+        d = {k: v for k, v in d.items() if k != "study" and k in cls.__dataclass_fields__}
+        return cls(**{**d, "variants": [VariantOutcome.from_dict(v) for v in d["variants"]],
+                      "contest": {k: Comparison.from_dict(c) for k, c in (d.get("contest") or {}).items()}})
+
+
+def candidates(result: VariantsResult) -> list[VariantOutcome]:
+    """Variants significantly better than the baseline on the primary quantity, same result."""
+    return [o for o in result.variants if o.status == "measured"
+            and o.comparisons.get(result.primary) is not None and o.comparisons[result.primary].better]
+
+
+def leader_of(result: VariantsResult, cands: list[VariantOutcome]) -> VariantOutcome:
+    """The candidate with the best point estimate against the baseline, in the primary's direction."""
+    pick = max if result.higher_is_better else min
+    return pick(cands, key=lambda o: o.comparisons[result.primary].ratio)
 
 
 def _variant_verdict(o: VariantOutcome, primary: str) -> str:
@@ -178,20 +199,34 @@ def verdicts(result: VariantsResult) -> None:
         result.verdict = f"the baseline '{base.name}' failed in every run: no comparison ({base.verdict})"
         result.caveat = "Fix the baseline's runs (see its failures) and run the study again."
         return
-    higher = next((c.higher_is_better for o in result.variants for q, c in o.comparisons.items()
-                   if q == result.primary), False)
     better = [o for o in result.variants if o.comparisons.get(result.primary) is not None
               and o.comparisons[result.primary].better]
-    same = [o for o in better if o.status == "measured"]
-    pick = (max if higher else min)(same, key=lambda o: o.comparisons[result.primary].ratio) if same else None
-    result.fastest = pick.name if pick else None
+    same = candidates(result)
     label = LABELS.get(result.primary, result.primary)
     n_cmp = sum(1 for o in result.variants if result.primary in o.comparisons)
-    if pick:
-        c = pick.comparisons[result.primary]
-        result.verdict = (f"fastest: {pick.name} ({pick.flags}), {label} {pct(c.ratio)} "
-                          f"[{pct(c.ci.low)}, {pct(c.ci.high)}] ({c.ci.label()}) against {base.name}, "
-                          f"Holm p={c.p:.2g}")
+    result.fastest, result.tied = None, []
+    if same:
+        lead = result.row(result.leader) if result.leader else leader_of(result, same)
+        beats = {n: c for n, c in result.contest.items() if c.better}
+        c = lead.comparisons[result.primary]
+        against = (f"{label} {pct(c.ratio)} [{pct(c.ci.low)}, {pct(c.ci.high)}] ({c.ci.label()}) against "
+                   f"{base.name}, Holm p={c.p:.2g}")
+        rivals = [o.name for o in result.variants if o.status == "measured" and o.name != lead.name]
+        if all(n in beats for n in rivals):
+            result.fastest = lead.name
+            result.verdict = f"fastest: {lead.name} ({lead.flags}), {against}"
+            if beats:
+                result.verdict += ("; better than each other variant (paired by "
+                                   f"round, Holm over {len(beats)}): " + ", ".join(
+                                       f"{n} ({pct(k.ratio)}, Holm p={k.p:.2g})" for n, k in beats.items()))
+        else:
+            result.tied = [lead.name] + [n for n in rivals if n not in beats]
+            close = ", ".join(f"{lead.name} vs {n} {pct(k.ratio)} [{pct(k.ci.low)}, {pct(k.ci.high)}] "
+                              f"({k.ci.label()}), Holm p={k.p:.2g}"
+                              for n, k in result.contest.items() if n not in beats)
+            result.verdict = (f"tie for fastest: {', '.join(result.tied)} ({lead.name} is faster than "
+                              f"{base.name} but not significantly better than the others, paired by round, Holm over "
+                              f"{len(result.contest)}: {close}); best estimate {lead.name}, {against}")
     else:
         result.verdict = (f"no variant is faster than {base.name} with significance ({label}, Wilcoxon "
                           f"signed-rank paired by round, Holm across {n_cmp} variant(s), alpha {result.alpha:g}, {result.rounds} rounds)")
@@ -215,6 +250,8 @@ def verdicts(result: VariantsResult) -> None:
     bad = [o.name for o in result.variants if o.status in ("failed", "skipped", "not run")]
     if bad:
         result.verdict += f"; not compared: {', '.join(bad)}"
+    if result.ranking:
+        result.verdict += f"; ranked by {result.ranking}"
     result.caveat = (
         "This says which build ran faster on this machine, with this input and compiler; another CPU, "
         "input or compiler can rank the builds differently. An equal checksum shows equal output for "
