@@ -17,8 +17,8 @@ def test_modes_named_where_there_are_two_speeds_and_quiet_on_one():
     from perflab.checks.modes_check import trial
 
     rng = random.Random(3)
-    assert sum(trial(True, rng) for _ in range(20)) >= 18
-    assert sum(trial(False, rng) for _ in range(20)) <= 1
+    assert sum(trial("two-speed", 30, rng) for _ in range(20)) >= 18
+    assert sum(trial("skewed", 30, rng) for _ in range(20)) <= 1
 
 
 def test_run_tells_two_commands_2pct_apart():
