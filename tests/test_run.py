@@ -61,9 +61,11 @@ def test_fixed_runs_interleaved_and_stored(store):
     assert a.summary["median"] == pytest.approx(0.2) and b.summary["median"] == pytest.approx(0.1)
     # n = 5: min..max is the narrowest interval that reaches 95 %? No: it covers 1 - 2/32.
     assert b.median_ci == {"low": pytest.approx(0.1), "high": pytest.approx(0.1), "level": 0.9375}
-    assert b.relative["ratio"] == 1.0 and not b.relative["significant"]
-    assert a.relative["ratio"] == pytest.approx(2.0) and a.relative["significant"] and a.relative["low"] > 1
-    assert res.fastest is b
+    # the first command is the reference; the other is compared with it
+    assert a.relative["ratio"] == 1.0 and a.relative["reference"] and not a.relative["significant"]
+    assert b.relative["ratio"] == pytest.approx(0.5) and b.relative["verdict"] == "faster"
+    assert b.relative["high"] < 1
+    assert res.fastest is b and res.reference is a
     stored = store.measurements(res.campaign_id)
     assert len(stored) == 10 and {m.label for m in stored} == {"sleep 0.1", "sleep 0.2"}
     assert sorted(m.rep for m in stored if m.label == "sleep 0.1") == [0, 1, 2, 3, 4]
@@ -232,15 +234,15 @@ def test_too_few_runs_call_nothing_and_say_how_many_would(store):
 
     # 3 runs each: the widest interval covers 90 %, short of the 95 % a "slower" needs
     res = run_run(RunConfig(commands=(cmd("sleep 0.2"), cmd("sleep 0.1")), runs=3, seed=1), MockExecutor(), store)
-    slow = res.benchmarks[0].relative
-    assert slow["ratio"] == pytest.approx(2.0) and slow["level"] == pytest.approx(0.9) and slow["target"] == 0.95
+    slow = res.benchmarks[1].relative  # against the first command, the reference
+    assert slow["ratio"] == pytest.approx(0.5) and slow["level"] == pytest.approx(0.9) and slow["target"] == 0.95
     assert not slow["significant"]
     assert any("3 and 3 runs cannot reach 95.0% confidence (at most 90%)" in w and "at least 4 runs each" in w
                for w in res.warnings)
-    assert "too few runs to tell from it: sleep 0.2" in run_result.verdict(res)
+    assert "too few runs to tell from it: sleep 0.1" in run_result.verdict(res)
     # 4 runs each reach it: the same difference is called
     res4 = run_run(RunConfig(commands=(cmd("sleep 0.2"), cmd("sleep 0.1")), runs=4, seed=1), MockExecutor(), store)
-    assert res4.benchmarks[0].relative["significant"] and not any("cannot reach" in w for w in res4.warnings)
+    assert res4.benchmarks[1].relative["significant"] and not any("cannot reach" in w for w in res4.warnings)
     # 1 run: no interval at all, and the table says so rather than showing a 0 % one
     res1 = run_run(RunConfig(commands=(cmd("sleep 0.1"),), runs=1), MockExecutor(), store)
     console = Console(width=160, record=True, file=io.StringIO(), color_system=None)
@@ -314,7 +316,7 @@ def test_cli_compare_two_commands_and_metrics(tmp_path):
     data = json.loads(out.read_text())["results"]
     assert [r["metrics"]["n"] for r in data] == [12.0, 3.0]
     assert data[1]["relative"]["ratio"] > 1.0 and data[0]["relative"]["ratio"] == 1.0
-    assert "fastest" in p.stdout
+    assert "ranked by wall time (lower is better); reference:" in p.stdout
 
 
 def test_cli_pinned_and_perf_stat(tmp_path):

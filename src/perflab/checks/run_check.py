@@ -1,15 +1,22 @@
-"""Does `perflab run` tell two commands 2 % apart, and stay quiet on two equal ones?
+"""Does `perflab run` call a command better or worse than the reference only when it is?
 
-Two commands of about 0.1 s through the MockExecutor at `perflab run`'s default settings
-(hyperfine's rule: runs enough to fill the time budget, at least 10 each), interleaved as the
-study runs them, with log-normal run-to-run noise (2 %), a slow drift of the machine (+-1 %) and
-bursts of interference (1 run in 20 takes 30 % longer). A false positive is a verdict that the
-two equal commands differ; a detection is a verdict that the planted slower one is slower.
+k commands (5 and 8) of about 0.1 s each through the MockExecutor at `perflab run`'s default
+settings (hyperfine's rule: enough runs to fill 3 s, about 30 each), interleaved and shuffled per
+round as the study runs them. Every run's time is multiplied by one campaign of a model of
+checks/noise.py (quiet, shift, two-speed, skewed, loaded): the machine's state (its speed, its
+drift, its tail) is shared by whichever command runs next, and under 'loaded' a burst of load hits
+a run with the model's probability. Null: k equal commands; a false positive is any command called
+slower or faster than the reference (the first). Planted: the second command 2 % slower; a
+detection is that command called slower.
 
-The same with `--runs 1` and `--runs 3`, equal commands only: there no interval can reach 95 %.
-Before perflab refused to call a difference on them, these two equal commands were called
-different in 72 % of 200 trials with one run each (the slower single run was "slower" whenever it
-was 1 % slower) and in 12.5 % with three each (a 90 % interval read as a 95 % one).
+The rule before (each command against the sample-fastest: the reference chosen by the data) is
+``against_fastest``: at 5 and 8 equal commands it called one "slower" in 7.2 % and 9.8 % of
+trials under a 5 % label (tests/test_run_reference.py shows this harness catches it).
+
+``trial(slower, seed, runs=...)`` is the two-command check of before (``run-compare``), and
+``--runs 1`` / ``--runs 3`` on equal commands, where no interval can reach 95 %: before perflab
+refused to call a difference there, equal commands were called different in 72 % of 200 trials
+with one run each and 12.5 % with three.
 """
 
 from __future__ import annotations
@@ -17,15 +24,70 @@ from __future__ import annotations
 import math
 import random
 
+from perflab.checks.noise import MODELS
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunSpec
 from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
+from perflab.stats.shift import ratio_ci
 from perflab.store import open_store
-from perflab.studies import run, run_study
+from perflab.studies import run, run_compare, run_study
+from perflab.studies.run_result import RunStudyResult
 
 BASE_S = 0.1
 PLANTED = 0.02
+COMMANDS = (5, 8)
+MACHINE = Machine(Topology((), (), (), ()), {"hostname": "sim"})
+
+
+def _noisy(model: str, slower: float, rng: random.Random) -> MockExecutor:
+    """A mock whose run of command 'c1' takes (1 + slower) times the others', times the noise."""
+    camp = MODELS[model].campaign(rng)
+    ex = MockExecutor()
+
+    def seconds(spec: RunSpec) -> float:
+        factor = 1 + slower if spec.label == "c1" else 1.0
+        return BASE_S * factor * camp.factor() * camp.burst_hits()
+
+    ex.model = seconds
+    return ex
+
+
+def study(model: str, k: int, slower: float, seed: int) -> RunStudyResult:
+    """One `perflab run` of k commands c0..c{k-1} (c0 the reference) under ``model``."""
+    rng = random.Random(f"{model}-{k}-{slower}-{seed}")
+    cfg = run.RunConfig(commands=tuple(run.Command(f"c{i}", (f"c{i}",)) for i in range(k)), seed=seed)
+    with open_store(":memory:") as store:
+        return run_study(run, cfg, store, _noisy(model, slower, rng), machine=MACHINE)
+
+
+def called(result: RunStudyResult) -> dict[str, str]:
+    """command -> 'slower' or 'faster' for each command the verdict calls different."""
+    return {b.command: b.relative["verdict"] for b in result.benchmarks
+            if b.relative and b.relative.get("verdict")}
+
+
+def against_fastest(result: RunStudyResult, alpha: float = 0.05) -> dict[str, str]:
+    """The rule before: each command against the sample-fastest by the same interval
+    (Bonferroni over k-1) on the same runs; command -> 'slower' where it called one."""
+    ok = [b for b in result.benchmarks if b.times]
+    fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]
+    level = 1 - alpha / (len(ok) - 1)
+    out = {}
+    for b in ok:
+        if b is not fastest:
+            ratio, ci = ratio_ci(b.times, fastest.times, level=level)
+            if ci.level >= level - 1e-9 and ci.low > 1.0 and ratio >= 1 + run_compare.MIN_EFFECT:
+                out[b.command] = "slower"
+    return out
+
+
+def rates(model: str, k: int, trials: int, seed: int = 0) -> tuple[float, float]:
+    """(false-positive rate on k equal commands, detection rate of the planted 2 %)."""
+    fp = sum(bool(called(study(model, k, 0.0, seed + i))) for i in range(trials)) / trials
+    det = sum(called(study(model, k, PLANTED, seed + i)).get("c1") == "slower"
+              for i in range(trials)) / trials
+    return fp, det
 
 
 def _executor(slower: float, rng: random.Random) -> MockExecutor:
@@ -42,22 +104,28 @@ def _executor(slower: float, rng: random.Random) -> MockExecutor:
 
 
 def trial(slower: float, seed: int, runs: int | None = None) -> tuple[bool, bool]:
-    """(the verdict says the two differ, it says b is the slower one); ``runs``: --runs N."""
+    """Two commands a (reference) and b: (the verdict says they differ, it says b is slower)."""
     rng = random.Random(seed)
     cfg = run.RunConfig(commands=(run.Command("a", ("a",)), run.Command("b", ("b",))), seed=seed, runs=runs)
-    machine = Machine(Topology((), (), (), ()), {"hostname": "sim"})
     with open_store(":memory:") as store:
-        result = run_study(run, cfg, store, _executor(slower, rng), machine=machine)
-    slow = [b for b in result.benchmarks if b.relative and b.relative.get("significant")]
-    return bool(slow), any(b.command == "b" for b in slow)
+        result = run_study(run, cfg, store, _executor(slower, rng), machine=MACHINE)
+    verdicts = called(result)
+    return bool(verdicts), verdicts.get("b") == "slower"
 
 
-def verdict_check(runs: int = 200, seed: int = 0) -> tuple[float, float]:
-    """(false-positive rate, detection rate); prints the line bench/verdicts.py collects."""
+def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
+    """The lines bench/verdicts.py prints: two commands as before, then 5 and 8 commands under
+    every noise model (false_positive on the null, detection of the planted 2 %)."""
+    lines = []
     fp = sum(trial(0.0, seed + i)[0] for i in range(runs)) / runs
     det = sum(trial(PLANTED, seed + runs + i)[1] for i in range(runs)) / runs
-    print(f"verdict-check: run-compare false_positive={fp:.3f} detection={det:.3f} runs={runs}", flush=True)
+    lines.append(f"verdict-check: run-compare false_positive={fp:.3f} detection={det:.3f} runs={runs}")
     for n in (1, 3):
         few = sum(trial(0.0, seed + 2 * runs + i, runs=n)[0] for i in range(runs)) / runs
-        print(f"verdict-check: run-compare-{n}-runs false_positive={few:.3f} runs={runs}", flush=True)
-    return fp, det
+        lines.append(f"verdict-check: run-compare-{n}-runs false_positive={few:.3f} runs={runs}")
+    for name in MODELS:
+        for k in COMMANDS:
+            fp, det = rates(name, k, runs, seed)
+            lines.append(f"verdict-check: run-{name}-{k}-commands false_positive={fp:.3f} "
+                         f"detection={det:.3f} runs={runs}")
+    return lines

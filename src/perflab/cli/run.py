@@ -101,6 +101,8 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--export-markdown", type=OutputPath(), help="hyperfine-style Markdown table.")
 @click.option("--command-name", "-n", "names", multiple=True, metavar="NAME",
               help="Display name of each command, in order.")
+@click.option("--reference", metavar="NAME",
+              help="Compare the others with this command (its display name; default: the first).")
 @energy_option
 @run_gate_options
 @store_option
@@ -109,7 +111,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, precision,
             min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
             cpus, perf_stat, instrument, cache_model, timeout, ignore_failure, prepare, export_json, export_csv,
-            export_markdown, names, energy_source, db_url, json_path, **gate_options):
+            export_markdown, names, reference, energy_source, db_url, json_path, **gate_options):
     """Time CMD (after --) or several quoted commands, hyperfine-style.
 
     \b
@@ -165,6 +167,8 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         primary = wl.primary_metric
         direction = wl.higher_is_better if primary else None
         wl_env, wl_cwd = tuple(dict(wl.env).items()), wl.cwd
+    if not workload_name:
+        primary, direction = _metric_choice(metrics)
     if names:
         if len(names) > len(commands):
             raise PerflabError(f"{len(names)} --command-name for {len(commands)} commands: give one per command")
@@ -182,6 +186,11 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         raise PerflabError("--parameter-step-size needs --parameter-scan")
     if runs is not None and precision is not None:
         raise PerflabError("give either --runs N or --precision P%, not both")
+    if runs is not None:
+        given = [f"--{o.replace('_', '-')}" for o in ("min_runs", "max_runs")
+                 if ctx.get_parameter_source(o) is not click.core.ParameterSource.DEFAULT]
+        if given:
+            raise PerflabError(f"--runs {runs} fixes the number of runs: drop {' and '.join(given)}")
     if max_runs is not None and max_runs < min_runs and runs is None:
         # hyperfine's rule: an explicit contradiction is an error; the default minimum yields.
         if ctx.get_parameter_source("min_runs") is not click.core.ParameterSource.DEFAULT:
@@ -202,7 +211,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         runs=runs, precision=_percent(precision), min_runs=min_runs, max_runs=max_runs,
         max_time=max_time, seed=seed, parameters=tuple(parameters), cpus=cpu_tuple,
         perf_stat=perf_stat, timeout=timeout, ignore_failure=ignore_failure, prepare=prepare,
-        workload=workload_name, env=wl_env, cwd=wl_cwd,
+        workload=workload_name, env=wl_env, cwd=wl_cwd, reference=reference,
         instrument="" if model is None else instrument, cache_model=model.text() if model else "",
     )
 
@@ -212,8 +221,12 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         raise PerflabError("nothing to run: give -- CMD [ARGS...], quoted commands, or --workload NAME")
     from perflab.measure.spawn import check_command
 
-    for spec in run_study_module.plan(config):
+    specs = run_study_module.plan(config)
+    for spec in specs:
         check_command(spec.argv, spec.shell)
+    if reference is not None and reference not in {s.label for s in specs}:
+        raise PerflabError(f"--reference {reference!r} names no command: give one of "
+                           + ", ".join(repr(s.label) for s in specs))
     console = make_console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.run import render
@@ -267,6 +280,16 @@ def _instrumented(executor, model, console):
         console.print(cost_line(label, cost), highlight=False, markup=False)
 
     return contextlib.closing(CachegrindExecutor(executor, model, on_cost=say))
+
+
+def _metric_choice(metrics: tuple) -> tuple[str | None, bool | None]:
+    """--primary-metric and its direction for commands given on the line (a named workload takes
+    them in resolve_target): the name must be a group of a --metric regex."""
+    from perflab.cli.options import metric_choice
+    from perflab.model.workload import Workload
+
+    wl = metric_choice().apply(Workload("the commands", ("true",)), metrics)
+    return wl.primary_metric, (wl.higher_is_better if wl.primary_metric else None)
 
 
 def _measure(module, config, store, executor, machine, console, energy=None):

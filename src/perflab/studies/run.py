@@ -24,20 +24,16 @@ from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
 from perflab.platform.machine import Machine
 from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
-from perflab.stats.shift import ratio_ci, runs_to_reach
 from perflab.studies import instrument
 from perflab.studies.energy import events_metric, summarise
+from perflab.studies.run_compare import (CV_WARN, compare, precise, precision_missed, ranked_values, ranking,
+                                         two_speeds, two_speeds_line)
 from perflab.studies.run_result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.session import Session
 from perflab.stats import mad_outliers
 
 NAME = "run"
 DEFAULT_TIME_BUDGET_S = 3.0  # hyperfine's default: at least 10 runs and at least 3 s
-CV_WARN = 0.05
-ALPHA = 0.05  # family-wise: every "slower" verdict of one run together
-# A difference smaller than this is not called "slower" even when significant: long runs make
-# 0.1 % significant, and at 1 % a timing is within the drift of most machines.
-MIN_EFFECT = 0.01
 
 
 @dataclass(frozen=True)
@@ -66,6 +62,8 @@ class RunConfig:
     max_runs: int | None = None
     max_time: float | None = None  # seconds for the measured phase
     seed: int = 0
+    # the label the others are compared with; None: the first command (studies/run_compare.py)
+    reference: str | None = None
     parameters: tuple[tuple[str, tuple[str, ...]], ...] = ()
     cpus: tuple[int, ...] | None = None
     perf_stat: bool = False
@@ -238,7 +236,7 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
                 stopped = "max-runs" if config.precision else stopped
                 continue
             if config.precision is not None and config.runs is None:
-                if len(walls[i]) >= max(config.min_runs, 2) and _precise(walls[i], config.precision):
+                if len(walls[i]) >= max(config.min_runs, 2) and precise(walls[i], config.precision):
                     continue
                 still.append(i)
             elif n < target[i]:
@@ -300,12 +298,6 @@ def _machine_notes(before: list[int] | None, after: list[int] | None,
     return notes
 
 
-def _precise(xs: list[float], precision: float) -> bool:
-    ci = median_ci(xs)
-    med = statistics.median(xs)
-    return ci.level >= 0.95 and ci.low >= med * (1 - precision) and ci.high <= med * (1 + precision)
-
-
 def _describe(xs: list[float]) -> dict[str, float]:
     """n, mean, median, sample stddev, min, max, quartiles (type 7): the stdlib keeps numpy out
     of a short run's start-up."""
@@ -343,9 +335,11 @@ def _collect(config: RunConfig, runs: Iterable[Any]) -> list[Benchmark]:
 
 
 def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") -> RunStudyResult:
-    """Summaries, median CIs (order statistics), outliers, ratios to the fastest, warnings."""
+    """Summaries, median CIs (order statistics), two speeds or outliers, ratios to the reference
+    in the ranked measure, warnings."""
     runs = list(runs)
     benches = _collect(config, runs)
+    measure, higher = ranking(config.primary_metric, config.higher_is_better)
     warnings: list[str] = []
     for b in benches:
         if b.failed:
@@ -360,13 +354,21 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
         b.median_ci = median_ci(xs).as_dict()
         if len(xs) >= 3:
             b.outliers = mad_outliers(xs)
-        if b.outliers:
+        s = b.summary
+        cv = s["stddev"] / s["mean"] if s["n"] >= 3 and s["mean"] > 0 else 0.0
+        speeds = two_speeds(ranked_values(b, measure))
+        if speeds is not None:
+            # Two speeds are no outliers and no noise: name them, and say nothing of "other load"
+            # or a CV that mixes them.
+            b.modes = speeds.as_dict()
+            b.modes["measure"] = measure
+            warnings.append(two_speeds_line(b))
+        elif b.outliers:
             warnings.append(
                 f"'{b.command}': {len(b.outliers)} of {len(xs)} runs are outliers (modified "
                 "Z-score > 3.5): other load disturbed them; the median and its CI resist them, "
                 "but consider --warmup or a quieter machine")
-        s = b.summary
-        if s["n"] >= 3 and s["mean"] > 0 and s["stddev"] / s["mean"] > CV_WARN:
+        if speeds is None and cv > CV_WARN:
             warnings.append(f"'{b.command}': noisy, coefficient of variation "
                             f"{100 * s['stddev'] / s['mean']:.1f}% > {100 * CV_WARN:.0f}%")
         if config.warmup == 0 and len(xs) >= 5 and xs[0] > 2 * s["median"]:
@@ -387,28 +389,12 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
     for b in benches:
         energy = summarise(by_label.get(b.command, []), per_event)  # failed runs are left out there
         b.energy = energy.as_dict() if energy is not None else None
-    ok = [b for b in benches if b.summary]
-    if len(ok) > 1:
-        fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]
-        # Each other command against the fastest: Hodges-Lehmann ratio with Moses' interval (the
-        # Mann-Whitney test's own interval) at 1 - alpha/(k-1), Bonferroni over the k-1 comparisons,
-        # so "slower" holds for all of them together at alpha; never where too few runs fall short.
-        level = 1 - ALPHA / (len(ok) - 1)
-        for b in ok:
-            if b is fastest:
-                b.relative = {"ratio": 1.0, "low": 1.0, "high": 1.0, "level": level, "target": level,
-                              "significant": False}
-                continue
-            ratio, ci = ratio_ci(b.times, fastest.times, level=level)
-            reached = ci.level >= level - 1e-9
-            b.relative = {"ratio": ratio, "low": ci.low, "high": ci.high, "level": ci.level, "target": level,
-                          "significant": reached and ci.low > 1.0 and ratio >= 1 + MIN_EFFECT}
-            if not reached:
-                warnings.append(f"'{b.command}' against '{fastest.command}': {len(b.times)} and "
-                                f"{len(fastest.times)} runs cannot reach {level:.1%} confidence (at most "
-                                f"{ci.level:.0%}), so neither is called faster; give at least "
-                                f"{runs_to_reach(level)} runs each")
+    reference = config.reference or (benches[0].command if benches else None)
+    warnings.extend(compare(benches, measure, higher, reference))
+    if stopped_by == "max-runs" and config.precision is not None:
+        warnings.extend(precision_missed(benches, config.precision, config.max_runs))
     result = RunStudyResult(benches, warnings, stopped_by)
     result.instrument = instrument.summarise(config.instrument, config.cache_model, benches)
     result.health = health_summary([r.result for r in runs])
+    result.ranking = dict(measure=measure, higher_is_better=higher, reference=reference)
     return result

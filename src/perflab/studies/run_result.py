@@ -37,8 +37,12 @@ class Benchmark:
     summary: dict[str, float] | None = None  # n, mean, median, stddev, min, max, q1, q3
     median_ci: dict[str, float] | None = None  # {"low", "high", "level"}
     outliers: list[int] = field(default_factory=list)
-    relative: dict[str, float] | None = None  # median / fastest's: {"ratio", "low", "high", "level"}
+    # the ranked measure against the reference's: {"ratio", "low", "high", "level", "target",
+    # "significant", "reference", "verdict"} (verdict: slower, faster, better, worse or None)
+    relative: dict | None = None
     energy: dict | None = None  # EnergySummary.as_dict(): J/run, J/event with CIs (None: not measured)
+    # two speeds of the ranked measure (stats.modes.Modes.as_dict() and "measure"); None: one
+    modes: dict | None = None
 
     @property
     def n(self) -> int:
@@ -53,6 +57,12 @@ class Benchmark:
 
     def counter_medians(self) -> dict[str, float]:
         return _medians(self.counters)
+
+
+def _median(b: Benchmark, measure: str) -> float | None:
+    if measure == "wall time":
+        return b.summary["median"] if b.summary else None
+    return b.metric_medians().get(measure)
 
 
 def _medians(values: dict[str, list[float | None]]) -> dict[str, float]:
@@ -74,11 +84,31 @@ class RunStudyResult:
     campaign_id: int | None = None
     health: dict = field(default_factory=dict)  # governor, turbo, runs sampled, medians of the runs' health
     instrument: dict = field(default_factory=dict)  # a simulated instrument's section (studies/instrument.py)
+    ranking: dict = field(default_factory=dict)  # {"measure", "higher_is_better", "reference"}
+
+    @property
+    def reference(self) -> Benchmark | None:
+        """The benchmark the others were compared with (None: nothing was compared)."""
+        return next((b for b in self.benchmarks if b.relative and b.relative.get("reference")), None)
+
+    @property
+    def measure(self) -> str:
+        return self.ranking.get("measure") or "wall time"
+
+    @property
+    def higher_is_better(self) -> bool:
+        return bool(self.ranking.get("higher_is_better"))
 
     @property
     def fastest(self) -> Benchmark | None:
-        ok = [b for b in self.benchmarks if b.summary]
-        return min(ok, key=lambda b: b.summary["median"]) if ok else None  # type: ignore[index]
+        """The best median of the ranked measure in its direction (lowest wall time without a
+        metric); a point estimate, not a test: the verdict's comparisons are with the reference."""
+        ok = [(b, _median(b, self.measure)) for b in self.benchmarks if b.summary]
+        ok = [(b, m) for b, m in ok if m is not None]
+        if not ok:
+            return None
+        pick = max if self.higher_is_better else min
+        return pick(ok, key=lambda bm: bm[1])[0]
 
     @property
     def failed_runs(self) -> int:
@@ -92,8 +122,10 @@ class RunStudyResult:
         fastest = self.fastest
         # Shallow: dataclasses.asdict deep-copies every list of times (50 ms for 2000 runs).
         benches = [{f.name: getattr(b, f.name) for f in fields(b)} for b in self.benchmarks]
+        ref = self.reference
         return dict(campaign_id=self.campaign_id, benchmarks=benches,
-                    warnings=self.warnings, stopped_by=self.stopped_by,
+                    warnings=self.warnings, stopped_by=self.stopped_by, ranking=self.ranking,
+                    reference=ref.command if ref else None,
                     fastest=fastest.command if fastest else None, failed_runs=self.failed_runs,
                     suspect_runs=self.suspect_runs, health=self.health, instrument=self.instrument,
                     verdict=verdict(self))
@@ -102,7 +134,8 @@ class RunStudyResult:
     def from_dict(cls, d: dict) -> "RunStudyResult":
         benches = [Benchmark(**known_fields(Benchmark, b)) for b in d.get("benchmarks", ())]
         return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
-                   dict(d.get("health") or {}), dict(d.get("instrument") or {}))
+                   dict(d.get("health") or {}), dict(d.get("instrument") or {}),
+                   dict(d.get("ranking") or {}))
 
 
 def too_few_runs(relative: dict) -> bool:
@@ -111,39 +144,59 @@ def too_few_runs(relative: dict) -> bool:
 
 
 def verdict(result: RunStudyResult) -> str:
-    """One sentence: the fastest command's median and CI, and how the others compare."""
+    """One sentence: the reference's median and CI, how each other command compares with it in the
+    ranked measure, and what a comparison across two speeds rests on."""
     ok = [b for b in result.benchmarks if b.summary]
     if not ok:
         return "every run failed: no timing to report."
-    fastest = result.fastest
-    assert fastest is not None and fastest.summary and fastest.median_ci
-    ci = CI.from_dict(fastest.median_ci)
+    ref = result.reference or ok[0]
+    assert ref.summary and ref.median_ci
+    ci = CI.from_dict(ref.median_ci)
     interval = f"{ci.label()} {ci.low:.3g}..{ci.high:.3g} s" if ci.level > 0 else "no CI"
-    runs = f"{fastest.n} run" + ("s" if fastest.n != 1 else "")
-    text = f"{fastest.command}: median {fastest.summary['median']:.3g} s ({interval}, {runs})"
-    rate = fastest.metric_medians().get("events_per_s")
-    if rate is not None:
-        text += f", {rate:.3g} events/s"
-    if len(ok) > 1:
-        rest = [b for b in ok if b is not fastest and b.relative]
-        slower = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
-                  f"{b.relative['high']:.3g}]" for b in rest if b.relative.get("significant")]
+    runs = f"{ref.n} run" + ("s" if ref.n != 1 else "")
+    text = f"{ref.command}: median {ref.summary['median']:.3g} s ({interval}, {runs})"
+    measure = result.measure
+    if measure != "wall time":
+        value = _median(ref, measure)
+        text += f", {measure} {value:.4g}" if value is not None else f", {measure} not measured"
+    else:
+        rate = ref.metric_medians().get("events_per_s")
+        if rate is not None:
+            text += f", {rate:.3g} events/s"
+    rest = [b for b in ok if b is not ref and b.relative]
+    if rest:
+        text += f"; {ranked_by(result)}; against it ({rest[0].relative['target']:.1%} intervals, " \
+                f"Bonferroni over {len(rest)}, 5 % family-wise)"
+        for word in ("slower", "faster", "better", "worse"):
+            hits = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
+                    f"{b.relative['high']:.3g}]" for b in rest if b.relative.get("verdict") == word]
+            if hits:
+                text += f", {word}: " + "; ".join(hits)
         few = [b.command for b in rest if too_few_runs(b.relative)]
         same = [b.command for b in rest if not b.relative.get("significant") and b.command not in few]
-        text += f"; fastest of {len(ok)}"
-        if slower:
-            text += " (slower: " + "; ".join(slower) + ")"
         if few:
-            text += f"; too few runs to tell from it: {', '.join(few)} (no interval reaches the level needed)"
+            text += f", too few runs to tell from it: {', '.join(few)} (no interval reaches the level needed)"
         if same:
-            text += (f"; not shown to differ from it: {', '.join(same)} (Mann-Whitney's interval "
+            text += (f", not shown to differ from it: {', '.join(same)} (Mann-Whitney's interval "
                      "holds 1, or the difference is under 1 %; this does not show they are equal)")
+    two = [b for b in ok if b.modes]
+    if two:
+        speeds = "; ".join(f"{b.command} " + ", ".join(
+            f"{m['share']:.0%} at {m['center']:.3g}" for m in b.modes["modes"]) for b in two)
+        text += (f"; two speeds ({speeds}): each median lies between its speeds and every comparison "
+                 "rests on the mix of speeds in these runs, which the machine chose, not the command")
     failed = [b.command for b in result.benchmarks if not b.summary]
     if failed:
         text += f"; every run of {', '.join(failed)} failed"
     if result.suspect_runs:
         text += f"; {result.suspect_runs} runs suspect (machine disturbed)"
     return text + "."
+
+
+def ranked_by(result: RunStudyResult) -> str:
+    """'ranked by wall time (lower is better)' or by the primary metric in its direction."""
+    return (f"ranked by {result.measure} "
+            f"({'higher' if result.higher_is_better else 'lower'} is better)")
 
 
 def health_summary(results: list[RunResult]) -> dict:

@@ -1,5 +1,5 @@
 """`perflab run` in a terminal: hyperfine's table with the median's CI and its level, metrics,
-perf stat counters, the ratios to the fastest and the warnings, each printed once."""
+perf stat counters, the ratios to the reference and the warnings, each printed once."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from perflab.report.terminal.energy import render_energy
 from perflab.report.terminal.instrument import SHOWN as INSTRUMENT_SHOWN
 from perflab.report.terminal.instrument import render as render_instrument
 from perflab.stats.interval import CI
-from perflab.studies.run_result import Benchmark, RunStudyResult, too_few_runs
+from perflab.studies.run_result import Benchmark, RunStudyResult, ranked_by, too_few_runs
 
 
 def time_unit(seconds: float) -> str:
@@ -60,7 +60,7 @@ def render(result: RunStudyResult, console: Any) -> None:
         table.add_column(col, justify="right", no_wrap=True)
     if many:
         rel_levels = {b.relative["level"] for b in shown if b.relative and b.relative.get("ratio") != 1.0}
-        rel_head = f"{min(rel_levels):.0%} CI" if rel_levels else "CI"
+        rel_head = f"{min(rel_levels):.1%} CI" if rel_levels else "CI"
         table.add_column(f"relative [{rel_head}]", justify="right", no_wrap=True)
     for b in shown:
         s, ci = b.summary, CI.from_dict(b.median_ci)  # type: ignore[arg-type]
@@ -90,21 +90,24 @@ def render(result: RunStudyResult, console: Any) -> None:
     _extra_tables(result, console)
     render_instrument(result.instrument, console)
     render_energy([(b.command, b.energy) for b in shown], console)
-    fastest = result.fastest
-    if fastest is not None and many:
-        console.print(f"fastest: [bold]{fastest.command}[/bold]", highlight=False)
-        for b in shown:
-            if b is not fastest and b.relative:
-                r = b.relative
-                if r.get("significant"):
-                    what = "slower"
-                elif too_few_runs(r):
-                    what = "too few runs to tell (see the warning)"
-                else:
-                    what = "not shown to differ (the interval holds 1, or under 1 %)"
-                console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({r['level']:.0%} CI, "
-                              f"Bonferroni over {len(shown) - 1}) {what}: {b.command}",
-                              highlight=False, markup=False)
+    ref = result.reference
+    if ref is not None and many:
+        others = [b for b in shown if b is not ref and b.relative]
+        best = result.fastest
+        console.print(f"{ranked_by(result)}; reference: [bold]{ref.command}[/bold]"
+                      + (f"; best median: {best.command} (a point estimate)" if best else ""),
+                      highlight=False)
+        for b in others:
+            r = b.relative
+            if r.get("verdict"):
+                what = r["verdict"]
+            elif too_few_runs(r):
+                what = "too few runs to tell (see the warning)"
+            else:
+                what = "not shown to differ (the interval holds 1, or under 1 %)"
+            console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({r['level']:.1%} CI, "
+                          f"Bonferroni over {len(others)}) {what}: {b.command}",
+                          highlight=False, markup=False)
     h = result.health
     if h:
         parts = [f"{h['suspect']} of {h['runs']} runs suspect"]
