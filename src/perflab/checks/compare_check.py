@@ -26,12 +26,12 @@ COMMANDS = (("fast", 0.05), ("mid", 0.08), ("slow", 0.12))
 RUNS = 10
 
 
-def _campaign(store, model: NoiseModel, slower: float, rng: random.Random) -> int:
+def _campaign(store, model: NoiseModel, slower: float, rng: random.Random, runs: int = RUNS) -> int:
     """One stored `run` campaign of COMMANDS under ``model``, every run ``1 + slower`` longer."""
     camp = model.campaign(rng)
     cid = store.start_campaign("run", {"commands": [{"name": n} for n, _ in COMMANDS],
                                        "primary_metric": "events_per_s", "higher_is_better": True})
-    for rep in range(RUNS):
+    for rep in range(runs):
         order = list(COMMANDS)
         rng.shuffle(order)
         hit = rng.randrange(len(order))  # the command a burst of this round lands on
@@ -46,12 +46,13 @@ def _campaign(store, model: NoiseModel, slower: float, rng: random.Random) -> in
     return cid
 
 
-def trial(slower_b: float, seed: int, model: NoiseModel = MODELS["quiet"]) -> tuple[bool, bool]:
+def trial(slower_b: float, seed: int, model: NoiseModel = MODELS["quiet"],
+          runs: int = RUNS) -> tuple[bool, bool]:
     """(any significant row, B found slower in wall time and faster nowhere) for one pair."""
     rng = random.Random(seed)
     with open_store(":memory:") as store:
-        a = _campaign(store, model, 0.0, rng)
-        b = _campaign(store, model, slower_b, rng)
+        a = _campaign(store, model, 0.0, rng, runs)
+        b = _campaign(store, model, slower_b, rng, runs)
         res = run_compare(CompareConfig(a, b), store)
     sig = [r for r in res.rows if r.significant]
     walls = [r for r in sig if r.measure == "wall_s"]
@@ -59,10 +60,11 @@ def trial(slower_b: float, seed: int, model: NoiseModel = MODELS["quiet"]) -> tu
     return bool(sig), slower
 
 
-def rates(model: NoiseModel, runs: int, seed: int = 0) -> tuple[float, float]:
-    """(false-alarm rate, detection rate) over ``runs`` null and ``runs`` planted trials."""
-    fp = sum(trial(0.0, seed + i, model)[0] for i in range(runs)) / runs
-    det = sum(trial(PLANTED, seed + runs + i, model)[1] for i in range(runs)) / runs
+def rates(model: NoiseModel, runs: int, seed: int = 0, per_campaign: int = RUNS) -> tuple[float, float]:
+    """(false-alarm rate, detection rate) over ``runs`` null and ``runs`` planted trials, with
+    ``per_campaign`` runs of each command in each campaign."""
+    fp = sum(trial(0.0, seed + i, model, per_campaign)[0] for i in range(runs)) / runs
+    det = sum(trial(PLANTED, seed + runs + i, model, per_campaign)[1] for i in range(runs)) / runs
     return fp, det
 
 
