@@ -66,8 +66,8 @@ def two_speeds_line(b: Benchmark) -> str:
     parts = ", ".join(f"{md['share']:.0%}{' of runs' if i == 0 else ''} at {_value(md['center'], what)}"
                       for i, md in enumerate(m.get("modes", ())))
     return (f"'{b.command}': two speeds, not outliers: {parts} ({what}; a mixture of two against "
-            f"one speed with a tail, by BIC); its one median lies between them and moves with the "
-            f"mix; {CAUSE}")
+            f"one speed with a tail, by BIC); its one median depends on how many runs fell at each "
+            f"speed; {CAUSE}")
 
 
 def _value(v: float, measure: str) -> str:

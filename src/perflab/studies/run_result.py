@@ -183,8 +183,8 @@ def verdict(result: RunStudyResult) -> str:
     if two:
         speeds = "; ".join(f"{b.command} " + ", ".join(
             f"{m['share']:.0%} at {m['center']:.3g}" for m in b.modes["modes"]) for b in two)
-        text += (f"; two speeds ({speeds}): each median lies between its speeds and every comparison "
-                 "rests on the mix of speeds in these runs, which the machine chose, not the command")
+        text += (f"; two speeds ({speeds}): its median and every comparison with it rest on the mix "
+                 "of speeds in these runs, which the machine chose, not the command")
     failed = [b.command for b in result.benchmarks if not b.summary]
     if failed:
         text += f"; every run of {', '.join(failed)} failed"

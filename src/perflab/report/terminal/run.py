@@ -61,7 +61,8 @@ def render(result: RunStudyResult, console: Any) -> None:
     if many:
         rel_levels = {b.relative["level"] for b in shown if b.relative and b.relative.get("ratio") != 1.0}
         rel_head = f"{min(rel_levels):.1%} CI" if rel_levels else "CI"
-        table.add_column(f"relative [{rel_head}]", justify="right", no_wrap=True)
+        what = "" if result.measure == "wall time" else f" {result.measure}"  # the ranked measure's ratio
+        table.add_column(f"relative{what} [{rel_head}]", justify="right", no_wrap=True)
     for b in shown:
         s, ci = b.summary, CI.from_dict(b.median_ci)  # type: ignore[arg-type]
         assert s is not None
