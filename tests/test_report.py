@@ -142,7 +142,7 @@ def test_run_report_answers_first_with_evidence_and_its_level(store):
     assert answer.evidence == "median 0.1 s [0.1, 0.1] s (97% CI), 6 runs"
     (sec,) = report.sections
     assert [p.title.split(" (")[0] for p in sec.plots] == ["Median wall time with its CI",
-                                                            "Median wall time relative to the fastest"]
+                                                            "Relative to the reference"]
     html = to_html(report)
     assert html.index('<section id="summary"') < html.index(f'<section id="run-{res.campaign_id}"')
     md = to_markdown(report)
