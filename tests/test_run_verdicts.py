@@ -189,3 +189,14 @@ def test_cli_names_two_speeds_of_a_metric(tmp_path):
 def test_cli_contradictory_limits_and_unknown_reference_refused(tmp_path, args, msg):
     p = perflab("run", "--db", str(tmp_path / "r.db"), *args, "--", "true", cwd=tmp_path)
     assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_harness_prints_a_line_per_noise_model_and_command_count():
+    from perflab.checks import run_check
+    from perflab.checks.noise import MODELS
+
+    lines = run_check.verdict_check(runs=1)
+    for name in MODELS:
+        for k in (5, 8):
+            assert any(ln.startswith(f"verdict-check: run-{name}-{k}-commands false_positive=") and
+                       "sample_fastest_false_positive=" in ln for ln in lines), name
