@@ -242,15 +242,14 @@ def test_gate_on_instructions_catches_a_planted_one_percent(tmp_path):
         return perflab("run", "--instrument", "cachegrind", "--runs", str(runs), *gate,
                        "--", "./prog", cwd=tmp_path)
 
-    p = run(base, 4, "--baseline-save", "main")
+    p = run(base, 2, "--baseline-save", "main")
     assert p.returncode == 0, p.stderr
     gate = ("--baseline", "main", "--fail-if", "instructions>+0.5%", "--fail-if", "estimated_cycles>+1%")
     same = run(base, 2, *gate)
     assert same.returncode == 0 and "gate: pass" in same.stdout, same.stdout + same.stderr
-    # Two runs a side never pass a planted change (the gate's power rule asks for more runs).
-    two = run(plus, 2, *gate)
-    assert two.returncode != 0, two.stdout + two.stderr
-    four = run(plus, 4, *gate)
+    # Counted, not timed: 2 runs a side see a +1 % change in instructions (issue 31).
+    four = run(plus, 2, *gate)
     assert four.returncode == 1 and "gate: FAIL" in four.stdout, four.stdout + four.stderr
+    assert "counted, not timed" in four.stdout
     line = next(ln for ln in four.stdout.splitlines() if ln.startswith("FAIL") and "instructions" in ln)
     assert "+1.0 %" in line

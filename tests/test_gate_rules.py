@@ -3,6 +3,8 @@ between campaigns, a ratchet of small steps, two speeds, intervals at their real
 
 from __future__ import annotations
 
+import pytest
+
 import random
 
 from perflab.checks.gate_sim import SETTINGS, SimConfig, simulate
@@ -144,3 +146,18 @@ def test_harness_quiet_and_shift_with_history():
     # one campaign a side under a 3 % day-to-day shift: the null fails more often than alpha
     shift = simulate(SimConfig(pairs=30, model="shift", runs=10, seed=2))
     assert shift.false_positive > 0.05
+
+
+def test_a_counted_measure_is_judged_by_its_spread_not_by_ranks():
+    """Instructions under cachegrind: 2 runs a side see a 0.5 % change; ranks could not (p >= 0.33)."""
+    from perflab.studies import gate_judge as judge
+
+    a, b = [1_000_000.0, 1_000_000.0], [1_005_000.0, 1_005_000.0]
+    assert judge.counted(a, b)
+    assert judge.counted_test(a, b, 0.05)[:4] == (0.0, pytest.approx(1.005), pytest.approx(1.005), 1.0)
+    assert judge.counted_test(a, a, 0.05)[0] == 1.0
+    near = [1_005_000.0, 1_005_000.6]  # 6e-7 apart, as minihlt's Ir moved
+    p, lo, hi, level, seen = judge.counted_test(a, near, 0.05)
+    assert p < 0.01 and lo > 1.004 and hi < 1.006 and level == 0.95 and seen < 0.001
+    assert not judge.counted([1.0, 1.01], [1.0, 1.0])  # a time is not counted
+    assert judge.min_detectable([1.0, 1.0], [1.005, 1.005], 0.05) == float("inf")  # ranks at 2 runs

@@ -123,10 +123,16 @@ def _judge_line(line: GateLine, a: list[float], b: list[float], hist: list[list[
         if min(len(pair.a), len(pair.b)) < 2:
             why = why or f"the {pair.label} has fewer than 2 runs on a side: no test is possible"
             continue
-        _, p = stats.mann_whitney(pair.b, pair.a)
-        _, ci = ratio_ci(pair.b, pair.a, 1 - alpha)
-        line.checks.append(Check("runs", pair.label, median(pair.a), median(pair.b), ci.low, ci.high,
-                                 ci.level, p, n_a=len(pair.a), n_b=len(pair.b)))
+        if judge.counted(pair.a, pair.b):
+            p, lo, hi, level, _ = judge.counted_test(pair.a, pair.b, alpha)
+            line.notes.append(f"counted, not timed: every run within {judge.COUNTED_SPREAD:.0e} of its "
+                              "side's median; Welch's t on log values (exact where both sides are constant)")
+        else:
+            _, p = stats.mann_whitney(pair.b, pair.a)
+            _, ci = ratio_ci(pair.b, pair.a, 1 - alpha)
+            lo, hi, level = ci.low, ci.high, ci.level
+        line.checks.append(Check("runs", pair.label, median(pair.a), median(pair.b), lo, hi,
+                                 level, p, n_a=len(pair.a), n_b=len(pair.b)))
         line.samples[pair.label] = (pair.a, pair.b)
     if any(p.label for p in pairs):
         line.notes.append("compared like with like: " + ", ".join(
@@ -177,6 +183,9 @@ def _decide(line: GateLine, m: int, alpha: float) -> None:
         per = []
         for c in runs:
             pa, pb = line.samples[c.label]
+            if judge.counted(pa, pb):
+                per.append((judge.counted_test(pa, pb, alpha / m)[4], min(len(pa), len(pb))))
+                continue
             need = judge.runs_needed(pa, pb, line.rel, alpha / m)
             share = min(len(pa) / line.n_a, len(pb) / line.n_b)
             per.append((judge.min_detectable(pa, pb, alpha / m), math.ceil(need / share)))
