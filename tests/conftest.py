@@ -169,6 +169,45 @@ def topology_root(tmp_path_factory):
     return get
 
 
+class Hold:
+    """Holds a command's executions after the first `free` until the test releases them.
+
+    wrap(argv) runs argv through sh: each execution claims the next index with mkdir (atomic, so
+    concurrent copies get distinct ones); index `free` and later wait for the release file. A
+    kill -9 test waits until `held()`, kills, then releases: the study cannot have finished
+    before the kill, however fast or slow the machine (a fixed number of short runs could)."""
+
+    def __init__(self, tmp_path: pathlib.Path, free: int) -> None:
+        self.claims, self.release_file, self.free = tmp_path / "hold-claims", tmp_path / "hold-release", free
+        self.claims.mkdir()
+
+    def script(self) -> str:
+        """The sh prefix that claims an index and waits where it must; ends in `exec "$@"`."""
+        return (f'i=0; while ! mkdir "{self.claims}/$i" 2>/dev/null; do i=$((i+1)); done; '
+                f'[ $i -lt {self.free} ] || while [ ! -e "{self.release_file}" ]; do sleep 0.01; done; '
+                'exec "$@"')
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return ["sh", "-c", self.script(), "sh", *argv]
+
+    def started(self) -> int:
+        return sum(1 for _ in self.claims.iterdir())
+
+    def held(self) -> bool:
+        return (self.claims / str(self.free)).exists()
+
+    def wait_held(self, proc: subprocess.Popen, timeout: float = 120) -> None:
+        """Until an execution waits at the hold; fails if the study ends or stalls first."""
+        deadline = time.monotonic() + timeout
+        while not self.held():
+            assert proc.poll() is None, f"the study ended after {self.started()} executions, before the hold"
+            assert time.monotonic() < deadline, f"no execution reached the hold in {timeout:g} s"
+            time.sleep(0.02)
+
+    def release(self) -> None:
+        self.release_file.touch()
+
+
 def _stored_runs(db: pathlib.Path) -> int:
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
@@ -177,24 +216,46 @@ def _stored_runs(db: pathlib.Path) -> int:
         return 0
 
 
+# A trigger that holds perflab's insert of stored run n + 1 in a query that never ends (a
+# cross join of 10^12 rows): the store cannot pass n runs, so the campaign cannot finish.
+_HOLD_TRIGGER = """
+CREATE TABLE hold_rows(x);
+WITH RECURSIVE r(x) AS (VALUES(1) UNION ALL SELECT x + 1 FROM r WHERE x < 1000)
+INSERT INTO hold_rows SELECT x FROM r;
+CREATE TRIGGER hold_after_n AFTER INSERT ON measurements
+WHEN (SELECT count(*) FROM measurements) > {n}
+BEGIN SELECT count(*) FROM hold_rows a, hold_rows b, hold_rows c, hold_rows d; END;
+"""
+
+
 def kill_then_resume(argv: list[str], tmp_path: pathlib.Path, n: int) -> tuple[object, dict, str, dict]:
-    """`perflab ARGV` SIGKILLed (its whole process group) once n runs are stored, then
+    """`perflab ARGV` SIGKILLed (its whole process group) with exactly n runs stored, then
     `perflab resume --json`: (the campaign as it was after the kill, its stored runs by
-    (label, params, rep) -> id, resume's stdout, resume's JSON result)."""
+    (label, params, rep) -> id, resume's stdout, resume's JSON result).
+
+    The store is made first and given a trigger that stalls the insert of run n + 1 until the
+    kill, so the study stops at n stored runs on any machine; the trigger goes before resume."""
     import json
 
     from perflab.store import open_store
 
     db = tmp_path / "k.db"
+    open_store(str(db)).close()
+    with sqlite3.connect(db) as conn:
+        conn.executescript(_HOLD_TRIGGER.format(n=int(n)))
     env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1] / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "perflab", *argv, "--db", str(db)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
-    while _stored_runs(db) < n and proc.poll() is None and time.monotonic() < deadline:
+    while _stored_runs(db) < n:
+        assert proc.poll() is None, f"perflab exited with {_stored_runs(db)} of {n} runs stored"
+        assert time.monotonic() < deadline, f"{_stored_runs(db)} of {n} runs stored in 120 s"
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert _stored_runs(db) >= n
+    assert _stored_runs(db) == n
+    with sqlite3.connect(db) as conn:
+        conn.executescript("DROP TRIGGER hold_after_n; DROP TABLE hold_rows;")
     with open_store(str(db)) as store:
         camp = store.campaigns()[-1]
         before = {(m.label, str(m.params), m.rep): m.id for m in store.measurements(camp.id)}
