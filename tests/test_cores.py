@@ -428,9 +428,12 @@ def test_cli_json_concurrent_and_bad_input(tmp_path):
 def test_kill_9_then_resume_loses_and_repeats_nothing(spin, tmp_path):
     from perflab.measure.executor import RealExecutor
 
+    from tests.conftest import Hold
+
     db = str(tmp_path / "k.db")
+    hold = Hold(tmp_path, 8)  # the warm-up and 7 runs; the 8th run waits until after the kill
     p = _perflab("cores", "--cpus", "0,1", "--rounds", "10", "--min-rounds", "10", "--db", db,
-                 "--", spin, "6000000")
+                 "--", *hold.wrap([spin, "6000000"]))
 
     def stored() -> list[tuple]:
         try:
@@ -439,13 +442,14 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(spin, tmp_path):
         except sqlite3.OperationalError:  # not created yet
             return []
 
-    deadline = time.monotonic() + 120
-    while len(stored()) < 7 and time.monotonic() < deadline and p.poll() is None:
-        time.sleep(0.02)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    try:
+        hold.wait_held(p)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        hold.release()  # the held run, if it outlived perflab, ends; resume's runs pass at once
     before = stored()
-    assert 7 <= len(before) < 20, "the scan finished before it could be killed: make the runs longer"
+    assert len(before) == 7  # every run before the held one, nothing after it
     with open_store(db) as store:
         camp = store.campaigns()[-1]
         assert camp.status == "running"  # killed: nobody could mark it
@@ -457,10 +461,11 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(spin, tmp_path):
         keys = [(json.loads(params)["cpu"], json.loads(params)["round"]) for _, params, _, _ in after]
         assert len(keys) == len(set(keys)) == 20  # nothing repeated, everything done
         assert res.rounds == 10 and [r.runs for r in res.cpus] == [10, 10]
+        assert hold.started() == 1 + 7 + 1 + 13  # warm-up, 7 stored, the killed one, 13 resumed
         shape = set(store.campaign(camp.id).summary)
-    with open_store(str(tmp_path / "fresh.db")) as fresh, RealExecutor() as ex:
-        whole = run_study(cores, CoresConfig(Workload("spin", (spin, "6000000")), cpus=(0, 1), rounds=10,
-                                             min_rounds=10), fresh, ex)
+    # the same result shape as an uninterrupted scan of the same config (its numbers do not matter)
+    with open_store(str(tmp_path / "fresh.db")) as fresh:
+        whole = run_study(cores, CoresConfig.from_dict(camp.config), fresh, MockExecutor(), machine=machine())
     assert shape == set(whole.as_dict())
 
 
