@@ -173,9 +173,10 @@ class Hold:
     """Holds a command's executions after the first `free` until the test releases them.
 
     wrap(argv) runs argv through sh: each execution claims the next index with mkdir (atomic, so
-    concurrent copies get distinct ones); index `free` and later wait for the release file. A
-    kill -9 test waits until `held()`, kills, then releases: the study cannot have finished
-    before the kill, however fast or slow the machine (a fixed number of short runs could)."""
+    concurrent copies get distinct ones) and leaves its pid there; index `free` and later wait
+    for the release file. A kill -9 test waits until `held()`, kills, then releases: the study
+    cannot have finished before the kill, however fast or slow the machine (a fixed number of
+    short runs could)."""
 
     def __init__(self, tmp_path: pathlib.Path, free: int) -> None:
         self.claims, self.release_file, self.free = tmp_path / "hold-claims", tmp_path / "hold-release", free
@@ -184,6 +185,7 @@ class Hold:
     def script(self) -> str:
         """The sh prefix that claims an index and waits where it must; ends in `exec "$@"`."""
         return (f'i=0; while ! mkdir "{self.claims}/$i" 2>/dev/null; do i=$((i+1)); done; '
+                f'echo $$ > "{self.claims}/$i/pid"; '
                 f'[ $i -lt {self.free} ] || while [ ! -e "{self.release_file}" ]; do sleep 0.01; done; '
                 'exec "$@"')
 
@@ -193,8 +195,16 @@ class Hold:
     def started(self) -> int:
         return sum(1 for _ in self.claims.iterdir())
 
+    def _held_pids(self) -> list[int]:
+        pids = []
+        for d in self.claims.iterdir():
+            text = (d / "pid").read_text().strip() if (d / "pid").exists() else ""
+            if int(d.name) >= self.free and text:
+                pids.append(int(text))
+        return pids
+
     def held(self) -> bool:
-        return (self.claims / str(self.free)).exists()
+        return bool(self._held_pids())
 
     def wait_held(self, proc: subprocess.Popen, timeout: float = 120) -> None:
         """Until an execution waits at the hold; fails if the study ends or stalls first."""
@@ -204,8 +214,23 @@ class Hold:
             assert time.monotonic() < deadline, f"no execution reached the hold in {timeout:g} s"
             time.sleep(0.02)
 
-    def release(self) -> None:
+    def release(self, timeout: float = 60) -> None:
+        """Once every held execution is gone (a killed perflab's spawn server kills its command),
+        let later executions pass: a held one never runs its command after the kill."""
+        deadline = time.monotonic() + timeout
+        for pid in self._held_pids():
+            while _alive(pid):
+                assert time.monotonic() < deadline, f"the held execution {pid} outlived perflab by {timeout:g} s"
+                time.sleep(0.02)
         self.release_file.touch()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _stored_runs(db: pathlib.Path) -> int:

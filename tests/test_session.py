@@ -122,27 +122,27 @@ def test_sigterm_names_the_campaign_to_resume(tmp_path):
     """A batch system's SIGTERM: the campaign is interrupted, its runs kept, the last line says how to finish."""
     import subprocess
     import sys
-    import time
+
+    from tests.conftest import Hold
 
     db = tmp_path / "s.db"
+    # The 5th copy started waits until the test has sent SIGTERM: the rounds before it (3 or 4
+    # copies: a round has 1 or 2) are stored and 9 copies in all cannot have finished first.
+    hold = Hold(tmp_path, 4)
     proc = subprocess.Popen([sys.executable, "-m", "perflab", "instances", "--n", "1,2", "--policy", "none",
-                             "--reps", "50", "--db", str(db), "--", "sleep", "0.05"],
+                             "--reps", "3", "--db", str(db), "--", *hold.wrap(["sleep", "0.05"])],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.2)
-        if db.exists():
-            try:
-                with open_store(str(db)) as store:
-                    if store.campaigns() and store.campaigns()[-1].n_measurements >= 3:
-                        break
-            except Exception:  # noqa: BLE001 - the writer may hold the file mid-creation
-                pass
+    try:
+        hold.wait_held(proc, timeout=60)
+    except AssertionError as exc:
+        proc.kill()
+        raise AssertionError(f"{exc}: {proc.communicate()[1][-2000:]}") from None
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
+    hold.release()  # perflab killed the held copy on its way out
     assert proc.returncode == 130, err
     with open_store(str(db)) as store:
         camp = store.campaigns()[-1]
-    assert camp.status == "interrupted" and camp.n_measurements >= 3
+    assert camp.status == "interrupted" and 3 <= camp.n_measurements <= 4
     assert err.strip().splitlines()[-1] == (f"perflab: interrupted; campaign {camp.id} keeps every finished "
                                             f"run: finish it with 'perflab resume {camp.id}'")
