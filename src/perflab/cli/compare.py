@@ -72,7 +72,10 @@ def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str
                         ("--cross-machine", cross_machine)):
         if value:
             raise PerflabError(f"{flag} belongs to the gate: give --baseline NAME CAMPAIGN")
-    config = CompareConfig(a=campaigns[0], b=campaigns[1], alpha=alpha, min_effect=_fraction(min_effect))
+    # A count does not drift with the machine: its band is the one given, none by default.
+    given = click.get_current_context().get_parameter_source("min_effect") != click.core.ParameterSource.DEFAULT
+    config = CompareConfig(a=campaigns[0], b=campaigns[1], alpha=alpha, min_effect=_fraction(min_effect),
+                           counted_min_effect=_fraction(min_effect) if given else 0.0)
     _compare(open_store(db_url), config, fmt, json_path, html_path)
 
 
@@ -96,8 +99,8 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
         f"campaign {a} ({result.study_a}) vs campaign {b} ({result.study_b})",
         ["point", "measure", "n A", "n B", "median A", "median B", "B/A", "CI of B/A (level)",
          "p (Holm)", "verdict"],
-        [[r.key, measure_title(r.measure), r.n_a, r.n_b, r.median_a, r.median_b, f"{r.ratio:.4f}",
-          f"[{r.lo:.4f}, {r.hi:.4f}] {100 * r.level:.0f}%", f"{r.p_adjusted:.3g}", r.verdict_cell]
+        [[r.key, measure_title(r.measure), r.n_a, r.n_b, *_medians(r), f"{r.ratio:.4f}",
+          r.ci_text, f"{r.p_adjusted:.3g}", r.verdict_cell]
          for r in result.rows],
     )
     if json_path != "-":
@@ -133,6 +136,13 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
         hosts = [store.host(c.host_id)["hostname"] if c.host_id is not None else "unrecorded"
                  for c in camps]
         write_output(html_path, compare_html(result, camps, hosts), "HTML")
+
+
+def _medians(r) -> list:
+    """A and B's medians; whole counts in full (1.7e+06 against 1.71e+06 would hide 0.5 %)."""
+    if r.counted and min(r.median_a, r.median_b) >= 1000:
+        return [f"{r.median_a:,.0f}", f"{r.median_b:,.0f}"]
+    return [r.median_a, r.median_b]
 
 
 def _families(result) -> str:

@@ -36,6 +36,7 @@ INSTALL = "install it (apt-get install valgrind, or make system)"
 MEASURES = ("instructions", "estimated_cycles", "i1_misses", "d1_misses", "ll_misses",
             "cond_mispredicts", "ind_mispredicts")
 PER_EVENT = ("instructions", "estimated_cycles", "i1_misses")  # also divided by metric 'events'
+ALL_MEASURES = MEASURES + tuple(f"{m}_per_event" for m in PER_EVENT)
 
 
 def valgrind() -> str:

@@ -12,6 +12,10 @@ interval lies wholly outside the band of +-min_effect around 1 (default 1 %): a 
 is never called a difference. One campaign a side cannot tell a change from drift between
 campaigns (another day, another load); the verdict says so. A side with two speeds
 (stats.modes) is named with its modes, and the verdict says what its median rests on.
+
+Counted measures (--instrument cachegrind) are judged as the gate judges them
+(studies/compare_counted.py); equal constant counts are shown, untested. A simulated campaign
+without a primary metric is headed by instructions (its wall time is Valgrind's).
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from typing import Any, Sequence
 
 from perflab import stats
 from perflab.errors import PerflabError
+from perflab.measure import cachegrind
 from perflab.stats import median
 from perflab.stats.modes import detect_modes
 from perflab.stats.shift import ratio_ci
 from perflab.stats.stratified import pooled_ratio, stratified_ratio_ci, van_elteren
+from perflab.studies import compare_counted
 from perflab.studies.compare_keys import higher_is_better, measure_title, primary_metric, series
 
 # Below this many runs per side the percentile bootstrap interval covers less than it says
@@ -46,6 +52,7 @@ class CompareConfig:
     alpha: float = 0.05
     seed: int = 0
     min_effect: float = DEFAULT_MIN_EFFECT
+    counted_min_effect: float = 0.0  # the band for counted measures (module docstring)
 
 
 @dataclass
@@ -72,6 +79,17 @@ class CompareRow:
     direction: bool | None = None  # higher is better (None: the campaign declares none)
     modes_a: Any = None  # stats.modes.Modes where A has two speeds
     modes_b: Any = None
+    counted: bool = False  # judged as a count (gate_judge.counted_test), not by ranks
+
+    @property
+    def untested(self) -> bool:
+        """Equal constant counts on both sides: known to be the same, no test made."""
+        return self.counted and self.lo == self.hi == 1.0
+
+    @property
+    def ci_text(self) -> str:
+        """'[0.9920, 1.0266] 67%', or 'exact' where both sides are constant counts."""
+        return f"[{self.lo:.4f}, {self.hi:.4f}] " + ("exact" if self.level == 1.0 else f"{100 * self.level:.0f}%")
 
     @property
     def change(self) -> float:
@@ -85,7 +103,9 @@ class CompareRow:
     @property
     def verdict_cell(self) -> str:
         """'A better', 'B better', 'B higher' (no declared direction), 'same'; '2 speeds' added."""
-        if not self.significant:
+        if self.untested:
+            text = "same (equal counts)"
+        elif not self.significant:
             text = "same"
         elif self.better:
             text = f"{self.better} better"
@@ -106,6 +126,7 @@ class CompareRow:
                 "ci": {"low": self.lo, "high": self.hi, "level": self.level},
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "alpha_used": self.alpha_used,
                 "min_effect": self.min_effect, "significant": self.significant, "better": self.better,
+                "counted": self.counted, "tested": not self.untested,
                 "higher_is_better": self.direction, "verdict": self.verdict_cell, "overall": self.overall,
                 "modes_a": self.modes_a.as_dict() if self.modes_a is not None else None,
                 "modes_b": self.modes_b.as_dict() if self.modes_b is not None else None}
@@ -124,6 +145,7 @@ class CompareResult:
     notes: list[str] = field(default_factory=list)
     min_effect: float = 0.0
     primary: str = "wall_s"  # the measure the headline is about: the primary metric, or wall time
+    counted_min_effect: float = 0.0  # the band of counted rows (CompareConfig)
 
     @property
     def headline(self) -> CompareRow | None:
@@ -137,11 +159,15 @@ class CompareResult:
             return f"campaigns {self.a} and {self.b} share no measurement to compare."
         sig = [r for r in self.rows if r.significant]
         band = f" by more than {100 * self.min_effect:g} %" if self.min_effect else ""
+        if any(r.counted for r in sig) and self.counted_min_effect != self.min_effect:
+            counts = (f"by more than {100 * self.counted_min_effect:g} %" if self.counted_min_effect
+                      else "by any amount")
+            band = f" (counts {counts}{', times' + band if band else ''})"
         what = measure_title(self.primary)
         top = self.headline
         if top is not None:
             text = (f"{what} of {top.key} is {100 * top.change:+.1f} % in B (campaign {self.b}): "
-                    f"{_judgement(top)}, {100 * top.level:.0f}% CI of B/A [{top.lo:.4g}, {top.hi:.4g}]; "
+                    f"{_judgement(top)}, {compare_counted.ci_words(top.ratio, top.lo, top.hi, top.level)}; "
                     f"{len(sig)} of {len(self.rows)} comparisons differ{band}.")
         elif sig:
             other = max(sig, key=lambda r: abs(math.log(r.ratio)))
@@ -165,6 +191,7 @@ class CompareResult:
     def as_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "study_a": self.study_a, "study_b": self.study_b,
                 "alpha": self.alpha, "min_effect": self.min_effect, "primary": self.primary,
+                "counted_min_effect": self.counted_min_effect,
                 "verdict": self.verdict, "rows": [r.as_dict() for r in self.rows],
                 "unmatched_a": self.unmatched_a, "unmatched_b": self.unmatched_b, "notes": self.notes}
 
@@ -189,12 +216,14 @@ def compare_measurements(
     study: str, meas_a: Sequence[Any], meas_b: Sequence[Any], alpha: float = 0.05, seed: int = 0,
     config: dict | None = None, measures: Sequence[str] | None = None, *,
     min_effect: float = 0.0, interval: str = "bootstrap", modes: bool = False,
+    counted_min_effect: float = 0.0,
 ) -> tuple[list[CompareRow], list[str], list[str], list[str]]:
     """Rows for every matched point and measure (only ``measures`` when given), Holm-corrected.
 
     ``interval``: "rank" for Moses' interval at its real level (what `perflab compare` prints),
     "bootstrap" for the percentile bootstrap of the ratio of medians. ``min_effect``: the band
-    around 1 that a significant CI must exclude. ``modes``: name two speeds (stats.modes) of wall time and the primary metric.
+    around 1 that a significant CI must exclude; ``counted_min_effect`` the band of counted rows.
+    ``modes``: name two speeds (stats.modes) of wall time and the primary metric.
     Returns (rows, keys only in A, keys only in B, notes).
     """
 
@@ -219,11 +248,17 @@ def compare_measurements(
             a, b = sa[key][measure], sb[key][measure]
             if len(a) < 2 or len(b) < 2:
                 continue
-            if len(set(a) | set(b)) == 1:
+            counted = compare_counted.is_counted(measure, a, b)
+            if len(set(a) | set(b)) == 1 and not counted:
                 continue  # the same constant on both sides (event counts): nothing to test
             if stats.median(a) == 0 or (rank and min(min(a), min(b)) <= 0):
                 # No ratio to a zero (user time of `sleep`, a metric that is 0): said, not crashed.
                 zero.setdefault(measure, []).append(ta[key])
+                continue
+            if counted:
+                p, ratio, lo, hi, level = compare_counted.test(a, b, alpha)
+                rows.append(CompareRow(ta[key], measure, len(a), len(b), stats.median(a), stats.median(b),
+                                       ratio, lo, hi, p, level=level, counted=True))
                 continue
             small += min(len(a), len(b)) < MIN_N_FOR_CI
             if rank:
@@ -250,17 +285,24 @@ def compare_measurements(
     # so the chance of any false alarm stays below alpha): the shift across all points, which
     # finds an effect every point shares, and each point on its own, which finds where it is.
     family_alpha = alpha / 2 if overall else alpha
-    for family in (overall, rows):
+    for family in (overall, [r for r in rows if not r.untested]):
         for r, p in zip(family, stats.holm([r.p_value for r in family])):
-            r.p_adjusted, r.alpha_used, r.min_effect = p, family_alpha, min_effect
+            band = counted_min_effect if r.counted else min_effect
+            r.p_adjusted, r.alpha_used, r.min_effect = p, family_alpha, band
             r.direction = higher_is_better(r.measure, config)
-            r.significant = p < family_alpha and (r.lo > 1.0 + min_effect or r.hi < 1.0 - min_effect)
+            r.significant = p < family_alpha and (r.lo > 1.0 + band or r.hi < 1.0 - band)
             if r.significant and r.direction is not None:
                 r.better = "B" if (r.ratio > 1) == r.direction else "A"
     if overall:
         notes.append(f"'all points' rows: van Elteren's stratified rank-sum test over the "
                      f"{len(set(sa) & set(sb))} matched points; those rows and the per-point rows are "
                      f"two families, each Holm-corrected at alpha/2 = {family_alpha:g}")
+    for r in rows:
+        if r.untested:
+            r.direction = higher_is_better(r.measure, config)
+    counted_names = [measure_title(m) for m in dict.fromkeys(r.measure for r in rows if r.counted)]
+    if counted_names:
+        notes.append(compare_counted.note(counted_names, counted_min_effect))
     rows = overall + rows
     if small and rank:
         low = min(r.level for r in rows)
@@ -314,8 +356,9 @@ def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed
 
 
 def _measure_order(measure: str) -> tuple[int, str]:
-    """Wall time, CPU time, memory, energy, then the workload's metrics by name."""
-    fixed = ("wall_s", "user_s", "maxrss_kb", "energy_j", "energy_per_event_j")
+    """Wall time, CPU time, memory, energy, the instrument's counts, then metrics by name."""
+    fixed = ("wall_s", "user_s", "maxrss_kb", "energy_j", "energy_per_event_j",
+             *(f"metric:{m}" for m in cachegrind.ALL_MEASURES))
     return (fixed.index(measure), "") if measure in fixed else (len(fixed), measure)
 
 
@@ -338,8 +381,11 @@ def run_compare(config: CompareConfig, store: Any) -> CompareResult:
     rows, only_a, only_b, notes = compare_measurements(
         ca.study, store.measurements(config.a), store.measurements(config.b),
         alpha=config.alpha, seed=config.seed, config=cb.config, min_effect=config.min_effect,
-        interval="rank", modes=True)
+        interval="rank", modes=True, counted_min_effect=config.counted_min_effect)
     name, _ = primary_metric(cb.config or {})
+    if not name and (cb.config or {}).get("instrument") == cachegrind.NAME:
+        name = "instructions"  # a simulated run's wall time is Valgrind's, not the program's
     primary = f"metric:{name}" if name and any(r.measure == f"metric:{name}" for r in rows) else "wall_s"
     return CompareResult(config.a, config.b, ca.study, cb.study, config.alpha, rows, only_a, only_b,
-                         notes, min_effect=config.min_effect, primary=primary)
+                         notes, min_effect=config.min_effect, primary=primary,
+                         counted_min_effect=config.counted_min_effect)

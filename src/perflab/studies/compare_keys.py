@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from perflab.measure import cachegrind
 from perflab.stats import median
 from perflab.studies.energy import run_joules
 
@@ -142,6 +143,8 @@ def higher_is_better(measure: str, config: dict | None = None) -> bool | None:
     direction is never guessed from a metric's name: an encoder's fps is no `_per_s`."""
     if not measure.startswith("metric:"):
         return False
+    if (config or {}).get("instrument") == "cachegrind" and measure[7:] in cachegrind.ALL_MEASURES:
+        return False  # the instrument's counts are costs, declared by perflab, not guessed
     primary, hib = primary_metric(config or {})
     if primary == measure.removeprefix("metric:"):
         return hib
