@@ -139,7 +139,7 @@ def test_sigterm_names_the_campaign_to_resume(tmp_path):
         raise AssertionError(f"{exc}: {proc.communicate()[1][-2000:]}") from None
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    hold.release()  # perflab killed the held copy on its way out
+    hold.release()
     assert proc.returncode == 130, err
     with open_store(str(db)) as store:
         camp = store.campaigns()[-1]
