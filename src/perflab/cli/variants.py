@@ -157,6 +157,11 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
 @click.option("--timeout", type=Duration(), help="Seconds before a run is killed.")
 @click.option("--link-order-demo", is_flag=True,
               help="Seed 003's trap: sin() from an archive placed after vs before the object.")
+@click.option("--instrument", type=click.Choice(["time", "cachegrind"]), default="time", show_default=True,
+              help="cachegrind: also run each variant twice under Valgrind and rank the variants by "
+                   "simulated instructions and estimated cycles beside their time.")
+@click.option("--cache-model", "cache_model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
+              help="The caches --instrument cachegrind simulates (default: this machine's, from sysfs).")
 @energy_option
 @study_output_options
 def command(**opts):
@@ -197,12 +202,18 @@ def command(**opts):
         target=target, workload=wl, variants=tuple(variants), baseline=baseline, rounds=opts["rounds"],
         warmup=opts["warmup"], seed=opts["seed"], train_argv=train, train_cwd=os.getcwd(),
         timeout=opts["timeout"], jobs=opts["jobs"])
+    from perflab.cli.run import _cache_model, _instrumented
+
+    model = _cache_model(opts["instrument"], opts["cache_model"], False)
+    if model is not None:
+        config = replace(config, instrument=opts["instrument"], cache_model=model.text())
     study.plan(config)  # bad designs fail here, before anything is built
 
     err = make_console(stderr=True)
     out = make_console(stderr=opts["json_path"] == "-")  # stdout is the JSON's then
     meter = open_energy(opts["energy_source"], out)  # beside the result, as instances and run say it
-    with open_store(opts["db_url"]) as store, default_executor() as executor:
+    with open_store(opts["db_url"]) as store, default_executor() as native, \
+            _instrumented(native, model, err) as executor:
         result = run_study(study, config, store, executor, energy=meter,
                            progress=lambda m: err.print(m, soft_wrap=True))
         render(result, out)

@@ -69,6 +69,8 @@ def design_key(study: str, label: str, params: dict[str, Any]) -> Point:
         key = (("label", label),) + items
         return Point(key, " ".join([label] + [f"{k}={v}" for k, v in items]).strip())
     key = tuple((k, _text(params.get(k))) for k in names)
+    if params.get("instrument"):  # a simulated run of a point (variants) is a point of its own
+        key += (("instrument", _text(params["instrument"])),)
     prefix = "fork " if kind == "instances-fork" else ""
     return Point(key, prefix + " ".join(f"{k}={v}" for k, v in key))
 

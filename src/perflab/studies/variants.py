@@ -9,7 +9,9 @@ quantity (elapsed, max RSS, the workload's metric), paired by round so drift can
 signed-rank test, Holm-corrected across the variants, and the ratio with its distribution-free
 interval (Walsh averages) at its achieved level. A variant
 whose output checksum differs from the baseline's is a "different result": reported, never
-named the fastest (seed 003: fast-math changes floating-point results).
+named the fastest (seed 003: fast-math changes floating-point results). With an instrument
+(cachegrind), every variant also runs a few times simulated, and is ranked by its counts beside
+its time (studies/variants_counts.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from perflab.model import MetricPattern, RunResult, RunSpec, Workload
 from perflab.stats import cliffs_delta, holm, median, median_ci
 from perflab.stats.shift import paired_ratio_ci
 from perflab.studies.energy import events_metric, run_joules, summarise
+from perflab.studies.variants_counts import COUNT_RUNS, analyse_counts, counts_verdict
 from perflab.studies.variants_result import (
     BuildInfo, Comparison, Estimate, VariantOutcome, VariantsResult, candidates, leader_of, verdicts,
 )
@@ -76,6 +79,8 @@ class VariantsConfig:
     timeout: float | None = None
     cache_dir: str | None = None
     jobs: int = 0  # parallel build jobs; 0: one per allowed CPU
+    instrument: str = ""  # "cachegrind": COUNT_RUNS simulated runs per variant beside the timed rounds
+    cache_model: str = ""  # the caches the instrument simulates (platform/cache_model.py)
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -108,6 +113,13 @@ def plan(config: VariantsConfig, machine: Any = None) -> list[RunSpec]:
         rng.shuffle(order)
         specs += [config.workload.spec(label=name, timeout=config.timeout,
                                        params={"variant": name, "round": rnd}) for name in order]
+    # Simulated runs apart from the timed rounds: their wall time is Valgrind's, not the build's.
+    for rnd in range(COUNT_RUNS if config.instrument else 0):
+        order = list(names)
+        rng.shuffle(order)
+        specs += [config.workload.spec(label=name, timeout=config.timeout, instrument=config.instrument,
+                                       params={"variant": name, "round": rnd, "instrument": config.instrument})
+                  for name in order]
     return specs
 
 
@@ -156,6 +168,9 @@ def _build_all(config: VariantsConfig, variants: Sequence[Variant], base: str,
 def execute(config: VariantsConfig, session: Any, machine: Any = None) -> VariantsResult:
     """Build every variant, then run the plan through the session (stored as each run completes)."""
     variants, base = resolve_baseline(config.variants, config.baseline)
+    if config.instrument and not hasattr(session.executor, "costs"):
+        raise PerflabError(f"this variants campaign runs under --instrument {config.instrument}, which "
+                           "this executor cannot simulate: run the study again rather than resume it")
     builds = _build_all(config, variants, base, session.say)
     if not session.resumed:
         for name, vb in builds.items():
@@ -166,7 +181,8 @@ def execute(config: VariantsConfig, session: Any, machine: Any = None) -> Varian
     runs: list[tuple[dict, RunResult]] = []
     specs = plan(config, machine)
     session.say(f"measuring {sum(isinstance(b, VariantBuild) for b in builds.values())} variants x "
-                f"{config.rounds} rounds, interleaved in shuffled order (+{config.warmup} warm-up)")
+                f"{config.rounds} rounds, interleaved in shuffled order (+{config.warmup} warm-up)"
+                + (f", then {COUNT_RUNS} simulated runs each ({config.instrument})" if config.instrument else ""))
     for spec in specs:
         name, rnd = spec.params["variant"], spec.params["round"]
         vb = builds[name]
@@ -235,6 +251,8 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
     """Per variant: medians with CIs, failures, checksum; against the baseline: one Comparison per quantity."""
     variants, base = resolve_baseline(config.variants, config.baseline)
     pairs = _runs(runs)
+    simulated = [(p, r) for p, r in pairs if p.get("instrument")]
+    pairs = [(p, r) for p, r in pairs if not p.get("instrument")]
     builds = dict(builds or {})
     by_name: dict[str, list[RunResult]] = {v.name: [] for v in variants}
     by_round: dict[str, list[tuple[int, RunResult]]] = {v.name: [] for v in variants}
@@ -294,9 +312,13 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
                             rounds=config.rounds, checksum_metric=csm,
                             variants=list(outcomes.values()),
                             order=[order[k] for k in sorted(order)], higher_is_better=higher,
-                            ranking=_ranking(metric, primary, higher))
+                            ranking=_ranking(metric, primary, higher), instrument=config.instrument,
+                            cache_model=config.cache_model)
     _contest(result, by_round, config.level)
     verdicts(result)
+    if config.instrument:
+        analyse_counts(result, simulated)
+        result.verdict += counts_verdict(result)
     return result
 
 

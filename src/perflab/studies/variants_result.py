@@ -107,6 +107,8 @@ class VariantOutcome:
     notes: list[str] = field(default_factory=list)
     verdict: str = ""
     energy: dict | None = None  # EnergySummary.as_dict(): J/run, J/event with CIs (None: not measured)
+    counts: dict[str, float] = field(default_factory=dict)  # simulated count -> median (--instrument)
+    count_comparisons: dict[str, Comparison] = field(default_factory=dict)  # against the baseline
 
     @property
     def n_failed(self) -> int:
@@ -116,13 +118,16 @@ class VariantOutcome:
         d = asdict(self)
         d["estimates"] = {k: e.as_dict() for k, e in self.estimates.items()}
         d["comparisons"] = {k: c.as_dict() for k, c in self.comparisons.items()}
+        d["count_comparisons"] = {k: c.as_dict() for k, c in self.count_comparisons.items()}
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "VariantOutcome":
         return cls(**{**d, "build": BuildInfo(**d["build"]),
                       "estimates": {k: Estimate.from_dict(e) for k, e in d["estimates"].items()},
-                      "comparisons": {k: Comparison.from_dict(c) for k, c in d["comparisons"].items()}})
+                      "comparisons": {k: Comparison.from_dict(c) for k, c in d["comparisons"].items()},
+                      "count_comparisons": {k: Comparison.from_dict(c)
+                                            for k, c in (d.get("count_comparisons") or {}).items()}})
 
 
 @dataclass
@@ -146,6 +151,10 @@ class VariantsResult:
     leader: str | None = None
     contest: dict[str, Comparison] = field(default_factory=dict)  # rival -> leader vs rival
     tied: list[str] = field(default_factory=list)  # leader and the rivals it does not beat
+    instrument: str = ""  # "cachegrind": each variant also ranked by simulated counts
+    cache_model: str = ""  # the caches simulated (platform/cache_model.py)
+    count_ranking: dict[str, list[str]] = field(default_factory=dict)  # count -> variants, fewest first
+    disagreements: list[str] = field(default_factory=list)  # where counts and time point opposite ways
 
     def row(self, name: str) -> VariantOutcome:
         return next(v for v in self.variants if v.name == name)

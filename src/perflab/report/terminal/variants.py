@@ -23,6 +23,14 @@ def _vs_base(o: VariantOutcome, primary: str) -> str:
     return f"{pct(c.ratio)} [{pct(c.ci.low)}, {pct(c.ci.high)}] {star}p={c.p:.2g}"
 
 
+def _count(o: VariantOutcome, measure: str) -> str:
+    """'1,704,544 (-0.5 %*)': the median count and its change against the baseline (* significant)."""
+    if measure not in o.counts:
+        return "-"
+    c = o.count_comparisons.get(measure)
+    return f"{o.counts[measure]:,.0f}" + (f" ({pct(c.ratio)}{'*' if c.significant else ''})" if c else "")
+
+
 def _checksum(o: VariantOutcome, result: VariantsResult) -> str:
     if not result.checksum_metric or o.checksum is None:
         return "-"
@@ -39,8 +47,9 @@ def render(result: VariantsResult, console: Any) -> None:
     t = Table(title=f"variants vs baseline '{result.baseline}': medians [{level} CI]; {label} vs baseline "
                     f"paired by round, * = Holm p < {result.alpha:g}")
     metric = result.primary not in LABELS
+    counts = ["instructions", "estimated_cycles"] if result.instrument else []
     cols = ["variant", "status", "elapsed s", *([result.primary] if metric else []), "max RSS MiB", "text KiB",
-            f"{label} vs base", "checksum"]
+            f"{label} vs base", *[m.replace("_", " ") for m in counts], "checksum"]
     for col in cols:
         t.add_column(col, justify="left" if col in ("variant", "status") else "right")
     for o in result.variants:
@@ -49,9 +58,17 @@ def render(result: VariantsResult, console: Any) -> None:
         row = [o.name, o.status, "-" if wall is None else f"{wall.median:.3f}",
                *([_est(o.estimates.get(result.primary))] if metric else []),
                "-" if rss is None else f"{rss.median / 1024:.1f}",
-               "-" if not sizes else f"{sizes['text'] / 1024:.0f}", _vs_base(o, result.primary), _checksum(o, result)]
+               "-" if not sizes else f"{sizes['text'] / 1024:.0f}", _vs_base(o, result.primary),
+               *[_count(o, m) for m in counts], _checksum(o, result)]
         t.add_row(*row)
     console.print(t)
+    if result.instrument:
+        console.print(f"counts: {result.instrument} simulated, cache model {result.cache_model}; "
+                      "change against the baseline, * = Holm p < "
+                      f"{result.alpha:g} (Welch's t on logs, exact where every run counts the same)",
+                      soft_wrap=True, highlight=False, markup=False)
+        for d in result.disagreements:
+            console.print(f"disagree: {d}", soft_wrap=True, highlight=False, markup=False)
     render_energy([(o.name, o.energy) for o in result.variants], console)
     for o in result.variants:
         if o.status != "baseline":
