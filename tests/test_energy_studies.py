@@ -230,12 +230,13 @@ def test_report_sections_have_the_energy_columns(tmp_path):
     run_sec, var_sec, plain_sec = report.sections
     t = run_sec.tables[0]
     assert t.columns[-4:] == ["J/run", "J/run CI", "J/event", "J/event CI"]
-    assert t.rows[0][-4:] == [pytest.approx(102.0), "[100, 104] 94%", pytest.approx(1.02), "[1, 1.04] 94%"]
+    assert t.rows[0][-4:] == [pytest.approx(102.0), "[100, 104] (94% CI)", pytest.approx(1.02), "[1.00, 1.04] (94% CI)"]
     assert "RAPL" in t.note
     assert "J/event CI" in var_sec.tables[0].columns
     assert "J/run" not in plain_sec.tables[0].columns  # nothing measured, no column
-    assert "102 J/run [100, 104] J (94% CI)" not in report.answers[0].evidence  # the fastest is b
-    assert "81.6 J/run [80, 83.2] J (94% CI), 0.816 J/event" in report.answers[0].evidence
+    # the evidence is the reference's (a), as the verdict is, and how b compares with it
+    assert "a: median 2.04 s" in report.answers[0].evidence and "b: ×0.500" in report.answers[0].evidence
+    assert "102 J/run [100, 104] J (94% CI), 1.02 J/event" in report.answers[0].evidence
     html = to_html(report)
     assert "J/event CI" in html and "undercounts the node" in html
 

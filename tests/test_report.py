@@ -102,19 +102,21 @@ def test_compare_cli_json_and_missing_campaign(tmp_path, store):
     assert len(p.stderr.strip().splitlines()) == 1
 
 
-def test_plots_draw_points_not_bars_unless_zero_is_on_the_axis():
+def test_plots_draw_points_with_ci_and_ratios_on_a_log_axis_centred_on_1():
     import re
 
-    from perflab.report.plots import bars_with_ci, ratios_log
+    from perflab.report.plots import ratio_axis, estimates
 
-    def rects(svg: str) -> int:  # matplotlib draws bars as patches with ids patch_N
-        return len(re.findall(r'id="patch_\d+"', svg))
-
-    points = bars_with_ci(["a", "b"], [1.00, 1.02], [0.99, 1.01], [1.01, 1.03], ylabel="wall time [s]")
-    bars = bars_with_ci(["a", "b"], [40.0, 27.0], ylabel="max RSS [MiB]", zero=True)
-    assert rects(bars) - rects(points) == 2  # the two bars; the points version has none
-    ratio = ratios_log(["b", "c"], [1.5, 0.8], [1.2, 0.6], [1.9, 1.1], [True, False])
-    assert ratio.count("<path") > 10 and 'id="line2d' in ratio
+    points = estimates(["a", "b"], [1.00, 1.02], [0.99, 1.01], [1.01, 1.03], ylabel="wall time [s]", level="95% CI")
+    assert 'id="patch_' not in points.split("</defs>")[-1] or "bar" not in points  # no bars
+    assert re.search(r"<text\b[^>]*>[^<]*95% CI", points) or "95% CI" in points  # the level in the legend
+    ratio = ratio_axis(["b", "c"], [1.5, 0.8], [1.2, 0.6], [1.9, 1.1], ["worse", "not significant"],
+                       "ratio (log scale)", "96% CI")
+    assert 'id="mark-worse-0"' in ratio and 'id="mark-not-significant-1"' in ratio
+    assert "worse (significant)" in ratio and "not significant" in ratio  # the legend names each finding
+    # centred on 1: the axis reaches as far below 1 as above (1.9 -> 1/1.9 at least)
+    ticks = [float(t) for t in re.findall(r"<!-- ([\d.]+) -->", ratio)] or None
+    assert ticks is None or (min(ticks) < 1 < max(ticks))
 
 
 def test_cells_have_three_significant_digits():
@@ -139,10 +141,12 @@ def test_run_report_answers_first_with_evidence_and_its_level(store):
     report = build_report(store, [store.campaign(res.campaign_id)])
     (answer,) = report.answers
     assert answer.question == "How long does the workload take?" and answer.key == f"run-{res.campaign_id}"
-    assert answer.evidence == "median 0.1 s [0.1, 0.1] s (97% CI), 6 runs"
+    assert answer.evidence == ("sleep 0.2: median 0.2 s [0.2, 0.2] s (97% CI); "
+                               "sleep 0.1: ×0.5 [0.5, 0.5] (96% CI) of the reference")
+    assert answer.basis == "6 runs per command, 97% CI" and answer.program == "sleep 0.2, sleep 0.1"
     (sec,) = report.sections
     assert [p.title.split(" (")[0] for p in sec.plots] == ["Median wall time with its CI",
-                                                            "Relative to the reference"]
+                                                            "wall time relative to the reference"]
     html = to_html(report)
     assert html.index('<section id="summary"') < html.index(f'<section id="run-{res.campaign_id}"')
     md = to_markdown(report)

@@ -80,9 +80,10 @@ def test_report_renders_in_headless_chromium(tmp_path):
     report = build_report(store, select_campaigns(store, []))
     # a plot, so the screenshot has graphics as well as text
     from perflab.report.model import Plot
-    from perflab.report.plots import bars_with_ci
+    from perflab.report.plots import estimates
 
-    report.sections[0].plots.append(Plot("t", bars_with_ci(["a", "b"], [1.0, 1.2], [0.9, 1.1], [1.1, 1.3])))
+    report.sections[0].plots.append(Plot("t", estimates(["a", "b"], [1.0, 1.2], [0.9, 1.1], [1.1, 1.3], "wall time [s]",
+                                                        "95% CI")))
     path = tmp_path / "report.html"
     path.write_text(to_html(report))
     check_rendered(tmp_path, str(path), ["machine", f"run-{cid}"])

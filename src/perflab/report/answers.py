@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from perflab.report.generic import levels
 from perflab.report.model import Answer, Section
+from perflab.report.numbers import ci_of, format_cell, plural, ratio_text
+from perflab.studies.compare_keys import measure_title
+from perflab.workloads import BUILTIN
 
 QUESTIONS = {
     "run": "How long does the workload take?",
@@ -22,48 +26,57 @@ QUESTIONS = {
 }
 
 
-def _ci(d: dict | None, unit: str = "", fmt: str = "{:.3g}") -> str:
-    """'1.23 s [1.20, 1.25] (95% CI)' from {"low", "high", "level"}."""
-    if not d or d.get("low") is None:
-        return ""
-    return (f"[{fmt.format(d['low'])}, {fmt.format(d['high'])}]{(' ' + unit) if unit else ''} "
-            f"({d.get('level', 0.95):.0%} CI)")
-
-
 def _evidence(study: str, s: dict) -> str:
     """The numbers behind a study's verdict, from its stored summary (keys it writes today)."""
     if study == "run":
         ok = [b for b in s.get("benchmarks") or [] if b.get("summary")]
         if not ok:
             return "no successful run"
-        b = min(ok, key=lambda b: b["summary"]["median"])
-        text = f"median {b['summary']['median']:.3g} s {_ci(b.get('median_ci'), 's')}, {b['summary']['n']} runs"
+        ref = (s.get("ranking") or {}).get("reference")
+        b = next((b for b in ok if b.get("command") == ref), ok[0])
+        text = f"{b.get('command')}: median {format_cell(b['summary']['median'])} s {ci_of(b.get('median_ci'), 's', b['summary']['median'])}"
         e = b.get("energy")
         if e:
-            text += f"; {e['joules_per_run']:.3g} J/run {_ci(e.get('joules_per_run_ci'), 'J')}"
+            text += f"; {format_cell(e['joules_per_run'])} J/run {ci_of(e.get('joules_per_run_ci'), 'J')}"
             if e.get("joules_per_event") is not None:
-                text += f", {e['joules_per_event']:.3g} J/event {_ci(e.get('joules_per_event_ci'), 'J')}"
+                text += f", {format_cell(e['joules_per_event'])} J/event {ci_of(e.get('joules_per_event_ci'), 'J')}"
+        for o in ok:
+            rel = o.get("relative")
+            if rel and not rel.get("reference") and rel.get("significant"):
+                text += f"; {o.get('command')}: {ratio_text(rel['ratio'], rel)} of the reference"
         return text
     if study == "cores":
         slow = s.get("slow") or []
         if slow:
-            return "; ".join(f"core {x.get('core')}: ratio {x.get('ratio', 0):.3g} {_ci(x.get('ratio_ci'))}, "
-                             f"p={x.get('p_adjusted', 1):.2g} (Holm), slower in {x.get('slower_rounds')} of "
-                             f"{x.get('rounds')} rounds" for x in slow)
+            return "; ".join(f"core {x.get('core')}: cost ratio {ratio_text(x.get('ratio', 0), x.get('ratio_ci'))}, "
+                             f"p = {x.get('p_adjusted', 1):.2g} (Holm), slower in {x.get('slower_rounds')} of "
+                             f"{plural(x.get('rounds'), 'round')}" for x in slow)
         ps = [c.get("p_adjusted") for c in s.get("cpus") or [] if c.get("p_adjusted") is not None]
         return f"not significant (smallest Holm-adjusted p = {min(ps):.2g})" if ps else ""
-    if study == "instances" and s.get("optimum_n") is not None:
-        return f"{s.get('optimum_throughput', 0):.3g} {s.get('unit', '')} at {s['optimum_n']} copies"
+    if study == "instances":
+        if s.get("optimum_n") is not None:
+            return f"{format_cell(s.get('optimum_throughput'))} {s.get('unit', '')} at {plural(s['optimum_n'], 'copy')}"
+        return "no optimum named"
     if study == "variants":
         parts = []
         for v in s.get("variants") or []:
             for q, c in sorted((v.get("comparisons") or {}).items()):
                 if c.get("significant"):
-                    parts.append(f"{v.get('name')} {q}: ratio {c.get('ratio', 0):.3g} {_ci(c.get('ci'))}, "
-                                 f"p={c.get('p', 1):.2g} (Holm)")
+                    parts.append(f"{v.get('name')} {measure_title(q).split(' [')[0]}: "
+                                 f"{ratio_text(c.get('ratio', 0), c.get('ci'))}, p = {c.get('p', 1):.2g} (Holm)")
         if parts:
             return "; ".join(parts)
         return "no variant significantly different from the baseline" if s.get("variants") else ""
+    if study == "micro":
+        diffs = s.get("diffs") or []
+        n = sum(1 for d in diffs if d.get("significant"))
+        return f"{n} of {plural(len(diffs), 'comparison')} significant after Holm" if diffs else ""
+    if study == "frontend":
+        rs = s.get("ratios") or []
+        return (f"{sum(1 for r in rs if r.get('helps'))} of {plural(len(rs), 'size')} where 2 MiB pages help "
+                "(one-sided Wilcoxon signed-rank, Holm)") if rs else ""
+    if study == "profile":
+        return f"{plural(s.get('samples', 0), 'sample')} ({s.get('event', '?')})" if s.get("samples") is not None else ""
     for key in ("evidence", "p_value", "p_adjusted"):
         value = s.get(key)
         if value is None:
@@ -74,14 +87,63 @@ def _evidence(study: str, s: dict) -> str:
     return ""
 
 
+def basis(study: str, s: dict) -> tuple[str, bool]:
+    """How much evidence the answer rests on (runs, rounds, the CI level reached), and whether the
+    study itself says it is not enough to answer (instances below its rounds, cores without a
+    detectable slowdown, run comparisons whose interval missed its level)."""
+    if study == "run":
+        ok = [b for b in s.get("benchmarks") or [] if b.get("summary")]
+        rels = [b["relative"] for b in ok if b.get("relative") and not b["relative"].get("reference")]
+        few = [r for r in rels if r.get("level") is not None and r["level"] < r.get("target", 0) - 1e-9]
+        runs = sorted({b["summary"]["n"] for b in ok}) or [0]
+        text = (plural(runs[0], "run") if len(runs) == 1 else f"{runs[0]}-{runs[-1]} runs") + (
+            " per command" if len(ok) > 1 else "")
+        lv = levels([b.get("median_ci") for b in ok])
+        return text + (f", {lv}" if lv else ""), bool(few) or not ok
+    if study == "cores":
+        cpus = s.get("cpus") or []
+        mde = s.get("mde")
+        text = (f"{plural(s.get('rounds', 0), 'round')} x {plural(len(cpus), 'CPU')}, {plural(s.get('runs', 0), 'run')}"
+                + (f", {levels([c.get('ratio_ci') for c in cpus])}" if cpus else "")
+                + (f", detects a {mde:.1%} slowdown" if mde is not None and mde != float("inf") else ""))
+        return text, not s.get("slow") and (mde is None or mde == float("inf") or bool(s.get("mde_why")))
+    if study == "instances":
+        points = [p for sc in s.get("scans") or [] for p in sc.get("points") or []]
+        reps = sorted({p.get("reps") for p in points if p.get("reps") is not None})
+        per = (plural(reps[0], "round") if len(reps) == 1 else f"{reps[0]}-{reps[-1]} rounds") + " per point"
+        cis = levels([p.get("ci") for p in points]) or "no CI"
+        return f"{per}, {plural(len(points), 'point')}, {cis}", str(s.get("verdict", "")).startswith("not enough evidence")
+    if study == "variants":
+        comps = [c for v in s.get("variants") or [] for c in (v.get("comparisons") or {}).values()]
+        return (f"{plural(s.get('rounds', 0), 'round')} paired, "
+                f"{plural(len(s.get('variants') or []), 'variant')}" + (f", {levels([c.get('ci') for c in comps])}"
+                                                                        if comps else "")), False
+    if study == "frontend":
+        pts = s.get("points") or []
+        reps = sorted({p.get("reps") for p in pts if p.get("reps")})
+        return (f"{plural(reps[0] if len(reps) == 1 else s.get('runs', 0), 'round' if len(reps) == 1 else 'run')}"
+                f"{' per size' if len(reps) == 1 else ''}, {plural(len({p.get('bytes') for p in pts}), 'size')}, "
+                f"{levels([r.get('ci') for r in s.get('ratios') or []]) or 'no CI'}"), False
+    if study == "micro":
+        cells = s.get("cells") or []
+        ns = sorted({c.get("n") for c in cells if c.get("n")})
+        return (f"{plural(ns[0], 'run') if len(ns) == 1 else plural(s.get('runs', 0), 'run')}"
+                f"{' per operation and ABI' if len(ns) == 1 else ''}, "
+                f"{levels([d.get('ci_pct') for d in s.get('diffs') or []]) or 'no CI'}"), False
+    if study == "profile":
+        n = len([r for r in s.get("recordings") or [] if r.get("opened")])
+        return f"{plural(n, 'window')}, {plural(s.get('samples', 0), 'sample')}", False
+    return "", False
+
+
 def _caveats(study: str, s: dict, campaign: Any, host: dict | None, fallback: dict | None) -> list[str]:
     out = []
     if campaign.status != "done":
         out.append(f"campaign {campaign.status}: partial")
     if s.get("suspect_runs"):
-        out.append(f"{s['suspect_runs']} runs taken while the machine was disturbed")
+        out.append(f"{plural(s['suspect_runs'], 'run')} taken while the machine was disturbed")
     if s.get("failed_runs"):
-        out.append(f"{s['failed_runs']} runs failed")
+        out.append(f"{plural(s['failed_runs'], 'run')} failed")
     md = (host or {}).get("metadata") or {}
     probes = md.get("probes") or (fallback or {}).get("metadata", {}).get("probes") or {}
     if study in ("profile", "frontend") and probes.get("hw_counters", {}).get("available") is False:
@@ -100,6 +162,47 @@ def answers(campaigns: list[Any], sections: list[Section], hosts: dict[int, dict
     fallback = max(hosts.values(), key=lambda h: len((h.get("metadata") or {}).get("probes") or {}), default=None)
     for camp, sec in zip(campaigns, sections):
         summary = camp.summary or {}
-        out.append(Answer(QUESTIONS.get(camp.study, camp.study), sec.verdict, _evidence(camp.study, summary),
-                          _caveats(camp.study, summary, camp, hosts.get(camp.host_id), fallback), sec.key))
+        text, short = basis(camp.study, summary)
+        answer = sec.verdict
+        if short and not answer.lower().startswith("not enough evidence"):
+            answer = f"Not enough evidence: {answer}"
+        name, builtin = program(camp)
+        caveats = _caveats(camp.study, summary, camp, hosts.get(camp.host_id), fallback)
+        if builtin:
+            caveats.insert(0, f"measured on perflab's built-in {name}, not on your workload")
+        out.append(Answer(QUESTIONS.get(camp.study, camp.study), answer, _evidence(camp.study, summary),
+                          caveats, sec.key, basis=text, program=name + (" (built-in)" if builtin else "")))
+    return out
+
+
+# The studies that measure perflab's own kernels whatever the workload is.
+KERNELS = {"frontend": "front-end kernel", "micro": "microbenchmark kernels"}
+
+
+def program(campaign: Any) -> tuple[str, bool]:
+    """(what a campaign measured, whether that is a built-in program rather than the user's)."""
+    cfg = campaign.config or {}
+    if campaign.study in KERNELS:
+        kind = cfg.get("kind")
+        return (f"{kind} " if kind else "") + KERNELS[campaign.study], True
+    w = cfg.get("workload")
+    if isinstance(w, dict):
+        return str(w.get("name") or "workload"), w.get("source") == "builtin" or w.get("name") in BUILTIN
+    if isinstance(w, str):
+        return w, w in BUILTIN
+    names = [c.get("name") for c in cfg.get("commands") or [] if isinstance(c, dict) and c.get("name")]
+    return (", ".join(names) or cfg.get("label") or ""), False
+
+
+def workloads(campaigns: list[Any]) -> list[str]:
+    """The user's programs a set of campaigns measured (built-in kernels left out), in order."""
+    out: list[str] = []
+    for c in campaigns:
+        if c.study in KERNELS:
+            continue
+        cfg = c.config or {}
+        names = [c2.get("name") for c2 in cfg.get("commands") or [] if isinstance(c2, dict)] or [program(c)[0]]
+        for n in names:
+            if n and n not in out:
+                out.append(n)
     return out

@@ -9,7 +9,8 @@ from perflab import __version__
 from perflab.errors import PerflabError
 from perflab.report.model import Report, Section, Table
 import perflab.report.sections  # noqa: F401  (registers the study builders)
-from perflab.report.answers import answers
+from perflab.report.answers import answers, workloads
+from perflab.report.numbers import plural
 from perflab.report.generic import build_section
 from perflab.platform.sysfs import format_cpulist
 
@@ -55,7 +56,8 @@ def machine_section(host: dict) -> Section:
             facts.append([key.replace("_", " "), _flat(md[key])])
     for name, p in (md.get("probes") or {}).items():
         if isinstance(p, dict):
-            facts.append([f"probe: {name}", ("yes" if p.get("available") else "no") + f" ({p.get('reason', '')})"])
+            why = str(p.get("reason") or "")
+            facts.append([f"probe: {name}", ("yes" if p.get("available") else "no") + (f": {why}" if why else "")])
     counts = _counts(topo)
     sec = Section(key="machine", title="Machine", verdict=_machine_sentence(host, counts), tables=[
         Table("Metadata", ["quantity", "value"], facts)])
@@ -87,9 +89,9 @@ def _machine_sentence(host: dict, c: dict) -> str:
     md = host.get("metadata") or {}
     model = md.get("cpu_model") or "unknown CPU"
     if c:
-        return (f"{host.get('hostname', 'this host')}: {model}, {c.get('sockets', '?')} socket(s), "
-                f"{c.get('cores', '?')} cores, {c.get('threads', c.get('cpus', '?'))} threads, "
-                f"{c.get('numa_nodes', c.get('nodes', '?'))} NUMA node(s).")
+        return (f"{host.get('hostname', 'this host')}: {model}, {plural(c.get('sockets', '?'), 'socket')}, "
+                f"{plural(c.get('cores', '?'), 'core')}, {plural(c.get('threads', c.get('cpus', '?')), 'thread')}, "
+                f"{plural(c.get('numa_nodes', c.get('nodes', '?')), 'NUMA node')}.")
     return f"{host.get('hostname', 'this host')}: {model}."
 
 
@@ -149,9 +151,13 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
 
 
 def _title(campaigns: Sequence[Any], hosts: list[dict], lab: Any) -> str:
-    """'perflab lab: minihlt on host (CPU), 2026-11-23': what was measured, where and when."""
-    workload = ((lab.summary or {}).get("workload") if lab is not None else None) or next(
-        (c.config.get("workload") for c in campaigns if isinstance(c.config.get("workload"), str)), None)
+    """'perflab lab: minihlt on host (CPU), 2026-11-23': what was measured (every workload of a
+    report of several), where and when."""
+    names = workloads(list(campaigns))
+    lab_w = (lab.summary or {}).get("workload") if lab is not None else None
+    if lab_w and lab_w not in names:
+        names.insert(0, lab_w)
+    workload = ", ".join(names)
     md = hosts[0].get("metadata") or {} if hosts else {}
     where = hosts[0].get("hostname", "") if hosts else ""
     if md.get("cpu_model"):

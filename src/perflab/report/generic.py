@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from perflab.platform import owner
+from perflab.report import plots
 from perflab.report.model import Plot, Section, Table
 
 TITLES = {
-    "run": "Timing (perflab run)",
+    "run": "Timing",
     "cores": "Per-core scan",
     "instances": "Instance-count scan",
     "variants": "Build variants",
@@ -106,10 +107,11 @@ def _default_verdict(campaign: Any) -> str:
     return f"{campaign.study}: {status_of(campaign)}; partial results."
 
 
-def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "") -> None:
-    """Add a plot; a plot that cannot be drawn from a partial summary is noted, not fatal."""
+def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "", **what: Any) -> None:
+    """Add a plot; a plot that cannot be drawn from a partial summary is noted, not fatal.
+    ``what`` says what it draws (model.Plot: source, column, unit, level, marks)."""
     try:
-        sec.plots.append(Plot(title, make(), caption))
+        sec.plots.append(Plot(title, make(), caption, **what))
     except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
         sec.notes.append(f"plot '{title}' not drawn: {type(exc).__name__}: {exc}")
 
@@ -141,3 +143,21 @@ def _ci_text(lo: Any, hi: Any, fmt: str = "{:.4g}") -> str:
     if lo is None or hi is None:
         return "—"
     return "[" + fmt.format(lo) + ", " + fmt.format(hi) + "]"
+
+
+def finding(significant: bool | None, ratio: float | None, higher_is_better: bool | None) -> str:
+    """A comparison's finding in the report's three words (plots.BETTER, WORSE, NOT_SIGNIFICANT):
+    better or worse in the measure's own direction, only where the test says it differs."""
+    if not significant or ratio is None:
+        return plots.NOT_SIGNIFICANT
+    if higher_is_better is None:  # no declared direction: a difference, neither better nor worse
+        return plots.NOT_SIGNIFICANT
+    return plots.BETTER if (ratio > 1) == bool(higher_is_better) else plots.WORSE
+
+
+def levels(cis: list[dict | None]) -> str:
+    """The intervals' level for a legend: '96% CI', or '96-99% CIs' where they differ."""
+    ls = sorted({round(100 * c["level"]) for c in cis if c and c.get("level")})
+    if not ls:
+        return ""
+    return f"{ls[0]}% CI" if len(ls) == 1 else f"{ls[0]}-{ls[-1]}% CIs"

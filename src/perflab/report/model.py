@@ -18,11 +18,27 @@ class Table:
 
 
 @dataclass
+class Mark:
+    """One plotted point and the table row it comes from: what the plot claims about that row."""
+
+    row: int  # index into the source table's rows
+    value: float  # the plotted estimate (the value in the table's plotted column)
+    status: str  # plots.BETTER, WORSE, NOT_SIGNIFICANT or ESTIMATE (no test made)
+
+
+@dataclass
 class Plot:
     title: str
     svg: str  # an inline <svg> document produced by matplotlib (trusted: we made it)
     caption: str = ""
     desc: str = ""  # the plot's finding in words, for screen readers (default: the caption or verdict)
+    # What the plot draws, so that a test can hold it against its table: the source table's
+    # title, the column plotted, its unit ("" for a ratio), the intervals' level, one mark per row.
+    source: str = ""
+    column: str = ""
+    unit: str = ""
+    level: str = ""
+    marks: list[Mark] = field(default_factory=list)
 
 
 @dataclass
@@ -46,6 +62,8 @@ class Answer:
     evidence: str  # effect with CI and level, a p-value, or "not significant"
     caveats: list[str]
     key: str  # the section it links to
+    basis: str = ""  # how much evidence: rounds, runs, the CI level reached
+    program: str = ""  # what was measured: the user's workload, or a built-in program (marked)
 
 
 @dataclass

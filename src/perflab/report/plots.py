@@ -60,95 +60,146 @@ def accessible(svg: str, title: str, desc: str, ident: str) -> str:
     return svg[:m.start()] + head + inner + svg[m.end():]
 
 
-# Colours that stay apart in grey (a dark blue and a light orange differ in lightness), and a
-# second cue for every highlight: marker shape or hatching, never colour alone.
-NORMAL, HIGHLIGHT = "#2166ac", "#e08214"
+# One meaning per colour in the whole report, each with its own marker too (never colour alone;
+# blue and orange differ in lightness, so they stay apart in grey): a significant improvement,
+# a significant worsening, a difference no test could show, and a plain estimate (no test made).
+BETTER, WORSE, NOT_SIGNIFICANT, ESTIMATE = "better", "worse", "not significant", "estimate"
+STYLE = {BETTER: ("#2166ac", "o", "#2166ac"), WORSE: ("#e08214", "s", "#e08214"),
+         NOT_SIGNIFICANT: ("#7f7f7f", "o", "white"), ESTIMATE: ("#1b2631", "D", "#1b2631")}
+LEGEND = {BETTER: "better (significant)", WORSE: "worse (significant)",
+          NOT_SIGNIFICANT: "not significant", ESTIMATE: "median"}
+NORMAL, HIGHLIGHT = STYLE[BETTER][0], STYLE[WORSE][0]
+LEGEND_SIZE = 9
 
 
-def bars_with_ci(
-    labels: Sequence[str], values: Sequence[float], lo: Sequence[float | None] | None = None,
-    hi: Sequence[float | None] | None = None, ylabel: str = "", highlight: Sequence[bool] | None = None,
-    baseline: float | None = None, zero: bool = False,
-) -> str:
-    """Medians as points with their CI bars (the axis need not start at zero, so no bars that
-    would exaggerate); with ``zero=True`` bars from zero on an axis that includes it.
-    Highlighted values (slow CPUs, significant variants) are orange squares or hatched bars."""
-    plt, fig, ax = _figure(max(4.0, min(12.0, 0.45 * len(labels) + 2)), 3.4)
+def _marks(ax, xs: Sequence[float], ys: Sequence[float], status: Sequence[str]) -> None:
+    """One marker per point in its status's style; each is an SVG group 'mark-<status>-<i>' so a
+    test (or a reader of the source) can count what the plot claims; one legend entry per status."""
+    seen: set[str] = set()
+    for i, (x, y, st) in enumerate(zip(xs, ys, status)):
+        colour, marker, face = STYLE[st]
+        (line,) = ax.plot([x], [y], marker, color=colour, mfc=face, mec=colour if st != ESTIMATE else "black",
+                          ms=7, mew=1.2, ls="none", label=None if st in seen else LEGEND[st], zorder=3)
+        line.set_gid(f"mark-{st.replace(' ', '-')}-{i}")
+        seen.add(st)
+
+
+def _legend(ax, **kw) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=LEGEND_SIZE, **kw)
+
+
+def estimates(labels: Sequence[str], values: Sequence[float], lo: Sequence[float | None],
+              hi: Sequence[float | None], ylabel: str, level: str, status: Sequence[str] | None = None,
+              zero: bool = False) -> str:
+    """Medians as points with their CI bars (labelled with the interval's level); the axis from
+    zero where ``zero`` (throughput), else fitted to the intervals."""
+    plt, fig, ax = _figure(max(4.0, min(12.0, 0.5 * len(labels) + 2)), 3.4)
     x = list(range(len(labels)))
-    hl = [bool(highlight and highlight[i]) for i in x]
+    _errorbars(ax, x, values, lo, hi, level, vertical=True)
+    _marks(ax, x, values, status or [ESTIMATE] * len(x))
     if zero:
-        ax.bar(x, values, color=[HIGHLIGHT if h else NORMAL for h in hl],
-               edgecolor="black", linewidth=0.5)
-        for i, h in enumerate(hl):
-            if h:
-                ax.patches[i].set_hatch("//")
-        # matplotlib's autoscaling keeps 0 on the axis of a bar chart
-    if lo is not None and hi is not None:
-        err_lo = [max(0.0, v - (l if l is not None else v)) for v, l in zip(values, lo)]
-        err_hi = [max(0.0, (h if h is not None else v) - v) for v, h in zip(values, hi)]
-        ax.errorbar(x, values, yerr=[err_lo, err_hi], fmt="none", ecolor="black", capsize=3, lw=1)
-    if not zero:
-        for flag, marker, colour in ((False, "o", NORMAL), (True, "s", HIGHLIGHT)):
-            xs = [i for i in x if hl[i] == flag]
-            if xs:
-                ax.plot(xs, [values[i] for i in xs], marker, color=colour, ms=6, mec="black", mew=0.5,
-                        label="flagged" if flag else None)
-    if baseline is not None:
-        ax.axhline(baseline, color="grey", ls="--", lw=1)
-    ax.set_xticks(x, labels, rotation=45 if len(labels) > 8 else 0, ha="right" if len(labels) > 8 else "center")
+        ax.set_ylim(bottom=0)
+    rot = len(labels) > 6 or max((len(s) for s in labels), default=0) > 14
+    ax.set_xticks(x, labels, rotation=30 if rot else 0, ha="right" if rot else "center")
     ax.set_ylabel(ylabel)
-    if any(hl) and not zero:
-        ax.legend(fontsize=7)
+    _legend(ax)
     return _svg(plt, fig)
 
 
-def ratios_log(labels: Sequence[str], ratios: Sequence[float], lo: Sequence[float], hi: Sequence[float],
-               significant: Sequence[bool], xlabel: str = "ratio to the baseline (log scale)") -> str:
-    """Ratios with their CIs on a log axis centred on 1 (a halving looks as large as a doubling);
-    significant ones as filled squares, the rest as open circles."""
+def _errorbars(ax, pos, values, lo, hi, level: str, vertical: bool) -> None:
+    pts = [(p, v, l, h) for p, v, l, h in zip(pos, values, lo, hi) if l is not None and h is not None]
+    if not pts:
+        return
+    err = [[max(0.0, v - l) for _, v, l, _ in pts], [max(0.0, h - v) for _, v, _, h in pts]]
+    ps, vs = [p for p, *_ in pts], [v for _, v, *_ in pts]
+    if vertical:
+        ax.errorbar(ps, vs, yerr=err, fmt="none", ecolor="black", capsize=3, lw=1, label=level, zorder=2)
+    else:
+        ax.errorbar(vs, ps, xerr=err, fmt="none", ecolor="black", capsize=3, lw=1, label=level, zorder=2)
+
+
+def ratio_axis(labels: Sequence[str], ratios: Sequence[float], lo: Sequence[float | None],
+               hi: Sequence[float | None], status: Sequence[str], xlabel: str, level: str) -> str:
+    """Ratios with their CIs on a log axis centred on 1 (a halving looks as large as a doubling),
+    one marker style per finding, a line at 1 (no difference)."""
     import math
 
-    plt, fig, ax = _figure(6.4, max(2.0, 0.35 * len(labels) + 1))
-    y = list(range(len(labels)))
-    ax.errorbar(ratios, y, xerr=[[max(0.0, r - l) for r, l in zip(ratios, lo)],
-                                 [max(0.0, h - r) for r, h in zip(ratios, hi)]],
-                fmt="none", ecolor="black", capsize=3, lw=1)
-    for flag, marker, face in ((True, "s", HIGHLIGHT), (False, "o", "white")):
-        ys = [i for i in y if bool(significant[i]) == flag]
-        if ys:
-            ax.plot([ratios[i] for i in ys], ys, marker, mfc=face, mec="black", ms=6,
-                    label="significant" if flag else "not significant")
+    plt, fig, ax = _figure(6.4, max(2.2, 0.34 * len(labels) + 1.3))
+    y = list(range(len(labels)))[::-1]  # first label at the top, as in the table
+    _errorbars(ax, y, ratios, lo, hi, level, vertical=False)
+    _marks(ax, ratios, y, status)
     ax.axvline(1.0, color="grey", lw=1)
     ax.set_xscale("log")
-    span = max([abs(math.log(v)) for v in (*lo, *hi) if v and v > 0] or [0.01]) * 1.15
+    ends = [v for v in (*ratios, *lo, *hi) if v is not None and v > 0]
+    span = max([abs(math.log(v)) for v in ends] or [0.01]) * 1.15 or 0.01
     ax.set_xlim(math.exp(-span), math.exp(span))
+    _ratio_ticks(ax, span)
     ax.set_yticks(y, labels)
     ax.set_xlabel(xlabel)
-    ax.legend(fontsize=7)
+    _legend(ax, loc="best")
     return _svg(plt, fig)
+
+
+def _ratio_ticks(ax, span: float) -> None:
+    """Ticks a reader can name (0.5, 0.9, 1, 1.1, 2) rather than powers of ten."""
+    import math
+
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    cands = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 1.0]
+    cands += [1 / c for c in cands[:-1]]
+    inside = sorted(c for c in cands if abs(math.log(c)) <= span)
+    while len(inside) > 9:  # keep 1 and thin out symmetrically
+        inside = [c for i, c in enumerate(inside) if c == 1.0 or i % 2 == 0]
+    ax.xaxis.set_major_locator(FixedLocator(inside))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([f"{c:.3g}" for c in inside])
 
 
 def lines(
-    series: dict[str, tuple[Sequence[float], Sequence[float]]], xlabel: str, ylabel: str,
-    logx: bool = False, vlines: dict[str, float] | None = None, hline: tuple[str, float] | None = None,
-    markers: bool = True,
+    series: dict[str, tuple], xlabel: str, ylabel: str, logx: bool = False,
+    vlines: dict[str, float] | None = None, hline: tuple[str, float] | None = None,
+    level: str = "", zero: bool = False, integer_x: bool = False,
 ) -> str:
-    """One line per series {name: (xs, ys)}; vertical markers (knee, iTLB reach) and a limit line."""
+    """One line per series {name: (xs, ys[, lows, highs])} with CI bars where given; vertical
+    markers (knee, cache sizes) each in its own style and label; the y axis from zero where
+    ``zero`` (throughput); integer ticks only where ``integer_x`` (copies)."""
     plt, fig, ax = _figure()
-    for k, (name, (xs, ys)) in enumerate(series.items()):
+    barred, i = False, 0
+    for k, (name, data) in enumerate(series.items()):
+        xs, ys = list(data[0]), list(data[1])
         # distinct markers and line styles: the series stay apart in grey
-        ax.plot(list(xs), list(ys), marker="osD^v"[k % 5] if markers else None, ms=4,
-                ls=["-", "--", "-.", ":"][k % 4], label=name)
+        (line,) = ax.plot(xs, ys, ls=["-", "--", "-.", ":"][k % 4], marker="osD^v"[k % 5], ms=4, label=name)
+        for x, y in zip(xs, ys):  # each point its own group: the estimates a test can count
+            (pt,) = ax.plot([x], [y], marker="osD^v"[k % 5], ms=4, color=line.get_color(), ls="none")
+            pt.set_gid(f"mark-{ESTIMATE}-{i}")
+            i += 1
+        if len(data) > 2:
+            pts = [(x, y, lo, hi) for x, y, lo, hi in zip(xs, ys, data[2], data[3]) if lo is not None]
+            if pts:
+                ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
+                            yerr=[[max(0.0, y - lo) for _, y, lo, _ in pts], [max(0.0, hi - y) for _, y, _, hi in pts]],
+                            fmt="none", ecolor=line.get_color(), capsize=3, lw=1,
+                            label=None if barred else level)
+                barred = True
     if logx:
         ax.set_xscale("log", base=2)
     for i, (name, xv) in enumerate((vlines or {}).items()):
-        ax.axvline(xv, color="black", ls=["--", ":", "-.", (0, (5, 1))][i % 4], lw=1, label=name)
+        ax.axvline(xv, color=["black", "#7f7f7f", "#e08214", "#2166ac", "#1b7837"][i % 5],
+                   ls=["--", ":", "-.", (0, (5, 1)), (0, (1, 3))][i % 5], lw=1.2, label=name)
     if hline:
         ax.axhline(hline[1], color="black", ls=":", lw=1, label=hline[0])
+    if zero:
+        ax.set_ylim(bottom=0)
+    if integer_x:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    if len(series) > 1 or vlines or hline:
-        ax.legend(fontsize=7)
+    if len(series) > 1 or vlines or hline or barred:
+        _legend(ax)
     return _svg(plt, fig)
 
 
@@ -160,10 +211,10 @@ def scatter_labeled(
     plt, fig, ax = _figure()
     for name, xv, yv, good in points:
         ax.scatter([xv], [yv], color=NORMAL if good else HIGHLIGHT, marker="o" if good else "X", s=30)
-        ax.annotate(name, (xv, yv), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.annotate(name, (xv, yv), textcoords="offset points", xytext=(4, 4), fontsize=LEGEND_SIZE)
     if xlimit:
         ax.axvline(xlimit[1], color="black", ls="--", lw=1, label=xlimit[0])
-        ax.legend(fontsize=7)
+        _legend(ax)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return _svg(plt, fig)

@@ -8,31 +8,13 @@ from __future__ import annotations
 
 import re
 
+import textwrap
+
 from perflab.report.model import Report, Section, Table
+from perflab.report.numbers import format_cell, plural
 from perflab.report.plots import accessible
 
-
-def format_cell(value: object) -> str:
-    """The same rounding everywhere: 3 significant digits for measured (float) values, integers
-    in full with thousands separators; None and NaN as an em dash."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if value != value:
-            return "—"
-        a = abs(value)
-        if a == 0:
-            return "0"
-        if a >= 1e6 or a < 1e-3:
-            return f"{value:.3g}"
-        if a >= 1000:
-            return f"{float(f'{value:.3g}'):,.0f}"
-        return f"{value:.3g}"
-    return str(value)
+__all__ = ["format_cell", "is_text", "to_html", "to_markdown", "table_to_markdown"]
 
 
 def is_text(value: object) -> bool:
@@ -66,43 +48,69 @@ def _md_escape(text: str) -> str:
     """Cell or line text as Markdown shows it: '<' entity-escaped so no text becomes HTML, '>'
     left as written ('wall_s>+5%' must read as the user typed it) but where it leads the text,
     where it would open a (nested) quote."""
-    out = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    out = (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;")
+           .replace("\n", " "))
     return "\\" + out if out.startswith(">") else out
 
 
+def _wrap(text: str, prefix: str = "", first: str | None = None) -> list[str]:
+    """Prose lines of at most 80 columns (a Markdown linter's line length; the paragraph is the
+    same once rendered), cut at spaces only, never inside a word."""
+    return textwrap.wrap(text, 80, initial_indent=prefix if first is None else first, subsequent_indent=prefix,
+                         break_long_words=False, break_on_hyphens=False) or [prefix.rstrip()]
+
+
+def anchor(title: str) -> str:
+    """The id a Markdown renderer gives a heading (GitHub's rule): lower case, punctuation
+    dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def _rule(n: int) -> str:
+    """A table's delimiter row, spaced as its cells are (the linter's compact style)."""
+    return "| " + " | ".join(["---"] * n) + " |"
+
+
 def table_to_markdown(t: Table) -> str:
-    lines = [f"**{_md_escape(t.title)}**", ""] if t.title else []
+    # a table's title ends with a colon: bold text, not a heading in disguise
+    lines = _wrap(f"**{_md_escape(t.title.rstrip(':'))}:**") + [""] if t.title else []
     lines.append("| " + " | ".join(_md_escape(c) for c in t.columns) + " |")
-    lines.append("|" + "|".join(["---"] * len(t.columns)) + "|")
+    lines.append(_rule(len(t.columns)))
     for row in t.rows:
         lines.append("| " + " | ".join(_md_escape(format_cell(c)) for c in row) + " |")
     if t.note:
-        lines += ["", f"_{_md_escape(t.note)}_"]
+        lines += [""] + _wrap(f"Note: {_md_escape(t.note)}")
     return "\n".join(lines)
 
 
 def _section_md(s: Section) -> str:
-    out = [f'<a id="{s.key}"></a>', "", f"## {_md_escape(s.title)}", ""]
+    out = [f"## {_md_escape(s.title)}", ""]
     for t in s.tables:
         out += [table_to_markdown(t), ""]
-    out += [f"> {_md_escape(s.verdict)}", ""]
+    out += _wrap(_md_escape(s.verdict), "> ") + [""]
     if s.plots:
-        out.append(f"_{len(s.plots)} plot(s) in the HTML report._")
-        out.append("")
+        out += _wrap(f"{plural(len(s.plots), 'plot')} in the HTML report: "
+                     + "; ".join(_md_escape(p.title) for p in s.plots) + ".") + [""]
     for n in s.notes:
-        out.append(f"- {_md_escape(n)}")
+        out += _wrap(_md_escape(n), "  ", "- ")
     return "\n".join(out).rstrip() + "\n"
+
+
+ANSWER_COLUMNS = ["question", "answer", "evidence", "rests on", "measured on", "caveats", "section"]
 
 
 def to_markdown(report: Report) -> str:
     out = [f"# {_md_escape(report.title)}", "", f"Generated {report.generated} by perflab {report.version}.", ""]
+    keys = {s.key: anchor(s.title) for s in report.sections + ([report.machine] if report.machine else [])}
     if report.answers:
-        out += ["## Answers", "", "| question | answer | evidence | caveats | section |", "|---|---|---|---|---|"]
+        out += ["## Answers", "", "| " + " | ".join(ANSWER_COLUMNS) + " |", _rule(len(ANSWER_COLUMNS))]
         out += [f"| {_md_escape(a.question)} | {_md_escape(a.answer)} | {_md_escape(a.evidence or '—')} | "
-                f"{_md_escape('; '.join(a.caveats) or '—')} | [details](#{a.key}) |" for a in report.answers]
+                f"{_md_escape(a.basis or '—')} | {_md_escape(a.program or '—')} | "
+                f"{_md_escape('; '.join(a.caveats) or '—')} | [details](#{keys.get(a.key, a.key)}) |"
+                for a in report.answers]
         out.append("")
     for s in report.sections:
         out.append(_section_md(s))
     if report.machine:
         out.append(_section_md(report.machine))
-    return "\n".join(out)
+    return "\n".join(out).rstrip() + "\n"

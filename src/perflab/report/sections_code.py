@@ -1,0 +1,245 @@
+"""The study builders of where time goes and what it costs: profile, frontend, micro (perflab's
+own kernels), cost; and the sentences of the summaries that store none (see generic.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perflab.report import plots
+from perflab.report.generic import _plot, builder, finding, generic, levels
+from perflab.report.model import Mark, Section, Table
+from perflab.report.numbers import ci_of, plural, ratio_figure
+
+
+def _size(b: float) -> str:
+    return f"{b / 1024:.0f} KiB" if b < 2**30 else f"{b / 2**30:.0f} GiB"
+
+
+@builder("profile")
+def profile_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    sec = generic(campaign, {k: v for k, v in summary.items() if k in ("verdict", "notes")})
+    top = summary.get("top") or []
+    sec.tables = [Table(f"Top functions ({summary.get('event', '?')})", ["share [%]", "samples", "symbol",
+                                                                         "shared object"],
+                        [[100 * (t.get("share") or 0), t.get("samples"), t.get("symbol"), t.get("dso")]
+                         for t in top])]
+    lat = summary.get("enable_latency_us") or []
+    if lat:
+        sec.notes.append(f"marker-to-enabled latency: {', '.join(f'{x:.0f} us' for x in lat[:6])}")
+    if summary.get("event_reason"):
+        sec.notes.append(str(summary["event_reason"]))
+    for a in summary.get("annotations") or []:
+        hint = " — front-end hint: samples pile on the first instructions" if a.get("front_end_hint") else ""
+        sec.notes.append(f"{a.get('symbol')}: {100 * (a.get('head_share') or 0):.0f} % of its samples on its "
+                         f"{a.get('head', 'first instructions')}{hint}")
+    sec.verdict = profile_verdict(summary) or sec.verdict
+    return sec
+
+
+def profile_verdict(summary: dict) -> str:
+    """The profile's finding with the window named by the output lines that opened and closed it
+    (the lines a reader knows), not by the patterns that matched them."""
+    if summary.get("window_opened") is False or not summary.get("top"):
+        return str(summary.get("verdict") or "the window never opened")
+    recs = [r for r in summary.get("recordings") or [] if r.get("opened")]
+    if summary.get("whole_run") or not recs:
+        where = "over the whole run" if summary.get("whole_run") else ""
+    else:
+        r = recs[0]
+        where = (f"in {plural(len(recs), 'window')} from the line '{r.get('start_line', '?')}' "
+                 f"to '{r.get('stop_line') or r.get('closed_by') or 'the end'}'")
+    t = summary["top"][0]
+    return (f"{plural(summary.get('samples', 0), 'sample')} ({summary.get('event', '?')}) {where}; the top function "
+            f"is {t.get('symbol')} with {100 * (t.get('share') or 0):.1f} % of them.").replace("  ", " ")
+
+
+@builder("profile-diff")
+def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    return generic(campaign, summary)
+
+
+@builder("cost")
+def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    sec = generic(campaign, summary)
+    pts, env = cost_points(summary)
+    if pts:
+        def make() -> str:
+            return plots.scatter_labeled(pts, "total power [kW]", "total cost",
+                                         ("power envelope", env) if env else None)
+        _plot(sec, "Cost against power", make)
+    return sec
+
+
+def cost_points(summary: dict) -> tuple[list[tuple[str, float, float, bool]], float | None]:
+    """(name, kW, cost, fits power and budget) per platform, and the envelope in kW."""
+    platforms = [p for p in summary.get("platforms") or [] if isinstance(p, dict)]
+    env = (summary.get("requirement") or {}).get("power_envelope_kw")
+    pts = [(p["name"], p["total_power_kw"], p["total_cost"],
+            bool(p.get("fits_power")) and bool(p.get("fits_budget", True))) for p in platforms]
+    return pts, env
+
+
+@builder("frontend")
+def frontend_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    sec = generic(campaign, {k: summary.get(k) for k in ("verdict", "notes") if summary.get(k)})
+    points = summary.get("points") or []
+    ratios = {(r.get("bytes"), r.get("cpu")): r for r in summary.get("ratios") or []}
+    by_size: dict[tuple, dict] = {}
+    for p in points:
+        by_size.setdefault((p.get("bytes"), p.get("cpu")), {})[p.get("mode")] = p
+    rows, marks = [], []
+    for (b, cpu), modes in sorted(by_size.items(), key=lambda kv: (kv[0][1] or -1, kv[0][0] or 0)):
+        p4, p2, r = modes.get("4k") or {}, modes.get("2m") or {}, ratios.get((b, cpu)) or {}
+        f = (plots.BETTER if r.get("helps") else plots.NOT_SIGNIFICANT) if r else "—"
+        if r:
+            marks.append(Mark(len(rows), r["ratio"], f))
+        rows.append([_size(b or 0), cpu if cpu is not None else "any",
+                     p4.get("median_ns"), ci_of(p4.get("ci"), estimate=p4.get("median_ns")), p2.get("median_ns"),
+                     ci_of(p2.get("ci"), estimate=p2.get("median_ns")),
+                     ratio_figure(r["ratio"], r.get("ci")) if r else None,
+                     ci_of(r.get("ci"), estimate=r.get("ratio")) if r else None, r.get("p_adjusted"), f])
+    title = f"ns per dispatch against hot code size ({summary.get('kind', '')} kernel)"
+    sec.tables = [Table(title, ["code size", "CPU", "4 KiB pages [ns]", "CI", "2 MiB pages [ns]", "CI",
+                                "4K / 2M time", "ratio CI", "p (Holm)", "finding: 2 MiB pages"], rows,
+                        note=str(summary.get("huge_reason") or ""))]
+    knees = summary.get("knees") or []
+    sec.tables.append(Table("Knee of runtime against code size", ["pages", "CPU", "knee", "nearest reference",
+                                                                  "slope before", "slope after"],
+                            [[k.get("mode"), k.get("cpu") if k.get("cpu") is not None else "any",
+                              _size(k["knee_bytes"]) if k.get("knee_bytes") else "no knee in range",
+                              k.get("nearest"), k.get("slope_before"), k.get("slope_after")] for k in knees]))
+    refs = summary.get("references") or {}
+    if refs:
+        sec.tables.append(Table("This CPU's front-end reach", ["reference", "size"],
+                                [[k, _size(v)] for k, v in refs.items()]))
+    anywhere = [p for p in points if p.get("cpu") is None]
+    lv = levels([p.get("ci") for p in anywhere])
+
+    def make() -> str:
+        series = {}
+        for mode in ("4k", "2m"):
+            ps = sorted((p for p in anywhere if p.get("mode") == mode), key=lambda p: p["bytes"])
+            if ps:
+                series[f"{mode.upper()} pages"] = ([p["bytes"] / 1024 for p in ps], [p["median_ns"] for p in ps],
+                                                   [(p.get("ci") or {}).get("low") for p in ps],
+                                                   [(p.get("ci") or {}).get("high") for p in ps])
+        return plots.lines(series, "hot code size [KiB] (log scale)", "time per dispatch [ns]", logx=True,
+                           vlines=reference_lines(knees, refs, [p["bytes"] for p in anywhere]), level=lv)
+
+    if anywhere:
+        _plot(sec, f"Runtime against code size, 4 KiB and 2 MiB text pages ({lv})", make)
+    measured = [(m, rows[m.row]) for m in marks]
+    if measured:
+        rl = levels([r.get("ci") for r in ratios.values()])
+        _plot(sec, f"Time with 4 KiB pages over time with 2 MiB pages ({rl}; above 1: 2 MiB pages help)",
+              lambda: plots.ratio_axis([f"{row[0]}" + (f" CPU {row[1]}" if row[1] != "any" else "")
+                                        for _, row in measured], [m.value for m, _ in measured],
+                                       [_ratio_end(ratios, row, "low") for _, row in measured],
+                                       [_ratio_end(ratios, row, "high") for _, row in measured],
+                                       [m.status for m, _ in measured], "4K time / 2M time (log scale)", rl),
+              source=title, column="4K / 2M time", level=rl, marks=marks)
+    return sec
+
+
+def _ratio_end(ratios: dict, row: list, end: str) -> float | None:
+    for r in ratios.values():
+        if _size(r.get("bytes") or 0) == row[0] and (r.get("cpu") if r.get("cpu") is not None else "any") == row[1]:
+            return (r.get("ci") or {}).get(end)
+    return None
+
+
+def reference_lines(knees: list[dict], refs: dict, sizes: list[float]) -> dict[str, float]:
+    """Vertical lines in KiB: the L1i and L2 sizes and the 4K iTLB reach inside the scanned range,
+    and the knees, one line (and one label) where two knees coincide."""
+    if not sizes:
+        return {}
+    lo, hi = min(sizes) / 2, max(sizes) * 2
+    out: dict[str, float] = {}
+    for name, v in refs.items():
+        if (name in ("L1i cache", "L2 cache") or "reach 4K" in name) and lo <= v <= hi:
+            out[name] = v / 1024
+    at: dict[float, list[str]] = {}
+    for k in knees:
+        if k.get("knee_bytes"):
+            at.setdefault(k["knee_bytes"] / 1024, []).append(k["mode"].upper())
+    for x, modes in at.items():
+        out[f"knee ({', '.join(modes)} pages)"] = x
+    return out
+
+
+@builder("micro")
+def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
+    sec = generic(campaign, {"notes": summary.get("notes", [])})
+    abis = summary.get("abis") or []
+    cells = summary.get("cells") or []
+    diffs = summary.get("diffs") or []
+    benches: list[str] = []
+    for c in cells:
+        if c.get("bench") not in benches:
+            benches.append(c.get("bench"))
+    val = {(c.get("bench"), c.get("abi")): c for c in cells}
+    sec.tables = [Table("ns per operation per ABI (median)", ["operation"] + [f"{a} [ns/op]" for a in abis],
+                        [[b] + [(val.get((b, a)) or {}).get("median_ns") for a in abis] for b in benches])]
+    for abi, why in (summary.get("skipped") or {}).items():
+        sec.notes.append(f"{abi}: {why}")
+    sec.verdict = micro_verdict(summary)
+    if not diffs:
+        return sec
+    base = diffs[0].get("base", "m64")
+    title = f"Time per operation against -{base} (Holm across operations)"
+    rows, marks = [], []
+    for i, d in enumerate(diffs):
+        ratio, ci = 1 + d["pct"] / 100, _ratio_ci(d.get("ci_pct"))
+        f = finding(d.get("significant"), ratio, False)  # time: lower is better
+        marks.append(Mark(i, ratio, f))
+        rows.append([d["bench"], d["abi"], ratio_figure(ratio, ci),
+                     ci_of(ci, estimate=ratio), d.get("p_adjusted"), f])
+    sec.tables.append(Table(title, ["operation", "ABI", f"time / -{base} time", "CI", "p (Holm)", "finding"], rows))
+    lv = levels([d.get("ci_pct") for d in diffs])
+    _plot(sec, f"Time per operation against -{base} ({lv}; log axis; seed 002's figure)", lambda: plots.ratio_axis(
+        [f"{d['bench']} ({d['abi']})" for d in diffs], [m.value for m in marks],
+        [(_ratio_ci(d.get("ci_pct")) or {}).get("low") for d in diffs],
+        [(_ratio_ci(d.get("ci_pct")) or {}).get("high") for d in diffs],
+        [m.status for m in marks], f"time / -{base} time (log scale)", lv),
+        source=title, column=f"time / -{base} time", level=lv, marks=marks)
+    return sec
+
+
+def _ratio_ci(ci_pct: dict | None) -> dict | None:
+    """A percentage interval as a ratio interval (a time ratio cannot go below 0)."""
+    if not ci_pct or ci_pct.get("low") is None:
+        return None
+    return {"low": max(1e-6, 1 + ci_pct["low"] / 100), "high": 1 + ci_pct["high"] / 100,
+            "level": ci_pct.get("level")}
+
+
+def instances_verdict(summary: dict) -> str:
+    """The study's own answer where its summary has one; an older summary's most throughput."""
+    if summary.get("verdict"):
+        # the optimum is no longer the highest median: the study's sentence says what it is and why
+        return f"Answer: {summary['verdict']}"
+    scans = summary.get("scans") or []
+    if not scans:
+        return ""
+    best = max(scans, key=lambda s: s.get("optimum_throughput") or 0)
+    return (f"Most throughput: {summary.get('optimum_throughput') or 0:.4g} {summary.get('unit', 'throughput')} "
+            f"with {plural(summary.get('optimum_n'), 'copy')} (policy {summary.get('optimum_policy')}); "
+            f"{plural(best.get('within_1pct_n'), 'copy')} already give 99 % of it.")
+
+
+def micro_verdict(summary: dict) -> str:
+    """How many operations differ between ABIs after Holm, the first six named."""
+    diffs = summary.get("diffs") or []
+    sig_ = [d for d in diffs if d.get("significant")]
+    if diffs:
+        named = "; ".join(f"{d['bench']} {d['abi']} {d['pct']:+.0f} %" for d in sig_[:6])
+        more = f"; and {len(sig_) - 6} more" if len(sig_) > 6 else ""
+        return (f"{len(sig_)} of {plural(len(diffs), 'operation')} differ significantly between ABIs"
+                + (f": {named}{more}" if sig_ else "") + ".")
+    cells = summary.get("cells") or []
+    benches = sorted({c.get("bench") for c in cells})
+    return f"{plural(len(benches), 'operation')} measured on {', '.join(summary.get('abis') or [])}." if cells else ""
+
+
+# The studies whose stored summary has no "verdict" of its own: the sentence from the summary.
+VERDICTS = {"instances": instances_verdict, "micro": micro_verdict}
