@@ -34,7 +34,7 @@ def _svg(plt, fig) -> str:
     buf = io.StringIO()
     fig.tight_layout()
     # metadata Date=None keeps the SVG byte-identical for identical data.
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")  # legends beside the axes
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]
@@ -85,8 +85,13 @@ def _marks(ax, xs: Sequence[float], ys: Sequence[float], status: Sequence[str]) 
 
 
 def _legend(ax, **kw) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=LEGEND_SIZE, **kw)
+    """The legend, beside the axes where it has many entries (it would hide points inside)."""
+    handles = ax.get_legend_handles_labels()[0]
+    if not handles:
+        return
+    if len(handles) > 3 and not kw:
+        kw = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
+    ax.legend(fontsize=LEGEND_SIZE, **kw)
 
 
 def estimates(labels: Sequence[str], values: Sequence[float], lo: Sequence[float | None],
@@ -125,7 +130,7 @@ def ratio_axis(labels: Sequence[str], ratios: Sequence[float], lo: Sequence[floa
     one marker style per finding, a line at 1 (no difference)."""
     import math
 
-    plt, fig, ax = _figure(6.4, max(2.2, 0.34 * len(labels) + 1.3))
+    plt, fig, ax = _figure(8.0, max(2.2, 0.34 * len(labels) + 1.3))
     y = list(range(len(labels)))[::-1]  # first label at the top, as in the table
     _errorbars(ax, y, ratios, lo, hi, level, vertical=False)
     _marks(ax, ratios, y, status)
@@ -137,24 +142,27 @@ def ratio_axis(labels: Sequence[str], ratios: Sequence[float], lo: Sequence[floa
     _ratio_ticks(ax, span)
     ax.set_yticks(y, labels)
     ax.set_xlabel(xlabel)
-    _legend(ax, loc="best")
+    _legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return _svg(plt, fig)
 
 
 def _ratio_ticks(ax, span: float) -> None:
-    """Ticks a reader can name (0.5, 0.9, 1, 1.1, 2) rather than powers of ten."""
+    """Ticks a reader can name (0.5, 0.9, 1, 1.1, 2) rather than powers of ten, spread over the
+    axis: the outermost first, none closer to another than a quarter of the half-width."""
     import math
 
     from matplotlib.ticker import FixedLocator, NullLocator
 
-    cands = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 1.0]
-    cands += [1 / c for c in cands[:-1]]
-    inside = sorted(c for c in cands if abs(math.log(c)) <= span)
-    while len(inside) > 9:  # keep 1 and thin out symmetrically
-        inside = [c for i, c in enumerate(inside) if c == 1.0 or i % 2 == 0]
-    ax.xaxis.set_major_locator(FixedLocator(inside))
+    cands = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 0.98, 0.99]
+    cands += [1 / c for c in cands]
+    ticks = [1.0]
+    for c in sorted(cands, key=lambda c: -abs(math.log(c))):
+        if abs(math.log(c)) <= span and all(abs(math.log(c / t)) >= span / 4 for t in ticks):
+            ticks.append(c)
+    ticks.sort()
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([f"{c:.3g}" for c in inside])
+    ax.set_xticklabels([f"{c:.3g}" for c in ticks])
 
 
 def lines(
@@ -165,7 +173,7 @@ def lines(
     """One line per series {name: (xs, ys[, lows, highs])} with CI bars where given; vertical
     markers (knee, cache sizes) each in its own style and label; the y axis from zero where
     ``zero`` (throughput); integer ticks only where ``integer_x`` (copies)."""
-    plt, fig, ax = _figure()
+    plt, fig, ax = _figure(8.0 if len(series) + len(vlines or {}) > 3 else 6.4)
     barred, i = False, 0
     for k, (name, data) in enumerate(series.items()):
         xs, ys = list(data[0]), list(data[1])
@@ -184,7 +192,10 @@ def lines(
                             label=None if barred else level)
                 barred = True
     if logx:
+        from matplotlib.ticker import FuncFormatter
+
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 16, not 2^4
     for i, (name, xv) in enumerate((vlines or {}).items()):
         ax.axvline(xv, color=["black", "#7f7f7f", "#e08214", "#2166ac", "#1b7837"][i % 5],
                    ls=["--", ":", "-.", (0, (5, 1)), (0, (1, 3))][i % 5], lw=1.2, label=name)
