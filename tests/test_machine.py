@@ -138,8 +138,13 @@ def test_cli_machine_live():
     assert info["topology"]["counts"]["threads"] == len(info["topology"]["cpus"]) >= 1
     assert info["topology"]["allowed"] == sorted(os.sched_getaffinity(0))
     assert set(info["probes"]) == {"perf", "hw_counters", "x32", "m32", "clang", "valgrind", "numa"}
+    from perflab.measure.energy import choose_meter
+
+    meter, note = choose_meter("auto")
+    assert info["energy"]["auto"] == {"source": meter.source if meter else None, "note": note}
     text = perflab("machine")
     assert text.returncode == 0 and "probes" in text.stdout and "NUMA nodes" in text.stdout
+    assert "--energy auto" in text.stdout
 
 
 @pytest.mark.parametrize("bad", ["/nonexistent/perflab-root", "."])

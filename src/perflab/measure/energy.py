@@ -16,7 +16,7 @@ from typing import Protocol
 
 from perflab.errors import PerflabError
 from perflab.platform.energy import (
-    parse_ipmi_dcmi, parse_perf_energy, rapl_available, rapl_delta_uj, rapl_domains, read_rapl,
+    parse_ipmi_dcmi, parse_perf_energy, rapl_available, rapl_delta_uj, rapl_domains, rapl_status, read_rapl,
 )
 from perflab.platform.hostcache import boot_cached
 from perflab.platform.sysfs import Root
@@ -201,3 +201,31 @@ def choose_meter(request: str = "auto", root: Root = Root("/")) -> tuple[EnergyM
         meter.read_watts()  # fails here, in one line, before anything is measured
         return meter, "energy: the node's BMC meter (ipmitool dcmi power reading), whole node"
     return None, f"energy: not measured: {rapl_reason}"
+
+
+def describe_sources(root: Root = Root("/"), probe_ipmi: bool | None = None) -> dict:
+    """What `perflab machine` shows: the meter ``--energy auto`` picks (choose_meter's own decision
+    and line) and, per source, what it reads or why it cannot."""
+    meter, note = choose_meter("auto", root)
+    perf = which("perf")
+    events = _perf_power_events(root)
+    out: dict = {
+        "auto": {"source": meter.source if meter is not None else None, "note": note},
+        "rapl": rapl_status(root),
+        "perf": {"events": events, "reason": None if events else
+                 "no power/energy-* events in /sys/bus/event_source/devices/power (no RAPL PMU)"},
+    }
+    if perf is None:
+        out["perf"]["reason"] = "perf not installed (apt-get install linux-perf)"
+    tool = which("ipmitool")
+    ipmi: dict = {"ipmitool": tool, "watts": None,
+                  "reason": "ipmitool not installed (apt-get install ipmitool)" if tool is None else None}
+    if tool is not None and (probe_ipmi if probe_ipmi is not None else root.is_live):
+        try:
+            ipmi["watts"] = IpmiMeter().read_watts()
+        except PerflabError as exc:
+            ipmi["reason"] = str(exc)
+    elif tool is not None:
+        ipmi["reason"] = "not read (not this machine)"
+    out["ipmi"] = ipmi
+    return out

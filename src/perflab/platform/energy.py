@@ -69,6 +69,9 @@ def rapl_delta_uj(before: int, after: int, max_range_uj: int) -> int:
     return after - before if after >= before else after + max_range_uj - before
 
 
+NO_RAPL = "no RAPL energy counters in /sys/class/powercap (virtual machine, or the intel_rapl driver not loaded)"
+
+
 def rapl_available(root: Root = Root("/")) -> tuple[bool, str]:
     """(available, one-line reason) for RAPL through powercap on this machine."""
     try:
@@ -76,12 +79,36 @@ def rapl_available(root: Root = Root("/")) -> tuple[bool, str]:
     except PerflabError as exc:
         return False, str(exc)
     if not domains:
-        return False, "no RAPL energy counters in /sys/class/powercap (virtual machine, or the intel_rapl driver not loaded)"
+        return False, NO_RAPL
     try:
         read_rapl(root, domains)
     except PerflabError as exc:
         return False, str(exc)
     return True, "RAPL: " + ", ".join(d.key for d in domains)
+
+
+def rapl_status(root: Root = Root("/")) -> dict:
+    """Every RAPL zone with whether its counter reads (and why not), or why there is none."""
+    import os
+
+    try:
+        domains = rapl_domains(root)
+    except PerflabError as exc:
+        return {"domains": [], "reason": str(exc)}
+    rows = []
+    for d in domains:
+        path = root.join(f"{d.path}/energy_uj")
+        value = root.read_int(f"{d.path}/energy_uj")
+        if value is not None:
+            why = None
+        elif root.exists(f"{d.path}/energy_uj") and not os.access(path, os.R_OK, effective_ids=True):
+            # Linux made energy_uj root-only in 2020 (the PLATYPUS side channel, CVE-2020-8694).
+            why = "permission denied: energy_uj is root-only; run as root or grant read access (udev rule)"
+        else:
+            why = "unreadable or not a number"
+        rows.append({"key": d.key, "zone": d.path.rsplit("/", 1)[-1], "readable": why is None,
+                     "max_range_uj": d.max_range_uj, "reason": why})
+    return {"domains": rows, "reason": None if rows else NO_RAPL}
 
 
 # Patterns as strings, compiled by re on first use: this module is on every `perflab run`'s path,

@@ -8,14 +8,18 @@ from perflab.platform.sysfs import Root, format_cpulist
 from perflab.platform.topology import read_topology
 
 
-def machine_info(root: Root = Root("/"), probes: bool | None = None, extra_probes: dict | None = None) -> dict:
-    """{"topology", "metadata", "probes"} for ``root``; probes run only on the live machine.
+def machine_info(root: Root = Root("/"), probes: bool | None = None, extra_probes: dict | None = None,
+                 energy: dict | None = None) -> dict:
+    """{"topology", "metadata", "energy", "probes"} for ``root``; probes run only on the live machine.
 
     ``extra_probes`` (name -> probe function) adds probes that live above this layer (the ABI
-    probes build programs, in perflab.kernels.abi).
+    probes build programs, in perflab.kernels.abi); ``energy`` is measure.energy.describe_sources,
+    which decides as ``--energy auto`` does (the meters live above this layer too).
     """
     topo = read_topology(root)
     out = {"root": root.path, "topology": topo.to_dict(), "metadata": collect(root)}
+    if energy is not None:
+        out["energy"] = energy
     if probes if probes is not None else root.is_live:
         found = {**all_probes(), **{k: fn() for k, fn in (extra_probes or {}).items()}}
         out["probes"] = {k: {"available": p.available, "reason": p.reason} for k, p in found.items()}
@@ -156,6 +160,9 @@ def render(info: dict, console=None) -> None:
         meta.add_row(key, "n/a" if value is None else str(value))
     console.print(meta)
 
+    if "energy" in info:
+        console.print(energy_table(info["energy"]))
+
     if "probes" in info:
         probes = Table(title="probes")
         probes.add_column("feature")
@@ -164,3 +171,31 @@ def render(info: dict, console=None) -> None:
         for name, p in info["probes"].items():
             probes.add_row(name, "[green]yes[/green]" if p["available"] else "[yellow]no[/yellow]", p["reason"])
         console.print(probes)
+
+
+def energy_table(energy: dict) -> "Table":
+    """describe_sources as a table: what --energy auto uses, then each source, read or why not."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    yes, no = "[green]yes[/green]", "[yellow]no[/yellow]"
+    table = Table(title="energy")
+    for col in ("source", "usable", "reads / why not"):
+        table.add_column(col)
+    auto = energy["auto"]
+    table.add_row("--energy auto", yes if auto["source"] else no,
+                  escape(auto["note"].removeprefix("energy: ")))
+    rapl = energy["rapl"]
+    for d in rapl["domains"]:
+        what = f"energy_uj, wraps at {d['max_range_uj'] / 1e6:,.0f} J" if d["readable"] else d["reason"]
+        table.add_row(f"RAPL {d['key']}", yes if d["readable"] else no, escape(f"{d['zone']} {what}"))
+    if not rapl["domains"]:
+        table.add_row("RAPL", no, escape(rapl["reason"]))
+    perf = energy["perf"]
+    table.add_row("perf power events", yes if not perf["reason"] else no,
+                  escape(", ".join(perf["events"]) if not perf["reason"] else perf["reason"]))
+    ipmi = energy["ipmi"]
+    table.add_row("IPMI (--energy ipmi)", yes if ipmi["watts"] is not None else no,
+                  escape(f"{ipmi['watts']:g} W whole node, {ipmi['ipmitool']} dcmi power reading"
+                         if ipmi["watts"] is not None else ipmi["reason"]))
+    return table
