@@ -112,3 +112,15 @@ def test_compare_of_two_real_builds_tells_half_a_percent_with_two_runs(tmp_path)
     assert "instructions of ./prog is +0.5 % in B" in diff.stdout
     assert "counted, not timed" in diff.stdout
     assert any("│ i1_misses" in ln and "same (equal counts)" in ln for ln in diff.stdout.splitlines())
+
+
+def test_equal_counts_with_unequal_runs_are_equal_not_a_float_change(store):
+    # The mean of 10 equal logs and of 5 differed by 6e-16: Welch's t called that change p 0.015.
+    from perflab.studies import gate_judge
+
+    ten, five = [16_104_810.0] * 10, [16_104_810.0] * 5
+    assert gate_judge.counted_test(ten, five, 0.05)[:4] == (1.0, 1.0, 1.0, 1.0)
+    a = _campaign(store, [0.5 + 0.01 * i for i in range(10)], [{"instructions": ten[0]}] * 10, SIMULATED)
+    b = _campaign(store, [0.5 + 0.01 * i for i in range(5)], [{"instructions": ten[0]}] * 5, SIMULATED)
+    ins = next(r for r in run_compare(CompareConfig(a, b), store).rows if r.measure == "metric:instructions")
+    assert ins.untested and not ins.significant

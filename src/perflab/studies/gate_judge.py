@@ -86,11 +86,14 @@ def counted_test(a: Sequence[float], b: Sequence[float], alpha: float,
                  power: float = 0.8) -> tuple[float, float, float, float, float]:
     """(p, CI low, CI high, its level, smallest detectable change) of B/A for a counted measure:
     Welch's t on log values; constant sides give the exact ratio (p 0, or 1 when equal)."""
-    la, lb = [math.log(x) for x in a], [math.log(x) for x in b]
+    # Logs taken about each side's first run: a constant side is then exactly constant (the
+    # mean of 10 equal logs differed from 5 by 6e-16, and equal counts gave p 0.015).
+    la, lb = [math.log(x / a[0]) for x in a], [math.log(x / b[0]) for x in b]
     ma, mb = sum(la) / len(la), sum(lb) / len(lb)
     va = sum((x - ma) ** 2 for x in la) / (len(la) - 1)
     vb = sum((x - mb) ** 2 for x in lb) / (len(lb) - 1)
-    d, se = mb - ma, math.sqrt(va / len(la) + vb / len(lb))
+    d = math.log(b[0] / a[0]) + mb - ma
+    se = math.sqrt(va / len(la) + vb / len(lb))
     if se == 0:
         return (0.0 if d else 1.0), math.exp(d), math.exp(d), 1.0, 0.0
     from scipy.stats import t as student_t
