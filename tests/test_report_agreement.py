@@ -233,7 +233,7 @@ def test_answers_say_what_they_rest_on_and_when_it_is_not_enough():
 
 def test_answers_name_the_program_and_mark_built_in_ones():
     a = _answer("micro", micro_summary(random.Random(1)), {"benches": ["sin"]})
-    assert a.program.endswith("(built-in)") and "not on your workload" in a.caveats[0]
+    assert a.program.endswith("(built-in)") and "not on the workload" in a.caveats[0]
     a = _answer("cores", cores_summary(random.Random(1)), {"workload": {"name": "gnugo", "source": "perflab.toml"}})
     assert a.program == "gnugo" and not any("built-in" in c for c in a.caveats)
     a = _answer("cores", cores_summary(random.Random(1)), {"workload": {"name": "minihlt", "source": "builtin"}})

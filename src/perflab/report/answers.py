@@ -168,8 +168,8 @@ def answers(campaigns: list[Any], sections: list[Section], hosts: dict[int, dict
             answer = f"Not enough evidence: {answer}"
         name, builtin = program(camp)
         caveats = _caveats(camp.study, summary, camp, hosts.get(camp.host_id), fallback)
-        if builtin:
-            caveats.insert(0, f"measured on perflab's built-in {name}, not on your workload")
+        if builtin and camp.study in KERNELS:  # the workload's own studies say so in 'measured on'
+            caveats.insert(0, f"measured on perflab's built-in {name}, not on the workload")
         out.append(Answer(QUESTIONS.get(camp.study, camp.study), answer, _evidence(camp.study, summary),
                           caveats, sec.key, basis=text, program=name + (" (built-in)" if builtin else "")))
     return out
