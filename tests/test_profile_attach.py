@@ -6,7 +6,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -54,17 +56,76 @@ def _last_event(log: Path) -> int:
     return max(int(m) for m in START.findall(log.read_text()))
 
 
+def _longest_of_next(minihlt: str, first: int, count: int = 30) -> int:
+    """The event among first .. first+count-1 with the most transport steps (minihlt's work per
+    event is fixed by its number): its window holds many samples even where the reader wakes a
+    few ms late on a loaded machine (a 1 ms event then left none)."""
+    out = subprocess.run([minihlt, "--first", str(first), "--events", str(count), "--event-stats",
+                          "--static-mb", "16"], capture_output=True, text=True, check=True).stdout
+    steps = {int(ev): int(n) for ev, n in re.findall(r"event #(\d+): steps (\d+)", out)}
+    return max(steps, key=steps.__getitem__)
+
+
+def _perf_waiting(pid: int) -> bool:
+    """Whether a `perf record -p PID` has opened its events (anon_inode:[perf_event] fds) and
+    sleeps in its main loop's poll, where it reads the control fifo (after opening the events it
+    still reads the target's maps for some ms: an enable sent then waits that long)."""
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if b"record" not in argv or str(pid).encode() not in argv:
+                continue
+            with open(f"/proc/{p}/wchan") as fh:
+                polling = "poll" in fh.read()
+            if polling and any(os.readlink(f"/proc/{p}/fd/{fd}") == "anon_inode:[perf_event]"
+                               for fd in os.listdir(f"/proc/{p}/fd")):
+                return True
+        except OSError:  # gone, or not ours to read
+            continue
+    return False
+
+
+def _continue_once_attached(job: subprocess.Popen, timeout: float = 60) -> threading.Thread:
+    """SIGCONT the stopped job once perf, attached to it, waits for commands (at the latest after timeout)."""
+    def go() -> None:
+        deadline = time.monotonic() + timeout
+        while not _perf_waiting(job.pid) and time.monotonic() < deadline and job.poll() is None:
+            time.sleep(0.01)
+        if job.poll() is None:
+            os.kill(job.pid, signal.SIGCONT)
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    return thread
+
+
+def _stopped(job: subprocess.Popen) -> None:
+    """SIGSTOP the job and wait until the kernel says it is stopped (state T)."""
+    os.kill(job.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while open(f"/proc/{job.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+        assert time.monotonic() < deadline, "the job did not stop"
+        time.sleep(0.01)
+
+
 def test_attach_by_pid_records_event_n_from_the_log(minihlt, tmp_path):
     log = tmp_path / "job.log"
     job = _job([minihlt, "--events", "1000000", "--seconds", "60", "--static-mb", "16"], log)
     try:
-        time.sleep(0.3)
-        n = _last_event(log) + 150  # a few hundred ms ahead: perflab attaches before it starts
+        # The job stands still until perf is attached, so its next event starts inside the attach
+        # on any machine (aiming some events ahead raced perflab's start-up against the job).
+        _stopped(job)
+        n = _longest_of_next(minihlt, _last_event(log) + 1)
+        resumer = _continue_once_attached(job)
         cli_main(["profile", "--pid", str(job.pid), "--log", str(log), "--event", str(n),
                   "--db", str(tmp_path / "p.db"), "--out", str(tmp_path / "out"),
                   "--json", str(tmp_path / "r.json")])  # exits 1 (SystemExit) if it never opened
+        resumer.join()
         assert job.poll() is None, "attaching and detaching must leave the job running"
     finally:
+        if job.poll() is None:
+            os.kill(job.pid, signal.SIGCONT)
         _stop(job)
     res = json.loads((tmp_path / "r.json").read_text())
     assert res["window_opened"], res["verdict"]
@@ -99,7 +160,10 @@ def test_children_of_a_forking_master(minihlt, tmp_path):
     log = tmp_path / "job.log"
     job = _job([minihlt, "--fork", "2", "--events", "1000000", "--seconds", "60", "--static-mb", "16"], log)
     try:
-        targets = attach_targets(job.pid, children=True)
+        deadline = time.monotonic() + 30
+        # one worker's first event can start before the master has forked the second
+        while len(targets := attach_targets(job.pid, children=True)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
         workers = set(targets) - {job.pid}
         assert targets[0] == job.pid and len(workers) == 2
         store = open_store(str(tmp_path / "p.db"))
