@@ -14,8 +14,9 @@ import click
 from perflab.cli.options import OutputPath, metric_choice, primary_metric_options
 from perflab.errors import PerflabError
 
-# Columns of output that is not a terminal: wide enough for every table perflab prints.
-PIPE_WIDTH = 200
+# Columns of output that is not a terminal (a log, `| less`, a CI page, a mail): tables fold their
+# cells to fit it rather than run to 250 columns that every viewer wraps mid-border.
+PIPE_WIDTH = 100
 
 
 def target_options(f: Callable) -> Callable:
@@ -96,11 +97,10 @@ def emit_json(path: str, data: dict) -> None:
 
 
 def make_console(stderr: bool = False, **kwargs: Any) -> Any:
-    """A rich Console that never cuts a number or a name when the output is not a terminal.
+    """A rich Console; piped or redirected, a PipeConsole that wraps to PIPE_WIDTH and never cuts.
 
-    Piped or redirected (`| tee log`, CI), rich would fall back to 80 columns (or an inherited
-    $COLUMNS) and ellipsise table cells; there the width is at least PIPE_WIDTH ($COLUMNS when
-    wider), and plain lines are not wrapped at all.
+    There rich would take 80 columns (or an inherited $COLUMNS) and ellipsise table cells: the
+    width is $COLUMNS when set, else PIPE_WIDTH, and every line is wrapped or folded to fit it.
     """
     from rich.console import Console
 
@@ -108,15 +108,75 @@ def make_console(stderr: bool = False, **kwargs: Any) -> Any:
     # ~2 ms of start-up, is never loaded).
     kwargs.setdefault("emoji", False)
     stream = sys.stderr if stderr else sys.stdout
-    if stream.isatty():
+    if stream.isatty() or kwargs.get("force_terminal"):
         return Console(stderr=stderr, **kwargs)
+    kwargs.setdefault("width", pipe_width())
+    return _pipe_console_class()(stderr=stderr, **kwargs)
+
+
+def pipe_width() -> int:
+    """Columns of output that is not a terminal: $COLUMNS when it is a positive number, else PIPE_WIDTH."""
     try:
         width = int(os.environ.get("COLUMNS", ""))
     except ValueError:
         width = 0
-    kwargs.setdefault("width", max(width, PIPE_WIDTH))
-    kwargs.setdefault("soft_wrap", True)
-    return Console(stderr=stderr, **kwargs)
+    return width if width > 0 else PIPE_WIDTH
+
+
+_PIPE_CONSOLE: Any = None
+
+
+def _pipe_console_class() -> Any:
+    """PipeConsole, defined on first use: rich is imported lazily (perflab --help starts without it)."""
+    global _PIPE_CONSOLE
+    if _PIPE_CONSOLE is not None:
+        return _PIPE_CONSOLE
+    from rich.console import Console
+
+    class PipeConsole(Console):
+        """A Console for files and pipes: every line fits the width, and no cell or word is cut.
+
+        Renderers choose ``no_wrap``, ``soft_wrap`` and column overflows for a terminal, where a
+        cut cell can be widened by resizing; in a file the cut digits are lost. So print wraps
+        plain text at the width, folds words longer than it, and gives every table (nested ones
+        too) folding columns on a copy, leaving the caller's table as it was.
+        """
+
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            kwargs["soft_wrap"] = False
+            kwargs["no_wrap"] = False
+            kwargs["crop"] = True
+            if kwargs.get("overflow") in (None, "ellipsis", "crop", "ignore"):
+                kwargs["overflow"] = "fold"
+            super().print(*(_folding(o) for o in objects), **kwargs)
+
+    _PIPE_CONSOLE = PipeConsole
+    return PipeConsole
+
+
+def _folding(renderable: Any) -> Any:
+    """``renderable`` with every rich Table in it (cells, panels, groups) folding instead of cutting."""
+    import copy
+    from dataclasses import replace
+
+    from rich.table import Table
+
+    if isinstance(renderable, Table):
+        table = copy.copy(renderable)
+        table.columns = [replace(c, overflow="fold", no_wrap=False,
+                                 _cells=[_folding(cell) for cell in c._cells])
+                         for c in renderable.columns]
+        return table
+    inner = getattr(renderable, "renderable", None)  # Panel, Padding, Align
+    if inner is not None and not isinstance(renderable, str):
+        out = copy.copy(renderable)
+        out.renderable = _folding(inner)
+        return out
+    if type(renderable).__name__ == "Group":
+        from rich.console import Group
+
+        return Group(*(_folding(r) for r in renderable.renderables), fit=renderable.fit)
+    return renderable
 
 
 def energy_option(f: Callable) -> Callable:

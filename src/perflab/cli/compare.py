@@ -8,6 +8,7 @@ import math
 import click
 
 from perflab.cli.common import json_option, make_console, store_option
+from perflab.cli.options import MetricChoice, metric_choice, primary_metric_options
 from perflab.cli.gate_common import (
     cross_machine_option,
     exit_for,
@@ -24,7 +25,7 @@ from perflab.report.render import format_cell, table_to_markdown
 from perflab.store import open_store
 from perflab.store import dumps
 from perflab.studies.compare import CompareConfig, run_compare
-from perflab.studies.compare_keys import measure_title
+from perflab.studies.compare_keys import measure_title, primary_metric
 from perflab.studies.gate import GateConfig
 
 
@@ -45,6 +46,7 @@ from perflab.studies.gate import GateConfig
 @click.option("--markdown", "markdown_path", metavar="PATH", type=click.Path(dir_okay=False),
               help="With --baseline: write the gate's table as Markdown (a merge-request comment).")
 @junit_option
+@primary_metric_options
 @store_option
 @json_option
 def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str, ...],
@@ -55,9 +57,14 @@ def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str
 
     \b
     perflab compare 3 7 --html cmp.html
+    perflab compare 3 7 --primary-metric fps --higher-is-better
     perflab compare --baseline main 7 --fail-if 'median>+3%' --junit gate.xml
     """
+    choice = metric_choice()
     if baseline is not None:
+        if choice != MetricChoice():
+            raise PerflabError("--primary-metric and --higher-is-better/--lower-is-better belong to "
+                               "'perflab compare A B'; the gate judges the measures its --fail-if names")
         if len(campaigns) != 1:
             raise PerflabError("--baseline NAME takes one CAMPAIGN to gate: perflab compare --baseline "
                                "main 7 --fail-if 'median>+3%'")
@@ -76,7 +83,7 @@ def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str
     given = click.get_current_context().get_parameter_source("min_effect") != click.core.ParameterSource.DEFAULT
     config = CompareConfig(a=campaigns[0], b=campaigns[1], alpha=alpha, min_effect=_fraction(min_effect),
                            counted_min_effect=_fraction(min_effect) if given else 0.0)
-    _compare(open_store(db_url), config, fmt, json_path, html_path)
+    _compare(open_store(db_url), config, fmt, json_path, html_path, choice)
 
 
 def _fraction(text: str) -> float:
@@ -91,8 +98,46 @@ def _fraction(text: str) -> float:
     return pct / 100.0
 
 
-def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html_path: str | None) -> None:
-    result = run_compare(config, store)
+class _Directed:
+    """The store as compare reads it: each campaign's recorded primary metric and direction
+    replaced by --primary-metric / --higher-is-better (primary_metric() reads the top level of a
+    config first, so the override is seen by every study's config layout)."""
+
+    def __init__(self, store, choice: MetricChoice) -> None:
+        self._store, self._choice = store, choice
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def campaign(self, campaign_id: int):
+        from dataclasses import replace
+
+        camp = self._store.campaign(campaign_id)
+        config = dict(camp.config or {})
+        recorded, hib = primary_metric(config)
+        name = self._choice.name or recorded
+        if name is None:
+            flag = "--higher-is-better" if self._choice.higher_is_better else "--lower-is-better"
+            raise PerflabError(f"{flag} needs a metric: campaign {campaign_id} records no primary "
+                               "metric; give --primary-metric NAME (wall time is always lower-is-better)")
+        if self._choice.higher_is_better is not None:
+            hib = self._choice.higher_is_better
+        elif name != recorded:
+            hib = True  # as for a workload: a named metric without a direction is higher-is-better
+        config.update(primary_metric=name, higher_is_better=hib)
+        return replace(camp, config=config)
+
+
+def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html_path: str | None,
+             choice: MetricChoice = MetricChoice()) -> None:
+    if choice != MetricChoice():
+        result = run_compare(config, _Directed(store, choice))
+        if choice.name and result.primary != f"metric:{choice.name}":
+            have = sorted({r.measure.removeprefix("metric:") for r in result.rows if r.measure.startswith("metric:")})
+            raise PerflabError(f"--primary-metric {choice.name}: campaigns {config.a} and {config.b} have no "
+                               f"metric {choice.name} ({'their metrics are ' + ', '.join(have) if have else 'they have no metric'})")
+    else:
+        result = run_compare(config, store)
     a, b = config.a, config.b
     # Each interval carries the level it really has (67 % at 2 runs a side): printed per row.
     t = Table(
@@ -104,31 +149,33 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
          for r in result.rows],
     )
     if json_path != "-":
+        console = make_console()
         if fmt == "markdown":
             click.echo(table_to_markdown(t))
         else:
             from rich.markup import escape
             from rich.table import Table as RTable
 
-            console = make_console()
-            if not console.is_terminal:
-                console.width = max(console.width, 150)  # pipes and files get whole numbers
             rt = RTable(title=escape(t.title))
             for c in t.columns:
                 rt.add_column(c, justify="left" if c in ("point", "measure", "verdict") else "right")
             for row in t.rows:
                 rt.add_row(*[escape(format_cell(c)) for c in row])
             console.print(rt)
-        click.echo(f"verdict: {result.verdict}")
-        click.echo(f"significant: Holm-adjusted p below alpha {result.alpha:g} ({_families(result)}) "
-                   f"and the CI of B/A wholly outside 1 +- {100 * result.min_effect:g} % (--min-effect)")
+
+        def say(line: str) -> None:
+            console.print(line, markup=False, highlight=False)
+
+        say(f"verdict: {result.verdict}")
+        say(f"significant: Holm-adjusted p below alpha {result.alpha:g} ({_families(result)}) "
+            f"and the CI of B/A wholly outside 1 +- {100 * result.min_effect:g} % (--min-effect)")
         for r in result.rows:
             if r.bimodal:
-                click.echo(f"two speeds: {measure_title(r.measure)} of {r.key}: {r.modes_text()}")
+                say(f"two speeds: {measure_title(r.measure)} of {r.key}: {r.modes_text()}")
         for n in result.notes:
-            click.echo(f"note: {n}")
+            say(f"note: {n}")
         if result.unmatched_a or result.unmatched_b:
-            click.echo(f"unmatched: {len(result.unmatched_a)} only in A, {len(result.unmatched_b)} only in B")
+            say(f"unmatched: {len(result.unmatched_a)} only in A, {len(result.unmatched_b)} only in B")
     if json_path:
         write_output(json_path, json.dumps(json.loads(dumps(result.as_dict())), indent=2) + "\n", "JSON")
     if html_path:

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from perflab.cli.common import store_option
-from perflab.cli.options import OutputDir
+from perflab.cli.common import check_metrics, make_console, store_option
+from perflab.cli.options import MetricChoice, OutputDir, metric_choice, primary_metric_options
 from perflab.errors import PerflabError
 
 
@@ -24,6 +24,7 @@ from perflab.errors import PerflabError
               help="Carry on the newest unfinished lab from the store without repeating stored runs.")
 @click.option("--studies", metavar="LIST", help="Comma-separated subset, e.g. run,cores,variants.")
 @click.option("--seed", default=1, show_default=True, help="Seed for every shuffled order.")
+@primary_metric_options
 @store_option
 @click.argument("workload_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
 def command(workload: str | None, config_path: str | None, quick: bool, out_dir: str, resume: bool,
@@ -34,15 +35,29 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
     micro. Every measurement goes to the results store as it completes; --resume finishes an
     interrupted lab from the store. ARGS after -- are appended to the workload's command.
     """
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from perflab.measure import metrics
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.lab import render
     from perflab.store import open_store
     from perflab.studies import lab, resume_study, run_study
+    from perflab.studies.lab_steps import lab_workload
 
     config = lab.LabConfig(workload=workload, config_path=config_path, quick=quick, out_dir=out_dir,
                            seed=seed, workload_args=tuple(workload_args), studies=tuple(s.strip() for s in (studies or "").split(",") if s.strip()))
     lab.plan(config)  # unknown study names fail here, before anything is built
-    console = _console()
+    choice = metric_choice()
+    if resume and choice != MetricChoice():
+        raise PerflabError("--resume carries on with the stored workload and its primary metric: drop "
+                           "--primary-metric and --higher-is-better/--lower-is-better")
+    # Checked on the unbuilt workload: a --primary-metric no regex captures fails before the build.
+    # A resumed lab runs its stored workload: its primary metric is not known here.
+    primary = None if resume else choice.apply(lab_workload(config, build=False)).primary_metric
+    config = replace(config, primary_metric=choice.name, higher_is_better=choice.higher_is_better)
+    console = make_console()
+    metrics.reset_ledger()
     with open_store(db_url) as store, default_executor() as executor:
         console.print(f"perflab lab: results in {store.display}", highlight=False)
         with LabDisplay(console) as display:
@@ -55,6 +70,9 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
                 _, result = resume_study(store, unfinished[-1].id, executor, progress=display)
             else:
                 result = run_study(lab, config, store, executor, progress=display, name="lab")
+        # Before the lab's answer: a metric regex that never gave a number is a warning, a
+        # primary metric never measured an error (the studies' own results are stored).
+        check_metrics(SimpleNamespace(primary_metric=primary), console)
         html_path, md_path = _write_report(store, result)
         render(result, console, children=False)  # the live display printed each study's
         console.print(f"report: {html_path} (and {md_path}); lab campaign {result.campaign_id} in "
@@ -74,16 +92,6 @@ def _write_report(store: Any, result: Any) -> tuple[str, str]:
     with open(md_path, "w", encoding="utf-8") as fh:
         fh.write(to_markdown(report))
     return html_path, md_path
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        # A file or pipe gets the whole table: COLUMNS if set, else wide.
-        console.width = int(os.environ.get("COLUMNS") or 0) or max(console.width, 200)
-    return console
 
 
 class LabDisplay:

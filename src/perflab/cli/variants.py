@@ -11,10 +11,10 @@ from pathlib import Path
 import click
 
 from perflab.cli.common import (
-    emit_json, energy_option, make_console, open_energy, resolve_target, save_baseline, study_output_options,
-    target_options,
+    check_metrics, emit_json, energy_option, make_console, open_energy, resolve_target, save_baseline,
+    study_output_options, target_options,
 )
-from perflab.cli.options import Count, Duration
+from perflab.cli.options import Count, Duration, metric_choice
 from perflab.errors import PerflabError
 from perflab.kernels import minihlt
 from perflab.kernels.buildsys import DEFAULT_MAKE, check_template
@@ -185,6 +185,9 @@ def command(**opts):
         baseline = baseline or "objects-first"
     else:
         target, wl = _target(opts, toml_build, toml_path)
+        # minihlt and --source workloads are made here, not by resolve_target: the command line's
+        # --primary-metric / direction apply to them too (a second apply changes nothing).
+        wl = metric_choice().apply(wl)
         variants = [parse_variant(f"{k}={v}") for k, v in toml_variants.items()]
         variants += [parse_variant(s) for s in opts["variant_specs"]] + expand_matrix(matrix)
         if not variants:
@@ -212,10 +215,14 @@ def command(**opts):
     err = make_console(stderr=True)
     out = make_console(stderr=opts["json_path"] == "-")  # stdout is the JSON's then
     meter = open_energy(opts["energy_source"], out)  # beside the result, as instances and run say it
+    from perflab.measure import metrics
+
+    metrics.reset_ledger()
     with open_store(opts["db_url"]) as store, default_executor() as native, \
             _instrumented(native, model, err) as executor:
         result = run_study(study, config, store, executor, energy=meter,
                            progress=lambda m: err.print(m, soft_wrap=True))
+        check_metrics(config, out)
         render(result, out)
         err.print(f"stored as campaign {result.campaign_id} in {store.display}")
         save_baseline(store, result.campaign_id)

@@ -42,6 +42,8 @@ class LabConfig(StudyConfig):
     studies: tuple[str, ...] = ()  # empty -> the default set
     seed: int = 1
     workload_args: tuple[str, ...] = ()  # appended to the workload's argv (perflab lab -- ARGS)
+    primary_metric: str | None = None  # --primary-metric over the workload's (checked by the CLI)
+    higher_is_better: bool | None = None  # --higher-is-better / --lower-is-better
 
     @property
     def order(self) -> tuple[str, ...]:

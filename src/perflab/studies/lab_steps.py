@@ -57,9 +57,9 @@ def step(name: str) -> Callable[[Callable[[LabContext], Step]], Callable[[LabCon
     return deco
 
 
-def prepare(ctx: LabContext) -> None:
-    """Resolve (and build) the workload once; minihlt is sized by --quick."""
-    cfg = ctx.config
+def lab_workload(cfg: Any, build: bool = True) -> Workload:
+    """The lab's workload by name, perflab.toml path or minihlt (sized by --quick; built unless
+    ``build=False``, which the CLI uses to check --primary-metric before anything runs)."""
     name, config_path = cfg.workload, cfg.config_path
     if name and name.endswith(".toml"):
         config_path = name
@@ -68,13 +68,23 @@ def prepare(ctx: LabContext) -> None:
             raise PerflabError(f"{name} defines no workload: add a [workload.NAME] table")
         name = names[0]
     if name in (None, "minihlt"):
+        return minihlt.quick_workload(build=build) if cfg.quick else minihlt.workload(build=build)
+    return resolve(name, (), config_path=config_path)
+
+
+def prepare(ctx: LabContext) -> None:
+    """Resolve (and build) the workload once; minihlt is sized by --quick."""
+    cfg = ctx.config
+    if cfg.workload in (None, "minihlt"):
         ctx.session.say("building minihlt (cached after the first time)...")
-        ctx.workload = minihlt.quick_workload() if cfg.quick else minihlt.workload()
         ctx.minihlt = True
-    else:
-        ctx.workload = resolve(name, (), config_path=config_path)
+    ctx.workload = lab_workload(cfg)
     if cfg.workload_args:
         ctx.workload = replace(ctx.workload, argv=(*ctx.workload.argv, *cfg.workload_args))
+    if cfg.primary_metric not in (None, ctx.workload.primary_metric):
+        ctx.workload = replace(ctx.workload, primary_metric=cfg.primary_metric, unit=None)
+    if cfg.higher_is_better is not None:
+        ctx.workload = replace(ctx.workload, higher_is_better=cfg.higher_is_better)
     ctx.session.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
 
 
