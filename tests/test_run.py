@@ -371,7 +371,11 @@ def test_cli_ctrl_c_marks_interrupted_and_kills_the_command(tmp_path):
     p = subprocess.Popen([PERFLAB, "run", "--db", str(db), "--runs", "3", "--", "sleep", "30.5"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
-    time.sleep(2.0)
+    deadline = time.monotonic() + 60
+    # Ctrl-C once the timed run is under way (a fixed 2 s wait could end before it started)
+    while subprocess.run(["pgrep", "-f", "^sleep 30.5$"], capture_output=True).returncode != 0:
+        assert p.poll() is None and time.monotonic() < deadline, "the timed run never started"
+        time.sleep(0.05)
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
     p.communicate(timeout=30)
     assert p.returncode == 130
@@ -405,7 +409,6 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
     # only the missing ones: every execution of the command is either stored or was in flight.
     import signal
     import sqlite3
-    import time
 
     from perflab.measure import journal as run_journal
     from perflab.measure.executor import RealExecutor
@@ -414,10 +417,13 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
     def stored_keys(store):
         return [(m.label, m.rep) for c in store.campaigns(study="run") for m in store.measurements(c.id)]
 
+    from tests.conftest import Hold
+
     db, log = tmp_path / "r.db", tmp_path / "runs.log"
-    script = f"echo x >> {log}; sleep 0.05"
-    p = subprocess.Popen([PERFLAB, "run", "--db", str(db), "--runs", "30", "--warmup", "1",
-                          "--shell", "--", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    hold = Hold(tmp_path, 9)  # the warm-up and 8 runs; the 9th waits until perflab is killed
+    argv = ["sh", "-c", f"echo x >> {log}; {hold.script()}", "sh", "sleep", "0.05"]
+    p = subprocess.Popen([PERFLAB, "run", "--db", str(db), "--runs", "30", "--warmup", "1", "--", *argv],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def stored() -> int:
         try:
@@ -426,11 +432,12 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
         except sqlite3.OperationalError:
             return 0
 
-    deadline = time.monotonic() + 60
-    while stored() < 8 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    os.kill(p.pid, signal.SIGKILL)
-    p.wait()
+    try:
+        hold.wait_held(p)
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        hold.release()  # the held run never goes on to its command
     # The runs went back to back in the spawn server, which journals each before the next
     # starts; the store may lag the journal by the group perflab was storing when it died.
     journals = run_journal.orphans(str(db))
@@ -440,10 +447,8 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
         assert recover_journals(store) == len(stored_keys(store)) - in_store
     assert not run_journal.orphans(str(db))  # recovered, then removed
     before = stored()
-    assert 8 <= before < 30
-    time.sleep(0.2)  # the server died with perflab (PR_SET_PDEATHSIG): nothing runs on
     executed_before = len(log.read_text().splitlines()) - 1  # minus the warm-up
-    assert executed_before in (before, before + 1)  # at most the run in flight is lost
+    assert (before, executed_before) == (8, 9)  # only the run in flight at the kill is lost
     with open_store(str(db)) as store, RealExecutor() as ex:
         camp = store.campaigns(study="run")[-1]
         assert camp.status == "running"  # killed: nobody closed it
