@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -11,7 +12,11 @@ from perflab.store import open_store
 
 
 def _perflab(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True, timeout=60)
+    # Wide enough that a verdict stays on one line: these tests read the listing's content; how
+    # piped output wraps at 100 columns is tests/test_pipe_width.py's.
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
+                          timeout=60, env=env)
 
 
 def test_results_lists_and_groups(tmp_path):
