@@ -94,8 +94,19 @@ SCRIPT = textwrap.dedent("""
     spec = RunSpec(argv=(f"echo x >> {log}; sleep 0.01",), shell=True, label="k")
     for i, _ in enumerate(session.run_many(spec, 0, 200)):
         if seen > stop_after + 8:
+            with open(log + ".children", "w") as fh:  # the spawn server, for the test to wait on
+                fh.write(" ".join(open(f"/proc/self/task/{t}/children").read()
+                                  for t in os.listdir("/proc/self/task")))
             os.kill(os.getpid(), signal.SIGKILL)
 """)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def test_kill_9_mid_batch_loses_at_most_the_run_in_flight(tmp_path):
@@ -103,10 +114,16 @@ def test_kill_9_mid_batch_loses_at_most_the_run_in_flight(tmp_path):
     proc = subprocess.run([sys.executable, "-c", SCRIPT, db, str(log), "5"], timeout=60,
                           env={**os.environ, "PYTHONPATH": SRC})
     assert proc.returncode == -signal.SIGKILL
-    time.sleep(0.2)  # the server got SIGTERM with its parent's death and killed its command
+    # The server gets SIGTERM with its parent's death and kills its command: wait until it is
+    # gone (a fixed 0.2 s could end first on a loaded machine), then nothing can run on.
+    children = [int(pid) for pid in Path(f"{log}.children").read_text().split()]
+    assert children, "perflab had no spawn server"
+    deadline = time.monotonic() + 60
+    while not all(map(_gone, children)):
+        assert time.monotonic() < deadline, "the spawn server outlived perflab by 60 s"
+        time.sleep(0.02)
     executed = len(log.read_text().splitlines())
-    time.sleep(0.3)
-    assert len(log.read_text().splitlines()) == executed  # nothing runs on after perflab died
+    assert executed < 200  # the batch stopped with perflab, far short of its end
     with open_store(db) as store:
         camp = store.campaigns()[-1]
         in_store = len(store.measurements(camp.id))
