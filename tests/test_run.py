@@ -372,15 +372,30 @@ def test_cli_ctrl_c_marks_interrupted_and_kills_the_command(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     deadline = time.monotonic() + 60
+
+    def timed_runs() -> list[str]:
+        """The 'sleep 30.5' processes of this perflab's session (not another test's)."""
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    argv = fh.read()
+                with open(f"/proc/{pid}/stat") as fh:
+                    session = int(fh.read().rsplit(")", 1)[1].split()[3])
+            except (OSError, ValueError, IndexError):
+                continue
+            if argv == b"sleep\x0030.5\x00" and session == p.pid:
+                out.append(pid)
+        return out
+
     # Ctrl-C once the timed run is under way (a fixed 2 s wait could end before it started)
-    while subprocess.run(["pgrep", "-f", "^sleep 30.5$"], capture_output=True).returncode != 0:
+    while not timed_runs():
         assert p.poll() is None and time.monotonic() < deadline, "the timed run never started"
         time.sleep(0.05)
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
     p.communicate(timeout=30)
     assert p.returncode == 130
-    left = subprocess.run(["pgrep", "-f", "sleep 30.5"], capture_output=True, text=True)
-    assert left.stdout.strip() == ""
+    assert timed_runs() == []
     s = open_store(str(db))
     assert s.campaigns(study="run")[-1].status == "interrupted"
     s.close()
