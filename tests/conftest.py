@@ -1,4 +1,5 @@
-"""Shared fixtures: real PostgreSQL servers started by the tests, and real machines' sysfs trees."""
+"""Shared fixtures: real PostgreSQL servers started by the tests, real machines' sysfs trees, and
+holds that stop a study at a known point for kill -9 tests (Hold, kill_then_resume)."""
 
 from __future__ import annotations
 
@@ -206,11 +207,12 @@ class Hold:
     def held(self) -> bool:
         return bool(self._held_pids())
 
-    def wait_held(self, proc: subprocess.Popen, timeout: float = 120) -> None:
-        """Until an execution waits at the hold; fails if the study ends or stalls first."""
+    def wait_held(self, proc: subprocess.Popen | None, timeout: float = 120) -> None:
+        """Until an execution waits at the hold; fails if the study (proc) ends or stalls first."""
         deadline = time.monotonic() + timeout
         while not self.held():
-            assert proc.poll() is None, f"the study ended after {self.started()} executions, before the hold"
+            assert proc is None or proc.poll() is None, \
+                f"the study ended after {self.started()} executions, before the hold"
             assert time.monotonic() < deadline, f"no execution reached the hold in {timeout:g} s"
             time.sleep(0.02)
 

@@ -83,8 +83,13 @@ def test_fleet_end_to_end(slurm, postgres_url, tmp_path):
     db = postgres_url.replace("postgres@", f"postgres:{SECRET}@", 1)  # trust auth: never checked
     env = _env(slurm, tmp_path)
     outputs = []
+    from tests.conftest import Hold
+
+    # Slot 1's second run waits until the test has cancelled it: it cannot finish first on any machine.
+    hold = Hold(tmp_path, 1)
+    held = ["sh", "-c", f'[ "$PERFLAB_FLEET_SLOT" = 1 ] || exec "$@"; {hold.script()}', "sh", "sleep", "0.1"]
     outputs.append(perflab(["fleet", "submit", "runs", "--nodes", "3", "--host-label", "node", "--db", db,
-                            "--", "run", "--runs", "25", "--", "sleep", "0.1"], env, tmp_path))
+                            "--", "run", "--runs", "25", "--command-name", "nap", "--", *held], env, tmp_path))
     outputs.append(perflab(["fleet", "submit", "scan", "--nodes", "3", "--host-label", "inst", "--db", db,
                             "--", "instances", "--n", "1,2", "--reps", "4", "--", "sleep", "0.05"], env, tmp_path))
     # A node that cannot reach the database: its job environment demands SSL the server lacks.
@@ -104,7 +109,9 @@ def test_fleet_end_to_end(slurm, postgres_url, tmp_path):
         time.sleep(0.2)
     job = camps[0].labels["slurm_array_job_id"] + "_1"
     assert camps[0].labels["slurm_array_task_id"] == "1" and camps[0].labels["host_label"] == "node-1"
+    hold.wait_held(None)
     subprocess.run(["scancel", job], env=env, check=True)
+    hold.release()
     _wait_idle(env)
 
     st = _status("runs", db, env, tmp_path)

@@ -111,8 +111,13 @@ def test_a_node_that_dies_mid_campaign_fails_its_slot_and_resubmit_finishes_it(f
 
     conf, cluster_dir = farm
     env = _env(conf, tmp_path)
+    from tests.conftest import Hold
+
+    # node3's second run waits until the node is killed: its campaign cannot finish first on any machine
+    hold = Hold(tmp_path, 1)
+    held = ["sh", "-c", f'[ "$SLURMD_NODENAME" = node3 ] || exec "$@"; {hold.script()}', "sh", "sh", "-c", LOOP]
     perflab(["fleet", "submit", "dies", "--nodes", "4", "--db", postgres_url, "--", "run", "--runs", "12",
-             "--command-name", "loop", "--", "sh", "-c", LOOP], env, tmp_path)
+             "--command-name", "loop", "--", *held], env, tmp_path)
     with open_store(postgres_url) as store:
         deadline = time.monotonic() + 120
         while True:  # node3 has stored a run: the node dies mid-campaign
@@ -123,7 +128,9 @@ def test_a_node_that_dies_mid_campaign_fails_its_slot_and_resubmit_finishes_it(f
             assert time.monotonic() < deadline, "node3's task never stored a run"
             time.sleep(0.1)
     slot = camps[0].labels["fleet_slot"]
+    hold.wait_held(None)
     r = subprocess.run([str(SCRIPT), "kill-node", str(cluster_dir), "node3"], capture_output=True, text=True)
+    hold.release()
     assert r.returncode == 0, r.stderr
     _wait_idle(env, limit=240)
 
