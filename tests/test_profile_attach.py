@@ -235,12 +235,15 @@ def test_attach_whole_run_until_timeout(minihlt, tmp_path):
     try:
         cfg = profile.ProfileConfig(pid=job.pid, timeout=0.8, event="cpu-clock", annotate_top=0,
                                     out_dir=str(tmp_path / "out"))
+        t0 = time.monotonic()
         res = run_study(profile, cfg, open_store(str(tmp_path / "p.db")), PerfWindowRecorder())
+        elapsed_ms = (time.monotonic() - t0) * 1e3
         assert job.poll() is None, "the job must outlive the recording"
     finally:
         _stop(job)
     row = res.recordings[0]
     assert res.whole_run and row["closed_by"] == "timeout" and row["enable_latency_us"] is None
-    assert 700 <= row["window_ms"] <= 3000
+    # from the attach to the timeout at least, and within the call (not a bound on the machine's speed)
+    assert 800 <= row["window_ms"] <= elapsed_ms
     assert res.samples > 0 and "in the whole run" in res.message
     assert {s.pid for s in read_samples(res.perf_data[0])} == {job.pid}
