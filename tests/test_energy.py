@@ -169,7 +169,8 @@ def test_joules_per_event_and_energy_optimal_copies_through_the_mock(tmp_path):
 def test_instances_watts_and_energy_optimal_copies_through_the_mock(tmp_path):
     """A modelled node: throughput saturates at 4 CPUs while watts keep rising with copies, and a
     'turbo' makes 2 copies cheap per event; the study reports watts per N and the energy optimum."""
-    from perflab.checks.compare_check import _machine
+    from perflab.checks.instances_check import one_node_box
+    from perflab.platform.machine import Machine
     from perflab.model import MetricPattern, Workload
     from perflab.report.terminal.instances import render
     from perflab.studies import instances, run_study
@@ -199,9 +200,11 @@ def test_instances_watts_and_energy_optimal_copies_through_the_mock(tmp_path):
             return {"ipmi:node": watts[n] * (ex.clock_ns - self.t0) / 1e9}
 
     wl = Workload("sim", ("sim",), metrics=(MetricPattern(r"events: (?P<events>\d+)"),))
-    cfg = instances.InstancesConfig(wl, ns=(1, 2, 3, 4, 6, 8), policies=("none",), reps=3)
+    # 5 rounds: with fewer than 4 the study names no optimum (no rank test can reach 0.05)
+    cfg = instances.InstancesConfig(wl, ns=(1, 2, 3, 4, 6, 8), policies=("none",), reps=5)
     with open_store(str(tmp_path / "s.db")) as store:
-        result = run_study(instances, cfg, store, ex, machine=_machine(4), energy=Meter())
+        result = run_study(instances, cfg, store, ex, machine=Machine(one_node_box(4), {"hostname": "sim"}),
+                           energy=Meter())
     pts = {p.n: p for p in result.scans[0].points}
     assert pts[2].watts == pytest.approx(140.0) and pts[8].watts == pytest.approx(320.0)
     assert pts[4].joules_per_unit == pytest.approx(300.0 / 4)  # no rate metric: the unit is a copy

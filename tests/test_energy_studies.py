@@ -7,6 +7,7 @@ import io
 import json
 import re
 import shutil
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -287,8 +288,9 @@ def test_rapl_fixture_end_to_end_through_a_run(tmp_path):
 
 
 def _perflab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    # wide: these tests read sentences, which piped output would wrap at 100 columns
     return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+                          timeout=120, cwd=cwd, env={**os.environ, "COLUMNS": "400"})
 
 
 def test_real_run_says_once_that_energy_is_not_measured_here(tmp_path):

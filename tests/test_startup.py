@@ -84,7 +84,17 @@ def test_one_command_or_two_with_few_runs_are_analysed_without_numpy(tmp_path):
     one = _probe(tmp_path, "run", "--db", db, "--runs", "5", "--energy", "off", "--", "true")
     assert "numpy" not in one["modules"]
     two = _probe(tmp_path, "run", "--db", db, "--runs", "10", "--energy", "off", "true", "sleep 0")
-    assert "numpy" not in two["modules"]
+    if "numpy" in two["modules"]:
+        # Allowed only where a sample was noisy (a loaded machine): such a sample is tested for
+        # two speeds (stats.modes), which needs numpy. A quiet one never is.
+        from perflab.studies.run_compare import two_speeds_tested
+
+        with open_store(db) as store:
+            cid = max(c.id for c in store.campaigns())
+            by_label: dict[str, list[float]] = {}
+            for m in store.measurements(cid):
+                by_label.setdefault(m.label, []).append(m.result.wall_ns / 1e9)
+        assert any(two_speeds_tested(v) for v in by_label.values()), "numpy loaded for quiet samples"
     many = _probe(tmp_path, "run", "--db", db, "--runs", "21", "--energy", "off", "true", "sleep 0")
     assert "numpy" in many["modules"]
 

@@ -46,14 +46,18 @@ def ranked_values(b: Benchmark, measure: str) -> list[float]:
     return [v for v in b.metrics.get(measure, ()) if v is not None]
 
 
+def two_speeds_tested(values: list[float]) -> bool:
+    """Whether two_speeds fits a mixture to ``values``: 10 or more positive runs that look noisy."""
+    if len(values) < 10 or not all(0 < v < math.inf for v in values):
+        return False
+    return statistics.stdev(values) / statistics.fmean(values) > CV_WARN or bool(mad_outliers(values))
+
+
 def two_speeds(values: list[float]):
     """The two speeds of a sample (stats.modes), or None. Only a sample that looks noisy (CV
     above 5 % or MAD outliers) is tested: a quiet one cannot hide two speeds worth naming, and
     it keeps numpy and scipy out of a quiet run's analysis."""
-    if len(values) < 10 or not all(0 < v < math.inf for v in values):
-        return None
-    mean = statistics.fmean(values)
-    if statistics.stdev(values) / mean <= CV_WARN and not mad_outliers(values):
+    if not two_speeds_tested(values):
         return None
     found = detect_modes(values)
     return found if found.multimodal else None
