@@ -61,14 +61,17 @@ def _readelf(*args: str) -> str:
     return subprocess.run(["readelf", *args], capture_output=True, text=True).stdout
 
 
-def _axis_variants():
+def _axis_variants(per_axis: int | None = None):
+    """Every value of every axis once; ``per_axis``: at most that many new builds an axis."""
     seen, out = set(), []
     for axis, values in AXES.items():
+        taken = 0
         for v in expand_matrix([f"{axis}={','.join(values)}"]):
             key = (v.cflags, v.compiler, v.pgo)
-            if key not in seen:
+            if key not in seen and (per_axis is None or taken < per_axis):
                 seen.add(key)
                 out.append(v)
+                taken += 1
     return out
 
 
@@ -83,7 +86,9 @@ def test_every_axis_builds_minihlt_with_its_own_build_system(system, shared_cach
     target = BuildTarget("minihlt", template=template, src_dir=minihlt.HERE, exe="minihlt")
     train = ("{exe}", "--events", "4", "--static-mb", "4", "--seed", "9")
     checksums, checked = {}, set()
-    for v in _axis_variants():
+    # make builds every value of every axis; CMake, whose way of passing flags is the same for
+    # every value of an axis, builds two of each (half the builds, 30 s of the suite).
+    for v in _axis_variants(None if system == "make" else 2):
         if not default_probe(v, None).available and v.abi != "mx32":
             continue
         vb = build_variant(target, v, train_argv=train, train_cwd=tmp_path, cache_dir=shared_cache)
@@ -115,8 +120,12 @@ def test_every_axis_builds_minihlt_with_its_own_build_system(system, shared_cach
         out = subprocess.run([str(exe), "--events", "3", "--static-mb", "4"], capture_output=True, text=True)
         assert out.returncode == 0, (v.name, out.stderr)
         checksums[v.name] = next(ln for ln in out.stdout.splitlines() if ln.startswith("checksum:"))
-    assert {"m32", "mx32", "O0", "Ofast", "g", "v3", "lto", "pgo", "fastmath", "fma", "static", "staticcxx",
-            "clang"} <= checked
+    if system == "make":
+        assert {"m32", "mx32", "O0", "Ofast", "g", "v3", "lto", "pgo", "fastmath", "fma", "static",
+                "staticcxx", "clang"} <= checked
+    else:
+        assert {"m32", "O0", "g", "native", "lto", "pgo", "fastmath", "fma", "static", "staticcxx",
+                "clang"} <= checked
     assert len(set(checksums.values())) == 1, checksums  # minihlt's checksum is exact across builds
     again = build_variant(target, expand_matrix(["abi=m32"])[0], cache_dir=shared_cache)
     assert again.cached
