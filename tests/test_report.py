@@ -186,3 +186,20 @@ def test_plots_keep_text_as_text_and_say_what_they_show(store):
     once = to_html(report)
     assert once.count("<title id=") == len(svgs)
     assert once.count("<title id=") == to_html(report).count("<title id=")
+
+
+def test_the_compare_page_uses_the_reports_one_stylesheet(tmp_path, store):
+    """One stylesheet (templates/style.css) for the report and the compare page; its tables scroll
+    in their boxes and its plots say what they show."""
+    from importlib.resources import files
+
+    from perflab.report.compare_html import compare_html
+
+    a = _campaign(store, "run", [1.0, 1.01, 0.99, 1.0, 1.02, 0.98])
+    b = _campaign(store, "run", [2.0, 2.01, 1.99, 2.0, 2.02, 1.98])
+    res = run_compare(CompareConfig(a, b), store)
+    page = compare_html(res, [store.campaign(a), store.campaign(b)], ["h", "h"])
+    css = files("perflab.report").joinpath("templates/style.css").read_text()
+    assert css.strip() in page and css.strip() in to_html(build_report(store, select_campaigns(store, [])))
+    assert page.count('<div class="scroll"><table') == page.count("<table")
+    assert page.count('role="img"') == page.count("<svg") > 0

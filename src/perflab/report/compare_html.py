@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from perflab.report.plots import _figure, _svg
+from perflab.report.plots import _figure, _svg, accessible
 from perflab.studies.compare import CompareResult, CompareRow
 from perflab.studies.compare_keys import measure_title
 
@@ -45,39 +45,37 @@ def ratio_plot(rows: Sequence[CompareRow], title: str) -> str:
 
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; } td, th { padding: .2em .6em; border-bottom: 1px solid #ddd; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; } .sig { font-weight: bold; }
-p.verdict { font-size: 1.15em; } .note { color: #555; }
+{% include "style.css" %}
 </style></head><body>
 <h1>{{ title }}</h1>
 <p class="verdict">{{ result.verdict }}</p>
 {% for n in result.notes %}<p class="note">note: {{ n }}</p>{% endfor %}
-<table><tr><th>measure</th><th class="num">comparisons</th><th class="num">significant</th><th class="num">B better</th><th class="num">A better</th></tr>
+<div class="scroll"><table><tr><th>measure</th><th class="num">comparisons</th><th class="num">significant</th><th class="num">B better</th><th class="num">A better</th></tr>
 {% for m, rs in groups %}<tr><td><a href="#{{ loop.index }}">{{ m }}</a></td><td class="num">{{ rs|length }}</td>
 <td class="num">{{ rs|selectattr('significant')|list|length }}</td>
 <td class="num">{{ rs|selectattr('better', 'equalto', 'B')|list|length }}</td>
 <td class="num">{{ rs|selectattr('better', 'equalto', 'A')|list|length }}</td></tr>{% endfor %}
-</table>
+</table></div>
 {% for m, rs in groups %}
 <h2 id="{{ loop.index }}">{{ m }}</h2>
 <div class="plot">{{ plots[loop.index0]|safe }}</div>
-<table><tr><th>point</th><th class="num">n A</th><th class="num">n B</th><th class="num">median A</th><th class="num">median B</th>
+<div class="scroll"><table><tr><th>point</th><th class="num">n A</th><th class="num">n B</th><th class="num">median A</th><th class="num">median B</th>
 <th class="num">B/A</th><th class="num">CI (level)</th><th class="num">p (Holm)</th><th>verdict</th></tr>
 {% for r in rs %}<tr{% if r.significant %} class="sig"{% endif %}><td>{{ r.key }}</td><td class="num">{{ r.n_a }}</td><td class="num">{{ r.n_b }}</td>
 <td class="num">{{ r.median_a|num }}</td><td class="num">{{ r.median_b|num }}</td>
 <td class="num">{{ '%.4f'|format(r.ratio) }}</td><td class="num">[{{ '%.4f'|format(r.lo) }}, {{ '%.4f'|format(r.hi) }}] ({{ '%.0f'|format(100 * r.level) }}%)</td>
 <td class="num">{{ '%.2g'|format(r.p_adjusted) }}</td>
 <td>{{ r.verdict_cell }}{% if r.bimodal %} ({{ r.modes_text() }}){% endif %}</td></tr>{% endfor %}
-</table>
+</table></div>
 {% endfor %}
 {% if result.unmatched_a or result.unmatched_b %}<h2>Unmatched points</h2>
 <p>Only in A: {{ result.unmatched_a|join(', ') or 'none' }}. Only in B: {{ result.unmatched_b|join(', ') or 'none' }}.</p>{% endif %}
 <h2>Campaigns</h2>
-<table><tr><th></th><th>campaign</th><th>study</th><th>started</th><th>machine</th></tr>
+<div class="scroll"><table><tr><th></th><th>campaign</th><th>study</th><th>started</th><th>machine</th></tr>
 {% for side, c, h in sides %}<tr><td>{{ side }}</td><td class="num">{{ c.id }}</td><td>{{ c.study }}</td><td>{{ c.started }}</td><td>{{ h }}</td></tr>{% endfor %}
-</table>
+</table></div>
 <p class="note">B/A is the Hodges-Lehmann ratio (the median of the pairwise ratios b/a) with
 Moses' interval at the level it really has (printed per row; fewer runs reach less); p is a
 two-sided Mann-Whitney test, Holm-corrected over every comparison on this page{% if families %}, in
@@ -103,10 +101,14 @@ def compare_html(result: CompareResult, campaigns: Sequence[Any], hosts: Sequenc
     for r in result.rows:
         groups.setdefault(measure_title(r.measure), []).append(r)
     items = list(groups.items())  # rows come in measure order: wall, CPU, memory, energy, metrics
-    plots = [ratio_plot(rs, m) for m, rs in items]
+    plots = [accessible(ratio_plot(rs, m), f"B/A of {m}",
+                        f"{sum(r.significant for r in rs)} of {len(rs)} comparisons of {m} differ "
+                        "significantly; ratios on a log axis centred on 1", f"cmp-plot{i}")
+             for i, (m, rs) in enumerate(items)]
     title = (f"perflab compare: campaign {result.a} (A) vs {result.b} (B), {result.study_b} study, "
              f"{hosts[1]}")
-    env = jinja2.Environment(autoescape=True)
+    # The report's own loader: the page includes the report's one stylesheet (templates/style.css).
+    env = jinja2.Environment(loader=jinja2.PackageLoader("perflab.report", "templates"), autoescape=True)
     env.filters["num"] = _num
     families = any(r.overall for r in result.rows)
     return env.from_string(_PAGE).render(
