@@ -203,3 +203,18 @@ def test_the_compare_page_uses_the_reports_one_stylesheet(tmp_path, store):
     assert css.strip() in page and css.strip() in to_html(build_report(store, select_campaigns(store, [])))
     assert page.count('<div class="scroll"><table') == page.count("<table")
     assert page.count('role="img"') == page.count("<svg") > 0
+
+
+def test_compare_of_points_with_one_observation_a_side_is_refused_not_empty(tmp_path, store):
+    """Two instances scans of 1 round: every point matched, none comparable: one line, exit 2."""
+    for level in (1.0, 2.0):
+        cid = store.start_campaign("instances", {}, None)
+        for n in (1, 2):
+            for copy in range(n):
+                store.add_measurement(cid, _result(0.1 * level), {"policy": "none", "n": n, "copy": copy},
+                                      rep=0, label="w")
+        store.finish_campaign(cid, "done")
+    p = subprocess.run([sys.executable, "-m", "perflab", "compare", "1", "2", "--db", str(tmp_path / "r.db")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1, p.stdout + p.stderr
+    assert "share 2 point(s), but no point has 2 or more observations on both sides" in p.stderr

@@ -382,6 +382,15 @@ def run_compare(config: CompareConfig, store: Any) -> CompareResult:
         ca.study, store.measurements(config.a), store.measurements(config.b),
         alpha=config.alpha, seed=config.seed, config=cb.config, min_effect=config.min_effect,
         interval="rank", modes=True, counted_min_effect=config.counted_min_effect)
+    if not rows:
+        shared = (set(series(ca.study, store.measurements(config.a))[0])
+                  & set(series(cb.study, store.measurements(config.b))[0]))
+        if shared:
+            # Matched points with one observation a side (an instances scan of 1 round): an empty
+            # table and exit 0 would read as 'no difference'; no comparison was possible at all.
+            raise PerflabError(f"campaigns {config.a} and {config.b} share {len(shared)} point(s), but no "
+                               "point has 2 or more observations on both sides, so nothing can be "
+                               "compared; measure more runs or rounds (5 a side for a 95 % interval)")
     name, _ = primary_metric(cb.config or {})
     if not name and (cb.config or {}).get("instrument") == cachegrind.NAME:
         name = "instructions"  # a simulated run's wall time is Valgrind's, not the program's
