@@ -10,6 +10,7 @@ swamped (the test checks that the slow node's cgroup was throttled before it ass
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -93,6 +94,48 @@ def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_pa
 
     text = perflab(["fleet", "report", "farm", "--db", postgres_url], env, tmp_path).stdout
     assert "node2" in text and "[B]" in text and "no slow host" not in text
+
+
+@pytest.mark.postgres
+def test_postgres_restarted_mid_campaign_loses_and_duplicates_no_run(farm, tmp_path):
+    """The store's server stopped while every task waits to write, started 2 s later: the writes retry."""
+    from perflab.store import open_store
+
+    from tests.conftest import Hold, PgServer
+
+    conf, _ = farm
+    server = PgServer()  # the test's own: stopping the session's server would break other tests
+    try:
+        url = server.create_db("restart")
+        env = _env(conf, tmp_path, PERFLAB_DB_RETRY_S="60")
+        # 4 runs of 24 pass; every task then waits mid-campaign at its next run, one each.
+        hold = Hold(tmp_path, 4)
+        perflab(["fleet", "submit", "restart", "--nodes", "4", "--db", url, "--", "run", "--runs", "6",
+                 "--command-name", "t", "--", *hold.wrap(["true"])], env, tmp_path)
+        deadline = time.monotonic() + 180
+        while len(hold._held_pids()) < 4:
+            assert time.monotonic() < deadline, f"only {len(hold._held_pids())} of 4 tasks reached the hold"
+            time.sleep(0.1)
+        server.stop("fast")
+        (tmp_path / "hold-release").touch()  # the held runs end and write while the server is down
+        time.sleep(2)
+        server.start()
+        _wait_idle(env, limit=240)
+
+        st = _status("restart", url, env, tmp_path)
+        assert sorted(st) == ["0", "1", "2", "3"] and all(s["state"] == "done" for s in st.values()), st
+        with open_store(url) as store:
+            camps = [c for c in store.campaigns(study="run") if c.labels.get("fleet") == "restart"]
+            assert sorted(c.labels["fleet_slot"] for c in camps) == ["0", "1", "2", "3"]
+            assert all(c.status == "done" and c.n_measurements == 6 for c in camps), \
+                [(c.status, c.n_measurements) for c in camps]
+            for c in camps:  # each run once: distinct resume keys (label, params, rep)
+                ms = store.measurements(c.id)
+                assert len({(m.label, json.dumps(m.params, sort_keys=True), m.rep) for m in ms}) == len(ms) == 6
+        rep = _report("restart", db=url, env=env, cwd=tmp_path)
+        assert all(h["status"] == "done" and h["headline"]["n"] == 6 for h in rep["hosts"]), rep["hosts"]
+    finally:
+        server.destroy()
 
 
 def test_slurm_local_refuses_bad_node_specs(tmp_path):
