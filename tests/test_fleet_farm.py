@@ -138,6 +138,49 @@ def test_postgres_restarted_mid_campaign_loses_and_duplicates_no_run(farm, tmp_p
         server.destroy()
 
 
+@pytest.mark.postgres
+def test_cores_fleet_lists_each_hosts_slow_cores(farm, postgres_url, tmp_path):
+    """cores --concurrent on every node: each host's own verdict on its CPUs, listed per host."""
+    from perflab.store import open_store
+    from perflab.studies.cores_result import CoresResult
+
+    conf, _ = farm
+    env = _env(conf, tmp_path)
+    perflab(["fleet", "submit", "cores", "--nodes", "4", "--db", postgres_url, "--", "cores", "--concurrent",
+             "--rounds", "4", "--min-rounds", "2", "--", "true"], env, tmp_path)
+    _wait_idle(env, limit=240)
+    rep = _report("cores", db=postgres_url, env=env, cwd=tmp_path)
+    assert "slow_cores" in rep and len(rep["hosts"]) == 4
+    with open_store(postgres_url) as store:
+        summaries = {h["host"]: store.campaign(h["campaign_id"]).summary for h in rep["hosts"]}
+    found = []
+    for h in rep["hosts"]:
+        result = CoresResult.from_dict(summaries[h["host"]])  # the cores summary as stored today
+        assert h["status"] == "done" and h["headline"]["n"] == result.runs - result.failed > 0, h
+        assert [(c["core"], list(c["cpus"])) for c in h["headline"]["slow_cores"]] == \
+            [(s.core, list(s.cpus)) for s in result.slow]
+        found += [(h["host"], s.core) for s in result.slow]
+    assert [(c["host"], c["core"]) for c in rep["slow_cores"]] == found
+    text = perflab(["fleet", "report", "cores", "--db", postgres_url], env, tmp_path).stdout
+    assert ("no slow core" in text) == (not found)
+
+    # A slow core in a host's own summary (a 2-vCPU VM cannot plant one per node): its fleet report
+    # lists it under that host, in the JSON and in the terminal text.
+    node1 = next(h for h in rep["hosts"] if h["host"] == "node1")
+    summary = summaries["node1"]
+    slow = {"core": 1, "socket": 0, "node": 0, "cpus": [1], "siblings": [1], "ratio": 1.3,
+            "ratio_ci": {"low": 1.2, "high": 1.4, "level": 0.95}, "p_adjusted": 0.001, "rounds": 4,
+            "slower_rounds": 4}
+    CoresResult.from_dict({**summary, "slow": [slow]})  # the shape the cores study stores
+    with open_store(postgres_url) as store:
+        store.finish_campaign(node1["campaign_id"], "done", summary={**summary, "slow": [slow]})
+    rep = _report("cores", db=postgres_url, env=env, cwd=tmp_path)
+    assert {"host": "node1", "core": 1, "cpus": [1], "ratio": 1.3} == \
+        {k: v for k, v in rep["slow_cores"][0].items() if k in ("host", "core", "cpus", "ratio")}
+    text = perflab(["fleet", "report", "cores", "--db", postgres_url], env, tmp_path).stdout
+    assert "node1: core 1 (CPUs 1): cost 1.3 x" in " ".join(text.split()) and "no slow core" not in text
+
+
 def test_slurm_local_refuses_bad_node_specs(tmp_path):
     if shutil.which("slurmd") is None:
         pytest.skip("Slurm is not installed")

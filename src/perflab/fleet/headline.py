@@ -146,8 +146,8 @@ def host_data(store, campaigns: list) -> dict[int, HostData]:
                 head["command"] = benches[0].get("command")
         if study == "cores":
             slow = (c.summary or {}).get("slow") or []
-            head["slow_cores"] = [{"core": s.get("core"), "cpus": s.get("cpus"), "ratio": s.get("ratio")}
-                                  for s in slow]
+            head["slow_cores"] = [{k: s.get(k) for k in ("core", "cpus", "ratio", "p_adjusted", "slower_rounds",
+                                                         "rounds")} for s in slow]
         out[c.id] = HostData(values, head)
     return out
 

@@ -46,6 +46,22 @@ def status_table(name: str, slots: list, console) -> None:
     console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())), highlight=False, soft_wrap=True)
 
 
+def _slow_cores_lines(rep: dict[str, Any]) -> list[str]:
+    """The slow cores of a cores fleet, per host (each host's own verdict on its CPUs)."""
+    n = sum(1 for h in rep["hosts"] if h["status"] == "done")
+    if not rep["slow_cores"]:
+        return [f"no slow core: no CPU of the {n} finished hosts is persistently slower than the "
+                "host's other CPUs (each host's own cores verdict)"]
+    hosts = sorted({c["host"] for c in rep["slow_cores"]})
+    lines = [f"slow cores on {len(hosts)} of {n} hosts (each host's CPUs against each other):"]
+    for c in rep["slow_cores"]:
+        cpus = ",".join(str(x) for x in c.get("cpus") or ())
+        lines.append(f"  {c['host']}: core {c['core']} (CPUs {cpus}): cost {_num(c.get('ratio'))} x the median "
+                     f"of the host's other CPUs, slower in {c.get('slower_rounds')} of {c.get('rounds')} rounds, "
+                     f"Holm p {_num(c.get('p_adjusted'), 2)}")
+    return lines
+
+
 def report_terminal(rep: dict[str, Any], console) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -80,6 +96,9 @@ def report_terminal(rep: dict[str, Any], console) -> None:
         console.print(f"no slow host: none of {n} hosts is significantly below its platform's peers "
                       "(this does not show that all hosts are equal, only that no difference above "
                       "the minimum effect was found)", highlight=False, soft_wrap=True)
+    if "slow_cores" in rep:
+        for line in _slow_cores_lines(rep):
+            console.print(escape(line), highlight=False, soft_wrap=True)
     failed = [h for h in rep["hosts"] if h["status"] == "failed"]
     for h in failed:
         where = f"slot {h['slot']}" if h["host"] == f"slot {h['slot']}" else f"{h['host']} (slot {h['slot']})"
@@ -112,6 +131,10 @@ def report_html(rep: dict[str, Any]) -> str:
     if not rep["slow_hosts"]:
         out.append("<li>none: no host is significantly below its platform's peers by more than the minimum "
                    "effect (which does not show that the hosts are equal)</li>")
+    if "slow_cores" in rep:
+        out.append("</ul><h2>Slow cores</h2><ul>")
+        lines = _slow_cores_lines(rep)
+        out += [f"<li>{e(ln.strip())}</li>" for ln in (lines[1:] or lines)]
     out.append("</ul><h2>Failed and missing</h2><ul>")
     out += [f"<li>{e(h['host'])} (slot {e(h['slot'])}): {e(h.get('error', ''))}</li>"
             for h in rep["hosts"] if h["status"] == "failed"]

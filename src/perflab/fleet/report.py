@@ -106,8 +106,15 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
         plat.update(_spread(ms) if ms else {"median": None, "ci": None, "spread": None})
         plat["slow_hosts"] = [s["host"] for s in slow if s["platform"] == key]
         plat["not_tested"] = [t.member for t in tests if t.group == key and t.p_value is None]
-    return {"fleet": fleet.name, "hosts": hosts, "platforms": list(platforms.values()),
-            "slow_hosts": slow, "missing": missing}
+    rep = {"fleet": fleet.name, "hosts": hosts, "platforms": list(platforms.values()),
+           "slow_hosts": slow, "missing": missing}
+    if fleet.study == "cores":
+        # Seed 001 at farm level: each host's own cores verdict (its CPUs against each other),
+        # listed per host; a slow host and a slow core are separate questions.
+        rep["slow_cores"] = [{"host": h["host"], "platform": h["platform"], **c} for h in hosts
+                             if h["status"] == "done" and h.get("headline")
+                             for c in h["headline"].get("slow_cores") or []]
+    return rep
 
 
 def platform_throughput(store, name: str, match: str | None = None) -> tuple[float, str, int]:
