@@ -87,9 +87,9 @@ def test_fleet_end_to_end(slurm, postgres_url, tmp_path):
 
     # Slot 1's second run waits until the test has cancelled it: it cannot finish first on any machine.
     hold = Hold(tmp_path, 1)
-    held = ["sh", "-c", f'[ "$PERFLAB_FLEET_SLOT" = 1 ] || exec "$@"; {hold.script()}', "sh", "sleep", "0.1"]
+    held = ["sh", "-c", f'[ "$PERFLAB_FLEET_SLOT" = 1 ] || exec "$@"; {hold.script()}', "sh", "sleep", "0.02"]
     outputs.append(perflab(["fleet", "submit", "runs", "--nodes", "3", "--host-label", "node", "--db", db,
-                            "--", "run", "--runs", "25", "--command-name", "nap", "--", *held], env, tmp_path))
+                            "--", "run", "--runs", "10", "--command-name", "nap", "--", *held], env, tmp_path))
     outputs.append(perflab(["fleet", "submit", "scan", "--nodes", "3", "--host-label", "inst", "--db", db,
                             "--", "instances", "--n", "1,2", "--reps", "4", "--", "sleep", "0.05"], env, tmp_path))
     # A node that cannot reach the database: its job environment demands SSL the server lacks.
@@ -126,7 +126,7 @@ def test_fleet_end_to_end(slurm, postgres_url, tmp_path):
     rep = _report("runs", db, env, tmp_path)
     assert set(rep) == {"fleet", "hosts", "platforms", "slow_hosts", "missing"}
     assert sorted(h["host"] for h in rep["hosts"]) == ["node-0", "node-1", "node-2"]
-    assert all(h["status"] == "done" and h["headline"]["n"] == 25 for h in rep["hosts"])
+    assert all(h["status"] == "done" and h["headline"]["n"] == 10 for h in rep["hosts"])
     assert len(rep["platforms"]) == 1 and rep["platforms"][0]["n_hosts"] == 3
     assert rep["missing"] == []
 
