@@ -187,7 +187,9 @@ class Hold:
         """The sh prefix that claims an index and waits where it must; ends in `exec "$@"`."""
         return (f'i=0; while ! mkdir "{self.claims}/$i" 2>/dev/null; do i=$((i+1)); done; '
                 f'echo $$ > "{self.claims}/$i/pid"; '
-                f'[ $i -lt {self.free} ] || while [ ! -e "{self.release_file}" ]; do sleep 0.01; done; '
+                # at most ~10 minutes: a failed test that never releases leaves no loop behind
+                f'n=0; [ $i -lt {self.free} ] || while [ ! -e "{self.release_file}" ] && [ $n -lt 60000 ]; '
+                'do sleep 0.01; n=$((n+1)); done; '
                 'exec "$@"')
 
     def wrap(self, argv: list[str]) -> list[str]:
