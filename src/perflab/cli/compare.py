@@ -25,7 +25,7 @@ from perflab.report.render import format_cell, table_to_markdown
 from perflab.store import open_store
 from perflab.store import dumps
 from perflab.studies.compare import CompareConfig, run_compare
-from perflab.studies.compare_keys import measure_title, primary_metric
+from perflab.studies.compare_keys import measure_title
 from perflab.studies.gate import GateConfig
 
 
@@ -82,7 +82,8 @@ def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str
     # A count does not drift with the machine: its band is the one given, none by default.
     given = click.get_current_context().get_parameter_source("min_effect") != click.core.ParameterSource.DEFAULT
     config = CompareConfig(a=campaigns[0], b=campaigns[1], alpha=alpha, min_effect=_fraction(min_effect),
-                           counted_min_effect=_fraction(min_effect) if given else 0.0)
+                           counted_min_effect=_fraction(min_effect) if given else 0.0,
+                           metric=choice.name, higher_is_better=choice.higher_is_better)
     _compare(open_store(db_url), config, fmt, json_path, html_path, choice)
 
 
@@ -98,46 +99,13 @@ def _fraction(text: str) -> float:
     return pct / 100.0
 
 
-class _Directed:
-    """The store as compare reads it: each campaign's recorded primary metric and direction
-    replaced by --primary-metric / --higher-is-better (primary_metric() reads the top level of a
-    config first, so the override is seen by every study's config layout)."""
-
-    def __init__(self, store, choice: MetricChoice) -> None:
-        self._store, self._choice = store, choice
-
-    def __getattr__(self, name: str):
-        return getattr(self._store, name)
-
-    def campaign(self, campaign_id: int):
-        from dataclasses import replace
-
-        camp = self._store.campaign(campaign_id)
-        config = dict(camp.config or {})
-        recorded, hib = primary_metric(config)
-        name = self._choice.name or recorded
-        if name is None:
-            flag = "--higher-is-better" if self._choice.higher_is_better else "--lower-is-better"
-            raise PerflabError(f"{flag} needs a metric: campaign {campaign_id} records no primary "
-                               "metric; give --primary-metric NAME (wall time is always lower-is-better)")
-        if self._choice.higher_is_better is not None:
-            hib = self._choice.higher_is_better
-        elif name != recorded:
-            hib = True  # as for a workload: a named metric without a direction is higher-is-better
-        config.update(primary_metric=name, higher_is_better=hib)
-        return replace(camp, config=config)
-
-
 def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html_path: str | None,
              choice: MetricChoice = MetricChoice()) -> None:
-    if choice != MetricChoice():
-        result = run_compare(config, _Directed(store, choice))
-        if choice.name and result.primary != f"metric:{choice.name}":
-            have = sorted({r.measure.removeprefix("metric:") for r in result.rows if r.measure.startswith("metric:")})
-            raise PerflabError(f"--primary-metric {choice.name}: campaigns {config.a} and {config.b} have no "
-                               f"metric {choice.name} ({'their metrics are ' + ', '.join(have) if have else 'they have no metric'})")
-    else:
-        result = run_compare(config, store)
+    result = run_compare(config, store)
+    if choice.name and result.primary != f"metric:{choice.name}":
+        have = sorted({r.measure.removeprefix("metric:") for r in result.rows if r.measure.startswith("metric:")})
+        raise PerflabError(f"--primary-metric {choice.name}: campaigns {config.a} and {config.b} have no "
+                           f"metric {choice.name} ({'their metrics are ' + ', '.join(have) if have else 'they have no metric'})")
     a, b = config.a, config.b
     # Each interval carries the level it really has (67 % at 2 runs a side): printed per row.
     t = Table(

@@ -32,7 +32,7 @@ from perflab.stats.modes import detect_modes
 from perflab.stats.shift import ratio_ci
 from perflab.stats.stratified import pooled_ratio, stratified_ratio_ci, van_elteren
 from perflab.studies import compare_counted
-from perflab.studies.compare_keys import higher_is_better, measure_title, primary_metric, series
+from perflab.studies.compare_keys import directed, higher_is_better, measure_title, primary_metric, series
 
 # Below this many runs per side the percentile bootstrap interval covers less than it says
 # (52 % at n=2, 74 % at n=3 for a nominal 95 %), and Mann-Whitney cannot reject at 0.05.
@@ -53,6 +53,8 @@ class CompareConfig:
     seed: int = 0
     min_effect: float = DEFAULT_MIN_EFFECT
     counted_min_effect: float = 0.0  # the band for counted measures (module docstring)
+    metric: str | None = None  # the primary metric given on the command line, over B's recorded one
+    higher_is_better: bool | None = None
 
 
 @dataclass
@@ -378,21 +380,19 @@ def run_compare(config: CompareConfig, store: Any) -> CompareResult:
     if not 0.0 <= config.min_effect < 1.0:
         raise PerflabError(f"--min-effect {100 * config.min_effect:g}%: give a percentage from 0 to "
                            "under 100, e.g. --min-effect 2%")
+    meas_a, meas_b = store.measurements(config.a), store.measurements(config.b)
+    cfg = directed(cb.config or {}, config.metric, config.higher_is_better, cb.id)
     rows, only_a, only_b, notes = compare_measurements(
-        ca.study, store.measurements(config.a), store.measurements(config.b),
-        alpha=config.alpha, seed=config.seed, config=cb.config, min_effect=config.min_effect,
-        interval="rank", modes=True, counted_min_effect=config.counted_min_effect)
-    if not rows:
-        shared = (set(series(ca.study, store.measurements(config.a))[0])
-                  & set(series(cb.study, store.measurements(config.b))[0]))
-        if shared:
-            # Matched points with one observation a side (an instances scan of 1 round): an empty
-            # table and exit 0 would read as 'no difference'; no comparison was possible at all.
-            raise PerflabError(f"campaigns {config.a} and {config.b} share {len(shared)} point(s), but no "
-                               "point has 2 or more observations on both sides, so nothing can be "
-                               "compared; measure more runs or rounds (5 a side for a 95 % interval)")
-    name, _ = primary_metric(cb.config or {})
-    if not name and (cb.config or {}).get("instrument") == cachegrind.NAME:
+        ca.study, meas_a, meas_b, alpha=config.alpha, seed=config.seed, config=cfg,
+        min_effect=config.min_effect, interval="rank", modes=True, counted_min_effect=config.counted_min_effect)
+    shared = set(series(ca.study, meas_a)[0]) & set(series(cb.study, meas_b)[0]) if not rows else ()
+    if shared:
+        # one observation a side (instances of 1 round): an empty table would read as 'no change'
+        raise PerflabError(f"campaigns {config.a} and {config.b} share {len(shared)} point(s), but no "
+                           "point has 2 or more observations on both sides, so nothing can be "
+                           "compared; measure more runs or rounds (5 a side for a 95 % interval)")
+    name, _ = primary_metric(cfg)
+    if not name and cfg.get("instrument") == cachegrind.NAME:
         name = "instructions"  # a simulated run's wall time is Valgrind's, not the program's
     primary = f"metric:{name}" if name and any(r.measure == f"metric:{name}" for r in rows) else "wall_s"
     return CompareResult(config.a, config.b, ca.study, cb.study, config.alpha, rows, only_a, only_b,

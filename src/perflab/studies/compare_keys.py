@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from perflab.measure import cachegrind
+from perflab.errors import PerflabError
 from perflab.stats import median
 from perflab.studies.energy import run_joules
 
@@ -164,3 +165,20 @@ def primary_metric(config: dict) -> tuple[str | None, bool | None]:
             hib = where.get("higher_is_better")
             return str(where["primary_metric"]), (None if hib is None else bool(hib))
     return None, None
+
+
+def directed(config: dict, name: str | None, hib: bool | None, campaign_id: int) -> dict:
+    """A campaign's config with the primary metric and direction given on the command line over
+    the recorded ones (compare --primary-metric / --higher-is-better / --lower-is-better)."""
+    if name is None and hib is None:
+        return config
+    recorded, recorded_hib = primary_metric(config)
+    metric = name or recorded
+    if metric is None:
+        flag = "--higher-is-better" if hib else "--lower-is-better"
+        raise PerflabError(f"{flag} needs a metric: campaign {campaign_id} records no primary metric; "
+                           "give --primary-metric NAME (wall time is always lower-is-better)")
+    if hib is None:
+        # as for a workload: a metric named without a direction is higher-is-better
+        hib = recorded_hib if metric == recorded else True
+    return {**config, "primary_metric": metric, "higher_is_better": hib}
