@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 # Bump by appending a migration; never edit an applied one (old stores replay them).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _v1_metadata(sa: Any) -> Any:
@@ -151,8 +151,15 @@ def _baseline_saves_table(sa: Any, md: Any) -> Any:
     )
 
 
+def _migrate_5(conn: Any, sa: Any) -> None:
+    """v5: a run's label is text of any length (a long command line as the label crashed the
+    insert on PostgreSQL's VARCHAR(255); SQLite never enforced the length, so it has nothing to do)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("ALTER TABLE measurements ALTER COLUMN label TYPE TEXT"))
+
+
 MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2, 3: _migrate_3,
-                                                     4: _migrate_4}
+                                                     4: _migrate_4, 5: _migrate_5}
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 
@@ -164,6 +171,7 @@ def current_tables(sa: Any) -> dict[str, Any]:
     campaigns.append_column(sa.Column("parent_id", sa.Integer, sa.ForeignKey("campaigns.id")))
     campaigns.append_column(sa.Column("labels", sa.JSON))
     measurements = md.tables["measurements"]
+    measurements.c.label.type = sa.Text()  # v5
     measurements.append_column(sa.Column("health", sa.JSON))
     measurements.append_column(sa.Column("energy", sa.JSON))
     measurements.append_column(sa.Column("failure", sa.Text))
