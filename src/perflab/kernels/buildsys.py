@@ -13,6 +13,12 @@ build type adds flags of its own, then builds. Each variant is cached by a hash 
 tree, the template, the flags and the compiler versions. PGO variants are built twice at the
 same path (gcc names profiles after object paths), the profile sent to the build's own
 directory with -fprofile-generate=DIR, and trained in the user's working directory.
+
+A project's build may drop the flags it is given (a Makefile that links without LDFLAGS, a
+CMakeLists.txt that sets CMAKE_C_FLAGS), so every build is read back (variant_probe.flags_trace):
+``--build make`` tries CFLAGS/LDFLAGS, then MYCFLAGS/MYLDFLAGS too, and keeps the first whose
+program shows the variant's flags; when none does, the variant is refused in one line that
+names the template passing them through the project's own variables.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Sequence
 
 from perflab.errors import PerflabError
 from perflab.kernels.build import BuildError, cache_root, compiler_version
+from perflab.kernels.variant_probe import RECORD, flags_trace, link_marker
 from perflab.kernels.variants import BuildTarget, Variant, VariantBuild
 
 #: what ``--build make`` means for a project without a template of its own
@@ -65,16 +72,33 @@ def run_training(argv: Sequence[str], cwd: Path, timeout: float) -> None:
         raise BuildError(f"PGO training run failed in {cwd} (exit {proc.returncode}): {tail}")
 
 
-def profile_notes(profile_dir: Path, use_log: str) -> list[str]:
-    """Say when the training wrote no profile or the optimised build could not use all of it."""
+def gcda_names(exe: Path) -> set[str] | None:
+    """The profile files an instrumented program writes (gcc embeds their paths in it); None: unreadable."""
+    try:
+        data = exe.read_bytes()
+    except OSError:
+        return None
+    return {os.path.basename(m.decode()) for m in re.findall(rb"[\x21-\x7e]+\.gcda", data)}
+
+
+def profile_notes(profile_dir: Path, use_log: str, trained: set[str] | None = None) -> list[str]:
+    """Say when the training wrote no profile or the optimised build could not use all of it.
+
+    ``trained``: the profile files of the program the training ran; a warning about another
+    one (a second program of the project that no training runs, such as Lua's luac) is left out."""
     notes = []
     if not any(profile_dir.rglob("*.gcda")):
         notes.append(f"profile did not apply: the training run wrote no .gcda files into {profile_dir}")
     # diagnostics only: make and CMake echo the compile commands, which name -Wmissing-profile
     missing = [ln.strip() for ln in use_log.splitlines()
                if _PROFILE_MISSING.search(ln) and re.search(r"\b(warning|error|note):", ln)]
+    if trained is not None:
+        missing = [ln for ln in missing if not (names := re.findall(r"[^\s\u2018\u2019'\"`]+\.gcda", ln))
+                   or any(os.path.basename(n) in trained for n in names)]
     if missing:
-        notes.append(f"profile did not apply everywhere ({len(missing)} warnings), e.g. {missing[0][:160]}")
+        many = f"{len(missing)} warnings" if len(missing) > 1 else "1 warning"
+        # whole, never cut: the path in it says which object went without its profile
+        notes.append(f"profile did not apply everywhere ({many}), e.g. {missing[0]}")
     return notes
 
 
@@ -160,9 +184,13 @@ def _split_libs(flags: Sequence[str]) -> tuple[list[str], list[str]]:
     return [f for f in flags if f not in libs], libs
 
 
-def _values(v: Variant, src: Path, extra_c: list[str], extra_ld: list[str], jobs: int) -> dict[str, str]:
-    ldflags, libs = _split_libs([*v.link_flags, *extra_ld])
-    cflags = shlex.join([*v.cflags, *extra_c])
+def _values(v: Variant, src: Path, extra_c: list[str], extra_ld: list[str], jobs: int,
+            marker: str | None = None) -> dict[str, str]:
+    # the switches recorded in the program, and a build ID only a link with these flags carries
+    # (RECORD at the link too: LTO compiles the program there)
+    trace = [RECORD, f"-Wl,--build-id=0x{marker}"] if marker else []
+    ldflags, libs = _split_libs([*v.link_flags, *extra_ld, *trace])
+    cflags = shlex.join([*v.cflags, *extra_c, RECORD])
     return {"src": str(src), "cc": v.driver("c"), "cxx": v.driver("c++"), "cflags": cflags,
             "cxxflags": cflags, "ldflags": shlex.join(ldflags), "libs": shlex.join(libs), "jobs": str(jobs)}
 
@@ -200,6 +228,7 @@ def project_key(target: BuildTarget, v: Variant, train_argv: Sequence[str], trai
     """The cache key: source tree, template, exe, flags, compilers (and the training, for PGO)."""
     assert target.src_dir is not None and target.template is not None
     h = hashlib.sha256()
+    h.update(b"flags-traced")  # builds from before the read-back lack its records: not reused
     for part in (tree_hash(target.src_dir), target.template, target.exe or "", repr(v.cflags),
                  repr(v.ldflags), compiler_version(v.driver("c")), compiler_version(v.driver("c++"))):
         h.update(b"\0" + part.encode())
@@ -260,11 +289,12 @@ def _build_locked(
                   ("", [f"-fprofile-use={prof}", "-fprofile-correction", "-Wmissing-profile"])]
     kind = "CMake" if cmake else shlex.split(target.template or "")[0]
     ran: list[str] = []
-    out = ""
     notes: list[str] = []
     template = target.template or ""
-    # --build make with PGO tries the common conventions in turn before it gives up.
-    tries = [DEFAULT_MAKE, MY_MAKE] if v.pgo and template == DEFAULT_MAKE else [template]
+    # --build make tries the common conventions in turn before it gives up.
+    tries = [DEFAULT_MAKE, MY_MAKE] if template == DEFAULT_MAKE else [template]
+    # a link check only where the variant has link flags: a Makefile may link without LDFLAGS
+    marker = link_marker(key) if v.link_flags or v.pgo else None
 
     def one_phase(template: str, phase: str, extra: list[str]) -> str:
         # the same path in both phases, so the profile's object names match
@@ -273,7 +303,7 @@ def _build_locked(
             work.mkdir()
         else:
             shutil.copytree(target.src_dir, work, symlinks=True, ignore=_ignore)
-        vals = _values(v, target.src_dir if cmake else work, extra, extra, jobs)
+        vals = _values(v, target.src_dir if cmake else work, extra, extra, jobs, marker)
         text = ""
         for cmd in _commands(template, vals, work):
             ran.append(shlex.join(cmd))
@@ -283,14 +313,17 @@ def _build_locked(
                              f"{work}: give --exe PATH relative to it; full log: {log}")
         return text
 
+    trained: set[str] | None = None
     if v.pgo:
-        template = _instrumented(tries, one_phase, phases[0][1], prof, exe, log, v.name, cmake,
-                                 lambda: run_training(train_argv_for(train_argv, exe), train_cwd, train_timeout))
-        if template != tries[0]:
-            notes.append("flags passed as MYCFLAGS/MYLDFLAGS too: this Makefile links without LDFLAGS "
-                         f"(--build '{HINT_TEMPLATE}' says so up front)")
-    out = one_phase(template, *phases[-1])
-    notes += profile_notes(prof, out) if v.pgo else []
+        template, trained = _instrumented(tries, one_phase, phases[0][1], prof, exe, log, v.name, cmake,
+                                          lambda: run_training(train_argv_for(train_argv, exe), train_cwd,
+                                                               train_timeout))
+    chosen, out = _traced(tries if not v.pgo else [template], one_phase, phases[-1][1], v, exe, marker,
+                          log, cmake)
+    if chosen != tries[0]:
+        notes.append("flags passed as MYCFLAGS/MYLDFLAGS too: this Makefile links without LDFLAGS "
+                     f"(--build '{HINT_TEMPLATE}' says so up front)")
+    notes += profile_notes(prof, out, trained) if v.pgo else []
     (root / "command").write_text("\n".join(ran) + "\n")
     (root / "notes").write_text("\n".join(notes))
     done.write_text(str(exe))
@@ -298,11 +331,44 @@ def _build_locked(
                         log_path=str(log))
 
 
+def _fix(tries: Sequence[str], cmake: bool) -> str:
+    """What to do when no convention tried passes the flags: the template using the project's own."""
+    if cmake:
+        return ("CMake got them as CMAKE_C_FLAGS, CMAKE_CXX_FLAGS and CMAKE_EXE_LINKER_FLAGS: check that "
+                "the project's CMakeLists.txt adds to these rather than setting them")
+    tried = " and ".join("CFLAGS/LDFLAGS" if t == DEFAULT_MAKE else "MYCFLAGS/MYLDFLAGS" if t == MY_MAKE
+                         else repr(t) for t in tries)
+    return (f"tried {tried}; pass the flags through the project's own variables, e.g. "
+            f"--build '{HINT_TEMPLATE}' with {{cflags}} and {{ldflags}} where its Makefile reads them")
+
+
+def _traced(tries: Sequence[str], one_phase, extra: list[str], v: Variant, exe: Path, marker: str | None,
+            log: Path, cmake: bool) -> tuple[str, str]:
+    """Build with the first template whose program shows the variant's flags (flags_trace): that
+    template and its log, or a BuildError in one line naming the template that would pass them.
+    A failed build is retried with the next convention (a 64-bit link of -m32 objects fails), and
+    reported as the first one failed when none builds."""
+    why, first_error = "", None
+    for template in tries:
+        try:
+            text = one_phase(template, "", extra)
+        except BuildError as exc:
+            first_error = first_error or exc
+            continue
+        why = flags_trace(v, exe, marker)
+        if not why:
+            return template, text
+    if not why and first_error is not None:
+        raise first_error
+    raise BuildError(f"variant '{v.name}': {why}; {_fix(tries, cmake)}; full log: {log}")
+
+
 def _instrumented(tries: Sequence[str], one_phase, extra: list[str], prof: Path, exe: Path, log: Path,
-                  name: str, cmake: bool, train) -> str:
+                  name: str, cmake: bool, train) -> tuple[str, set[str] | None]:
     """Build and train the instrumented program with the first template whose flags reach both
-    the compile and the link (a .gcda after training shows it); that template, or a BuildError
-    in one line that names the template passing flags through the project's own variables."""
+    the compile and the link (a .gcda after training shows it); that template and the profile
+    files the trained program writes, or a BuildError in one line that names the template
+    passing flags through the project's own variables."""
     why = ""
     for template in tries:
         shutil.rmtree(prof, ignore_errors=True)
@@ -316,16 +382,9 @@ def _instrumented(tries: Sequence[str], one_phase, extra: list[str], prof: Path,
             continue
         train()
         if any(prof.rglob("*.gcda")):
-            return template
+            return template, gcda_names(exe)
         reached = "-fprofile-generate" in text
         why = ("the instrumented program wrote no profile data (no .gcda after training): "
                + ("-fprofile-generate reached the compile but not the link" if reached
                   else "-fprofile-generate reached neither the compile nor the link"))
-    if cmake:
-        fix = "check that the project's CMakeLists.txt keeps CMAKE_C_FLAGS and CMAKE_EXE_LINKER_FLAGS"
-    else:
-        tried = " and ".join("CFLAGS/LDFLAGS" if t == DEFAULT_MAKE else "MYCFLAGS/MYLDFLAGS" if t == MY_MAKE
-                             else repr(t) for t in tries)
-        fix = (f"tried {tried}; pass the flags through the project's own variables, e.g. "
-               f"--build '{HINT_TEMPLATE}'")
-    raise BuildError(f"PGO variant '{name}': {why}; {fix}; full log: {log}")
+    raise BuildError(f"PGO variant '{name}': {why}; {_fix(tries, cmake)}; full log: {log}")
