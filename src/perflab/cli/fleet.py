@@ -162,19 +162,32 @@ def cancel(name, db_url) -> None:
 
 @command.command()
 @click.argument("name")
-@click.option("--from", "shard_dir", required=True, metavar="DIR", help="Directory of the tasks' SQLite shards.")
+@click.option("--from", "shard_dir", metavar="DIR",
+              help="Directory of the tasks' SQLite shards (default: the fleet's --shards directory, else "
+                   "the shards its tasks kept when the store was unreachable).")
 @store_option
 def collect(name, shard_dir, db_url) -> None:
     """Merge the fleet's per-node SQLite shards into one store (collecting twice adds nothing)."""
 
     with open_store(db_url) as store:
-        res = do_collect(name, Path(shard_dir), store)
+        if shard_dir is not None:
+            where, required = Path(shard_dir), True
+        elif (fleet := state.load(store, name)).config.get("shards"):
+            where, required = Path(fleet.config["db"]), True
+        else:  # the shards tasks kept where the store was lost: none is the usual case
+            where, required = state.failover_dir(fleet.log_dir), False
+        res = do_collect(name, where, store, required)
         console = _console()
+        if not res.shards and not res.skipped:
+            console.print(f"fleet {name}: no shard waiting in {where}", soft_wrap=True)
+            return
         console.print(f"fleet {name}: {res.shards} shard(s) read; {res.copied} campaign(s) copied, "
                       f"{res.updated} updated, {res.unchanged} already there; {res.measurements} "
                       f"measurement(s) written to {store.display}", soft_wrap=True)
+        if res.merged:
+            console.print(f"merged, renamed *.merged: {', '.join(res.merged)}", soft_wrap=True)
         for s in res.skipped or []:
-            console.print(f"skipped {s}", style="yellow")
+            console.print(f"skipped {s}", style="yellow", soft_wrap=True)
 
 
 @command.command()

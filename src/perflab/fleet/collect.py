@@ -5,6 +5,11 @@ copies every campaign of the fleet (with its host and measurements) into the tar
 campaign is known by a key made of its shard-independent identity (study, start time, labels,
 host fingerprint), kept in the copy's labels as ``collected``: collecting twice adds nothing,
 and a campaign that was still running at the first collect is replaced by its finished state.
+
+A failover shard (store/failover.py: the task lost the store mid-campaign) continues campaigns of
+one store under their ids there: its runs are appended to them, leaving out any the store has
+already (the write whose commit went unanswered), and the campaign takes the shard's end state.
+Once all of it is in, the shard is renamed NAME.db.merged, so the next collect skips it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 
 from perflab.errors import PerflabError
 from perflab.store import dumps, open_store
+from perflab.store.failover import CONTINUES_LABEL, FAILOVER_LABEL
 
 _BATCH = 5000  # measurements per insert: one executemany, bounded memory
 
@@ -27,6 +33,7 @@ class CollectResult:
     unchanged: int = 0
     measurements: int = 0
     skipped: list[str] | None = None  # shards that could not be read, with why
+    merged: list[str] | None = None  # failover shards all in, renamed *.db.merged
 
 
 def _key(campaign, fingerprint: str | None) -> str:
@@ -36,14 +43,17 @@ def _key(campaign, fingerprint: str | None) -> str:
     return hashlib.sha256(dumps(ident).encode()).hexdigest()[:32]
 
 
-def collect(name: str, shard_dir: Path, target) -> CollectResult:
-    """Copy the fleet ``name``'s campaigns from every *.db under shard_dir into ``target``."""
-    if not shard_dir.is_dir():
+def collect(name: str, shard_dir: Path, target, required: bool = True) -> CollectResult:
+    """Copy the fleet ``name``'s campaigns from every *.db under shard_dir into ``target``.
+
+    ``required``: a missing or empty directory is an error (else nothing to do).
+    """
+    paths = sorted(shard_dir.glob("*.db")) if shard_dir.is_dir() else []
+    if required and not shard_dir.is_dir():
         raise PerflabError(f"no shard directory {shard_dir}; give the directory the tasks wrote to (--from)")
-    paths = sorted(shard_dir.glob("*.db"))
-    if not paths:
+    if required and not paths:
         raise PerflabError(f"no *.db shards in {shard_dir}; did the fleet's tasks run with --shards there?")
-    res = CollectResult(skipped=[])
+    res = CollectResult(skipped=[], merged=[])
     existing = {c.labels.get("collected"): c for c in target.campaigns() if c.labels.get("collected")}
     for path in paths:
         if target.path and Path(target.path).resolve() == path.resolve():
@@ -55,10 +65,21 @@ def collect(name: str, shard_dir: Path, target) -> CollectResult:
             continue
         res.shards += 1
         with shard:
-            for camp in shard.campaigns():
-                if camp.labels.get("fleet") != name:
-                    continue
+            camps = [c for c in shard.campaigns() if c.labels.get("fleet") == name]
+            failover = any(c.labels.get(FAILOVER_LABEL) for c in camps)
+            for camp in camps:
                 host = shard.host(camp.host_id) if camp.host_id else None
+                if camp.labels.get(CONTINUES_LABEL):
+                    try:
+                        added, changed = _continue(shard, target, camp, host)
+                    except PerflabError as exc:
+                        res.skipped.append(f"{path.name}: {exc}")
+                        failover = False  # not all in: kept for another collect
+                        continue
+                    res.updated += changed
+                    res.unchanged += not changed
+                    res.measurements += added
+                    continue
                 key = _key(camp, host["fingerprint"] if host else None)
                 old = existing.get(key)
                 if old is not None and old.status == camp.status and old.n_measurements == camp.n_measurements:
@@ -69,7 +90,62 @@ def collect(name: str, shard_dir: Path, target) -> CollectResult:
                 res.updated += old is not None
                 res.copied += old is None
                 res.measurements += camp.n_measurements
+        if failover:
+            # All of it is in the store it continues: renamed, so no later collect reads it again.
+            for suffix in ("", "-wal", "-shm"):
+                part = path.with_name(path.name + suffix)
+                if part.exists():
+                    part.rename(path.with_name(path.name + ".merged" + suffix))
+            res.merged.append(path.name)
     return res
+
+
+def _keys(rows) -> set[tuple]:
+    """What tells two stored runs apart (store.measurements._committed looks up the same)."""
+    return {(r.label, r.params, int(r.rep), int(r.wall_ns), int(r.start_ns)) for r in rows}
+
+
+def _continue(shard, target, camp, host) -> tuple[int, bool]:
+    """Append a failover shard's runs of campaign ``camp.id`` to the target's campaign of that id,
+    and give it the shard's end state, in one transaction: (runs added, whether anything changed)."""
+    import sqlalchemy as sa
+
+    try:
+        old = target.campaign(camp.id)
+    except PerflabError:
+        old = None
+    same = ("fleet", "fleet_slot", "slurm_job_id")
+    if old is None or old.study != camp.study or any(old.labels.get(k) != camp.labels.get(k) for k in same):
+        raise PerflabError(f"campaign {camp.id} continues a {camp.study} campaign of slot "
+                           f"{camp.labels.get('fleet_slot')} in {camp.labels.get(FAILOVER_LABEL)}, which "
+                           f"{target.display} does not hold; give --db the store the task wrote to")
+    host_id = old.host_id if old.host_id is not None or host is None else target.add_host(
+        host["metadata"], host["topology"])
+    t, m = target.t, shard.t["measurements"]
+    cols = (m.c.label, m.c.params, m.c.rep, m.c.wall_ns, m.c.start_ns)
+    rows = shard.engine.connect()
+    try:
+        with target.engine.begin() as conn:
+            tm = t["measurements"]
+            have = _keys(conn.execute(sa.select(*(tm.c[c.name] for c in cols)).where(tm.c.campaign_id == old.id)))
+            new = []
+            for row in rows.execute(sa.select(m).where(m.c.campaign_id == camp.id).order_by(m.c.id)):
+                if next(iter(_keys([row]))) not in have:
+                    new.append({**{k: v for k, v in row._mapping.items() if k != "id"}, "campaign_id": old.id})
+            for i in range(0, len(new), _BATCH):
+                conn.execute(tm.insert(), new[i:i + _BATCH])
+            changed = bool(new) or (old.status, old.summary, old.host_id) != (camp.status, camp.summary, host_id)
+            if changed:
+                c = t["campaigns"]
+                conn.execute(c.update().where(c.c.id == old.id).values(
+                    status=camp.status, summary=camp.summary, finished=camp.finished, host_id=host_id))
+    except sa.exc.SQLAlchemyError as exc:
+        raise PerflabError(f"cannot merge campaign {camp.id} into {target.display}: "
+                           f"{' '.join(str(getattr(exc, 'orig', exc)).split())[:200]}; nothing of it "
+                           "was kept, rerun collect") from None
+    finally:
+        rows.close()
+    return len(new), changed
 
 
 def _copy(shard, target, camp, host, key: str, replace: int | None) -> int:

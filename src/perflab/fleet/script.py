@@ -28,6 +28,7 @@ class TaskSpec:
     host_label: str | None = None  # tests: a distinct stand-in host name per slot
     bundle: str | None = None  # a `perflab bundle` archive readable from every node
     cache: str | None = None  # workload build cache; default node-local
+    failover_dir: str | None = None  # where a task keeps the runs a lost server did not take
 
 
 def _arg(value: str) -> str:
@@ -80,6 +81,14 @@ def write_script(spec: TaskSpec) -> str:
         ]
     else:
         lines.append(f"db={q(spec.db)}")
+        if spec.failover_dir:
+            lines += [
+                # Named after the slot and its job as the fleet records it (ARRAY_TASK or JOB):
+                # fleet status finds the shard of a slot's job, fleet collect merges it.
+                'job="${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID:-0}}"',
+                f'export PERFLAB_FAILOVER_SHARD={q(spec.failover_dir)}/{q(spec.fleet)}."$PERFLAB_FLEET_SLOT"'
+                '.job"${job:-${SLURM_JOB_ID:-0}}".db',
+            ]
     # --db first: the study's own arguments may end with `-- CMD ...`.
     words = [q(spec.python), "-m", "perflab", q(spec.study), "--db", '"$db"',
              *(_arg(a) for a in spec.study_args)]

@@ -9,6 +9,9 @@ store adds them from PERFLAB_FLEET / PERFLAB_FLEET_SLOT), so no table of its own
 
 from __future__ import annotations
 
+import glob
+import json
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -100,6 +103,31 @@ def task_campaigns(store, fleet: Fleet) -> dict[str, list]:
     return out
 
 
+def failover_dir(log_dir: Path) -> Path:
+    """Where a fleet's tasks keep what a lost store did not take: one SQLite shard per task."""
+    return Path(log_dir) / "shards"
+
+
+def failover_shards(fleet: Fleet, slot: str, job: str) -> list[Path]:
+    """The shards the task of ``job`` in ``slot`` wrote (NAME.SLOT.jobJOB[.N].db)."""
+    d, base = failover_dir(fleet.log_dir), glob.escape(f"{fleet.name}.{slot}.job{job}")
+    return sorted([*d.glob(f"{base}.db"), *d.glob(f"{base}.*.db")])
+
+
+def shard_campaign(path: Path, study: str) -> tuple[int, str, dict] | None:
+    """(id, status, labels) of the last ``study`` campaign in a shard, read-only; None if none."""
+    try:
+        conn = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT id, status, labels FROM campaigns WHERE study = ? ORDER BY id DESC "
+                               "LIMIT 1", (study,)).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return None if row is None else (int(row[0]), str(row[1]), json.loads(row[2] or "{}"))
+
+
 def host_name(campaign, store_hosts: dict[int, dict]) -> str:
     """A task's host: its stand-in label, else the Slurm node, else the recorded hostname."""
     labels = campaign.labels
@@ -150,18 +178,33 @@ def slot_states(store, fleet: Fleet, submitter: Submitter | None, hosts: dict[in
         elif b is not None and b.state == "done" and fleet.config.get("shards"):
             st.state, st.reason = "done", "in its shard; run perflab fleet collect to merge it"
         else:
-            reasons = []
-            if b is not None and b.raw:
-                reasons.append(f"Slurm: {b.raw} ({b.reason})" if b.reason else f"Slurm: {b.raw}")
-            if mine:
-                c = mine[-1]
-                st.campaign_id, st.host = c.id, host_name(c, hosts)
-                reasons.append(f"campaign {c.id} {c.status}")
+            # The store went away for good mid-task: the task kept the rest in its own shard.
+            kept = [(p, c) for p in failover_shards(fleet, slot, job) if (c := shard_campaign(p, fleet.study))]
+            finished = [(p, c[2]) for p, c in kept if c[1] == "done"]
+            if finished:
+                path, labels = finished[-1]
+                st.state, st.host = "done", labels.get("host_label") or labels.get("slurm_node")
+                st.reason = f"stored in shard {path}; merge it with perflab fleet collect {fleet.name}"
             else:
-                reasons.append("no campaign recorded")
-            line = log_line(log) if log else ""
-            if line:
-                reasons.append(line)
-            st.reason = "; ".join(reasons)
+                st.reason = _why_failed(st, b, mine, hosts, log, kept)
         out.append(st)
     return out
+
+
+def _why_failed(st: SlotStatus, b: SlotState | None, mine: list, hosts: dict[int, dict], log: Path | None,
+                kept: list) -> str:
+    """Slurm's state, the campaign's, and the line of the task's log that says why."""
+    reasons = []
+    if b is not None and b.raw:
+        reasons.append(f"Slurm: {b.raw} ({b.reason})" if b.reason else f"Slurm: {b.raw}")
+    if mine:
+        c = mine[-1]
+        st.campaign_id, st.host = c.id, host_name(c, hosts)
+        reasons.append(f"campaign {c.id} {c.status}")
+    else:
+        reasons.append("no campaign recorded")
+    reasons += [f"campaign {c[0]} {c[1]} in shard {p}" for p, c in kept]
+    line = log_line(log) if log else ""
+    if line:
+        reasons.append(line)
+    return "; ".join(reasons)

@@ -58,10 +58,11 @@ def split_password(url: str) -> tuple[str, str | None]:
     return bare.render_as_string(hide_password=False), str(u.password)
 
 
-def _spec(req: FleetRequest, task_db: str, workdir: str) -> TaskSpec:
+def _spec(req: FleetRequest, task_db: str, workdir: str, log_dir: Path) -> TaskSpec:
     return TaskSpec(fleet=req.name, study=req.study_argv[0], study_args=req.study_argv[1:], db=task_db,
                     python=req.python, workdir=workdir, shards=req.shards is not None,
-                    host_label=req.host_label, bundle=req.bundle)
+                    host_label=req.host_label, bundle=req.bundle,
+                    failover_dir=None if req.shards else str(state.failover_dir(log_dir)))
 
 
 def submit(req: FleetRequest, store, submitter: Submitter,
@@ -100,7 +101,7 @@ def submit(req: FleetRequest, store, submitter: Submitter,
     except OSError as exc:
         raise PerflabError(f"cannot create the fleet's log directory {log_dir}: {exc.strerror} (fix --log-dir)") from None
     script = log_dir / f"{req.name}.sbatch"
-    script.write_text(write_script(_spec(req, task_db, os.getcwd())))
+    script.write_text(write_script(_spec(req, task_db, os.getcwd(), log_dir)))
     script.chmod(0o755)
     job_name = f"perflab-fleet-{req.name}"
     config = {

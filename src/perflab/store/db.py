@@ -7,6 +7,7 @@ loses at most the run in flight (hyperfine exports after every benchmark for the
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from perflab.platform.machine import batch_labels
 from perflab.store import tx
 from perflab.store.baselines import BaselineMethods
 from perflab.store.campaigns import CampaignMethods
+from perflab.store.failover import FailoverStore
 from perflab.store.measurements import MeasurementMethods
 from perflab.store.rows import Artifact, Campaign
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
@@ -69,6 +71,10 @@ def open_store(url_or_path: str | None = None) -> "Store":
         raise PerflabError(f"cannot open results store {display}: {_one_line(exc)}; {hint}") from None
     store = Store(engine, display, sqlite_path)
     store._migrate()
+    shard = os.environ.get("PERFLAB_FAILOVER_SHARD", "").strip()
+    if shard and sqlite_path is None and url.startswith("postgresql"):
+        # A fleet task: what the server cannot take after its retries goes to this SQLite file.
+        return FailoverStore(store, shard)  # type: ignore[return-value]
     return store
 
 

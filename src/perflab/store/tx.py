@@ -20,6 +20,11 @@ T = TypeVar("T")
 RESUME_HINT = "committed measurements are kept; fix it and finish with 'perflab resume'"
 
 
+class StoreUnreachable(PerflabError):
+    """A write the database server did not take (lost, unreachable, the retries spent); a fleet
+    task's store catches it to keep the rest of its runs in a shard (store/failover.py)."""
+
+
 def one_line(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None) or exc
     text = " ".join(str(orig).split())
@@ -49,7 +54,7 @@ def write(store: Any, work: Callable[[Any], T], committed: Callable[[Any], T | N
             if not lost or time.monotonic() + delay > deadline:
                 what = "is unreachable" if lost else "failed to write"
                 waited = f" after retrying for {retry:g} s" if retry else ""
-                raise PerflabError(
+                raise StoreUnreachable(
                     f"results store {store.display} {what}{waited}: {one_line(exc)}; {RESUME_HINT}"
                 ) from None
             time.sleep(delay)
@@ -75,7 +80,7 @@ class Tx:
         try:
             return self.cm.__enter__()
         except self.store._sa.exc.OperationalError as exc:
-            raise PerflabError(
+            raise StoreUnreachable(
                 f"results store {self.store.display} is unreachable: {one_line(exc)}; "
                 f"{RESUME_HINT}"
             ) from None
@@ -87,7 +92,7 @@ class Tx:
         except op_error as exc:
             ev = exc
         if isinstance(ev, op_error):
-            raise PerflabError(
+            raise StoreUnreachable(
                 f"results store {self.store.display} failed to write: {one_line(ev)}; "
                 f"{RESUME_HINT}"
             ) from None
