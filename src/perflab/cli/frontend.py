@@ -16,12 +16,15 @@ from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fracti
 @click.option("--max-size", default="4M", show_default=True, type=SIZE, help="Largest hot code size.")
 @click.option("--points-per-octave", default=2, show_default=True, type=Count(1, 16),
               help="Geometric steps per doubling.")
-@click.option("--iters", default=2_000_000, show_default=True, type=Count(1, 10**10),
-              help="Dispatches per run (same at every size).")
-@click.option("--reps", default=10, show_default=True, type=COUNT,
+@click.option("--iters", type=Count(1, 10**10),
+              help="Dispatches per run (same at every size)  [default: 2000000; 200000 with "
+                   "--instrument cachegrind]")
+@click.option("--reps", type=COUNT,
               help="Rounds; each runs every (size, mode) once, shuffled. Fewer than 9 cannot pass "
-                   "Holm's correction over 17 sizes.")
-@click.option("--modes", default="4k,2m", show_default=True, help="Page modes for text: 4k, 2m or both.")
+                   "Holm's correction over 17 sizes.  [default: 10; 2 with --instrument cachegrind, "
+                   "whose counts do not vary]")
+@click.option("--modes", help="Page modes for text: 4k, 2m or both.  [default: 4k,2m; 4k with "
+                              "--instrument cachegrind]")
 @click.option("--block-bytes", default=64, show_default=True, type=Count(17, 4096),
               help="Bytes of work per case.")
 @click.option("--per-cpu", "per_cpu", type=CpuList(), metavar="LIST",
@@ -38,25 +41,80 @@ from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fracti
               help="May switch THP from never to madvise during the scan (restored afterwards).")
 @click.option("--seed", default=0, show_default=True, type=Count(0, 2**32),
               help="Seed of the shuffled run order.")
+@click.option("--instrument", type=click.Choice(["time", "cachegrind"]), default="time", show_default=True,
+              help="cachegrind: no PMU needed: simulated I1 misses per dispatch against code size under "
+                   "Valgrind (4 KiB pages; Valgrind models no TLB).")
+@click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
+              help="The caches --instrument cachegrind simulates (default: this machine's, from sysfs).")
 @study_output_options
 def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, block_bytes, per_cpu,
-            perf_span, counters, alpha, min_effect, allow_system_changes, seed, db_url, json_path):
+            perf_span, counters, alpha, min_effect, allow_system_changes, seed, instrument, cache_model,
+            db_url, json_path):
     """Is the front end (i-cache, iTLB) the bottleneck, and do 2 MiB text pages cure it?
 
     Generates a program whose hot code grows with n and scans its time per dispatch over code
     sizes with 4 KiB and 2 MiB text pages in shuffled paired rounds. Verdict: a one-sided
     Wilcoxon signed-rank test per size on the per-round 4K/2M ratios, Holm-corrected across sizes,
-    with a minimum effect; iTLB and L1i misses per dispatch where the PMU counts them.
+    with a minimum effect; iTLB and L1i misses per dispatch where the PMU counts them. Without a
+    PMU, --instrument cachegrind scans simulated I1 misses per dispatch instead (no TLB model).
     """
 
+    from perflab.cli.run import _cache_model
     from perflab.report.terminal.frontend import render
     from perflab.studies import frontend
 
+    model = _cache_model(instrument, cache_model, False)  # no Valgrind: one line, exit 2
+    simulated = model is not None
+    modes = modes if modes is not None else ("4k" if simulated else "4k,2m")
     config = frontend.FrontendConfig(
         kind=kind, min_bytes=min_size, max_bytes=max_size, points_per_octave=points_per_octave,
-        iters=iters, reps=reps, modes=tuple(m.strip().lower() for m in modes.split(",") if m.strip()),
+        iters=iters or (200_000 if simulated else 2_000_000), reps=reps or (2 if simulated else 10),
+        modes=tuple(m.strip().lower() for m in modes.split(",") if m.strip()),
         block_bytes=block_bytes, per_cpu=tuple(per_cpu) if per_cpu else None, perf_span=perf_span,
         counters=counters, alpha=alpha,
         min_effect=min_effect, allow_system_changes=allow_system_changes, seed=seed,
+        instrument=instrument if simulated else "", cache_model=model.text() if simulated else "",
     )
-    run_and_render(frontend, config, make_console(stderr=json_path == "-"), render, db_url, json_path)
+    console = make_console(stderr=json_path == "-")
+    if not simulated:
+        run_and_render(frontend, config, console, render, db_url, json_path)
+        return
+    _run_simulated(frontend, config, model, console, render, db_url, json_path)
+
+
+def _run_simulated(module, config, model, console, render, db_url, json_path) -> None:
+    """run_and_render with the Cachegrind executor around the native one (ILmr kept raw); the
+    first size's measured slowdown is printed before the rest of the scan."""
+    import contextlib
+
+    from perflab.cli.common import check_metrics, emit_json, save_baseline
+    from perflab.measure import metrics
+    from perflab.measure.cachegrind import CachegrindExecutor
+    from perflab.measure.executor import default_executor
+    from perflab.store import open_store
+    from perflab.studies import frontend_sim, run_study
+
+    said: list[str] = []
+
+    def say(label, cost):
+        if not said:  # every size costs about the same: one line is the advice
+            said.append(label)
+            console.print(f"cachegrind: '{label}' runs {cost.slowdown:.0f}x slower simulated "
+                          f"({cost.native_s * 1e3:.1f} ms native, {cost.simulated_s * 1e3:.0f} ms "
+                          "simulated); for a long scan give fewer --iters or sizes",
+                          highlight=False, markup=False)
+
+    from perflab import startup
+
+    startup.end()
+    metrics.reset_ledger()
+    with open_store(db_url) as store, default_executor() as native, contextlib.closing(
+            CachegrindExecutor(native, model, on_cost=say, events=frontend_sim.EVENTS)) as executor:
+        result = run_study(module, config, store, executor,
+                           progress=lambda text: console.print(text, highlight=False))
+        check_metrics(config, console)
+        render(result, console)
+        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
+        save_baseline(store, result.campaign_id)
+    if json_path:
+        emit_json(json_path, result.as_dict())

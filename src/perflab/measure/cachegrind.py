@@ -138,14 +138,17 @@ class CachegrindExecutor:
     """Wraps an executor: specs whose ``instrument`` is 'cachegrind' run simulated, one at a
     time, and come back with MEASURES in their metrics; every other spec passes through. The
     first run of each command is preceded by one native run, to measure what simulation costs
-    (``costs``; ``on_cost`` hears it at once, before the rest of the campaign)."""
+    (``costs``; ``on_cost`` hears it at once, before the rest of the campaign). ``events``:
+    Cachegrind totals also kept as they are, as metrics 'cg_<event>' (e.g. ILmr, the LL misses of
+    instruction fetches, which MEASURES sum with the data's)."""
 
     def __init__(self, inner: Any, model: CacheModel,
-                 on_cost: Callable[[str, Cost], None] | None = None) -> None:
+                 on_cost: Callable[[str, Cost], None] | None = None, events: Sequence[str] = ()) -> None:
         import tempfile
 
         self.inner = inner
         self.model = model
+        self.events = tuple(events)
         self.exe = valgrind()
         self.on_cost = on_cost
         self.costs: dict[str, Cost] = {}
@@ -192,6 +195,7 @@ class CachegrindExecutor:
         if files and counts:
             result.metrics.update(measures(counts, result.metrics.get("events")))
             result.metrics["processes"] = float(files)
+            result.metrics.update({f"cg_{e}": counts.get(e, 0.0) for e in self.events})
         elif result.ok:
             raise PerflabError(f"cachegrind wrote no counts for '{spec.label or spec.argv[0]}' "
                                f"({self._log_tail() or 'no log'}): check that Valgrind runs it")

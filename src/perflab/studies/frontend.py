@@ -12,13 +12,16 @@ test of log(4K/2M) > 0. The verdict corrects across sizes (Holm) and asks for a 
 hardware counters (iTLB and L1i misses per dispatch), where the PMU has them, say what changed.
 The knee of runtime against log2(code size) (stats.knee) is set beside this CPU's iTLB reach and
 cache sizes as a description, never as the verdict.
+
+Without a PMU, ``instrument="cachegrind"`` runs the same scan (4 KiB pages only) under Valgrind
+and fits the same knee to simulated I1 misses per dispatch (studies/frontend_sim.py).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -28,10 +31,12 @@ from perflab.kernels.frontend.facts import ThpChange, read_tlb, references, samp
 from perflab.kernels.frontend.generate import build_program, code_layout, per_case_bytes
 from perflab.measure import perfstat
 from perflab.measure.executor import check_cpus
-from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
+from perflab.model import MetricPattern, RunResult, RunSpec
 from perflab.platform import probes
-from perflab.stats import CI, holm, median, median_ci
-from perflab.studies.base import StudyConfig, StudyResult
+from perflab.stats import holm, median, median_ci
+from perflab.studies import frontend_sim as sim
+from perflab.studies.base import StudyConfig
+from perflab.studies.frontend_result import Context, FrontendResult, KneeReport, PageRatio, Point
 from perflab.studies.frontend_verdict import design_notes, knee_fit, verdict
 
 NAME = "frontend"
@@ -64,6 +69,8 @@ class FrontendConfig(StudyConfig):
     min_effect: float = 0.03  # 2 MiB pages must be at least this much faster to count
     seed: int = 0
     timeout: float | None = 120.0
+    instrument: str = ""  # "cachegrind": simulated I1 misses per dispatch instead of time (no PMU needed)
+    cache_model: str = ""  # the caches the instrument simulates (platform/cache_model.py)
 
     def __post_init__(self) -> None:
         if self.kind not in ("switch", "calls"):
@@ -81,6 +88,17 @@ class FrontendConfig(StudyConfig):
             raise PerflabError("--block-bytes must be at least 17 (one imul/xor/rol unit)")
         if not 0 < self.alpha < 1 or not 0 <= self.min_effect < 1:
             raise PerflabError("--alpha must lie in (0, 1) and --min-effect in [0, 1)")
+        if self.instrument not in ("", sim.NAME):
+            raise PerflabError(f"--instrument {self.instrument!r} is unknown: use time or cachegrind")
+        if self.instrument and "2m" in self.modes:
+            raise PerflabError("2 MiB text pages are invisible to Valgrind, which models no TLB: "
+                               "use --modes 4k with --instrument cachegrind")
+        if self.instrument and self.per_cpu:
+            raise PerflabError("the simulated I1 is the same on every CPU: drop --per-cpu with "
+                               "--instrument cachegrind")
+        if self.instrument and not self.cache_model:
+            raise PerflabError("--instrument cachegrind needs a cache model (--cache-model, or this "
+                               "machine's from sysfs)")
 
     def sizes(self) -> list[int]:
         """Geometric steps from min_bytes to max_bytes (both included)."""
@@ -104,85 +122,6 @@ class FrontendConfig(StudyConfig):
 Config = FrontendConfig
 
 
-@dataclass
-class Point:
-    cpu: int | None
-    mode: str
-    bytes: int  # hot code size (n cases)
-    n: int
-    reps: int  # successful runs
-    median_ns: float | None  # per dispatch; None when every run failed
-    ci: CI | None = None
-    failed: int = 0
-    span_bytes: int | None = None  # hot code span from sampled instruction addresses (perf)
-    huge_kb: int | None = None  # text on huge pages as the process saw it (2m mode)
-    itlb_per_dispatch: float | None = None  # iTLB-load-misses / dispatches (median over runs)
-    l1i_per_dispatch: float | None = None
-
-
-@dataclass
-class PageRatio:
-    """4K/2M at one size from per-round pairs: > 1 means 2 MiB pages ran faster."""
-
-    cpu: int | None
-    bytes: int
-    pairs: int
-    ratio: float  # median of the per-round ratios
-    ci: CI
-    p_value: float  # one-sided Wilcoxon signed-rank, log(4K/2M) > 0
-    p_adjusted: float | None = None  # Holm across every size tested
-    helps: bool = False  # p_adjusted < alpha and ratio >= 1 + min_effect
-
-
-@dataclass
-class KneeReport:
-    cpu: int | None
-    mode: str
-    knee_bytes: int | None  # None: no knee in range
-    slope_before: float | None = None  # ns per doubling of code size
-    slope_after: float | None = None
-    score: float | None = None
-    nearest: str | None = None  # the reference sizes within a factor 2 of the knee
-
-
-@dataclass
-class Context:
-    """What execute learned besides the runs: machine facts and what could not run."""
-
-    code_bytes: int = 0
-    references: dict[str, int] = field(default_factory=dict)
-    tlb: list[dict] = field(default_factory=list)
-    huge_method: str | None = None
-    huge_reason: str = ""
-    counters_reason: str = ""  # one line: counted, or why not
-    spans: dict[str, int] = field(default_factory=dict)  # "cpu:n" -> sampled span bytes
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class FrontendResult(StudyResult):
-    kind: str = "switch"
-    code_bytes: int = 0
-    huge_method: str | None = None
-    huge_reason: str = ""
-    counters_reason: str = ""
-    references: dict[str, int] = field(default_factory=dict)
-    tlb: list[dict] = field(default_factory=list)
-    points: list[Point] = field(default_factory=list)
-    ratios: list[PageRatio] = field(default_factory=list)
-    knees: list[KneeReport] = field(default_factory=list)
-    verdict: str = ""
-    evidence: list[str] = field(default_factory=list)  # what the verdict rests on / does not show
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "FrontendResult":
-        d = known_fields(cls, d)
-        d["points"] = [Point(**{**p, "ci": CI.from_optional(p.get("ci"))}) for p in d.get("points", [])]
-        d["ratios"] = [PageRatio(**{**r, "ci": CI.from_dict(r["ci"])}) for r in d.get("ratios", [])]
-        d["knees"] = [KneeReport(**k) for k in d.get("knees", [])]
-        return cls(**d)
-
-
 def plan(config: FrontendConfig, machine: Any, program: str = PROGRAM,
          modes: tuple[str, ...] | None = None, counters: bool = False) -> list[RunSpec]:
     """Every (cpu, round, size, mode) run, each round shuffled by a generator seeded from config."""
@@ -199,9 +138,9 @@ def plan(config: FrontendConfig, machine: Any, program: str = PROGRAM,
                 specs.append(RunSpec(
                     argv=argv, cpus=(cpu,) if cpu is not None else None, metrics=_METRICS,
                     timeout=config.timeout, perf_events=COUNTER_EVENTS if counters else None,
-                    label=f"frontend {mode} n={n}",
+                    label=f"frontend {mode} n={n}", instrument=config.instrument,
                     params={"kind": config.kind, "bytes": b, "n": n, "mode": mode, "cpu": cpu,
-                            "round": rnd}))
+                            "round": rnd, **({"instrument": config.instrument} if config.instrument else {})}))
     return specs
 
 
@@ -209,6 +148,8 @@ def execute(config: FrontendConfig, session: Any, machine: Any) -> FrontendResul
     """Build at max size, probe 2 MiB text, run the plan through the session, analyse."""
     if config.per_cpu:
         check_cpus(config.per_cpu)
+    if config.instrument:
+        return _execute_simulated(config, session, machine)
     prog, built = build_program(config.kind, config.max_bytes, config.block_bytes)
     layout = code_layout(built.path, prog)
     ctx = Context(code_bytes=layout.total_bytes)
@@ -221,8 +162,7 @@ def execute(config: FrontendConfig, session: Any, machine: Any) -> FrontendResul
     if config.counters:
         pmu = _hw_counters(machine)
         counting = pmu[0]
-        ctx.counters_reason = ("iTLB and L1i misses counted with perf stat" if counting else
-                               f"no iTLB or L1i counts: {pmu[1]}; time only")
+        ctx.counters_reason = counters_reason(counting, pmu[1])
     modes = tuple(config.modes)
     with ThpChange(config.allow_system_changes) as change:
         if change:
@@ -251,6 +191,28 @@ def execute(config: FrontendConfig, session: Any, machine: Any) -> FrontendResul
     return analyse(config, runs, ctx)
 
 
+def _execute_simulated(config: FrontendConfig, session: Any, machine: Any) -> FrontendResult:
+    """The scan under the session's Cachegrind executor: 4 KiB pages, no warm-up, no perf."""
+    model = getattr(session.executor, "model", None)
+    if model is None:
+        raise PerflabError(f"this frontend campaign runs under --instrument {config.instrument}, which "
+                           "perflab resume does not restore: run perflab frontend --instrument "
+                           f"{config.instrument} again")
+    prog, built = build_program(config.kind, config.max_bytes, config.block_bytes)
+    layout = code_layout(built.path, prog)
+    ctx = Context(code_bytes=layout.total_bytes, cache_model_source=model.source, notes=list(model.notes))
+    specs = plan(config, machine, str(built.path), ("4k",))
+    session.say(f"{config.kind} program: {layout.cases} cases, {layout.total_bytes} bytes of code "
+                f"(nm -S); {len(specs)} runs under {config.instrument}, cache model {config.cache_model}")
+    # no warm-up: a simulated cache starts cold in every run whatever the machine's state
+    runs = []
+    for spec in specs:
+        runs.append((dict(spec.params), session.run(spec, rep=spec.params["round"])))
+        if len(runs) % max(1, len(specs) // config.reps) == 0:
+            session.say(f"{len(runs)}/{len(specs)} runs")
+    return analyse(config, runs, ctx)
+
+
 def analyse(config: FrontendConfig, runs: Iterable[tuple[dict, RunResult]],
             ctx: Context | None = None) -> FrontendResult:
     """Points, paired 4K/2M ratios with Holm-corrected tests, knees and the verdict (pure)."""
@@ -264,7 +226,7 @@ def analyse(config: FrontendConfig, runs: Iterable[tuple[dict, RunResult]],
             continue
         total += 1
         key = (params.get("cpu"), params["mode"], params["bytes"], params["n"])
-        why = _failure(params, res)
+        why = _failure(params, res) or (sim.missing(res) if config.instrument else None)
         if why:
             failures[why] = failures.get(why, 0) + 1
             failed[key] = failed.get(key, 0) + 1
@@ -274,6 +236,8 @@ def analyse(config: FrontendConfig, runs: Iterable[tuple[dict, RunResult]],
                             huge_reason=ctx.huge_reason, counters_reason=ctx.counters_reason,
                             references=dict(ctx.references), tlb=list(ctx.tlb), failures=failures,
                             runs=total, notes=list(ctx.notes))
+    if config.instrument:
+        return sim.analyse(config, ok, failed, result, ctx)
     keys = sorted(set(ok) | set(failed), key=lambda k: (k[0] if k[0] is not None else -1, k[1], k[2]))
     for cpu, mode, b, n in keys:
         got = ok.get((cpu, mode, b, n), [])
@@ -333,6 +297,13 @@ def _per_dispatch(got: list[tuple[int, RunResult]], event: str, iters: int) -> f
     """Median over runs of event / dispatches (the warm-up's n dispatches are not counted in)."""
     vals = [perfstat.per_unit(r.counters, event, iters) for _, r in got]
     return float(median(vals)) if vals and None not in vals else None
+
+
+def counters_reason(counting: bool, why: str) -> str:
+    """The counters line: counted, or why not and what counts without a PMU."""
+    if counting:
+        return "iTLB and L1i misses counted with perf stat"
+    return f"no iTLB or L1i counts: {why}; time only (--instrument cachegrind counts simulated I1 misses)"
 
 
 def _hw_counters(machine: Any) -> tuple[bool, str]:

@@ -99,16 +99,20 @@ def verdict(config: Any, result: Any) -> tuple[str, list[str]]:
     return text, evidence
 
 
-def knee_fit(pts: list, refs: dict[str, int]) -> tuple | None:
-    """(knee bytes, slope before, slope after, BIC gain, nearby references) of one curve, or None."""
-    k = find_knee([p.bytes for p in pts], [p.median_ns for p in pts]) if len(pts) >= 3 else None
+def knee_fit(pts: list, refs: dict[str, int], value: Any = None) -> tuple | None:
+    """(knee bytes, slope before, slope after, BIC gain, nearby references) of one curve, or None.
+
+    ``value``: what the curve plots per point (default its median ns per dispatch; under
+    --instrument cachegrind its simulated I1 misses per dispatch)."""
+    value = value or (lambda p: p.median_ns)
+    k = find_knee([p.bytes for p in pts], [value(p) for p in pts]) if len(pts) >= 3 else None
     if k is None:
         return None
     return (*k, nearest_reference(k[0], refs))
 
 
 def find_knee(sizes: list[int], ns: list[float]) -> tuple[int, float, float, float] | None:
-    """Knee of runtime against log2(code size) via stats.knee: (bytes, slopes, BIC gain).
+    """Knee of runtime (or a count) against log2(code size) via stats.knee: (bytes, slopes, BIC gain).
 
     The x axis is log2(bytes) because the scan is geometric: on a linear axis most points would
     crowd the left end and the largest sizes alone would decide the fit.

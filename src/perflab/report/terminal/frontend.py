@@ -1,10 +1,12 @@
 """The front-end study in a terminal: ns per dispatch per size and page mode, the paired 4K/2M
-ratios with their tests, knees beside the reference sizes, and the verdict with its evidence."""
+ratios with their tests, knees beside the reference sizes, and the verdict with its evidence;
+under --instrument cachegrind, simulated misses per dispatch and the cache model instead."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from perflab.measure.cachegrind import STABLE_ENV
 from perflab.studies.frontend import MODES, FrontendResult
 from perflab.studies.frontend_verdict import fmt_bytes
 
@@ -17,6 +19,8 @@ def render(result: FrontendResult, console: Any) -> None:
     """Print the result (rich tables and one-line notes)."""
     from rich.table import Table
 
+    if result.instrument:
+        return render_simulated(result, console)
     cpus = sorted({p.cpu for p in result.points}, key=lambda c: -1 if c is None else c)
     modes = [m for m in MODES if any(p.mode == m for p in result.points)]
     counted = any(p.itlb_per_dispatch is not None for p in result.points)
@@ -64,6 +68,11 @@ def render(result: FrontendResult, console: Any) -> None:
     say(result.huge_reason or "2 MiB text pages: not requested")
     if result.counters_reason:
         say(f"counters: {result.counters_reason}")
+    _tail(result, say)
+
+
+def _tail(result: FrontendResult, say: Any) -> None:
+    """Knees, references, failures, the verdict with its evidence, and the notes."""
     for k in result.knees:
         where = "" if k.cpu is None else f"CPU {k.cpu}, "
         if k.knee_bytes is None:
@@ -71,7 +80,7 @@ def render(result: FrontendResult, console: Any) -> None:
         else:
             near = f"; near: {k.nearest}" if k.nearest else "; no reference size within 2x"
             say(f"knee ({where}{k.mode} pages): {fmt_bytes(k.knee_bytes)} (slope {k.slope_before:.2f} -> "
-                f"{k.slope_after:.2f} ns per doubling, BIC gain {k.score:.1f}){near}")
+                f"{k.slope_after:.2f} {k.measure} per doubling, BIC gain {k.score:.1f}){near}")
     if result.references:
         say("references: " + ", ".join(f"{name} = {fmt_bytes(b)}" for name, b in result.references.items()))
     if result.failures:
@@ -83,3 +92,33 @@ def render(result: FrontendResult, console: Any) -> None:
         say(f"  {line}")
     for note in result.notes:
         say(f"note: {note}")
+
+
+def render_simulated(result: FrontendResult, console: Any) -> None:
+    """--instrument cachegrind: simulated counts per dispatch against code size, the cache model
+    and the expected knee (the simulated I1), then the shared tail."""
+    from rich.table import Table
+
+    table = Table(title=f"frontend ({result.kind}, {result.instrument}): simulated misses per dispatch "
+                        "against hot code size")
+    for col in ("code size", "n", "I1 misses / dispatch", "LL instr. misses / dispatch",
+                "instructions / dispatch", "runs", "run-to-run spread"):
+        table.add_column(col, justify="right")
+
+    def num(x: float | None) -> str:
+        return "-" if x is None else f"{x:.4g}"
+
+    for p in sorted(result.points, key=lambda p: p.bytes):
+        spread = "-" if p.count_spread is None else ("0" if p.count_spread == 0 else f"{p.count_spread:.2%}")
+        table.add_row(fmt_bytes(p.bytes), str(p.n), num(p.i1_per_dispatch), num(p.ll_i_per_dispatch),
+                      num(p.ir_per_dispatch), str(p.reps) + (f" ({p.failed} failed)" if p.failed else ""), spread)
+    console.print(table)
+
+    def say(text: str) -> None:
+        console.print(text, highlight=False, markup=False)
+
+    say(f"instrument: {result.instrument}, cache model {result.cache_model}"
+        + (f" ({result.cache_model_source})" if result.cache_model_source else "")
+        + "; environment " + " ".join(f"{k}={v}" for k, v in STABLE_ENV) + " only")
+    say(f"expected knee: the simulated I1, {fmt_bytes(result.expected_knee_bytes)}")
+    _tail(result, say)
