@@ -4,7 +4,10 @@
 For each placement policy and each N, N copies start together through a gate. Machine throughput
 is the total fixed work of the copies (their ``events``, or one unit per copy) over the makespan,
 from the first start to the last finish, as SPEC rate does: copies that do not overlap do not add
-up, and a per-copy rate (which may be CPU time) is shown beside it, never summed into it. Points
+up. A primary metric declared higher is better with no work count (a fixed-time benchmark's
+score, frames/s) is a rate each copy measures while all run together: the point's throughput is
+its sum over the copies ("total fps"), since copies/s would grow with N forever for a program that
+runs a fixed time. A lower-is-better one (which may be CPU time) is shown beside, never summed. Points
 run ``reps`` rounds in a shuffled order; each point's median carries an order-statistic CI with
 its real level. ``fork_master`` compares one unbound master forking N workers with one master per
 NUMA node bound to it, on the same total events (disjoint shares) and the same N workers, paired
@@ -31,6 +34,7 @@ from perflab.studies.instances_result import (
     counter_ratio,
     ranking,
     unit_of,
+    summed_metric,
     work_metric,
     Point,
     PolicyScan,
@@ -280,6 +284,7 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
     and verdict. ``cpus``: copies the machine holds at once (None: unknown, no N is 'past'). Pure."""
     wl = config.workload
     work = work_metric(wl)
+    summed = summed_metric(wl)
     scan_pts = points_of(runs, "policy")
     ns = list(ns) if ns is not None else sorted({n for _, n, _ in scan_pts})
     policies = list(policies) if policies is not None else list(dict.fromkeys(p for p, _, _ in scan_pts))
@@ -292,7 +297,7 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
     failed_pts: dict[tuple[str, int], int] = {}
     for (policy, n, _rnd), point in sorted(scan_pts.items(), key=lambda kv: kv[0][2]):
         results = [r.result for r in point]
-        tp, why = point_throughput(results, work)
+        tp, why = point_throughput(results, work, summed)
         if tp is None:
             failed_pts[(policy, n)] = failed_pts.get((policy, n), 0) + 1
             if why and why.startswith("no "):
@@ -334,7 +339,7 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         optimum_policy=best.policy if best else None, own_metric=wl.primary_metric,
         fork=fork, fork_verdict=fork_verdict(fork) if fork else None, failures=failures, notes=notes,
         level=median_ci(range(config.reps)).level, reps=config.reps, cpus=cpus, ranked_by=ranking(wl),
-        own_higher_is_better=wl.higher_is_better,
+        own_higher_is_better=wl.higher_is_better, summed=summed is not None,
     )
 
 

@@ -152,6 +152,7 @@ class InstancesResult:
     cpus: int | None = None  # copies the usable CPUs hold at once; N above it is "past the CPU count"
     ranked_by: str = ""  # which metric the scan ranks by, in which direction, and why
     own_higher_is_better: bool = True  # the direction the workload declares for its own metric
+    summed: bool = False  # the throughput is the sum over copies of own_metric (summed_metric)
     memory: dict[str, Any] | None = None  # PSS per copy and per NUMA node at the optimum
     energy_source: str | None = None  # where the watts come from (None: not measured)
     energy_optimum_n: int | None = None  # fewest joules per unit of work (optimum policy)
@@ -200,17 +201,22 @@ class InstancesResult:
         return cls(**d)
 
 
-def point_throughput(results: Sequence[RunResult], work: str | None) -> tuple[float | None, str | None]:
+def point_throughput(results: Sequence[RunResult], work: str | None,
+                     summed: str | None = None) -> tuple[float | None, str | None]:
     """(total work / makespan, None) for one point, or (None, why) when a copy failed.
 
     The makespan runs from the first start to the last finish of the point's copies (SPEC
-    rate's definition), so copies that do not overlap in time do not add up.
+    rate's definition), so copies that do not overlap in time do not add up. ``summed``: a
+    per-copy rate (see summed_metric) whose sum over the copies is the point's throughput.
     """
     for r in results:
         if not r.ok:
             return None, r.failure or "failed"
-        if work is not None and work not in r.metrics:
-            return None, f"no '{work}' metric"
+        for name in (work, summed):
+            if name is not None and name not in r.metrics:
+                return None, f"no '{name}' metric"
+    if summed is not None:
+        return sum(float(r.metrics[summed]) for r in results), None
     makespan = (max(r.end_ns for r in results) - min(r.start_ns for r in results)) / 1e9
     if makespan <= 0:
         return None, "no duration"
@@ -327,9 +333,17 @@ def work_metric(workload: Workload) -> str | None:
     return base if any(f"(?P<{base}>" in m.regex for m in workload.metrics) else None
 
 
+def summed_metric(workload: Workload) -> str | None:
+    """The primary metric when it is a per-copy rate to add up: declared higher is better, with no
+    work count to divide by the makespan (a fixed-time benchmark's score, frames/s, nodes/s)."""
+    metric = workload.primary_metric
+    return metric if metric and workload.higher_is_better and work_metric(workload) is None else None
+
+
 def unit_of(workload: Workload) -> str:
     base = work_metric(workload)
-    return f"{base}/s" if base else "copies/s"
+    summed = summed_metric(workload)
+    return f"{base}/s" if base else f"total {summed}" if summed else "copies/s"
 
 
 def ranking(workload: Workload) -> str:
@@ -339,12 +353,17 @@ def ranking(workload: Workload) -> str:
     if work:
         return (f"ranked by machine throughput in {work}/s, higher is better: the copies' total '{work}' "
                 f"over the makespan, from the primary metric {metric} (declared higher is better)")
+    if summed_metric(workload):
+        # A fixed-time benchmark's copies all take its time whatever their speed: copies/s would
+        # grow with N forever, while the sum of their scores stops where the machine is full.
+        return (f"ranked by total {metric} over N copies, higher is better: the sum of each copy's "
+                f"{metric} (the primary metric, declared higher is better, a rate each copy measures "
+                f"while all N run together), not one copy's {metric}")
     if metric:
-        way = "higher" if workload.higher_is_better else "lower"
-        # A per-copy figure may be CPU time (gnugo's seconds per move): summed or inverted over
-        # copies it rewarded oversubscription (issue 13), so it is shown beside, in its direction.
+        # A lower-is-better figure may be CPU time (gnugo's seconds per move): summed or inverted
+        # over copies it rewarded oversubscription (issue 13), so it is shown beside, in its direction.
         return (f"ranked by machine throughput in copies/s, higher is better (one copy = one unit of "
-                f"work): the primary metric {metric} (declared {way} is better) names no work count "
+                f"work): the primary metric {metric} (declared lower is better) names no work count "
                 f"to add up, so it is shown per copy, not summed")
     return ("ranked by machine throughput in copies/s, higher is better (one copy = one unit of work; "
             "the workload declares no primary metric)")

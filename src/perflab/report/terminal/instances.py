@@ -33,8 +33,9 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
     """The throughput table per policy, the optimum, the fork-master comparison and its verdict."""
     for note in result.notes:
         console.print(f"note: {note}", highlight=False)
+    how = f"the sum of the copies' {result.own_metric}" if result.summed else "total work / makespan"
     table = Table(title=escape(f"perflab instances {workload_name}: machine throughput [{result.unit}] "
-                               "= total work / makespan"), title_justify="left")
+                               f"= {how}"), title_justify="left")
     table.add_column("N", justify="right")
     # one round is no interval: the column says so instead of a "0% CI" of one value
     level = f"{result.level:.0%} CI" if result.level > 0 else "1 round, no CI"
@@ -71,9 +72,10 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
         console.print(f"{result.ranked_by}; * marks the optimum", highlight=False)
     if own:
         way = "higher" if result.own_higher_is_better else "lower"
+        beside = ("the machine throughput is its sum over the copies" if result.summed
+                  else "it is never summed into machine throughput")
         console.print(f"({own} per copy, {way} is better, is the workload's own figure for policy "
-                      f"{result.scans[0].policy}, shown beside; it is never summed into machine throughput)",
-                      highlight=False)
+                      f"{result.scans[0].policy}, shown beside; {beside})", highlight=False)
     for scan in result.scans:
         spark = sparkline([p.throughput for p in scan.points if p.throughput is not None])
         if scan.optimum_n is None:
@@ -99,12 +101,21 @@ def render(result: InstancesResult, console, workload_name: str = "") -> None:
         _render_fork(result, console)
 
 
+def _work_unit(result: InstancesResult) -> str:
+    """One unit of the work joules and misses are counted per: an event, or a copy (also where
+    the throughput is a summed rate, whose energy and counters are per copy)."""
+    base = result.unit.split("/")[0]
+    if result.summed or base == "copies":
+        return "copy"
+    return base[:-1] if base.endswith("s") else base
+
+
 def _render_energy(result: InstancesResult, console) -> None:
     """Node watts and joules per unit of work against copies, and the energy-optimal N."""
     scan = next((s for s in result.scans if s.policy == result.optimum_policy), result.scans[0])
     table = Table(title=escape(f"energy against copies, policy {scan.policy} ({result.energy_source})"),
                   title_justify="left")
-    for col in ("N", "watts", f"joules per {result.unit.split('/')[0].rstrip('s') or 'unit'}"):
+    for col in ("N", "watts", f"joules per {_work_unit(result)}"):
         table.add_column(escape(col), justify="right")
     for p in scan.points:
         table.add_row(str(p.n), "-" if p.watts is None else _fmt(p.watts),
@@ -118,8 +129,7 @@ def _render_energy(result: InstancesResult, console) -> None:
 
 
 def _render_counters(result: InstancesResult, console) -> None:
-    base = result.unit.split("/")[0]
-    work = "copy" if base == "copies" else base[:-1] if base.endswith("s") else base
+    work = _work_unit(result)
     table = Table(title="hardware counters against copies (all copies of a point together)",
                   title_justify="left")
     table.add_column("N", justify="right")
