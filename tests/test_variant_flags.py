@@ -92,3 +92,31 @@ def test_a_pgo_note_names_only_the_trained_programs_profiles_whole(tmp_path):
     assert profile_notes(prof, log, {"#src#lua.gcda"}) == [
         f"profile did not apply everywhere (1 warning), e.g. {lua}"]
     assert profile_notes(prof, f"{luac}\n", {"#src#lua.gcda"}) == []
+
+
+def _cmake_project(root: Path, extra: str = "") -> Path:
+    root.mkdir()
+    (root / "main.c").write_text("#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) {\n"
+                                 "  long s = 0, n = c > 1 ? atol(v[1]) : 10;\n"
+                                 "  for (long i = 0; i < n; i++) s += i % 7 ? i : -i;\n"
+                                 "  printf(\"sum: %ld\\n\", s);\n  return 0;\n}\n")
+    (root / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(one C)\n"
+                                         f"{extra}add_executable(one main.c)\n")
+    return root
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+def test_cmake_pgo_through_its_cache_variables_and_a_cmakelists_that_sets_them_is_refused(tmp_path):
+    target = BuildTarget("one", template="cmake", src_dir=_cmake_project(tmp_path / "one"), exe="one")
+    vb = build_variant(target, Variant("pgo", cflags=("-O2",), pgo=True), train_argv=("{exe}", "1000"),
+                       train_cwd=tmp_path, cache_dir=tmp_path / "cache")
+    assert list((vb.path.parents[1] / "profile").rglob("*.gcda")) and not vb.notes, vb.notes
+    assert "'-DCMAKE_C_FLAGS=-O2 -fprofile-use=" in vb.log  # the optimised build's configure line
+    # a CMakeLists.txt that sets CMAKE_C_FLAGS hides the cache variable: the read-back catches it
+    fixed = BuildTarget("one", template="cmake", exe="one",
+                        src_dir=_cmake_project(tmp_path / "fixed", 'set(CMAKE_C_FLAGS "-O1")\n'))
+    with pytest.raises(BuildError) as exc:
+        build_variant(fixed, Variant("o3", cflags=("-O3",)), cache_dir=tmp_path / "cache")
+    msg = str(exc.value)
+    assert msg.startswith("variant 'o3': the compile flags did not reach the compiler") and "\n" not in msg
+    assert "CMAKE_C_FLAGS, CMAKE_CXX_FLAGS and CMAKE_EXE_LINKER_FLAGS" in msg
