@@ -185,7 +185,7 @@ def collect(name, shard_dir, db_url) -> None:
                       f"{res.updated} updated, {res.unchanged} already there; {res.measurements} "
                       f"measurement(s) written to {store.display}", soft_wrap=True)
         if res.merged:
-            console.print(f"merged, renamed *.merged: {', '.join(res.merged)}", soft_wrap=True)
+            console.print(f"merged, so renamed to NAME.db.merged: {', '.join(res.merged)}", soft_wrap=True)
         for s in res.skipped or []:
             console.print(f"skipped {s}", style="yellow", soft_wrap=True)
 
