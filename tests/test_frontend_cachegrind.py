@@ -110,3 +110,21 @@ def test_bad_combinations_are_one_line_exit_2(tmp_path):
     assert p.returncode == 2, p.stderr
     assert "needs Valgrind, which is not installed" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+@needs_valgrind
+def test_html_section_draws_the_i1_curve_of_its_table(scan):
+    from types import SimpleNamespace
+
+    from perflab.report.build import build_section
+
+    _, js = scan
+    camp = SimpleNamespace(id=1, study="frontend", status="done", summary=js, labels={}, host_id=None)
+    sec = build_section(camp, [])
+    (table,) = sec.tables
+    (plot,) = sec.plots
+    assert MODEL in table.title and plot.source == table.title and sec.verdict == js["verdict"]
+    col = table.columns.index(plot.column)
+    pts = sorted(js["points"], key=lambda p: p["bytes"])
+    assert [m.value for m in plot.marks] == [row[col] for row in table.rows] == [p["i1_per_dispatch"] for p in pts]
+    assert "simulated I1 (expected knee)" in plot.svg and "<svg" in plot.svg

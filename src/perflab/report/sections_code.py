@@ -82,6 +82,8 @@ def cost_points(summary: dict) -> tuple[list[tuple[str, float, float, bool]], fl
 @builder("frontend")
 def frontend_section(campaign: Any, summary: dict, measurements: list) -> Section:
     sec = generic(campaign, {k: summary.get(k) for k in ("verdict", "notes") if summary.get(k)})
+    if summary.get("instrument"):
+        return frontend_simulated(sec, summary)
     points = summary.get("points") or []
     ratios = {(r.get("bytes"), r.get("cpu")): r for r in summary.get("ratios") or []}
     by_size: dict[tuple, dict] = {}
@@ -138,6 +140,33 @@ def frontend_section(campaign: Any, summary: dict, measurements: list) -> Sectio
                                        [_ratio_end(ratios, row, "high") for _, row in measured],
                                        [m.status for m, _ in measured], "4K time / 2M time (log scale)", rl),
               source=title, column="4K / 2M time", level=rl, marks=marks)
+    return sec
+
+
+def frontend_simulated(sec: Section, summary: dict) -> Section:
+    """--instrument cachegrind: simulated misses per dispatch against code size, the I1-miss
+    curve with the simulated I1 (the expected knee) and the fitted knee as vertical lines."""
+    pts = sorted((p for p in summary.get("points") or [] if p.get("i1_per_dispatch") is not None),
+                 key=lambda p: p["bytes"])
+    title = (f"Simulated misses per dispatch against hot code size ({summary.get('instrument')}, cache "
+             f"model {summary.get('cache_model')}, {summary.get('cache_model_source') or 'given'})")
+    column = "I1 misses / dispatch"
+    sec.tables = [Table(title, ["code size", column, "LL instruction misses / dispatch",
+                                "instructions / dispatch", "runs", "run-to-run spread"],
+                        [[_size(p["bytes"]), p["i1_per_dispatch"], p.get("ll_i_per_dispatch"),
+                          p.get("ir_per_dispatch"), p.get("reps"), p.get("count_spread")] for p in pts])]
+    knees = [k for k in summary.get("knees") or [] if k.get("knee_bytes")]
+    vlines = {"simulated I1 (expected knee)": summary["expected_knee_bytes"] / 1024} \
+        if summary.get("expected_knee_bytes") else {}
+    vlines.update({"knee": k["knee_bytes"] / 1024 for k in knees})
+    if pts:
+        _plot(sec, "I1 misses per dispatch against code size (simulated; no TLB model)",
+              lambda: plots.lines({"I1 misses": ([p["bytes"] / 1024 for p in pts],
+                                                 [p["i1_per_dispatch"] for p in pts])},
+                                  "hot code size [KiB] (log scale)", "simulated I1 misses per dispatch",
+                                  logx=True, vlines=vlines),
+              source=title, column=column, marks=[Mark(i, p["i1_per_dispatch"], plots.ESTIMATE)
+                                                  for i, p in enumerate(pts)])
     return sec
 
 
