@@ -167,3 +167,47 @@ def test_a_task_that_loses_the_store_keeps_its_runs_in_a_shard_and_collect_merge
     rep = json.loads(_cli(["fleet", "report", "lost", "--db", postgres_url, "--json", "-"]))
     assert rep["missing"] == [] and [(h["host"], h["status"], h["headline"]["n"]) for h in rep["hosts"]] == \
         [("node-0", "done", 6)]
+
+
+@pytest.mark.postgres
+def test_a_campaign_begun_after_the_loss_is_copied_and_the_shard_belongs_to_its_store(
+        pg_server, postgres_url, tmp_path, monkeypatch):
+    from perflab.errors import PerflabError
+    from perflab.fleet.collect import collect
+    from perflab.model import RunResult
+    from perflab.store.failover import StoredInShard
+
+    def result(i: int) -> RunResult:
+        return RunResult(wall_ns=1000 + i, user_s=0, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0,
+                         nivcsw=0, exit_code=0, start_ns=i)
+
+    relay = Relay(pg_server.port)
+    shard = tmp_path / "shards" / "f.0.job1.db"
+    for key, value in (("PERFLAB_FAILOVER_SHARD", str(shard)), ("PERFLAB_DB_RETRY_S", "0.2"),
+                       ("PERFLAB_FLEET", "f"), ("PERFLAB_FLEET_SLOT", "0")):
+        monkeypatch.setenv(key, value)
+    with pytest.raises(StoredInShard) as err:
+        with open_store(postgres_url.replace(f":{pg_server.port}/", f":{relay.port}/")) as store:
+            with store.open_campaign("run", {"a": 1}) as camp:
+                store.add_measurement(camp.id, result(0), {"i": 0})
+                relay.close()
+                store.add_measurement(camp.id, result(1), {"i": 1})
+                assert store.shard == shard
+            with store.open_campaign("run", {"b": 2}) as later:  # begun in the shard alone
+                store.add_measurement(later.id, result(2), {"i": 2})
+    assert err.value.exit_code == 3 and str(shard) in str(err.value)
+    monkeypatch.delenv("PERFLAB_FAILOVER_SHARD")
+
+    with open_store(pg_server.create_db("other_store")) as wrong:  # not the store the shard continues
+        res = collect("f", shard.parent, wrong)
+        assert res.merged == [] and len(res.skipped) == 1 and "does not hold" in res.skipped[0]
+        assert shard.exists() and wrong.campaigns() == []  # nothing of it copied there
+    with open_store(postgres_url) as store:
+        res = collect("f", shard.parent, store)
+        assert (res.copied, res.updated, res.measurements, res.merged) == (1, 1, 2, [shard.name])
+        camps = {c.id: c for c in store.campaigns(study="run")}
+        assert camps[camp.id].status == "done" and camps[camp.id].n_measurements == 2
+        (new,) = [c for c in camps.values() if c.id != camp.id]
+        assert new.config == {"b": 2} and new.status == "done" and new.n_measurements == 1
+    with open_store(postgres_url) as store, pytest.raises(PerflabError, match="no \\*.db shards"):
+        collect("f", shard.parent, store)

@@ -67,15 +67,14 @@ def collect(name: str, shard_dir: Path, target, required: bool = True) -> Collec
         with shard:
             camps = [c for c in shard.campaigns() if c.labels.get("fleet") == name]
             failover = any(c.labels.get(FAILOVER_LABEL) for c in camps)
+            foreign = [why for c in camps if c.labels.get(CONTINUES_LABEL) and (why := _not_here(target, c))]
+            if foreign:  # it belongs to another store: nothing of it here, kept for that one
+                res.skipped.append(f"{path.name}: {foreign[0]}")
+                continue
             for camp in camps:
                 host = shard.host(camp.host_id) if camp.host_id else None
                 if camp.labels.get(CONTINUES_LABEL):
-                    try:
-                        added, changed = _continue(shard, target, camp, host)
-                    except PerflabError as exc:
-                        res.skipped.append(f"{path.name}: {exc}")
-                        failover = False  # not all in: kept for another collect
-                        continue
+                    added, changed = _continue(shard, target, camp, host)
                     res.updated += changed
                     res.unchanged += not changed
                     res.measurements += added
@@ -105,20 +104,26 @@ def _keys(rows) -> set[tuple]:
     return {(r.label, r.params, int(r.rep), int(r.wall_ns), int(r.start_ns)) for r in rows}
 
 
-def _continue(shard, target, camp, host) -> tuple[int, bool]:
-    """Append a failover shard's runs of campaign ``camp.id`` to the target's campaign of that id,
-    and give it the shard's end state, in one transaction: (runs added, whether anything changed)."""
-    import sqlalchemy as sa
-
+def _not_here(target, camp) -> str | None:
+    """Why the target does not hold the campaign a failover shard's ``camp`` continues, or None."""
     try:
         old = target.campaign(camp.id)
     except PerflabError:
         old = None
     same = ("fleet", "fleet_slot", "slurm_job_id")
-    if old is None or old.study != camp.study or any(old.labels.get(k) != camp.labels.get(k) for k in same):
-        raise PerflabError(f"campaign {camp.id} continues a {camp.study} campaign of slot "
-                           f"{camp.labels.get('fleet_slot')} in {camp.labels.get(FAILOVER_LABEL)}, which "
-                           f"{target.display} does not hold; give --db the store the task wrote to")
+    if old is not None and old.study == camp.study and all(old.labels.get(k) == camp.labels.get(k) for k in same):
+        return None
+    return (f"campaign {camp.id} continues a {camp.study} campaign of slot {camp.labels.get('fleet_slot')} "
+            f"in {camp.labels.get(FAILOVER_LABEL)}, which {target.display} does not hold; give --db the "
+            "store the task wrote to")
+
+
+def _continue(shard, target, camp, host) -> tuple[int, bool]:
+    """Append a failover shard's runs of campaign ``camp.id`` to the target's campaign of that id,
+    and give it the shard's end state, in one transaction: (runs added, whether anything changed)."""
+    import sqlalchemy as sa
+
+    old = target.campaign(camp.id)
     host_id = old.host_id if old.host_id is not None or host is None else target.add_host(
         host["metadata"], host["topology"])
     t, m = target.t, shard.t["measurements"]
