@@ -22,7 +22,7 @@ from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fracti
 @click.option("--reps", type=COUNT,
               help="Rounds; each runs every (size, mode) once, shuffled. Fewer than 9 cannot pass "
                    "Holm's correction over 17 sizes.  [default: 10; 2 with --instrument cachegrind, "
-                   "whose counts do not vary]")
+                   "whose counts barely vary: 2 measure the spread]")
 @click.option("--modes", help="Page modes for text: 4k, 2m or both.  [default: 4k,2m; 4k with "
                               "--instrument cachegrind]")
 @click.option("--block-bytes", default=64, show_default=True, type=Count(17, 4096),

@@ -109,7 +109,7 @@ def render_simulated(result: FrontendResult, console: Any) -> None:
         return "-" if x is None else f"{x:.4g}"
 
     for p in sorted(result.points, key=lambda p: p.bytes):
-        spread = "-" if p.count_spread is None else ("0" if p.count_spread == 0 else f"{100 * p.count_spread:.2g} %")
+        spread = "-" if p.count_spread is None else ("0" if p.count_spread == 0 else f"{100 * p.count_spread:.3f} %")
         table.add_row(fmt_bytes(p.bytes), str(p.n), num(p.i1_per_dispatch), num(p.ll_i_per_dispatch),
                       num(p.ir_per_dispatch), str(p.reps) + (f" ({p.failed} failed)" if p.failed else ""), spread)
     console.print(table)
