@@ -128,3 +128,10 @@ def test_html_section_draws_the_i1_curve_of_its_table(scan):
     pts = sorted(js["points"], key=lambda p: p["bytes"])
     assert [m.value for m in plot.marks] == [row[col] for row in table.rows] == [p["i1_per_dispatch"] for p in pts]
     assert "simulated I1 (expected knee)" in plot.svg and "<svg" in plot.svg
+
+
+def test_sim_harness_finds_the_i1_knee_and_no_knee_on_a_flat_floor():
+    from perflab.checks.frontend_check import sim_check
+
+    r = sim_check(runs=30)
+    assert r["detection"] == 1.0 and r["false_positive"] == 0.0, r
