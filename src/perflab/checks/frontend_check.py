@@ -106,7 +106,7 @@ def sim_campaign(i1_bytes: int, seed: int) -> tuple[int | None, str]:
     return result.knees[0].knee_bytes if result.knees else None, result.verdict
 
 
-def sim_check(runs: int = 50) -> dict[str, float]:
+def sim_check(runs: int = 200) -> dict[str, float]:
     """Share of campaigns with the I1 inside the scan (32, 64, 128 KiB) whose knee lies within 2x
     of it, and of campaigns whose code always fits the I1 (4 MiB) that claim a rising knee."""
     found = 0
