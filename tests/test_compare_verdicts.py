@@ -171,8 +171,10 @@ def test_harness_prints_one_line_per_noise_model(monkeypatch):
     from perflab.checks.noise import MODELS
 
     monkeypatch.setattr(compare_check, "rates", lambda model, runs, seed=0: (0.0, 1.0))
+    monkeypatch.setattr(compare_check, "replicated_rates", lambda model, runs, seed=0: (0.0, 1.0))
     lines = compare_check.verdict_check(runs=3)
-    assert [ln.split()[1] for ln in lines] == [f"compare-{m}" for m in MODELS]
+    assert [ln.split()[1] for ln in lines] == [f"compare-{m}" for m in MODELS] + [
+        "compare-replicated-shift", "compare-replicated-loaded"]
 
 
 # ---- two speeds ---------------------------------------------------------------------------------

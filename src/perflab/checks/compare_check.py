@@ -10,6 +10,11 @@ does); a round's burst slows one of its commands. Null: both campaigns of the sa
 Planted: every run of B takes 5 % longer. A false alarm is any significant row in a null trial;
 a detection is a planted trial whose wall time rows are significant with B slower and none says
 B faster.
+
+Replicated (`perflab compare 1,2,3 4,5,6`, studies/compare_replicated.py): K campaigns a side,
+each drawing its own level, compared on campaign medians. Its planted effect is larger
+(REPLICATED_PLANTED): under the 'shift' model (3 % SD between campaigns) 3 campaigns a side
+cannot see 5 %, and the harness shows what they can.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from perflab.store import open_store
 from perflab.studies.compare import CompareConfig, run_compare
 
 PLANTED = 0.05
+REPLICATED_PLANTED = 0.15
+REPLICATES = 3
 COMMANDS = (("fast", 0.05), ("mid", 0.08), ("slow", 0.12))
 RUNS = 10
 
@@ -60,6 +67,28 @@ def trial(slower_b: float, seed: int, model: NoiseModel = MODELS["quiet"],
     return bool(sig), slower
 
 
+def replicated_trial(slower_b: float, seed: int, model: NoiseModel, k: int = REPLICATES,
+                     runs: int = RUNS) -> tuple[bool, bool]:
+    """trial() with k campaigns a side, compared as `perflab compare a1,..,ak b1,..,bk` does."""
+    rng = random.Random(seed)
+    with open_store(":memory:") as store:
+        a = [_campaign(store, model, 0.0, rng, runs) for _ in range(k)]
+        b = [_campaign(store, model, slower_b, rng, runs) for _ in range(k)]
+        res = run_compare(CompareConfig(a[0], b[0], more_a=tuple(a[1:]), more_b=tuple(b[1:])), store)
+    sig = [r for r in res.rows if r.significant]
+    walls = [r for r in sig if r.measure == "wall_s"]
+    slower = bool(walls) and all(r.ratio > 1 for r in walls) and all(r.better != "B" for r in sig)
+    return bool(sig), slower
+
+
+def replicated_rates(model: NoiseModel, runs: int, seed: int = 0, k: int = REPLICATES,
+                     planted: float = REPLICATED_PLANTED) -> tuple[float, float]:
+    """(false-alarm rate, detection rate) of replicated compare over ``runs`` trials each."""
+    fp = sum(replicated_trial(0.0, seed + i, model, k)[0] for i in range(runs)) / runs
+    det = sum(replicated_trial(planted, seed + runs + i, model, k)[1] for i in range(runs)) / runs
+    return fp, det
+
+
 def rates(model: NoiseModel, runs: int, seed: int = 0, per_campaign: int = RUNS) -> tuple[float, float]:
     """(false-alarm rate, detection rate) over ``runs`` null and ``runs`` planted trials, with
     ``per_campaign`` runs of each command in each campaign."""
@@ -75,4 +104,9 @@ def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
         fp, det = rates(model, runs, seed)
         lines.append(f"verdict-check: compare-{name} false_positive={fp:.3f} detection={det:.3f} "
                      f"runs={runs}")
+    for name in ("shift", "loaded"):
+        fp, det = replicated_rates(MODELS[name], runs, seed)
+        lines.append(f"verdict-check: compare-replicated-{name} false_positive={fp:.3f} "
+                     f"detection={det:.3f} runs={runs} campaigns={REPLICATES}x{REPLICATES} "
+                     f"planted=+{100 * REPLICATED_PLANTED:.0f}%")
     return lines

@@ -30,7 +30,7 @@ from perflab.studies.gate import GateConfig
 
 
 @click.command("compare")
-@click.argument("campaigns", nargs=-1, type=int)
+@click.argument("campaigns", nargs=-1)
 @click.option("--baseline", "baseline", metavar="NAME",
               help="Gate CAMPAIGN against the named baseline (see 'perflab baseline').")
 @fail_if_option
@@ -49,7 +49,7 @@ from perflab.studies.gate import GateConfig
 @primary_metric_options
 @store_option
 @json_option
-def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str, ...],
+def command(campaigns: tuple[str, ...], baseline: str | None, fail_if: tuple[str, ...],
             cross_machine: bool, alpha: float, min_effect: str, fmt: str, html_path: str | None,
             markdown_path: str | None, junit_path: str | None, db_url: str | None,
             json_path: str | None) -> None:
@@ -57,6 +57,7 @@ def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str
 
     \b
     perflab compare 3 7 --html cmp.html
+    perflab compare 3,4,5 8,9,10      # replicate campaigns a side: drift measured
     perflab compare 3 7 --primary-metric fps --higher-is-better
     perflab compare --baseline main 7 --fail-if 'median>+3%' --junit gate.xml
     """
@@ -68,7 +69,7 @@ def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str
         if len(campaigns) != 1:
             raise PerflabError("--baseline NAME takes one CAMPAIGN to gate: perflab compare --baseline "
                                "main 7 --fail-if 'median>+3%'")
-        config = GateConfig(baseline, campaigns[0], thresholds_of(fail_if), alpha, cross_machine)
+        config = GateConfig(baseline, _ids(campaigns[0], one=True)[0], thresholds_of(fail_if), alpha, cross_machine)
         store = open_store(db_url)
         exit_for(run_gate(store, config, junit_path, markdown_path, json_path, html_path))
         return
@@ -81,10 +82,24 @@ def command(campaigns: tuple[int, ...], baseline: str | None, fail_if: tuple[str
             raise PerflabError(f"{flag} belongs to the gate: give --baseline NAME CAMPAIGN")
     # A count does not drift with the machine: its band is the one given, none by default.
     given = click.get_current_context().get_parameter_source("min_effect") != click.core.ParameterSource.DEFAULT
-    config = CompareConfig(a=campaigns[0], b=campaigns[1], alpha=alpha, min_effect=_fraction(min_effect),
+    ids_a, ids_b = _ids(campaigns[0]), _ids(campaigns[1])
+    config = CompareConfig(a=ids_a[0], b=ids_b[0], more_a=ids_a[1:], more_b=ids_b[1:], alpha=alpha,
+                           min_effect=_fraction(min_effect),
                            counted_min_effect=_fraction(min_effect) if given else 0.0,
                            metric=choice.name, higher_is_better=choice.higher_is_better)
     _compare(open_store(db_url), config, fmt, json_path, html_path, choice)
+
+
+def _ids(text: str, one: bool = False) -> tuple[int, ...]:
+    """'7' -> (7,), '3,4,5' -> (3, 4, 5): a side's campaign ids."""
+    try:
+        ids = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        ids = ()
+    if not ids or (one and len(ids) > 1):
+        what = "one campaign id" if one else "a campaign id or a comma-separated list of them (3,4,5)"
+        raise PerflabError(f"{text!r} is not {what}: list campaigns with 'perflab results'")
+    return ids
 
 
 def _fraction(text: str) -> float:
@@ -109,7 +124,7 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
     a, b = config.a, config.b
     # Each interval carries the level it really has (67 % at 2 runs a side): printed per row.
     t = Table(
-        f"campaign {a} ({result.study_a}) vs campaign {b} ({result.study_b})",
+        f"{_side(result.campaigns_a)} ({result.study_a}) vs {_side(result.campaigns_b)} ({result.study_b})",
         ["point", "measure", "n A", "n B", "median A", "median B", "B/A", "CI of B/A (level)",
          "p (Holm)", "verdict"],
         [[r.key, measure_title(r.measure), r.n_a, r.n_b, *_medians(r), f"{r.ratio:.4f}",
@@ -151,6 +166,10 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
         hosts = [store.host(c.host_id)["hostname"] if c.host_id is not None else "unrecorded"
                  for c in camps]
         write_output(html_path, compare_html(result, camps, hosts), "HTML")
+
+
+def _side(ids) -> str:
+    return f"campaign {ids[0]}" if len(ids) == 1 else "campaigns " + ",".join(map(str, ids))
 
 
 def _medians(r) -> list:
