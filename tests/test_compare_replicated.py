@@ -15,14 +15,14 @@ from perflab.store import open_store
 from perflab.studies.compare import CompareConfig, run_compare
 
 
-def _campaign(store, level: float, rng: random.Random, runs: int = 10) -> int:
+def _campaign(store, level: float, rng: random.Random, runs: int = 10, label: str = "work") -> int:
     """A `run` campaign of one command at ``level`` seconds, 1 % run-to-run noise."""
-    cid = store.start_campaign("run", {"commands": [{"name": "work"}]})
+    cid = store.start_campaign("run", {"commands": [{"name": label}]})
     for rep in range(runs):
         wall = level * rng.lognormvariate(0, 0.01)
         store.add_measurement(cid, RunResult(wall_ns=int(wall * 1e9), user_s=0.9 * wall, sys_s=0.0,
                                              maxrss_kb=2048, minflt=0, majflt=0, nvcsw=0, nivcsw=0,
-                                             exit_code=0), {}, rep=rep, label="work")
+                                             exit_code=0), {}, rep=rep, label=label)
     store.finish_campaign(cid, "done")
     return cid
 
@@ -34,8 +34,8 @@ def store(tmp_path):
     s.close()
 
 
-def _levels(store, rng, levels):
-    return [_campaign(store, lv, rng) for lv in levels]
+def _levels(store, rng, levels, label="work"):
+    return [_campaign(store, lv, rng, label=label) for lv in levels]
 
 
 def test_a_shift_between_campaigns_is_a_difference_to_one_campaign_and_none_to_three(store):
@@ -60,11 +60,13 @@ def test_a_shift_between_campaigns_is_a_difference_to_one_campaign_and_none_to_t
 def test_a_change_larger_than_the_drift_is_found(store):
     rng = random.Random(4)
     a = _levels(store, rng, [0.100, 0.102, 0.099])
-    b = _levels(store, rng, [0.120, 0.123, 0.121])
+    # B's command line differs (another build's path): one command a side is still the point.
+    b = _levels(store, rng, [0.120, 0.123, 0.121], label="./new/work")
     rep = run_compare(CompareConfig(a[0], b[0], more_a=tuple(a[1:]), more_b=tuple(b[1:])), store)
     wall = next(r for r in rep.rows if r.measure == "wall_s")
     assert wall.significant and wall.better == "A" and 1.1 < wall.lo < wall.ratio < wall.hi < 1.35
     assert rep.headline is wall and "A better" in rep.verdict
+    assert any("matched the only command" in n for n in rep.notes)
 
 
 def test_harness_shift_model_stays_quiet_with_replicates():

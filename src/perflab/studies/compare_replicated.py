@@ -41,6 +41,11 @@ def check_sides(a: Sequence[int], b: Sequence[int]) -> None:
 def campaign_medians(study: str, campaigns: Sequence[Sequence[Any]]) -> tuple[dict, dict]:
     """Per design point and measure, one median per campaign (points in every campaign only)."""
     per = [series(study, meas) for meas in campaigns]
+    if study == "run" and all(len(s) == 1 for s, _ in per):
+        # One command a campaign (a CI job timing its build; paths differ per commit): the
+        # campaigns' only commands are the point, whatever their command lines say.
+        (k0,), t0 = per[0][0].keys(), per[0][1]
+        per = [({k0: next(iter(s.values()))}, t0) for s, _ in per]
     keys = set.intersection(*(set(s) for s, _ in per))
     texts = per[0][1]
     out: dict[tuple, dict[str, list[float]]] = {}
@@ -57,6 +62,11 @@ def replicated_rows(study: str, campaigns_a: Sequence[Sequence[Any]], campaigns_
     """CompareRows of campaign medians (module docstring); (rows, only in A, only in B, notes)."""
     ma, ta = campaign_medians(study, campaigns_a)
     mb, tb = campaign_medians(study, campaigns_b)
+    notes = []
+    if study == "run" and len(ma) == len(mb) == 1 and set(ma) != set(mb):
+        (ka,), (kb,) = ma, mb
+        notes.append(f"matched the only command of each campaign: '{ta[ka]}' (A) with '{tb[kb]}' (B)")
+        mb, tb = {ka: mb[kb]}, {ka: tb[kb]}
     rows = []
     zero: list[str] = []
     for key in sorted(set(ma) & set(mb), key=lambda k: ta[k]):
@@ -78,7 +88,7 @@ def replicated_rows(study: str, campaigns_a: Sequence[Sequence[Any]], campaigns_
         r.significant = p < alpha and (r.lo > 1.0 + min_effect or r.hi < 1.0 - min_effect)
         if r.significant and r.direction is not None:
             r.better = "B" if (r.ratio > 1) == r.direction else "A"
-    notes = [f"replicated: n A and n B count campaigns ({len(campaigns_a)} and {len(campaigns_b)}); "
+    notes[:0] = [f"replicated: n A and n B count campaigns ({len(campaigns_a)} and {len(campaigns_b)}); "
              "each campaign's median is one observation (Kalibera & Jones) and B/A comes from "
              "Welch's t on their logs, so drift between campaigns is inside every interval"]
     if rows:
