@@ -102,16 +102,23 @@ class _ProfileCommand(click.Command):
               help="Where perf.data files are kept (one folder per campaign).")
 @click.option("--timeout", type=DURATION, metavar="S",
               help="Kill the workload after S seconds (with --pid: stop recording).")
+@click.option("--instrument", type=click.Choice(["perf", "callgrind"]), default="perf", show_default=True,
+              help="perf samples; callgrind counts instructions per function (Valgrind, no PMU needed).")
+@click.option("--cache-sim", is_flag=True, help="With callgrind: simulate the caches too (about 2x slower).")
+@click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
+              help="With --cache-sim: the caches to simulate (default: this machine's, from sysfs).")
 @study_output_options
 def command(workload_name, config_path, shell, command_args, pid, children, start, stop, event_n,
             after, duration, log_file, pipe, perf_event, freq, call_graph, cpu, repeat, threshold,
-            annotate_top, out_dir, timeout, db_url, json_path) -> None:
+            annotate_top, out_dir, timeout, instrument, cache_sim, cache_model, db_url, json_path) -> None:
     """Profile a window of a run (one event), from the workload's output or a log file.
 
     perf record starts before the workload with its events disabled and is enabled through
     its control fifo when the start marker appears (acknowledged), disabled at the stop
     marker. --pid PID --log FILE does the same for a job already running. Without markers
-    the window is the whole run. Also: `perflab profile diff A B`.
+    the window is the whole run. --instrument callgrind counts instructions per function
+    instead, switching Valgrind's instrumentation on and off at the markers (vgdb). Also:
+    `perflab profile diff A B`.
     """
     from perflab.measure.window import Window, perf_path
     from perflab.measure.window_perf import PerfWindowRecorder
@@ -146,10 +153,16 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         # absolute: `perflab resume` may run from another directory
         annotate_top=annotate_top, log_file=os.path.abspath(log_file) if log_file else None,
         use_pty=not pipe, out_dir=os.path.abspath(out_dir),
-        timeout=timeout, pid=pid, children=children,
+        timeout=timeout, pid=pid, children=children, instrument=instrument,
+        cache_model=_cache_model(instrument, cache_sim, cache_model),
     )
     profile.validate(config)  # before a store or campaign exists
-    perf_path()
+    if instrument == "callgrind":
+        from perflab.measure.callgrind import executable
+
+        executable()
+    else:
+        perf_path()
     console = _console()
     with open_store(db_url) as store, PerfWindowRecorder() as recorder:
         result = run_study(profile, config, store, recorder,
@@ -161,12 +174,26 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         raise PerflabError(_never_opened(config, len(result.recordings)))
     render(result, console)
     folders = sorted({os.path.dirname(p) for p in result.perf_data if p})
-    console.print(f"perf.data: {len(result.perf_data)} file(s) in {', '.join(folders)}; "
+    kind = "callgrind.out: {} folder(s)" if instrument == "callgrind" else "perf.data: {} file(s)"
+    console.print(f"{kind.format(len(result.perf_data))} in {', '.join(folders)}; "
                   f"campaign {result.campaign_id} in {display}")
     if json_path:
         emit_json(json_path, result.as_dict())
     if not result.opened:
         sys.exit(1)
+
+
+def _cache_model(instrument: str, cache_sim: bool, text: str | None) -> str:
+    """The cache model's text for callgrind --cache-sim, '' for instructions only."""
+    if instrument != "callgrind" and (cache_sim or text):
+        raise PerflabError("--cache-sim and --cache-model go with --instrument callgrind")
+    if text and not cache_sim:
+        raise PerflabError("--cache-model names the caches --cache-sim simulates: add --cache-sim")
+    if not cache_sim:
+        return ""
+    from perflab.platform.cache_model import resolve
+
+    return resolve(text).text()
 
 
 def _never_opened(config, n: int) -> str:

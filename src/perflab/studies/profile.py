@@ -24,6 +24,9 @@ from perflab.studies.profile_parse import (
     Annotation, Profile, TopRow, aggregate, annotate, merge, parse_script, profile_from_dict,
     profile_to_dict, top_functions, unknown_share, SCRIPT_FIELDS,
 )
+from perflab.studies.profile_counts import (
+    NAME_CALLGRIND, CountRow, analyse_counted, execute_counted,
+)
 from perflab.studies.profile_window import (
     attach_targets, check_log_dir, choose_event, compile_marker, window_figures,
 )
@@ -53,6 +56,8 @@ class ProfileConfig:
     timeout: float | None = None
     pid: int | None = None  # attach to this running process instead of launching
     children: bool = False  # with pid: its descendants too
+    instrument: str = "perf"  # or "callgrind": counted per function (profile_counts.py)
+    cache_model: str = ""  # callgrind: simulate these caches (--cache-sim); "" counts Ir only
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,12 +105,19 @@ class ProfileResult:
     symbol_hint: str = ""  # how to get names when most samples have none
     failed: list[str] = field(default_factory=list)  # why each failed recording failed
     perf_data: list[str] = field(default_factory=list)
+    instrument: str = "perf"
+    cache_model: str = ""  # callgrind with --cache-sim: the caches simulated
+    count_events: list[str] = field(default_factory=list)  # callgrind: Ir, I1mr, ...
+    count_totals: list[float] = field(default_factory=list)  # mean per recording, per event
+    count_spread: list[float] = field(default_factory=list)  # of the totals over recordings
+    count_top: list[CountRow] = field(default_factory=list)
     campaign_id: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["top"] = [t.as_dict() for t in self.top]
         d["annotations"] = [a.as_dict() for a in self.annotations]
+        d["count_top"] = [r.as_dict() for r in self.count_top]
         # the keys the HTML report reads
         d["verdict"] = self.message
         d["window_opened"] = self.opened
@@ -118,6 +130,7 @@ class ProfileResult:
     def from_dict(cls, d: dict[str, Any]) -> "ProfileResult":
         kw = known_fields(cls, d)
         kw["top"] = [TopRow(**t) for t in kw.get("top") or []]
+        kw["count_top"] = [CountRow(**r) for r in kw.get("count_top") or []]
         kw["annotations"] = [Annotation(
             symbol=a["symbol"], dso=a["dso"], samples=a["samples"], head_share=a["head_share"],
             head_desc=a["head"], front_end_hint=a["front_end_hint"],
@@ -132,6 +145,15 @@ def validate(config: ProfileConfig) -> None:
     compile_marker(config.window.stop, "--stop")
     if config.repeat < 1:
         raise PerflabError(f"--repeat {config.repeat}: give at least 1")
+    if config.instrument == "callgrind":
+        # vgdb switches a launched Valgrind: no attach, and markers come from the output
+        for bad, why in ((config.pid is not None, "--pid"), (config.log_file, "--log FILE"),
+                         (config.window.after is not None or config.window.duration is not None,
+                          "a time window (--after/--duration)"),
+                         (config.event, "--perf-event"), (config.call_graph, "--call-graph")):
+            if bad:
+                raise PerflabError(f"--instrument callgrind takes no {why}: it counts a run it launches, "
+                                   "windowed by markers in its output (--event N or --start/--stop)")
     check_log_dir(config.log_file)
     if config.pid is not None:
         if config.workload is not None:
@@ -145,7 +167,7 @@ def validate(config: ProfileConfig) -> None:
 
 def plan(config: ProfileConfig, machine: Machine) -> list[RunSpec]:
     """One run per recording of the window; params: the recording index and the perf event."""
-    event, _ = choose_event(config.event, machine)
+    event = NAME_CALLGRIND if config.instrument == NAME_CALLGRIND else choose_event(config.event, machine)[0]
     specs = []
     for k in range(config.repeat):
         params = {"recording": k, "event": event}
@@ -213,6 +235,8 @@ class _Recordings:
 def execute(config: ProfileConfig, session: Session, machine: Machine) -> ProfileResult:
     """Record the window K times (stored one by one), analyse, annotate the hottest functions."""
     validate(config)
+    if config.instrument == NAME_CALLGRIND:
+        return analyse(config, execute_counted(config, session, plan(config, machine)))
     event, reason = choose_event(config.event, machine)
     recorder: WindowRecorder = session.executor if hasattr(session.executor, "record_window") \
         else PerfWindowRecorder()  # type: ignore[assignment]
@@ -286,6 +310,8 @@ def analyse(config: ProfileConfig, runs: list[RunResult]) -> ProfileResult:
         what = f"start marker /{config.window.start}/ not seen" if config.window.start else "run ended first"
         res.message = f"the window never opened ({what})"
         return res
+    if config.instrument == NAME_CALLGRIND:
+        return analyse_counted(config, runs, res)
     res.opened = True
     merged = merge([profile_from_dict(r.health["profile"]) for r in ok])
     res.samples = merged.samples

@@ -26,6 +26,8 @@ from perflab.model import known_fields
 from perflab.measure.window import WindowRecorder
 from perflab.stats.comparison import holm
 from perflab.store import Store
+from perflab.measure.callgrind import Counts
+from perflab.studies.profile_counts import CountDiffRow, diff_counts, recorded_counts, spread, spread_text
 from perflab.studies.profile_parse import (
     DiffRow, Profile, aggregate, diff_profiles, mean_profile, profile_from_dict, read_samples,
 )
@@ -98,6 +100,10 @@ class ProfileDiffResult:
     n_recordings: tuple[int, int] = (0, 0)
     alpha: float = 0.05
     tests: list[FunctionTest] = field(default_factory=list)  # empty: no test was possible
+    instrument: str = "perf"  # "callgrind": count_rows instead of rows and tests
+    count_rows: list[CountDiffRow] = field(default_factory=list)
+    a_totals: list[float] = field(default_factory=list)  # callgrind: Ir of each recording
+    b_totals: list[float] = field(default_factory=list)
     campaign_id: int | None = None
 
     @property
@@ -128,7 +134,27 @@ class ProfileDiffResult:
                       key=lambda t: (t.share_b <= t.share_a, t.p_holm, t.symbol))
 
     @property
+    def count_note(self) -> str:
+        """The run-to-run spread of each side's total Ir: what a change must exceed."""
+        return (f"run-to-run spread of the total Ir: {self.a_label} {spread_text(spread(self.a_totals), len(self.a_totals))}, "
+                f"{self.b_label} {spread_text(spread(self.b_totals), len(self.b_totals))}")
+
+    def _count_verdict(self) -> str:
+        ta, tb = (sum(t) / len(t) if t else 0.0 for t in (self.a_totals, self.b_totals))
+        total = f"{self.b_label} runs {tb - ta:+,.0f} instructions ({(tb - ta) / ta if ta else 0:+.2%}) per recording over {self.a_label}"
+        if not self.count_rows or self.count_rows[0].change == 0:
+            return f"no function's exclusive instruction count changed; {total}; {self.count_note}"
+        r = self.count_rows[0]
+        pct = f" ({r.change_pct:+.1%})" if r.change_pct is not None else " (new)"
+        how = ("every recording of each side apart" if r.separated else
+               "the sides' ranges overlap: within the run-to-run spread")
+        return (f"{r.symbol} changed most: {r.change:+,.0f} instructions exclusive{pct} per recording, "
+                f"{how}; {total}; {self.count_note}")
+
+    @property
     def verdict(self) -> str:
+        if self.instrument == "callgrind":
+            return self._count_verdict()
         total = (f"{self.b_label} has {self.extra_fraction:+.1%} {self.event} period per recording "
                  f"over {self.a_label}")
         if not self.tested:
@@ -152,6 +178,7 @@ class ProfileDiffResult:
         d = asdict(self)
         d["rows"] = [r.as_dict() for r in self.rows]
         d["tests"] = [t.as_dict() for t in self.tests]
+        d["count_rows"] = [r.as_dict() for r in self.count_rows]
         d["n_recordings"] = list(self.n_recordings)
         d["extra_fraction"] = self.extra_fraction
         d["tested"] = self.tested
@@ -164,6 +191,7 @@ class ProfileDiffResult:
         kw = known_fields(cls, d)
         kw["rows"] = [DiffRow.from_dict(r) for r in kw.get("rows") or []]
         kw["tests"] = [FunctionTest(**known_fields(FunctionTest, t)) for t in kw.get("tests") or []]
+        kw["count_rows"] = [CountDiffRow.from_dict(r) for r in kw.get("count_rows") or []]
         kw["n_recordings"] = tuple(kw.get("n_recordings") or (0, 0))
         return cls(**kw)
 
@@ -175,6 +203,7 @@ class Side:
     label: str
     profiles: list[Profile]
     event: str | None
+    counts: list[Counts] = field(default_factory=list)  # a callgrind campaign's recordings
 
 
 def load_side(ref: str, store: Store | None, recorder: WindowRecorder) -> Side:
@@ -187,18 +216,23 @@ def load_side(ref: str, store: Store | None, recorder: WindowRecorder) -> Side:
     if camp.study != "profile":
         raise PerflabError(f"campaign {ref} is a {camp.study} campaign: give the id of a 'perflab profile' campaign")
     runs = [m.result for m in store.measurements(camp.id)]
-    good = [r for r in runs if r.ok and r.health.get("window", {}).get("opened") and "profile" in r.health]
+    good = [r for r in runs if r.ok and r.health.get("window", {}).get("opened")
+            and ("profile" in r.health or "counts" in r.health)]
     if not good:
         raise PerflabError(f"campaign {ref} has no recording whose window opened; record it again")
     events = {r.health.get("event") for r in good}
     if len(events) > 1:
         raise PerflabError(f"campaign {ref} mixes events {sorted(map(str, events))}: cannot diff it")
+    if events == {"callgrind"}:
+        return Side(ref, [], "callgrind", recorded_counts(good))
     return Side(ref, [profile_from_dict(r.health["profile"]) for r in good], events.pop())
 
 
 def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
     """Contributors to the slower side's extra period per recording; each function's share
     tested (Welch, Holm) where both sides have enough recordings."""
+    if a.counts or b.counts:
+        return _diff_counted(config, a, b)
     if a.event and b.event and a.event != b.event:
         raise PerflabError(f"{a.label} was recorded with {a.event} and {b.label} with {b.event}: "
                            "a diff needs both sides recorded with the same event (--perf-event)")
@@ -254,3 +288,18 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
         return 1.0 if a[0] == b[0] else 0.0
     p = float(ttest_ind(a, b, equal_var=False).pvalue)
     return 1.0 if p != p else p
+
+
+def _diff_counted(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
+    """Two callgrind campaigns: functions by the change of their exclusive Ir, as given (A, B)."""
+    if not (a.counts and b.counts):
+        counted, other = (a, b) if a.counts else (b, a)
+        raise PerflabError(f"{counted.label} was counted with callgrind and {other.label} sampled with "
+                           f"{other.event or 'perf'}: a diff needs both sides recorded with the same "
+                           "instrument (--instrument)")
+    rows = diff_counts(a.counts, b.counts)
+    moved = sum(abs(r.change) for r in rows) or 1.0
+    shown = [r for r in rows if abs(r.change) >= config.threshold * moved][: config.top]
+    return ProfileDiffResult(a.label, b.label, "callgrind", "Ir", n_recordings=(len(a.counts), len(b.counts)),
+                             instrument="callgrind", count_rows=shown,
+                             a_totals=[c.totals[0] for c in a.counts], b_totals=[c.totals[0] for c in b.counts])

@@ -7,6 +7,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from perflab.report.terminal import profile_counts
 from perflab.studies.profile import ProfileResult
 from perflab.studies.profile_diff import ProfileDiffResult
 
@@ -31,6 +32,8 @@ def _window_line(row: dict[str, Any], k: int, n: int) -> str:
 
 def render(result: ProfileResult, console: Any) -> None:
     """The window of each recording, the top functions, annotations, and the verdict."""
+    if result.instrument == "callgrind":
+        return profile_counts.render(result, console)
     console.print(result.event_reason)
     for k, row in enumerate(result.recordings):
         console.print(escape(_window_line(row, k, len(result.recordings))))
@@ -59,6 +62,8 @@ def render(result: ProfileResult, console: Any) -> None:
 
 def render_diff(result: ProfileDiffResult, console: Any) -> None:
     """Seed 001's table: contributors to the extra period, in the event's own unit."""
+    if result.instrument == "callgrind":
+        return profile_counts.render_diff(result, console)
     if result.swapped:
         console.print(f"(A is the slower profile: showing what {escape(result.b_label)} spends beyond "
                       f"{escape(result.a_label)})")
