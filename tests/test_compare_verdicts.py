@@ -41,7 +41,7 @@ def _run_campaign(store, walls, config=None, label="work", **kw) -> int:
 
 def _cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, **(env or {})}, timeout=300)
+                          cwd=cwd, env={**os.environ, "COLUMNS": "400", **(env or {})}, timeout=300)
 
 
 # ---- a zero median (issue 29 item 10) -----------------------------------------------------------

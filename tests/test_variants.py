@@ -350,7 +350,7 @@ def test_template_build_cache_keys_on_the_source_tree_and_flags(tmp_path):
     target = BuildTarget("fmsum", template=DEFAULT_MAKE, src_dir=src, exe="fmsum")
     cache = tmp_path / "cache"
     first = build_variant(target, parse_variant("O2=-O2"), cache_dir=cache)
-    assert not first.cached and "CFLAGS=-O2" in first.command
+    assert not first.cached and any(w.startswith("CFLAGS=-O2") for w in first.command)
     (src / "fmsum.o").write_bytes(b"stale object from the user's own build")
     assert build_variant(target, parse_variant("O2=-O2"), cache_dir=cache).cached
     assert not (first.path.parent / "fmsum.o").read_bytes().startswith(b"stale")
