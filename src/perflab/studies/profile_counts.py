@@ -53,7 +53,7 @@ def spread(values: Sequence[float]) -> float:
 
 
 def spread_text(s: float, n: int) -> str:
-    return f"0 (all {n} recordings equal)" if s == 0 else f"{s:.3%} over {n} recordings"
+    return f"0 (all {n} recordings equal)" if s == 0 else f"{100 * s:.2g} % over {n} recordings"
 
 
 @dataclass

@@ -19,8 +19,8 @@ def _window_line(row: dict[str, Any], k: int, n: int) -> str:
         return f"{head}: whole run counted"
     lat = row.get("enable_latency_us")
     off = row.get("disable_latency_us")
-    figs = [f"marker -> instrumentation on {lat / 1e3:.1f} ms" if lat is not None else "",
-            f"stop marker -> off {off / 1e3:.1f} ms" if off is not None else ""]
+    figs = [f"start marker -> dump {lat / 1e3:.1f} ms" if lat is not None else "",
+            f"stop marker -> dump {off / 1e3:.1f} ms" if off is not None else ""]
     return (f"{head}: opened at {row['start_line']!r}, closed by {row.get('closed_by')}"
             + (f" ({', '.join(f for f in figs if f)})" if any(figs) else ""))
 
