@@ -161,3 +161,48 @@ def test_a_counted_measure_is_judged_by_its_spread_not_by_ranks():
     assert p < 0.01 and lo > 1.004 and hi < 1.006 and level == 0.95 and seen < 0.001
     assert not judge.counted([1.0, 1.01], [1.0, 1.0])  # a time is not counted
     assert judge.min_detectable([1.0, 1.0], [1.005, 1.005], 0.05) == float("inf")  # ranks at 2 runs
+
+
+def _points_campaign(store, host, points: dict[str, list[float]]) -> int:
+    """A `run` campaign of several commands (design points), interleaved by round."""
+    cid = store.start_campaign("run", {}, host_id=host)
+    for i in range(max(len(v) for v in points.values())):
+        for label, walls in points.items():
+            if i < len(walls):
+                store.add_measurement(cid, _result(walls[i]), {}, rep=i, label=label)
+    store.finish_campaign(cid, "done")
+    return cid
+
+
+def test_all_points_row_with_too_few_runs_cannot_pass():
+    # Two points, 2 runs a side each, every run of B 2x: van Elteren's best case over 2 strata
+    # of 2 against 2 reaches p 0.028, too little for alpha/m; the row is UNSURE, never a pass.
+    rng = random.Random(8)
+    with open_store(":memory:") as store:
+        host = store.add_host({"hostname": "t"}, None)
+        store.set_baseline("main", _points_campaign(store, host, {"x": _runs(0.5, 2, rng), "y": _runs(0.3, 2, rng)}))
+        res = _gate(store, _points_campaign(store, host, {"x": _runs(1.0, 2, rng), "y": _runs(0.6, 2, rng)}))
+        overall = next(ln for ln in res.lines if ln.row.overall and ln.thresholds)
+        assert overall.status == "UNSURE" and "across the points: need about" in overall.verdict
+        assert ": passes" not in overall.verdict and res.exit_status != EXIT_PASS
+        # with enough runs at every point the same 2x regression fails
+        store.set_baseline("main", _points_campaign(store, host, {"x": _runs(0.5, 10, rng), "y": _runs(0.3, 10, rng)}))
+        res = _gate(store, _points_campaign(store, host, {"x": _runs(1.0, 10, rng), "y": _runs(0.6, 10, rng)}))
+        overall = next(ln for ln in res.lines if ln.row.overall and ln.thresholds)
+        assert overall.status == "FAIL" and res.exit_status == EXIT_FAIL
+
+
+def test_all_points_row_leaves_two_speeds_to_the_points():
+    rng = random.Random(9)
+
+    def mix(level, slow_share, n=30):
+        k = round(slow_share * n)
+        return _runs(level * 1.48, k, rng) + _runs(level, n - k, rng)
+
+    with open_store(":memory:") as store:
+        host = store.add_host({"hostname": "t"}, None)
+        store.set_baseline("main", _points_campaign(store, host, {"x": mix(0.5, 0.7), "y": _runs(0.3, 30, rng)}))
+        res = _gate(store, _points_campaign(store, host, {"x": mix(0.5, 0.3), "y": _runs(0.3, 30, rng)}))
+        overall = next(ln for ln in res.lines if ln.row.overall and ln.thresholds)
+        assert not overall.checks[0].decides and "per-point lines decide" in " ".join(overall.notes)
+        assert overall.status == "pass" and res.exit_status == EXIT_PASS, [ln.verdict for ln in res.lines]

@@ -294,6 +294,8 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
             line.checks.append(Check("runs", "", row.median_a, row.median_b, row.lo, row.hi, row.level,
                                      row.p_value, n_a=row.n_a, n_b=row.n_b))
             line.rel = min(abs(_relative(t, row.median_a)) for t in ts)
+            _overall_strata(line, [(_pick(by_a, r.key, ca.study)[row.measure], _pick(by_b, r.key, cb.study)[row.measure])
+                                   for r in rows if not r.overall and r.measure == row.measure])
             continue
         a = _pick(by_a, row.key, ca.study)[row.measure]
         b = _pick(by_b, row.key, cb.study)[row.measure]
@@ -314,7 +316,7 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
             if not ln.row.overall:
                 _decide(ln, max(result.family, 1), config.alpha)
             else:
-                _decide_overall(ln, config.alpha)
+                _decide_overall(ln, config.alpha, max(result.family, 1))
             main = next((c for c in ln.checks if c.decides), None)
             if main is not None:
                 ln.row.p_adjusted, ln.row.significant = main.p_adjusted, main.significant
@@ -336,9 +338,24 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
     return result
 
 
-def _decide_overall(line: GateLine, alpha: float) -> None:
-    """An 'all points' row: beyond and significant (its bootstrap CI on the threshold's side)."""
+def _overall_strata(line: GateLine, strata: list) -> None:
+    """Keep an 'all points' row's points; with two speeds at a point it leaves the verdict to the
+    per-point lines, which compare like with like (a rank test over mixed speeds cannot)."""
+    line.samples["strata"] = strata
+    two = sum(any(m is not None and m.multimodal for m in (judge.modes(a), judge.modes(b))) for a, b in strata)
+    if two:
+        line.checks[0].decides = False
+        line.notes.append(f"two speeds at {two} of {len(strata)} points: an all-points test cannot "
+                          "compare like with like, so the per-point lines decide")
+
+
+def _decide_overall(line: GateLine, alpha: float, m: int = 1) -> None:
+    """An 'all points' row: beyond and significant (its CI on the threshold's side); UNSURE where
+    the points together could not have seen the threshold (gate_judge.stratified_min_detectable)."""
     c = line.checks[0]
+    if not c.decides:
+        line.verdict = "left to the per-point lines (two speeds)"
+        return
     _decide_parts = []
     for t in line.thresholds:
         side = c.lo > 1.0 if t.op == ">" else c.hi < 1.0
@@ -349,4 +366,13 @@ def _decide_overall(line: GateLine, alpha: float) -> None:
         else:
             _decide_parts.append(f"within {t.text}" if not t.beyond_medians(c.median_a, c.median_b)
                                  else f"beyond {t.text} but not significant: passes")
+    strata = line.samples.get("strata") or []
+    if not line.failed and strata and not all(judge.counted(a, b) for a, b in strata):
+        line.detectable = judge.stratified_min_detectable(strata, alpha / m)
+        if line.detectable > line.rel:
+            line.runs_needed = judge.stratified_runs_needed(strata, line.rel, alpha / m)
+            line.inconclusive = (f"too few runs to see a {_pct(line.rel)} change across the points: "
+                                 f"need about {line.runs_needed} runs a side at each")
+            _decide_parts = [p_.replace(": passes", "") for p_ in _decide_parts]
+            _decide_parts.append(f"cannot pass: {line.inconclusive}")
     line.verdict = "; ".join(_decide_parts)

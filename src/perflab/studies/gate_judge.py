@@ -75,6 +75,32 @@ def runs_needed(a: Sequence[float], b: Sequence[float], threshold: float, alpha:
     return n
 
 
+def stratified_min_detectable(strata: Sequence[tuple[Sequence[float], Sequence[float]]], alpha: float,
+                              power: float = 0.8) -> float:
+    """Smallest change an 'all points' row sees with ``power``: infinite when van Elteren's test
+    cannot reject even with B beyond A at every point (its best-case Z); else min_detectable's
+    rule with the information summed over the points, 1 / (1/n_a + 1/n_b) each."""
+    num = sum(len(a) * len(b) / (2 * (len(a) + len(b) + 1)) for a, b in strata)
+    var = sum(len(a) * len(b) / (12 * (len(a) + len(b) + 1)) for a, b in strata)
+    s = log_spread(*[x for a, b in strata for x in (a, b)])
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    if not strata or var <= 0 or math.erfc(num / math.sqrt(var) / math.sqrt(2)) >= alpha:
+        return math.inf
+    info = sum(1 / (1 / len(a) + 1 / len(b)) for a, b in strata)
+    return math.exp(z * 1.2533 * s / math.sqrt(info)) - 1
+
+
+def stratified_runs_needed(strata: Sequence[tuple[Sequence[float], Sequence[float]]], threshold: float,
+                           alpha: float, power: float = 0.8) -> int:
+    """Equal runs a side at every point at which stratified_min_detectable falls to ``threshold``."""
+    s = log_spread(*[x for a, b in strata for x in (a, b)])
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    n = max(2, math.ceil(2 * (1.2533 * s * z / math.log1p(abs(threshold))) ** 2 / len(strata)))
+    while stratified_min_detectable([([1.0] * n, [1.0] * n)] * len(strata), alpha) == math.inf:
+        n += 1
+    return n
+
+
 def counted(a: Sequence[float], b: Sequence[float]) -> bool:
     """Whether every run of each side is within COUNTED_SPREAD of its side's median (positive)."""
     if min(len(a), len(b)) < 2 or min(min(a), min(b)) <= 0:
@@ -114,14 +140,15 @@ class Pair:
     b: tuple[float, ...]
 
 
-def _modes(values: Sequence[float]):
+def modes(values: Sequence[float]):
+    """stats.modes' fit of a side, or None below MODES_MIN_N runs (it reports one mode there)."""
     return detect_modes(values) if len(values) >= MODES_MIN_N else None
 
 
 def align(a: Sequence[float], b: Sequence[float]) -> tuple[list[Pair], object, object, str]:
     """Like-with-like pairs, the modes of each side (None when not looked for), and why the
     comparison is inconclusive ('' when it is not)."""
-    ma, mb = _modes(a), _modes(b)
+    ma, mb = modes(a), modes(b)
     two_a, two_b = bool(ma and ma.multimodal), bool(mb and mb.multimodal)
     if not (two_a or two_b):
         return [Pair("", tuple(a), tuple(b))], ma, mb, ""
