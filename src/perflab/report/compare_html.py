@@ -65,7 +65,7 @@ _PAGE = """<!doctype html>
 <th class="num">B/A</th><th class="num">CI (level)</th><th class="num">p (Holm)</th><th>verdict</th></tr>
 {% for r in rs %}<tr{% if r.significant %} class="sig"{% endif %}><td>{{ r.key }}</td><td class="num">{{ r.n_a }}</td><td class="num">{{ r.n_b }}</td>
 <td class="num">{{ r.median_a|num }}</td><td class="num">{{ r.median_b|num }}</td>
-<td class="num">{{ '%.4f'|format(r.ratio) }}</td><td class="num">[{{ '%.4f'|format(r.lo) }}, {{ '%.4f'|format(r.hi) }}] ({{ '%.0f'|format(100 * r.level) }}%)</td>
+<td class="num">{{ '%.4f'|format(r.ratio) }}</td><td class="num">[{{ '%.4f'|format(r.lo) }}, {{ '%.4f'|format(r.hi) }}] ({{ 'exact' if r.level == 1.0 else '%.0f%%'|format(100 * r.level) }})</td>
 <td class="num">{{ '%.2g'|format(r.p_adjusted) }}</td>
 <td>{{ r.verdict_cell }}{% if r.bimodal %} ({{ r.modes_text() }}){% endif %}</td></tr>{% endfor %}
 </table></div>

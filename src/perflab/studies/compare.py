@@ -184,6 +184,14 @@ def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed
         strata = [(sa[k][measure], sb[k][measure]) for k in keys if measure in sa[k] and measure in sb[k]]
         if len(strata) < 2:
             continue
+        all_a = [x for a, _ in strata for x in a]
+        all_b = [x for _, b in strata for x in b]
+        if all(compare_counted.is_counted(measure, a, b) for a, b in strata):
+            # Counts at every point: ranks would waste them (2 runs a point cannot reject).
+            p, ratio, lo, hi, level = compare_counted.stratified_test(strata, alpha)
+            out.append(CompareRow(f"all {len(strata)} points", measure, len(all_a), len(all_b), median(all_a),
+                                  median(all_b), ratio, lo, hi, p, level=level, overall=True, counted=True))
+            continue
         _, p = van_elteren(strata)
         level = 1 - alpha
         if rank:
@@ -195,8 +203,6 @@ def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed
                 notes.append(f"{measure_title(measure)}: no 'all points' row, every point has a "
                              "run of 0 on a side (no ratio)")
             continue
-        all_a = [x for a, _ in strata for x in a]
-        all_b = [x for _, b in strata for x in b]
         out.append(CompareRow(f"all {len(strata)} points", measure, len(all_a), len(all_b),
                               median(all_a), median(all_b), ratio, lo, hi, p, level=level, overall=True))
     return out

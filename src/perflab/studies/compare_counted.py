@@ -30,6 +30,32 @@ def test(a: Sequence[float], b: Sequence[float], alpha: float) -> tuple[float, f
     return p, math.sqrt(lo * hi), lo, hi, level
 
 
+def stratified_test(strata: Sequence[tuple[Sequence[float], Sequence[float]]],
+                    alpha: float) -> tuple[float, float, float, float, float]:
+    """(p, B/A, CI low, CI high, level) across points of counts: the mean over points of each
+    point's difference of mean log counts, its variance the sum of the points' Welch variances
+    over k^2, Welch-Satterthwaite degrees of freedom; exact where every side is constant."""
+    k = len(strata)
+    d = 0.0
+    parts: list[tuple[float, int]] = []  # (variance of a side's mean log / k^2, its df)
+    for a, b in strata:
+        la, lb = [math.log(x / a[0]) for x in a], [math.log(x / b[0]) for x in b]
+        ma, mb = sum(la) / len(la), sum(lb) / len(lb)
+        d += (math.log(b[0] / a[0]) + mb - ma) / k
+        for logs, m in ((la, ma), (lb, mb)):
+            var = sum((x - m) ** 2 for x in logs) / (len(logs) - 1)
+            parts.append((var / len(logs) / k ** 2, len(logs) - 1))
+    v = sum(p for p, _ in parts)
+    if v == 0:
+        return (0.0 if d else 1.0), math.exp(d), math.exp(d), math.exp(d), 1.0
+    from scipy.stats import t as student_t
+
+    df = v ** 2 / sum(p ** 2 / n for p, n in parts if p)
+    se = math.sqrt(v)
+    q = student_t.ppf(1 - alpha / 2, df)
+    return float(2 * student_t.sf(abs(d) / se, df)), math.exp(d), math.exp(d - q * se), math.exp(d + q * se), 1 - alpha
+
+
 def note(names: Sequence[str], band: float) -> str:
     """The line that says which measures were judged as counts, and with what band."""
     said = (f"outside 1 +- {100 * band:g} % (--min-effect)" if band
