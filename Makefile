@@ -10,8 +10,12 @@ LAB_ARGS ?=
 lab: setup
 	$(BIN)/perflab lab $(LAB_ARGS)
 
+# Two parts: most tests wait on subprocesses, servers and compilers, so two workers (one per
+# CPU of a small CI runner; whole files each, so a file's servers start once) nearly halve the
+# time; the tests marked serial time real runs or plant load on chosen CPUs, and run alone after.
 test: setup
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not serial" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS)
 
 # Bytecode for perflab's own modules: an editable install has none, and where
 # PYTHONDONTWRITEBYTECODE is set (as on this VM) every start would compile ~80 modules again,

@@ -4,6 +4,7 @@ and the results store keeps everything it held (PRAGMA integrity_check, same row
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import sqlite3
@@ -174,8 +175,15 @@ def test_at_least_150_bad_inputs():
 
 def test_every_bad_input_is_one_line_exit_2_and_loses_nothing(tmp_path):
     db = _prepare(tmp_path)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        outcomes = list(pool.map(lambda a: _run(a, tmp_path, db), BAD))
+    # Each command line in its own process forked from one that imported perflab once
+    # (tests/forkcli.py): the real entry point and exit status, without 260 interpreter starts.
+    job = {"cases": [[a.replace("{tmp}", str(tmp_path)) for a in args] for args in BAD],
+           "cwd": str(tmp_path), "env": {"PERFLAB_DB": db, "COLUMNS": "200"}, "timeout": 90}
+    p = subprocess.run([sys.executable, str(Path(__file__).parent / "forkcli.py")], input=json.dumps(job),
+                       capture_output=True, text=True, timeout=1200)
+    assert p.returncode == 0, p.stderr
+    outcomes = [(args, rc, err) for args, (rc, err) in zip(BAD, json.loads(p.stdout))]
+    assert len(outcomes) == len(BAD)
     wrong = []
     for args, rc, err in outcomes:
         lines = [line for line in err.splitlines() if line.strip()]

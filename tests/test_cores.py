@@ -31,6 +31,9 @@ from perflab.studies.cores import CoresConfig, CoresResult, analyse, plan, selec
 
 from perflab.checks import cores_check
 
+# Real runs with a competitor pinned to a CPU: alone on the machine (make test).
+pytestmark = pytest.mark.serial
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 WL = Workload("mock", ("work",))
 

@@ -57,6 +57,7 @@ def _throttled(cluster_dir: Path, node: str) -> tuple[int, int]:
 
 
 @pytest.mark.postgres
+@pytest.mark.serial  # a planted slow node or core must bind: alone on the machine
 def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_path):
     conf, cluster_dir = farm
     env = _env(conf, tmp_path)
@@ -139,6 +140,7 @@ def test_postgres_restarted_mid_campaign_loses_and_duplicates_no_run(farm, tmp_p
 
 
 @pytest.mark.postgres
+@pytest.mark.serial  # a planted slow node or core must bind: alone on the machine
 def test_cores_fleet_lists_each_hosts_slow_cores(farm, postgres_url, tmp_path):
     """cores --concurrent on every node: each host's own verdict on its CPUs, listed per host."""
     from perflab.store import open_store

@@ -40,6 +40,7 @@ def _validate_junit(path: Path) -> ET.Element:
     return ET.parse(path).getroot()
 
 
+@pytest.mark.serial  # real sleeps timed: alone on the machine
 def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     p = perflab("run", "--runs", "15", "-n", "work", "--baseline-save", "main", "--", "sleep", "0.02",
                 cwd=tmp_path)
@@ -93,6 +94,7 @@ def _noisy_script(tmp_path: Path, name: str, times_ms: list[int]) -> Path:
     return script
 
 
+@pytest.mark.serial  # real sleeps timed: alone on the machine
 def test_noise_large_against_the_threshold_does_not_fail(tmp_path):
     # Durations from 50 to 300 ms; B's two middle values are 50 ms longer: its median is
     # about 30 % above A's while the samples interleave, so no test can call it a change.

@@ -26,6 +26,9 @@ from perflab.studies.instances import InstancesConfig, InstancesResult, default_
 from perflab.checks.instances_check import two_node_topology, verdict_check
 from perflab.studies.instances_result import sign_test
 
+# Real copies on every CPU, their throughput compared: alone on the machine (make test).
+pytestmark = pytest.mark.serial
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
