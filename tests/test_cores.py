@@ -31,9 +31,6 @@ from perflab.studies.cores import CoresConfig, CoresResult, analyse, plan, selec
 
 from perflab.checks import cores_check
 
-# Real runs with a competitor pinned to a CPU: alone on the machine (make test).
-pytestmark = pytest.mark.serial
-
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 WL = Workload("mock", ("work",))
 
@@ -366,6 +363,7 @@ def _cpu_share(store, campaign_id: int) -> dict[int, float]:
 
 @TWO_CPUS
 @pytest.mark.parametrize("concurrent", [False, True])
+@pytest.mark.serial  # a CPU loaded by another test would be a slow CPU
 def test_real_planted_competitor_on_cpu1_is_slow(spin, store, concurrent):
     # A real-time (SCHED_FIFO) competitor pinned to CPU 1, busy 90% of every 10 ms, for the whole
     # scan: a persistent slowdown (CPU 1's runs get about a tenth of it). A plain busy loop is not
@@ -393,6 +391,7 @@ def test_real_planted_competitor_on_cpu1_is_slow(spin, store, concurrent):
 
 
 @TWO_CPUS
+@pytest.mark.serial  # a CPU loaded by another test would be a slow CPU
 def test_real_without_competitor_flags_nothing(spin, store):
     # The machine is shared: a process pinned to one CPU for a whole attempt (~1 s) is a real slow
     # CPU for that long; a second attempt must agree before the test fails.

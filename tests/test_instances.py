@@ -26,9 +26,6 @@ from perflab.studies.instances import InstancesConfig, InstancesResult, default_
 from perflab.checks.instances_check import two_node_topology, verdict_check
 from perflab.studies.instances_result import sign_test
 
-# Real copies on every CPU, their throughput compared: alone on the machine (make test).
-pytestmark = pytest.mark.serial
-
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
@@ -333,6 +330,7 @@ def test_verdict_check_short():
 
 # --- real processes ---------------------------------------------------------------------------
 
+@pytest.mark.serial  # real copies timed: alone on the machine
 def test_real_minihlt_scan(store):
     from dataclasses import replace
 
@@ -401,6 +399,7 @@ def test_real_pss_counts_a_fork_masters_shared_pages_once():
     assert "pss_kb" not in plain.metrics  # sampled only when asked
 
 
+@pytest.mark.serial  # real copies timed: alone on the machine
 def test_cli_real_copies_per_second_json(tmp_path, capsys):
     from perflab.cli import main
 
