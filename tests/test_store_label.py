@@ -44,3 +44,12 @@ def test_a_v4_postgresql_store_is_migrated_to_text_labels(postgres_url):
         assert store.schema_version() == 5
         store.add_measurement(cid, _result(), {"i": 1}, label=LONG)
         assert [m.label for m in store.measurements(cid)] == [LONG]
+
+
+def test_a_campaign_name_too_long_for_its_column_is_one_line(store_url):
+    from perflab.errors import PerflabError
+
+    with open_store(store_url) as store:
+        with pytest.raises(PerflabError, match="has 201 characters: give one of at most 200"):
+            store.start_campaign("fleet", {}, name="f" * 201)
+        assert store.start_campaign("fleet", {}, name="f" * 200) > 0

@@ -23,6 +23,8 @@ from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, ver
 from perflab.store.url import _one_line, _resolve_url, _sa
 from perflab.store.values import STATUSES, _jsonable, _now, _utc, dumps, host_identity
 
+NAME_MAX = 200  # campaigns.name is VARCHAR(200) (schema v1): longer is refused before the insert
+
 
 def open_store(url_or_path: str | None = None) -> "Store":
     """Open (creating and migrating as needed) the results store at a path or URL.
@@ -199,6 +201,10 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
         merged under ``labels``, so that every study run by a fleet task is found by its fleet
         without each study passing them.
         """
+        if len(name or "") > NAME_MAX:
+            # The column is VARCHAR(200): PostgreSQL would refuse the insert with a DataError.
+            raise PerflabError(f"the name {name[:40]!r}... has {len(name)} characters: give one of at "
+                               f"most {NAME_MAX}")
         labels = {**batch_labels(), **(labels or {})}
         with self._write() as conn:
             res = conn.execute(self.t["campaigns"].insert().values(
