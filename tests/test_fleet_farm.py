@@ -140,6 +140,50 @@ def test_postgres_restarted_mid_campaign_loses_and_duplicates_no_run(farm, tmp_p
 
 
 @pytest.mark.postgres
+def test_postgres_down_past_the_retry_budget_shards_and_collect_merges(farm, tmp_path):
+    """The server stopped while every task waits to write and kept down past their 1 s retry
+    budget: each task keeps its runs in its own SQLite shard (exit 3), and fleet collect merges
+    them; every slot ends done, each run once, with the host it ran on."""
+    from perflab.store import open_store
+
+    from tests.conftest import Hold, PgServer
+
+    conf, _ = farm
+    server = PgServer()
+    try:
+        url = server.create_db("lost")
+        env = _env(conf, tmp_path, PERFLAB_DB_RETRY_S="1")
+        hold = Hold(tmp_path, 4)  # 1 run of 6 each is written, then every task waits at its next
+        perflab(["fleet", "submit", "lost", "--nodes", "4", "--db", url, "--", "run", "--runs", "6",
+                 "--command-name", "t", "--", *hold.wrap(["true"])], env, tmp_path)
+        deadline = time.monotonic() + 180
+        while len(hold._held_pids()) < 4:
+            assert time.monotonic() < deadline, f"only {len(hold._held_pids())} of 4 tasks reached the hold"
+            time.sleep(0.1)
+        server.stop("fast")
+        (tmp_path / "hold-release").touch()
+        _wait_idle(env, limit=240)  # every task gave up on the server and finished in its shard
+        server.start()
+        st = _status("lost", url, env, tmp_path)
+        assert all("stored in shard" in json.dumps(s) for s in st.values()), st
+        out = perflab(["fleet", "collect", "lost", "--db", url], env, tmp_path).stdout
+        assert "merged" in out, out
+        again = perflab(["fleet", "collect", "lost", "--db", url], env, tmp_path).stdout
+        assert "no shard waiting" in again, again
+        with open_store(url) as store:
+            camps = [c for c in store.campaigns(study="run") if c.labels.get("fleet") == "lost"]
+            assert sorted(c.labels["fleet_slot"] for c in camps) == ["0", "1", "2", "3"]
+            for c in camps:  # each run once, none lost
+                ms = store.measurements(c.id)
+                assert len({(m.label, json.dumps(m.params, sort_keys=True), m.rep) for m in ms}) == len(ms) == 6
+        rep = _report("lost", db=url, env=env, cwd=tmp_path)
+        assert sorted(h["host"] for h in rep["hosts"]) == ["node1", "node2", "node3", "node4"]
+        assert all(h["status"] == "done" and h["headline"]["n"] == 6 for h in rep["hosts"]), rep["hosts"]
+    finally:
+        server.destroy()
+
+
+@pytest.mark.postgres
 @pytest.mark.serial  # a planted slow node or core must bind: alone on the machine
 def test_cores_fleet_lists_each_hosts_slow_cores(farm, postgres_url, tmp_path):
     """cores --concurrent on every node: each host's own verdict on its CPUs, listed per host."""
