@@ -24,6 +24,7 @@ CHECKS = {
     "gate": ("gate_sim", "verdict_lines"),
     "modes": ("modes_check", "verdict_check"),
     "profile-diff": ("profile_diff_check", "verdict_check"),
+    "profile-counts": ("profile_counts_check", "verdict_check"),
 }
 
 

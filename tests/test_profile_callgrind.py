@@ -1,6 +1,7 @@
 """profile --instrument callgrind: Callgrind's format parsed to exact numbers, a window cut out
 of a real run (a strict part of that run's counts), `profile diff` naming the one function of
-minihlt that a rebuild made slower, and the one line where Valgrind is missing.
+minihlt that a rebuild made slower (tested: B/A exact, Holm), the diff's test on made-up counts
+and its harness, and the one line where Valgrind is missing.
 
 Simulation is slow: a run of minihlt with one event costs about 3.5 s here (its field map is
 built at start-up, 75 % of the instructions), so the diff records two runs a side.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from perflab.checks.profile_counts_check import CASES, LINES, rates
 from perflab.kernels.build import build
 from perflab.kernels.minihlt import HERE, headers
 from perflab.measure import callgrind
@@ -25,7 +27,7 @@ from perflab.model import Workload
 from perflab.report.terminal.profile import render_diff
 from perflab.store import open_store
 from perflab.studies import profile, run_study
-from perflab.studies.profile_diff import ProfileDiffConfig, ProfileDiffResult, diff, load_side
+from perflab.studies.profile_diff import ProfileDiffConfig, ProfileDiffResult, Side, diff, load_side
 from perflab.studies.profile_window import event_markers
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("vgdb") is None
@@ -129,21 +131,72 @@ def test_diff_names_the_planted_function_first(tmp_path):
     res = diff(ProfileDiffConfig(str(ids[0]), str(ids[1])), a, b)
     top = res.count_rows[0]
     assert top.symbol == "mh::FieldMap::field(double const*, double*) const"
-    assert top.change > 0 and top.separated
+    assert top.change > 0 and top.changed and top.p_holm is not None and top.p_holm < res.alpha
+    # every recording of each side counted the same: B/A is exact, the 40 steps a call doubled it
+    assert top.exact and top.low == top.high == top.ratio and 1.9 < top.ratio < 2.1
+    # nothing else changed: the other functions of >= 0.1 % of Ir count the same in both builds
+    # (printf's digits, which follow the printed timings, hold a few hundred Ir: below the share)
+    assert [r.symbol for r in res.count_changed] == [top.symbol]
+    assert res.count_tested >= 20
+    assert all(r.status == "below" for r in res.count_rows[1:5])
     # a whole run: minihlt prints its timings, so a few hundred of 360 million instructions move
     assert max(res.a_totals) - min(res.a_totals) < 1e-5 * res.a_totals[0]
     assert max(res.b_totals) - min(res.b_totals) < 1e-5 * res.b_totals[0]
     assert top.change > 100 * max(top.a_range[1] - top.a_range[0], top.b_range[1] - top.b_range[0], 1)
     assert res.verdict.startswith(f"{top.symbol} changed most: +")
-    assert "every recording of each side apart" in res.verdict
+    assert f"1 of {res.count_tested} functions tested changed" in res.verdict
+    assert "exact (every recording of each side counted the same)" in res.verdict
     assert ProfileDiffResult.from_dict(res.as_dict()).as_dict() == res.as_dict()
     from rich.console import Console
 
     console = Console(width=400, record=True)
     render_diff(res, console)
     text = console.export_text()
-    assert re.search(r"\|?\s*\+[\d,]+ .*mh::FieldMap::field", text.split("\n", 3)[3])
+    assert re.search(r"\|?\s*\+[\d,]+ .* 2\.\d{4} exact .* 0 \* .*mh::FieldMap::field", text.split("\n", 3)[3])
+    assert res.test_note in " ".join(text.split())
     assert res.verdict in " ".join(text.split())
+
+
+def _counts(**functions: float) -> callgrind.Counts:
+    funcs = {k: callgrind.FunctionCounts(k, "/bin/p", [v], [v]) for k, v in functions.items()}
+    return callgrind.Counts(["Ir"], [sum(functions.values())], funcs, 1)
+
+
+def test_count_diff_tests_each_function_and_names_appeared_and_vanished():
+    a = [_counts(big=1e6, mid=5e5, old=2e5, tiny=10), _counts(big=1e6, mid=5e5, old=2e5, tiny=12)]
+    b = [_counts(big=1e6, mid=5.5e5, new=3e5, tiny=20), _counts(big=1e6, mid=5.5e5, new=3e5, tiny=20)]
+    res = diff(ProfileDiffConfig("a", "b", threshold=0.0), Side("a", [], "callgrind", a),
+               Side("b", [], "callgrind", b))
+    rows = {r.symbol: r for r in res.count_rows}
+    assert rows["new"].status == "appeared" and rows["old"].status == "vanished"
+    assert rows["tiny"].status == "below" and not rows["tiny"].changed  # 10 -> 20, but 1e-5 of Ir
+    # two tested, both sides constant: exact, p 0 (mid) and 1 (big), Holm over 2
+    assert res.count_tested == 2 and rows["big"].p == 1.0 and not rows["big"].changed
+    assert rows["mid"].exact and rows["mid"].ratio == pytest.approx(1.1) and rows["mid"].p_holm == 0.0
+    assert [r.symbol for r in res.count_changed] == ["mid"]
+    assert "appeared in b: new +300,000" in res.verdict and "vanished from b: old -200,000" in res.verdict
+    # a window's jitter: Welch's t on the logs, an interval at 95 %
+    jit = [_counts(big=1e6 * f, mid=5e5 * f) for f in (0.99, 1.01, 1.0)]
+    res = diff(ProfileDiffConfig("a", "b", threshold=0.0), Side("a", [], "callgrind", jit),
+               Side("b", [], "callgrind", [_counts(big=1e6 * f, mid=5.5e5 * f) for f in (1.0, 0.995, 1.01)]))
+    mid = next(r for r in res.count_rows if r.symbol == "mid")
+    assert mid.level == 0.95 and mid.low < 1.1 < mid.high and 0 < mid.p < 0.05
+    # the common factor makes big's and mid's jitter alike; only mid moved
+    assert not next(r for r in res.count_rows if r.symbol == "big").changed
+    # one recording a side: no test, nothing called changed
+    one = diff(ProfileDiffConfig("a", "b"), Side("a", [], "callgrind", a[:1]), Side("b", [], "callgrind", b[:1]))
+    assert not one.count_changed and one.verdict.startswith("no test possible: 1 and 1 recording(s)")
+    assert "nothing is called changed" in one.verdict
+    assert ProfileDiffResult.from_dict(res.as_dict()).as_dict() == res.as_dict()
+
+
+def test_counts_harness_quiet_on_nulls_and_finds_the_planted_function():
+    whole, window = LINES[0], LINES[1]
+    for case, per_side, min_effect in (whole, window):
+        fp, det = rates(case, 30, per_side=per_side, min_effect=min_effect)
+        assert fp <= 0.1 and det >= 0.9, case.name
+    # 2 windows a side cannot find +10 % through 1 % jitter (Welch with 1-2 df, Holm over 12)
+    assert rates(CASES["window"], 30, per_side=2)[1] <= 0.3
 
 
 def test_no_valgrind_is_one_line(tmp_path):

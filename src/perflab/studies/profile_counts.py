@@ -9,13 +9,20 @@ stored run whose health holds its counts (measure/callgrind.counts_to_dict), so 
 Run to run: for each event, the spread of the recordings' totals, (max - min) / median; 0 says
 every recording counted the same (a whole run of a deterministic program). A window's edges move
 with the time vgdb takes to switch instrumentation (measure/callgrind.py), so windows have a
-spread. The diff ranks functions by the change of their mean exclusive Ir, and calls a change
-*separated* when every recording of one side lies above every recording of the other: with
-counts whose spread is 0 that is exact, otherwise it is the ranges' own verdict, not a test.
+spread. The diff ranks functions by the change of their mean exclusive Ir and tests B/A of
+each function's exclusive counts with gate_judge.counted_test: Welch's t on the log counts, exact
+where every recording of each side counted the same (p 0, or 1 when equal; the interval is the
+ratio itself). Tested are the functions present in every recording and holding >= 0.1 % of a
+side's Ir (at most 50, chosen by share, not by change), Holm over them; a function is *changed*
+when its Holm p < alpha and its interval lies beyond 1 +- min_effect (default 0: counts are
+exact). A function on one side only is named appeared or vanished, not tested (no log of 0).
+2 recordings a side test; with 1 the table is descriptive. checks/profile_counts_check.py shows
+the false alarms and the detection under the jitter measured for whole runs and for windows.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 import statistics
 import tempfile
@@ -27,6 +34,8 @@ from perflab.measure.callgrind import CallgrindRequest, Counts, counts_from_dict
 from perflab.measure.metrics import extract
 from perflab.model import RunResult, RunSpec
 from perflab.platform.cache_model import parse as parse_model
+from perflab.stats.comparison import holm
+from perflab.studies.gate_judge import counted_test
 from perflab.studies.profile_parse import fold_symbol
 from perflab.studies.profile_window import window_figures
 
@@ -53,6 +62,8 @@ def spread(values: Sequence[float]) -> float:
 
 
 def spread_text(s: float, n: int) -> str:
+    if n < 2:
+        return f"not measured ({n} recording)"
     return f"0 (all {n} recordings equal)" if s == 0 else f"{100 * s:.2g} % over {n} recordings"
 
 
@@ -177,9 +188,20 @@ def analyse_counted(config: Any, runs: Sequence[RunResult], res: Any) -> Any:
     return res
 
 
+MIN_COUNT_RECORDINGS = 2  # per side: Welch's t needs a variance on each side (0 is one: exact)
+MIN_COUNTED_SHARE = 0.001  # of a side's total Ir: below it, printf's digits (a few hundred Ir
+# that move with the printed timings: hack_digit 870 -> 860 in minihlt) would be exact changes
+MAX_COUNTED = 50  # functions tested, chosen by their largest share on either side (not by change)
+
+# Why a row was not tested (CountDiffRow.status); "tested" otherwise.
+# Appeared / vanished: in every recording of one side and in none of the other.
+APPEARED, VANISHED, BELOW, PARTIAL, NO_TEST = "appeared", "vanished", "below", "partial", "no test"
+
+
 @dataclass
 class CountDiffRow:
-    """One function's mean exclusive Ir on each side, the change, and each side's range."""
+    """One function's mean exclusive Ir on each side, the change, each side's range, and the
+    test of B/A on its exclusive counts (gate_judge.counted_test) where it was tested."""
 
     symbol: str
     obj: str
@@ -189,6 +211,14 @@ class CountDiffRow:
     b_range: tuple[float, float]
     incl_a: float
     incl_b: float
+    status: str = NO_TEST  # "tested", or why not: APPEARED, VANISHED, BELOW, PARTIAL, NO_TEST
+    ratio: float | None = None  # B/A of the means of the logs (exact where both sides constant)
+    low: float | None = None
+    high: float | None = None
+    level: float | None = None  # the interval's level: 1.0 where exact
+    p: float | None = None
+    p_holm: float | None = None
+    changed: bool = False  # p_holm < alpha and the interval beyond 1 +- min_effect
 
     @property
     def change(self) -> float:
@@ -199,33 +229,70 @@ class CountDiffRow:
         return self.change / self.a if self.a else None
 
     @property
-    def separated(self) -> bool:
-        """Every recording of one side above every recording of the other."""
-        return self.b_range[0] > self.a_range[1] or self.b_range[1] < self.a_range[0]
+    def exact(self) -> bool:
+        return self.level == 1.0
+
+    def test_text(self) -> str:
+        """What the row's call rests on, in words."""
+        if self.status != "tested" or self.ratio is None:
+            return {APPEARED: "present in B only", VANISHED: "present in A only",
+                    BELOW: f"below {MIN_COUNTED_SHARE:.1%} of Ir on both sides: not tested",
+                    PARTIAL: "absent from some recordings: not tested"}.get(self.status, "not tested")
+        if self.exact:
+            return f"B/A {self.ratio:.4f} exact (every recording of each side counted the same), p {self.p:.2g}"
+        return (f"B/A {self.ratio:.4f} [{self.low:.4f}, {self.high:.4f}] {self.level:.0%} CI, "
+                f"Welch's t on log counts, Holm p {self.p_holm:.2g}")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(change=self.change, change_pct=self.change_pct, separated=self.separated)
+        d.update(change=self.change, change_pct=self.change_pct)
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CountDiffRow":
-        return cls(d["symbol"], d["obj"], d["a"], d["b"], tuple(d["a_range"]), tuple(d["b_range"]),  # type: ignore[arg-type]
-                   d["incl_a"], d["incl_b"])
+        kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        kw["a_range"], kw["b_range"] = tuple(d["a_range"]), tuple(d["b_range"])
+        return cls(**kw)
 
 
-def diff_counts(a: Sequence[Counts], b: Sequence[Counts]) -> list[CountDiffRow]:
-    """Every function's exclusive Ir on both sides, largest absolute change first."""
+def diff_counts(a: Sequence[Counts], b: Sequence[Counts], alpha: float,
+                min_effect: float = 0.0) -> list[CountDiffRow]:
+    """Every function's exclusive Ir on both sides, largest absolute change first; B/A tested
+    by counted_test (Welch's t on log counts, exact where constant) for the functions present in
+    every recording and holding >= MIN_COUNTED_SHARE of a side's Ir, Holm over those."""
     pa, pb = [folded(c) for c in a], [folded(c) for c in b]
-    rows = []
+    tot_a = statistics.fmean(c.totals[0] for c in a) or 1.0
+    tot_b = statistics.fmean(c.totals[0] for c in b) or 1.0
+    testable = min(len(a), len(b)) >= MIN_COUNT_RECORDINGS
+    rows, values = [], {}
     for sym in {k for p in [*pa, *pb] for k in p}:
+        # A function whose exclusive count is 0 ran only through its callees: absent here.
         va = [p[sym][1][0] if sym in p else 0.0 for p in pa]
         vb = [p[sym][1][0] if sym in p else 0.0 for p in pb]
         ia = [p[sym][2][0] if sym in p else 0.0 for p in pa]
         ib = [p[sym][2][0] if sym in p else 0.0 for p in pb]
         obj = next(p[sym][0] for p in [*pb, *pa] if sym in p)
-        rows.append(CountDiffRow(sym, obj, statistics.fmean(va), statistics.fmean(vb),
-                                 (min(va), max(va)), (min(vb), max(vb)),
-                                 statistics.fmean(ia), statistics.fmean(ib)))
+        row = CountDiffRow(sym, obj, statistics.fmean(va), statistics.fmean(vb), (min(va), max(va)),
+                           (min(vb), max(vb)), statistics.fmean(ia), statistics.fmean(ib))
+        if max(row.a / tot_a, row.b / tot_b) < MIN_COUNTED_SHARE:
+            row.status = BELOW
+        elif not any(va) and all(vb) or not any(vb) and all(va):
+            row.status = APPEARED if any(vb) else VANISHED
+        elif not all(va) or not all(vb):
+            row.status = PARTIAL
+        elif testable:
+            values[sym] = (va, vb)
+        rows.append(row)
+    by_sym = {r.symbol: r for r in rows}
+    chosen = sorted(values, key=lambda s: (-max(by_sym[s].a / tot_a, by_sym[s].b / tot_b), s))
+    for sym in chosen[MAX_COUNTED:]:
+        by_sym[sym].status = BELOW
+    chosen = chosen[:MAX_COUNTED]
+    tests = [counted_test(*values[s], alpha) for s in chosen]
+    for sym, (p, lo, hi, level, _), adj in zip(chosen, tests, holm([t[0] for t in tests])):
+        r = by_sym[sym]
+        r.status, r.p, r.p_holm, r.low, r.high, r.level = "tested", p, adj, lo, hi, level
+        r.ratio = math.sqrt(lo * hi)  # the interval is symmetric about it on the log scale
+        r.changed = adj < alpha and (lo > 1 + min_effect or hi < 1 / (1 + min_effect))
     rows.sort(key=lambda r: (-abs(r.change), r.symbol))
     return rows

@@ -13,6 +13,10 @@ moves with the machine (drift between the two campaigns, two speeds, load), whic
 function alike and leaves shares alone, so the total is shown but not tested. With fewer
 recordings no test is possible: the table is descriptive, and the verdict says so in one line.
 checks/profile_diff_check.py shows the false differences and the detection under checks/noise.py.
+
+Two callgrind campaigns are diffed on counts instead (profile_counts.diff_counts): each function's
+exclusive Ir, B/A by Welch's t on log counts (exact where constant), Holm over the functions
+tested, 2 recordings a side; checks/profile_counts_check.py is its harness.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ from perflab.measure.window import WindowRecorder
 from perflab.stats.comparison import holm
 from perflab.store import Store
 from perflab.measure.callgrind import Counts
-from perflab.studies.profile_counts import CountDiffRow, diff_counts, recorded_counts, spread, spread_text
+from perflab.studies.profile_counts import (
+    APPEARED, MIN_COUNT_RECORDINGS, MIN_COUNTED_SHARE, VANISHED, CountDiffRow, diff_counts, recorded_counts,
+    spread, spread_text,
+)
 from perflab.studies.profile_parse import (
     DiffRow, Profile, aggregate, diff_profiles, mean_profile, profile_from_dict, read_samples,
 )
@@ -60,6 +67,9 @@ class ProfileDiffConfig:
     threshold: float = 0.01  # of the extra
     top: int = 15
     level: float = 0.95  # the test's alpha is 1 - level, family-wise over the functions (Holm)
+    # callgrind: a change is called only where B/A's interval lies beyond 1 +- this (0: counts
+    # are exact, so any change the test is sure of is real)
+    min_effect: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,7 +111,10 @@ class ProfileDiffResult:
     alpha: float = 0.05
     tests: list[FunctionTest] = field(default_factory=list)  # empty: no test was possible
     instrument: str = "perf"  # "callgrind": count_rows instead of rows and tests
-    count_rows: list[CountDiffRow] = field(default_factory=list)
+    count_rows: list[CountDiffRow] = field(default_factory=list)  # shown: by |change|, at most top
+    count_others: list[CountDiffRow] = field(default_factory=list)  # changed, appeared, vanished, not shown
+    count_tested: int = 0  # functions in the Holm family
+    min_effect: float = 0.0
     a_totals: list[float] = field(default_factory=list)  # callgrind: Ir of each recording
     b_totals: list[float] = field(default_factory=list)
     campaign_id: int | None = None
@@ -112,12 +125,15 @@ class ProfileDiffResult:
 
     @property
     def tested(self) -> bool:
-        return min(self.n_recordings) >= MIN_TEST_RECORDINGS
+        need = MIN_COUNT_RECORDINGS if self.instrument == "callgrind" else MIN_TEST_RECORDINGS
+        return min(self.n_recordings) >= need
 
     @property
     def test_note(self) -> str:
         """How the functions were tested, or the one line that says no test was possible."""
         na, nb = self.n_recordings
+        if self.instrument == "callgrind":
+            return self._count_test_note()
         if not self.tested:
             return (f"no test possible: {na} and {nb} recording(s), a test needs >= "
                     f"{MIN_TEST_RECORDINGS} per side (perflab profile --repeat {MIN_TEST_RECORDINGS}); "
@@ -139,17 +155,56 @@ class ProfileDiffResult:
         return (f"run-to-run spread of the total Ir: {self.a_label} {spread_text(spread(self.a_totals), len(self.a_totals))}, "
                 f"{self.b_label} {spread_text(spread(self.b_totals), len(self.b_totals))}")
 
+    def _count_test_note(self) -> str:
+        na, nb = self.n_recordings
+        if not self.tested:
+            return (f"no test possible: {na} and {nb} recording(s), a test needs >= {MIN_COUNT_RECORDINGS} "
+                    f"per side (perflab profile --instrument callgrind --repeat {MIN_COUNT_RECORDINGS}); "
+                    "ranges only")
+        effect = (f"beyond 1 +- {self.min_effect:.2%}" if self.min_effect else
+                  "beyond 1 (no minimum effect: counts are exact)")
+        return (f"test: B/A of each function's exclusive Ir by Welch's t on log counts, exact where every "
+                f"recording of a side counted the same ({na} and {nb} recordings); Holm over the "
+                f"{self.count_tested} functions holding >= {MIN_COUNTED_SHARE:.1%} of Ir; changed: Holm p < "
+                f"{self.alpha:.0%} and the interval {effect}")
+
+    @property
+    def count_changed(self) -> list[CountDiffRow]:
+        """Changed functions, largest change in instructions first."""
+        return sorted((r for r in [*self.count_rows, *self.count_others] if r.changed),
+                      key=lambda r: (-abs(r.change), r.symbol))
+
+    def _named(self, status: str) -> list[CountDiffRow]:
+        return sorted((r for r in [*self.count_rows, *self.count_others] if r.status == status),
+                      key=lambda r: (-abs(r.change), r.symbol))
+
     def _count_verdict(self) -> str:
         ta, tb = (sum(t) / len(t) if t else 0.0 for t in (self.a_totals, self.b_totals))
         total = f"{self.b_label} runs {tb - ta:+,.0f} instructions ({(tb - ta) / ta if ta else 0:+.2%}) per recording over {self.a_label}"
-        if not self.count_rows or self.count_rows[0].change == 0:
-            return f"no function's exclusive instruction count changed; {total}; {self.count_note}"
-        r = self.count_rows[0]
-        pct = f" ({r.change_pct:+.1%})" if r.change_pct is not None else " (new)"
-        how = ("every recording of each side apart" if r.separated else
-               "the sides' ranges overlap: within the run-to-run spread")
-        return (f"{r.symbol} changed most: {r.change:+,.0f} instructions exclusive{pct} per recording, "
-                f"{how}; {total}; {self.count_note}")
+        tail = f"{total}; {self.count_note}"
+        if not self.tested:
+            moved = (f"; {self.count_rows[0].symbol} moved most: {self.count_rows[0].change:+,.0f} instructions "
+                     "exclusive per recording" if self.count_rows and self.count_rows[0].change else "")
+            return f"{self._count_test_note()}{moved}; nothing is called changed; {tail}"
+        family = (f"Welch's t on log counts, exact where constant; Holm over {self.count_tested} functions "
+                  f"at {self.alpha:.0%}")
+        changed = self.count_changed
+        if changed:
+            r = changed[0]
+            pct = f" ({r.change_pct:+.1%})" if r.change_pct is not None else ""
+            more = "".join(f", {o.symbol} {o.change:+,.0f}" for o in changed[1:4])
+            more += f" and {len(changed) - 4} more" if len(changed) > 4 else ""
+            head = (f"{r.symbol} changed most: {r.change:+,.0f} instructions exclusive{pct} per recording, "
+                    f"{r.test_text()}; {len(changed)} of {self.count_tested} functions tested changed "
+                    f"({family}){': also ' + more[2:] if more else ''}")
+        else:
+            head = f"no tested function's exclusive instruction count changed ({family})"
+        for status, word in ((APPEARED, f"appeared in {self.b_label}"), (VANISHED, f"vanished from {self.b_label}")):
+            rows = self._named(status)
+            if rows:
+                head += f"; {word}: " + ", ".join(f"{o.symbol} {o.change:+,.0f}" for o in rows[:3])
+                head += f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+        return f"{head}; {tail}"
 
     @property
     def verdict(self) -> str:
@@ -179,6 +234,7 @@ class ProfileDiffResult:
         d["rows"] = [r.as_dict() for r in self.rows]
         d["tests"] = [t.as_dict() for t in self.tests]
         d["count_rows"] = [r.as_dict() for r in self.count_rows]
+        d["count_others"] = [r.as_dict() for r in self.count_others]
         d["n_recordings"] = list(self.n_recordings)
         d["extra_fraction"] = self.extra_fraction
         d["tested"] = self.tested
@@ -192,6 +248,7 @@ class ProfileDiffResult:
         kw["rows"] = [DiffRow.from_dict(r) for r in kw.get("rows") or []]
         kw["tests"] = [FunctionTest(**known_fields(FunctionTest, t)) for t in kw.get("tests") or []]
         kw["count_rows"] = [CountDiffRow.from_dict(r) for r in kw.get("count_rows") or []]
+        kw["count_others"] = [CountDiffRow.from_dict(r) for r in kw.get("count_others") or []]
         kw["n_recordings"] = tuple(kw.get("n_recordings") or (0, 0))
         return cls(**kw)
 
@@ -297,9 +354,13 @@ def _diff_counted(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffRes
         raise PerflabError(f"{counted.label} was counted with callgrind and {other.label} sampled with "
                            f"{other.event or 'perf'}: a diff needs both sides recorded with the same "
                            "instrument (--instrument)")
-    rows = diff_counts(a.counts, b.counts)
+    alpha = round(1 - config.level, 12)
+    rows = diff_counts(a.counts, b.counts, alpha, config.min_effect)
     moved = sum(abs(r.change) for r in rows) or 1.0
-    shown = [r for r in rows if abs(r.change) >= config.threshold * moved][: config.top]
+    shown = [r for r in rows if r.changed or abs(r.change) >= config.threshold * moved][: config.top]
+    kept = {id(r) for r in shown}
+    others = [r for r in rows if id(r) not in kept and (r.changed or r.status in (APPEARED, VANISHED))]
     return ProfileDiffResult(a.label, b.label, "callgrind", "Ir", n_recordings=(len(a.counts), len(b.counts)),
-                             instrument="callgrind", count_rows=shown,
+                             alpha=alpha, instrument="callgrind", count_rows=shown, count_others=others,
+                             count_tested=sum(r.status == "tested" for r in rows), min_effect=config.min_effect,
                              a_totals=[c.totals[0] for c in a.counts], b_totals=[c.totals[0] for c in b.counts])
