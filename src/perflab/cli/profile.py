@@ -28,15 +28,19 @@ def _console():
 @click.option("--threshold", default=1.0, show_default=True, metavar="PCT",
               help="Show contributors with at least PCT %% of the extra samples.")
 @click.option("--top", default=15, show_default=True, type=Count(1, 10_000), help="At most this many rows.")
+@click.option("--min-effect", "min_effect", default=0.0, show_default=True, metavar="PCT",
+              help="callgrind: call a function changed only where its B/A interval lies beyond 1 +- PCT %%.")
 @store_option
 @json_option
-def diff_command(a: str, b: str, threshold: float, top: int, db_url: str | None, json_path: str | None) -> None:
+def diff_command(a: str, b: str, threshold: float, top: int, min_effect: float, db_url: str | None,
+                 json_path: str | None) -> None:
     """Functions behind the extra period of profile B over A (perf.data paths or campaign ids).
 
     Both must be recordings of the same perf event; the extra is in its unit (ms of cpu-clock,
     Mcycles of cycles). Symbols are demangled and clone suffixes (.constprop.N, .isra.N, .part.N,
     .lto_priv.N, .cold) folded, so rebuilds match. Campaigns recorded with --repeat 3 or more
-    give an unpaired bootstrap CI over recordings.
+    test each function's share (Welch, Holm); callgrind campaigns with --repeat 2 or more test
+    each function's exclusive count.
     """
     from perflab.measure.window_perf import PerfWindowRecorder
     from perflab.report.terminal.profile import render_diff
@@ -45,10 +49,15 @@ def diff_command(a: str, b: str, threshold: float, top: int, db_url: str | None,
 
     if not 0 <= threshold <= 100:  # also refuses nan
         raise PerflabError(f"--threshold {threshold}: give a percentage from 0 to 100")
-    config = ProfileDiffConfig(a, b, threshold / 100.0, top)
+    if not 0 <= min_effect < 100:  # also refuses nan
+        raise PerflabError(f"--min-effect {min_effect}: give a percentage from 0 to under 100, e.g. --min-effect 2")
+    config = ProfileDiffConfig(a, b, threshold / 100.0, top, min_effect=min_effect / 100.0)
     recorder = PerfWindowRecorder()
     with open_store(db_url) as store:
         side_a, side_b = load_side(a, store, recorder), load_side(b, store, recorder)
+        if min_effect and not (side_a.counts and side_b.counts):
+            raise PerflabError("--min-effect applies to two callgrind campaigns (profile --instrument "
+                               "callgrind): perf profiles are tested on shares, without a band")
         result = diff(config, side_a, side_b)
         with store.open_campaign("profile_diff", config.as_dict()) as camp:
             result.campaign_id = camp.id

@@ -52,12 +52,13 @@ def render(result: ProfileResult, console: Any) -> None:
 
 
 def _ratio_cell(r: Any) -> str:
-    """B/A with its interval at its level, 'exact', or why the row was not tested."""
+    """B/A with its interval (at the level in the column's title), 'exact', or why the row was
+    not tested."""
     if r.status != "tested" or r.ratio is None:
         return {"below": "below share", "partial": "not in all"}.get(r.status, r.status)
     if r.exact:
         return f"{r.ratio:.4f} exact"
-    return f"{r.ratio:.4f} [{r.low:.4f}, {r.high:.4f}] {r.level:.0%}"
+    return f"{r.ratio:.4f} [{r.low:.4f}, {r.high:.4f}]"
 
 
 def render_diff(result: ProfileDiffResult, console: Any) -> None:
@@ -65,13 +66,14 @@ def render_diff(result: ProfileDiffResult, console: Any) -> None:
     tested function's B/A with its interval and Holm p (* changed), the test, the verdict."""
     t = Table(title=f"functions by change of exclusive instructions, {escape(result.b_label)} against "
                     f"{escape(result.a_label)} (callgrind, mean per recording)")
-    for c in ("change Ir", "change", "A Ir self", "B Ir self", "B/A", "Holm p", "symbol"):
+    # Every interval of a diff is at 1 - alpha (counted_test); an exact row says 'exact'.
+    ratio = f"B/A [{1 - result.alpha:.0%} CI]"
+    for c in ("change Ir", "change", "A Ir self", ratio, "Holm p", "symbol"):
         t.add_column(c, justify="left" if c == "symbol" else "right", overflow="fold")  # type: ignore[arg-type]
     for r in result.count_rows:
         pct = f"{r.change_pct:+.1%}" if r.change_pct is not None else "new"
         holm_p = "" if r.p_holm is None else f"{r.p_holm:.2g}" + (" *" if r.changed else "")
-        t.add_row(f"{r.change:+,.0f}", pct, f"{r.a:,.0f}", f"{r.b:,.0f}", _ratio_cell(r), holm_p,
-                  escape(r.symbol))
+        t.add_row(f"{r.change:+,.0f}", pct, f"{r.a:,.0f}", _ratio_cell(r), holm_p, escape(r.symbol))
     console.print(t)
     console.print(escape(result.test_note + (" (* changed)" if result.tested else "")))
     console.print(escape(result.verdict))
