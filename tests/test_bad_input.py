@@ -126,6 +126,8 @@ BAD += [
     ("run", "-P", "x", "1", "inf", "true {x}"), ("run", "-P", "x", "1", "nan", "true {x}"),
     ("run", "-P", "x", "nan", "3", "true {x}"), ("run", "-P", "x", "1", "3", "-D", "inf", "true {x}"),
     ("profile", "--start", "NEVER-PRINTED", "--", "echo", "hello"), ("cost", "{tmp}/cost-denormal.toml"),
+    ("profile", "diff", "1", "1", "--min-effect", "nan"), ("profile", "diff", "1", "1", "--min-effect", "-3"),
+    ("compare", "1,2", "1"), ("compare", "1,x", "1,2"),
 ]
 
 
