@@ -32,8 +32,10 @@ LOOP = "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done"  # ~0.1 s at a full CP
 
 
 def perflab(args: list[str], env: dict) -> str:
+    # In the cluster's directory: fleet submit writes its logs under ./perflab-fleet.
+    cwd = Path(env["SLURM_CONF"]).parent
     p = subprocess.run([sys.executable, "-m", "perflab", *args], env=env, capture_output=True, text=True,
-                       timeout=600)
+                       timeout=600, cwd=cwd)
     if p.returncode != 0:
         raise SystemExit(f"perflab {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
     return p.stdout
