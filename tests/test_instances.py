@@ -531,3 +531,40 @@ def test_pss_sample_of_a_tree_that_changed_is_dropped(tmp_path):
     # a worker on its way out (PF_EXITING in the flags field) unmaps pages: no sample then
     (tmp_path / "proc/12/stat").write_text("12 (minihlt) R 11 10 10 0 -1 4194308 0 0\n")
     assert tree_pss_kb(Root(str(tmp_path)), 10, include_self=False) is None
+
+
+def _copies_of(marker: str) -> list[int]:
+    """Pids whose command line is `sleep MARKER` (the copies of the test below)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as fh:
+                    if fh.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                        out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def test_copies_die_with_a_killed_perflab(tmp_path):
+    """kill -9 of perflab: its running copies go too (the trampoline's parent-death signal),
+    instead of running on unmeasured and loading the machine."""
+    marker = f"{37 + os.getpid() % 1000 / 1000:.3f}"  # unique to this test process
+    p = subprocess.Popen([sys.executable, "-m", "perflab", "instances", "--n", "2", "--reps", "1", "--db",
+                          str(tmp_path / "k.db"), "--", "sleep", marker], cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_copies_of(marker)) < 2:
+            assert p.poll() is None and time.monotonic() < deadline, "the copies never started"
+            time.sleep(0.05)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        deadline = time.monotonic() + 10
+        while _copies_of(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _copies_of(marker), "copies outlived the perflab that started them"
+    finally:
+        for pid in _copies_of(marker):
+            os.kill(pid, signal.SIGKILL)
