@@ -220,8 +220,8 @@ class Hold:
 
     def release(self) -> None:
         """Let later executions pass, once every held one still waiting is SIGKILLed: the run in
-        flight at the kill never runs its command afterwards (copies released by instances
-        outlive a killed perflab; a spawn server's command is killed with it, but not at once)."""
+        flight at the kill never runs its command afterwards (a killed perflab takes its
+        copies and its spawn server's command with it, but not at once)."""
         for pid in self._held_pids():
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
