@@ -93,3 +93,14 @@ def test_the_listing_shows_the_newest_campaigns_and_says_how_many_it_leaves_out(
     assert "not shown" not in every.stdout and all(f"│ {i:>2} │" in every.stdout for i in ids)
     exact = _perflab("results", "--db", db, "--study", "run", "--last", str(len(ids) - len(cores)))
     assert "not shown" not in exact.stdout
+
+
+def test_the_listing_shows_a_verdicts_first_clause_never_cut_mid_word():
+    from perflab.cli.results import _short
+
+    v = "sleep 0.05: median 0.0527 s (98% CI 0.0513..0.0559 s, 10 runs); against it: nothing"
+    assert _short(v) == "sleep 0.05: median 0.0527 s (98% CI 0.0513..0.0559 s, 10 runs) [more]"
+    assert _short("short verdict.") == "short verdict."
+    long = "word " * 40
+    cut = _short(long)
+    assert cut.endswith(" [more]") and all(w == "word" for w in cut[:-7].split())

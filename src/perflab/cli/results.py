@@ -32,9 +32,14 @@ def _params(params: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(params.items())) or "-"
 
 
-def _short(text: str | None, width: int = 60) -> str:
+def _short(text: str | None, width: int = 100) -> str:
+    """A verdict's first clause (up to its first '; '), cut at a word where still longer than
+    ``width``, marked [more]: never mid-number, and 'perflab results ID' shows it whole."""
     text = " ".join(str(text or "").split())
-    return text if len(text) <= width else text[: width - 3] + "..."
+    first = text.split("; ", 1)[0]
+    if len(first) > width:
+        first = first[:width].rsplit(" ", 1)[0]
+    return first if first == text else first + " [more]"
 
 
 def _journal_notes(console, store, campaign_id: int | None) -> None:
@@ -81,6 +86,8 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
                 )
             if rows:
                 console.print(table)
+                if any(_short(r["verdict"]) != " ".join(str(r["verdict"] or "").split()) for r in rows):
+                    console.print("verdict: its first clause; 'perflab results ID' shows a campaign's whole verdict")
                 if older:
                     console.print(f"the newest {len(rows)} of {len(rows) + older} campaigns; {older} older ones "
                                   f"are not shown ('--last 0' lists every one)")
