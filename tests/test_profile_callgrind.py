@@ -209,3 +209,15 @@ def test_no_valgrind_is_one_line(tmp_path):
     assert r.stderr.strip().splitlines() == [
         "perflab: error: --instrument callgrind needs Valgrind, which is not installed: install it "
         "(apt-get install valgrind, or make system)"]
+
+
+@needs_valgrind
+def test_cli_names_the_file_for_counts_per_source_line(tmp_path):
+    env = {**os.environ, "COLUMNS": "400"}
+    r = subprocess.run([sys.executable, "-m", "perflab", "profile", "--instrument", "callgrind", "--repeat", "1",
+                        "--db", str(tmp_path / "p.db"), "--", "/bin/true"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("counts per source line: "))
+    path = line.rsplit(" ", 1)[1]
+    assert line.startswith("counts per source line: callgrind_annotate --auto=yes ") and os.path.exists(path)

@@ -186,6 +186,13 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
     kind = "callgrind.out: {} folder(s)" if instrument == "callgrind" else "perf.data: {} file(s)"
     console.print(f"{kind.format(len(result.perf_data))} in {', '.join(folders)}; "
                   f"campaign {result.campaign_id} in {display}")
+    if instrument == "callgrind" and result.perf_data:
+        # --annotate is perf's (sampled instructions); callgrind's own tool gives counts per line.
+        import glob
+
+        files = sorted(glob.glob(os.path.join(result.perf_data[0], "callgrind.out.*")))
+        if files:
+            console.print(f"counts per source line: callgrind_annotate --auto=yes {files[0]}")
     if json_path:
         emit_json(json_path, result.as_dict())
     if not result.opened:
