@@ -135,3 +135,24 @@ def test_sim_harness_finds_the_i1_knee_and_no_knee_on_a_flat_floor():
 
     r = sim_check(runs=30)
     assert r["detection"] == 1.0 and r["false_positive"] == 0.0, r
+
+
+def test_resume_of_a_simulated_scan_is_refused_in_one_line(tmp_path):
+    """perflab resume restores no Cachegrind executor: it says to run the scan again."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    from perflab.store import open_store
+    from perflab.studies import frontend as fe
+
+    cfg = fe.FrontendConfig(instrument="cachegrind", cache_model="I1=4096,4,64 D1=32768,8,64 LL=33554432,16,64",
+                            perf_span=False, modes=("4k",))
+    db = tmp_path / "r.db"
+    with open_store(str(db)) as store:
+        cid = store.start_campaign("frontend", dataclasses.asdict(cfg))
+    r = subprocess.run([sys.executable, "-m", "perflab", "resume", str(cid), "--db", str(db)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "--instrument cachegrind" in lines[0] and "again" in lines[0], lines[0]
