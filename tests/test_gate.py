@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -52,13 +53,14 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
                 "--", "sleep", "0.03", cwd=tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr
     fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")]
-    assert len(fail) == 1 and "wall time" in fail[0] and "95% CI" in fail[0] and "p=" in fail[0]
+    assert len(fail) == 1 and "wall time" in fail[0] and re.search(r"\d\d% CI", fail[0]) and "p=" in fail[0]
     assert "gate: FAIL" in p.stdout
     data = json.loads(js.read_text())
     wall = next(ln for ln in data["lines"] if ln["measure"] == "wall_s")
     # 30 ms against 20 ms of sleep, plus a process start whose cost moves with the load
-    # Moses' interval at its real level: 15 runs a side reach a little over 95 %
-    assert wall["status"] == "FAIL" and 1.2 < wall["ratio"] < 2.0 and 0.95 <= wall["ci"]["level"] < 0.96
+    # Moses' interval at its real level: 15 runs a side reach a little over 95 % (a mode of each
+    # side, where the machine ran at two speeds, a little more)
+    assert wall["status"] == "FAIL" and 1.2 < wall["ratio"] < 2.0 and 0.95 <= wall["ci"]["level"] < 1.0
     assert wall["ci"]["low"] > 1.0 and wall["significant"] and wall["p_adjusted"] < 0.05
     root = _validate_junit(junit)
     assert root.tag == "testsuites" and root.get("failures") == "1"
