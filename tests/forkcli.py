@@ -56,7 +56,10 @@ def _wait(pid: int, deadline: float) -> int:
         if done:
             return os.waitstatus_to_exitcode(status)
         if time.monotonic() > deadline:
-            os.killpg(pid, signal.SIGKILL) if _own_group(pid) else os.kill(pid, signal.SIGKILL)
+            if _own_group(pid):
+                os.killpg(pid, signal.SIGKILL)  # and whatever the command started
+            else:
+                os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             return -1
         time.sleep(0.002)
