@@ -97,26 +97,33 @@ def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_pa
     assert "node2" in text and "[B]" in text and "no slow host" not in text
 
 
+def _submit_and_hold_every_task(name: str, url: str, env: dict, tmp_path: Path) -> None:
+    """A 4-task `run` fleet (6 runs each) whose every task has written a run and waits at its
+    next one (4 runs of 24 pass the hold, one a task); the release file lets them on."""
+    from tests.conftest import Hold
+
+    hold = Hold(tmp_path, 4)
+    perflab(["fleet", "submit", name, "--nodes", "4", "--db", url, "--", "run", "--runs", "6",
+             "--command-name", "t", "--", *hold.wrap(["true"])], env, tmp_path)
+    deadline = time.monotonic() + 180
+    while len(hold._held_pids()) < 4:
+        assert time.monotonic() < deadline, f"only {len(hold._held_pids())} of 4 tasks reached the hold"
+        time.sleep(0.1)
+
+
 @pytest.mark.postgres
 def test_postgres_restarted_mid_campaign_loses_and_duplicates_no_run(farm, tmp_path):
     """The store's server stopped while every task waits to write, started 2 s later: the writes retry."""
     from perflab.store import open_store
 
-    from tests.conftest import Hold, PgServer
+    from tests.conftest import PgServer
 
     conf, _ = farm
     server = PgServer()  # the test's own: stopping the session's server would break other tests
     try:
         url = server.create_db("restart")
         env = _env(conf, tmp_path, PERFLAB_DB_RETRY_S="60")
-        # 4 runs of 24 pass; every task then waits mid-campaign at its next run, one each.
-        hold = Hold(tmp_path, 4)
-        perflab(["fleet", "submit", "restart", "--nodes", "4", "--db", url, "--", "run", "--runs", "6",
-                 "--command-name", "t", "--", *hold.wrap(["true"])], env, tmp_path)
-        deadline = time.monotonic() + 180
-        while len(hold._held_pids()) < 4:
-            assert time.monotonic() < deadline, f"only {len(hold._held_pids())} of 4 tasks reached the hold"
-            time.sleep(0.1)
+        _submit_and_hold_every_task("restart", url, env, tmp_path)
         server.stop("fast")
         (tmp_path / "hold-release").touch()  # the held runs end and write while the server is down
         time.sleep(2)
@@ -146,20 +153,14 @@ def test_postgres_down_past_the_retry_budget_shards_and_collect_merges(farm, tmp
     them; every slot ends done, each run once, with the host it ran on."""
     from perflab.store import open_store
 
-    from tests.conftest import Hold, PgServer
+    from tests.conftest import PgServer
 
     conf, _ = farm
     server = PgServer()
     try:
         url = server.create_db("lost")
         env = _env(conf, tmp_path, PERFLAB_DB_RETRY_S="1")
-        hold = Hold(tmp_path, 4)  # 1 run of 6 each is written, then every task waits at its next
-        perflab(["fleet", "submit", "lost", "--nodes", "4", "--db", url, "--", "run", "--runs", "6",
-                 "--command-name", "t", "--", *hold.wrap(["true"])], env, tmp_path)
-        deadline = time.monotonic() + 180
-        while len(hold._held_pids()) < 4:
-            assert time.monotonic() < deadline, f"only {len(hold._held_pids())} of 4 tasks reached the hold"
-            time.sleep(0.1)
+        _submit_and_hold_every_task("lost", url, env, tmp_path)
         server.stop("fast")
         (tmp_path / "hold-release").touch()
         _wait_idle(env, limit=240)  # every task gave up on the server and finished in its shard

@@ -33,6 +33,12 @@ def _runs(level: float, n: int, rng: random.Random, sigma: float = 0.01) -> list
     return [level * rng.lognormvariate(0.0, sigma) for _ in range(n)]
 
 
+def _two_speeds(level: float, slow_share: float, n: int, rng: random.Random) -> list[float]:
+    """n runs, ``slow_share`` of them at the 16-vCPU guest's slow speed (1.48x)."""
+    k = round(slow_share * n)
+    return _runs(level * 1.48, k, rng) + _runs(level, n - k, rng)
+
+
 def _gate(store, cid, thresholds=FIVE):
     return evaluate(GateConfig("main", cid, thresholds), store)
 
@@ -121,9 +127,8 @@ def test_two_speeds_compare_like_with_like():
     # -25 %; mode by mode it is +10 %.
     rng = random.Random(5)
 
-    def mix(level, slow_share, n=40):
-        k = round(slow_share * n)
-        return _runs(level * 1.48, k, rng) + _runs(level, n - k, rng)
+    def mix(level, slow_share):
+        return _two_speeds(level, slow_share, 40, rng)
 
     with open_store(":memory:") as store:
         host = store.add_host({"hostname": "t"}, None)
@@ -195,9 +200,8 @@ def test_all_points_row_with_too_few_runs_cannot_pass():
 def test_all_points_row_leaves_two_speeds_to_the_points():
     rng = random.Random(9)
 
-    def mix(level, slow_share, n=30):
-        k = round(slow_share * n)
-        return _runs(level * 1.48, k, rng) + _runs(level, n - k, rng)
+    def mix(level, slow_share):
+        return _two_speeds(level, slow_share, 30, rng)
 
     with open_store(":memory:") as store:
         host = store.add_host({"hostname": "t"}, None)

@@ -200,9 +200,13 @@ def open_energy(source: str, console: Any) -> Any:
 
 
 def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any, Any], None],
-                   db_url: str | None, json_path: str | None, **study: Any) -> Any:
+                   db_url: str | None, json_path: str | None, *, wrap: Callable[[Any], Any] | None = None,
+                   **study: Any) -> Any:
     """Run a study in a new campaign (progress on the console), render its result, say where it
-    is stored, write --json; the result back. ``study``: more arguments of run_study."""
+    is stored, write --json; the result back. ``wrap``: a context manager around the native
+    executor that measures through it (an instrument); ``study``: more arguments of run_study."""
+    import contextlib
+
     from perflab.measure.executor import default_executor
     from perflab.store import open_store
     from perflab import startup
@@ -212,7 +216,8 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
 
     startup.end()
     metrics.reset_ledger()
-    with open_store(db_url) as store, default_executor() as executor:
+    with open_store(db_url) as store, default_executor() as native, \
+            (wrap(native) if wrap else contextlib.nullcontext(native)) as executor:
         result = run_study(module, config, store, executor,
                            progress=lambda text: console.print(text, highlight=False), **study)
         check_metrics(config, console)

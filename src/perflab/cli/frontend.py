@@ -87,12 +87,8 @@ def _run_simulated(module, config, model, console, render, db_url, json_path) ->
     first size's measured slowdown is printed before the rest of the scan."""
     import contextlib
 
-    from perflab.cli.common import check_metrics, emit_json, save_baseline
-    from perflab.measure import metrics
     from perflab.measure.cachegrind import CachegrindExecutor
-    from perflab.measure.executor import default_executor
-    from perflab.store import open_store
-    from perflab.studies import frontend_sim, run_study
+    from perflab.studies import frontend_sim
 
     said: list[str] = []
 
@@ -104,17 +100,5 @@ def _run_simulated(module, config, model, console, render, db_url, json_path) ->
                           "simulated); for a long scan give fewer --iters or sizes",
                           highlight=False, markup=False)
 
-    from perflab import startup
-
-    startup.end()
-    metrics.reset_ledger()
-    with open_store(db_url) as store, default_executor() as native, contextlib.closing(
-            CachegrindExecutor(native, model, on_cost=say, events=frontend_sim.EVENTS)) as executor:
-        result = run_study(module, config, store, executor,
-                           progress=lambda text: console.print(text, highlight=False))
-        check_metrics(config, console)
-        render(result, console)
-        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
-        save_baseline(store, result.campaign_id)
-    if json_path:
-        emit_json(json_path, result.as_dict())
+    run_and_render(module, config, console, render, db_url, json_path, wrap=lambda native: contextlib.closing(
+        CachegrindExecutor(native, model, on_cost=say, events=frontend_sim.EVENTS)))

@@ -145,12 +145,17 @@ def _continue(shard, target, camp, host) -> tuple[int, bool]:
                 conn.execute(c.update().where(c.c.id == old.id).values(
                     status=camp.status, summary=camp.summary, finished=camp.finished, host_id=host_id))
     except sa.exc.SQLAlchemyError as exc:
-        raise PerflabError(f"cannot merge campaign {camp.id} into {target.display}: "
-                           f"{' '.join(str(getattr(exc, 'orig', exc)).split())[:200]}; nothing of it "
-                           "was kept, rerun collect") from None
+        raise _failed("merge", camp, target, exc) from None
     finally:
         rows.close()
     return len(new), changed
+
+
+def _failed(verb: str, camp: object, target: object, exc: Exception) -> PerflabError:
+    """One line for a merge or copy the target refused (its transaction rolled back)."""
+    why = " ".join(str(getattr(exc, "orig", exc)).split())[:200]
+    return PerflabError(f"cannot {verb} campaign {camp.id} into {target.display}: {why}; nothing of it "
+                        "was kept, rerun collect")
 
 
 def _copy(shard, target, camp, host, key: str, replace: int | None) -> int:
@@ -184,9 +189,7 @@ def _copy(shard, target, camp, host, key: str, replace: int | None) -> int:
             if batch:
                 conn.execute(t["measurements"].insert(), batch)
     except sa.exc.SQLAlchemyError as exc:
-        raise PerflabError(f"cannot copy campaign {camp.id} into {target.display}: "
-                           f"{' '.join(str(getattr(exc, 'orig', exc)).split())[:200]}; nothing of it "
-                           "was kept, rerun collect") from None
+        raise _failed("copy", camp, target, exc) from None
     finally:
         rows.close()
     return cid

@@ -51,8 +51,7 @@ def campaign_medians(study: str, campaigns: Sequence[Sequence[Any]]) -> tuple[di
     out: dict[tuple, dict[str, list[float]]] = {}
     for key in keys:
         measures = set.intersection(*(set(s[key]) for s, _ in per))
-        out[key] = {m: [stats.median(s[key][m]) for s, _ in per] for m in measures
-                    if all(len(s[key][m]) >= 1 for s, _ in per)}
+        out[key] = {m: [stats.median(s[key][m]) for s, _ in per] for m in measures}
     return out, texts
 
 
@@ -91,11 +90,10 @@ def replicated_rows(study: str, campaigns_a: Sequence[Sequence[Any]], campaigns_
     notes[:0] = [f"replicated: n A and n B count campaigns ({len(campaigns_a)} and {len(campaigns_b)}); "
              "each campaign's median is one observation (Kalibera & Jones) and B/A comes from "
              "Welch's t on their logs, so drift between campaigns is inside every interval"]
-    if rows:
-        worst = max(r.detectable for r in rows if r.measure == "wall_s") if any(
-            r.measure == "wall_s" for r in rows) else max(r.detectable for r in rows)
+    wall = [r.detectable for r in rows if r.measure == "wall_s"]
+    if wall:
         notes.append(f"smallest change these campaigns detect with 80 % power: up to "
-                     f"{_pct(worst)} in wall time; more campaigns a side narrow it")
+                     f"{_pct(max(wall))} in wall time; more campaigns a side narrow it")
     if zero:
         notes.append(f"left out (a campaign median of 0 has no ratio): {', '.join(zero[:3])}"
                      + (f" and {len(zero) - 3} more" if len(zero) > 3 else ""))

@@ -80,12 +80,10 @@ def stratified_min_detectable(strata: Sequence[tuple[Sequence[float], Sequence[f
     """Smallest change an 'all points' row sees with ``power``: infinite when van Elteren's test
     cannot reject even with B beyond A at every point (its best-case Z); else min_detectable's
     rule with the information summed over the points, 1 / (1/n_a + 1/n_b) each."""
-    num = sum(len(a) * len(b) / (2 * (len(a) + len(b) + 1)) for a, b in strata)
-    var = sum(len(a) * len(b) / (12 * (len(a) + len(b) + 1)) for a, b in strata)
+    if not strata or _best_case_p([(len(a), len(b)) for a, b in strata]) >= alpha:
+        return math.inf
     s = log_spread(*[x for a, b in strata for x in (a, b)])
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
-    if not strata or var <= 0 or math.erfc(num / math.sqrt(var) / math.sqrt(2)) >= alpha:
-        return math.inf
     info = sum(1 / (1 / len(a) + 1 / len(b)) for a, b in strata)
     return math.exp(z * 1.2533 * s / math.sqrt(info)) - 1
 
@@ -96,9 +94,16 @@ def stratified_runs_needed(strata: Sequence[tuple[Sequence[float], Sequence[floa
     s = log_spread(*[x for a, b in strata for x in (a, b)])
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     n = max(2, math.ceil(2 * (1.2533 * s * z / math.log1p(abs(threshold))) ** 2 / len(strata)))
-    while stratified_min_detectable([([1.0] * n, [1.0] * n)] * len(strata), alpha) == math.inf:
+    while _best_case_p([(n, n)] * len(strata)) >= alpha:
         n += 1
     return n
+
+
+def _best_case_p(sizes: Sequence[tuple[int, int]]) -> float:
+    """van Elteren's two-sided p with B beyond A at every point (strata of n_a and n_b runs)."""
+    num = sum(na * nb / (2 * (na + nb + 1)) for na, nb in sizes)
+    var = sum(na * nb / (12 * (na + nb + 1)) for na, nb in sizes)
+    return math.erfc(num / math.sqrt(var) / math.sqrt(2)) if var > 0 else 1.0
 
 
 def counted(a: Sequence[float], b: Sequence[float]) -> bool:
