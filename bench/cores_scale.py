@@ -25,7 +25,8 @@ from perflab.model import Workload
 from perflab.platform.host import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.store import open_store
-from perflab.studies import cores, run_study
+from perflab.studies import run_study
+from perflab.studies.cores import study as cores
 
 SLOW_CORE = 37
 

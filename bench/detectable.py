@@ -6,7 +6,7 @@ A small C program (a loop of LOOPS iterations, about 17 million instructions, 5-
 NATIVE times and under Cachegrind SIMULATED times, interleaved (three native runs, then one
 simulated, so both see the same minutes of the machine). For each n, the runs are cut into
 disjoint samples of n and n, and each pair is given to the gate's own power rule
-(studies/gate_judge.py: min_detectable for a time, ranks and the MAD spread, infinite where an
+(stats/judge.py: min_detectable for a time, ranks and the MAD spread, infinite where an
 exact Mann-Whitney test cannot go below alpha; counted_test for a count, Welch's t on logs, 0
 where every run counts the same): the median over the pairs is printed, at alpha 0.05 (one
 gated test) and power 0.8.
@@ -27,7 +27,7 @@ from perflab.measure.cachegrind import CachegrindExecutor
 from perflab.measure.real import RealExecutor
 from perflab.model import RunSpec
 from perflab.platform.cache_model import detect
-from perflab.studies import gate_judge
+from perflab.stats import judge
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -48,7 +48,7 @@ def pairs(values: list[float], n: int) -> list[tuple[list[float], list[float]]]:
 
 def by_time(values: list[float], n: int) -> float:
     ps = pairs(values, n)
-    return statistics.median(gate_judge.min_detectable(a, b, ALPHA, POWER) for a, b in ps) if ps else math.nan
+    return statistics.median(judge.min_detectable(a, b, ALPHA, POWER) for a, b in ps) if ps else math.nan
 
 
 def by_count(values: list[float], n: int) -> tuple[float, bool]:
@@ -56,9 +56,9 @@ def by_count(values: list[float], n: int) -> tuple[float, bool]:
     ps = pairs(values, n)
     if not ps:
         return math.nan, False
-    if all(gate_judge.counted(a, b) for a, b in ps):
-        return statistics.median(gate_judge.counted_test(a, b, ALPHA, POWER)[4] for a, b in ps), True
-    return statistics.median(gate_judge.min_detectable(a, b, ALPHA, POWER) for a, b in ps), False
+    if all(judge.counted(a, b) for a, b in ps):
+        return statistics.median(judge.counted_test(a, b, ALPHA, POWER)[4] for a, b in ps), True
+    return statistics.median(judge.min_detectable(a, b, ALPHA, POWER) for a, b in ps), False
 
 
 def cell(x: float) -> str:

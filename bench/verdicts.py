@@ -21,7 +21,7 @@ CHECKS = {
     "variants": ("variants_check", "verdict_lines"),
     "run-compare": ("run_check", "verdict_check"),
     "compare": ("compare_check", "verdict_check"),
-    "gate": ("gate_sim", "verdict_lines"),
+    "gate": ("gate_check", "verdict_lines"),
     "modes": ("modes_check", "verdict_check"),
     "profile-diff": ("profile_diff_check", "verdict_check"),
     "profile-counts": ("profile_counts_check", "verdict_check"),

@@ -23,8 +23,8 @@ import numpy as np
 from perflab.measure.window import Window, WindowRequest
 from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import RunSpec
-from perflab.studies.profile_parse import read_samples
-from perflab.studies.profile_window import event_markers
+from perflab.studies.profile.parse import read_samples
+from perflab.studies.profile.window import event_markers
 
 
 def record_window(argv, perf_data, window, **kw):

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from perflab.studies.bundle_mismatch import mismatch_hint, output_differences
+from perflab.studies.bundle.mismatch import mismatch_hint, output_differences
 
 
 def test_differences_name_the_lines():

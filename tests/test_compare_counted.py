@@ -1,5 +1,5 @@
 """perflab compare of two --instrument cachegrind campaigns: instructions, misses and estimated
-cycles with ratios and intervals, judged as the gate judges counts (gate_judge.counted_test), so
+cycles with ratios and intervals, judged as the gate judges counts (judge.counted_test), so
 2 runs a side tell a 0.5 % change; times keep their rank test and their --min-effect band.
 
 Stored campaigns check the statistics exactly; real simulated runs of two builds of a tiny C
@@ -15,7 +15,7 @@ import pytest
 
 from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies.compare import CompareConfig, run_compare
+from perflab.studies.compare.study import CompareConfig, run_compare
 from tests.test_cachegrind import PROGRAM, _build, needs_valgrind, perflab
 
 
@@ -122,10 +122,10 @@ def test_compare_of_two_real_builds_tells_half_a_percent_with_two_runs(tmp_path)
 
 def test_equal_counts_with_unequal_runs_are_equal_not_a_float_change(store):
     # The mean of 10 equal logs and of 5 differed by 6e-16: Welch's t called that change p 0.015.
-    from perflab.studies import gate_judge
+    from perflab.stats import judge
 
     ten, five = [16_104_810.0] * 10, [16_104_810.0] * 5
-    assert gate_judge.counted_test(ten, five, 0.05)[:4] == (1.0, 1.0, 1.0, 1.0)
+    assert judge.counted_test(ten, five, 0.05)[:4] == (1.0, 1.0, 1.0, 1.0)
     a = _campaign(store, [0.5 + 0.01 * i for i in range(10)], [{"instructions": ten[0]}] * 10, SIMULATED)
     b = _campaign(store, [0.5 + 0.01 * i for i in range(5)], [{"instructions": ten[0]}] * 5, SIMULATED)
     ins = next(r for r in run_compare(CompareConfig(a, b), store).rows if r.measure == "metric:instructions")

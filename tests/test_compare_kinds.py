@@ -19,8 +19,8 @@ from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, Workload
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.store import open_store
-from perflab.studies.compare import CompareConfig, run_compare
-from perflab.studies.compare_keys import design_key, series
+from perflab.studies.compare.study import CompareConfig, run_compare
+from perflab.studies.compare.keys import design_key, series
 
 
 @pytest.fixture
@@ -61,8 +61,9 @@ def _significant_walls(res) -> set[str]:
 
 def test_cores_campaigns_match_on_cpu_and_find_the_slow_one(store):
     from perflab.platform.machine import Machine
-    from perflab.studies import cores, run_study
-    from perflab.studies.cores import CoresConfig
+    from perflab.studies import run_study
+    from perflab.studies.cores import study as cores
+    from perflab.studies.cores.study import CoresConfig
 
     def model(slow: dict[int, float], seed: int):
         rng = random.Random(seed)
@@ -97,8 +98,9 @@ class _SpreadMock(MockExecutor):
 
 def test_instances_campaigns_match_despite_start_spread_and_aggregate_copies(store):
     from perflab.platform.machine import Machine
-    from perflab.studies import instances, run_study
-    from perflab.studies.instances import InstancesConfig
+    from perflab.studies import run_study
+    from perflab.studies.instances import study as instances
+    from perflab.studies.instances.study import InstancesConfig
 
     def model(slow_n: dict[int, float], seed: int):
         rng = random.Random(seed)
@@ -230,7 +232,7 @@ def test_compare_page_renders_in_headless_chromium(tmp_path, store):
 
 
 def test_energy_per_run_counts_no_domain_twice():
-    from perflab.studies.compare_keys import energy_j
+    from perflab.studies.compare.keys import energy_j
 
     r = _result(1.0)
     r.energy = {"rapl:package-0": 10.0, "rapl:package-0/core": 6.0, "rapl:package-0/dram": 2.0}

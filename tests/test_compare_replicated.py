@@ -12,7 +12,7 @@ import pytest
 
 from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies.compare import CompareConfig, run_compare
+from perflab.studies.compare.study import CompareConfig, run_compare
 
 
 def _campaign(store, level: float, rng: random.Random, runs: int = 10, label: str = "work") -> int:

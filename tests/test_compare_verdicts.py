@@ -13,7 +13,7 @@ import pytest
 
 from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies.compare import CompareConfig, run_compare
+from perflab.studies.compare.study import CompareConfig, run_compare
 
 
 @pytest.fixture

@@ -26,8 +26,9 @@ from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.report.terminal.cores import render
 from perflab.store import open_store
-from perflab.studies import cores, resume_study, run_study
-from perflab.studies.cores import CoresConfig, CoresResult, analyse, plan, select_cpus
+from perflab.studies import resume_study, run_study
+from perflab.studies.cores import study as cores
+from perflab.studies.cores.study import CoresConfig, CoresResult, analyse, plan, select_cpus
 
 from perflab.checks import cores_check
 

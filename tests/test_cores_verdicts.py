@@ -17,10 +17,11 @@ from perflab.checks import cores_check
 from perflab.model import RunResult, Workload
 from perflab.report.terminal.cores import render
 from perflab.store import open_store
-from perflab.studies import cores, run_study
-from perflab.studies.cores import CoresConfig, CoresResult
-from perflab.studies.cores_detect import called_slow, detectable
-from perflab.studies.cores_result import NAMED, named
+from perflab.studies import run_study
+from perflab.studies.cores import study as cores
+from perflab.studies.cores.study import CoresConfig, CoresResult
+from perflab.studies.cores.detect import called_slow, detectable
+from perflab.studies.cores.result import NAMED, named
 from perflab.measure.executor import MockExecutor
 from perflab.platform.machine import Machine
 

@@ -15,7 +15,7 @@ from perflab.model import RunResult, RunSpec
 from perflab.platform.energy import parse_ipmi_dcmi, parse_perf_energy, rapl_available, rapl_delta_uj, rapl_domains
 from perflab.platform.sysfs import Root
 from perflab.store import open_store
-from perflab.studies.energy import energy_optimal, run_joules, summarise
+from perflab.studies.cost.energy import energy_optimal, run_joules, summarise
 from perflab.studies.session import Session
 
 DATA = Path(__file__).parent / "data" / "energy"
@@ -173,7 +173,8 @@ def test_instances_watts_and_energy_optimal_copies_through_the_mock(tmp_path):
     from perflab.platform.machine import Machine
     from perflab.model import MetricPattern, Workload
     from perflab.report.terminal.instances import render
-    from perflab.studies import instances, run_study
+    from perflab.studies import run_study
+    from perflab.studies.instances import study as instances
     from rich.console import Console
 
     ex = MockExecutor()

@@ -32,14 +32,14 @@ from perflab.report.terminal.variants import render as render_variants
 from perflab.stats import median_ci
 from perflab.store import open_store
 from perflab.studies import resume_study, run_study
-from perflab.studies import run as run_mod
-from perflab.studies import variants as vs
-from perflab.studies.compare import CompareConfig, run_compare
-from perflab.studies.energy import events_metric
-from perflab.studies.run import Command, RunConfig
-from perflab.studies.run_result import RunStudyResult
+from perflab.studies.run import study as run_mod
+from perflab.studies.variants import study as vs
+from perflab.studies.compare.study import CompareConfig, run_compare
+from perflab.studies.cost.energy import events_metric
+from perflab.studies.run.study import Command, RunConfig
+from perflab.studies.run.result import RunStudyResult
 from perflab.studies.session import Session
-from perflab.studies.variants_result import VariantsResult
+from perflab.studies.variants.result import VariantsResult
 
 MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
 EVENTS = (MetricPattern(r"(?m)^events: (?P<events>\d+)$"),)

@@ -9,9 +9,9 @@ from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.report import export
 from perflab.store import open_store
-from perflab.studies import run as run_mod
+from perflab.studies.run import study as run_mod
 from perflab.studies import run_study
-from perflab.studies.run import Command, RunConfig
+from perflab.studies.run.study import Command, RunConfig
 
 MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
 

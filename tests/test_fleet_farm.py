@@ -189,7 +189,7 @@ def test_postgres_down_past_the_retry_budget_shards_and_collect_merges(farm, tmp
 def test_cores_fleet_lists_each_hosts_slow_cores(farm, postgres_url, tmp_path):
     """cores --concurrent on every node: each host's own verdict on its CPUs, listed per host."""
     from perflab.store import open_store
-    from perflab.studies.cores_result import CoresResult
+    from perflab.studies.cores.result import CoresResult
 
     conf, _ = farm
     env = _env(conf, tmp_path)

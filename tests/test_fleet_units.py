@@ -213,7 +213,7 @@ def test_collect_is_idempotent(tmp_path, postgres_url):
 
 
 def test_cost_takes_a_fleets_platform_throughput(tmp_path):
-    from perflab.studies.cost import load_platforms, run_cost
+    from perflab.studies.cost.study import load_platforms, run_cost
 
     rng = np.random.default_rng(2)
     db = str(tmp_path / "c.db")
@@ -244,7 +244,7 @@ def test_cost_takes_a_fleets_platform_throughput(tmp_path):
 def test_slurm_features_split_one_cpu_model_into_platforms(tmp_path):
     """Nodes of one CPU model but two Slurm features are two platforms: a node of the slower
     feature is never slow against the other's; cost picks a platform by its feature exactly."""
-    from perflab.studies.cost import load_platforms, run_cost
+    from perflab.studies.cost.study import load_platforms, run_cost
 
     rng = np.random.default_rng(5)
     db = str(tmp_path / "f.db")

@@ -17,9 +17,9 @@ from perflab.measure.executor import RealExecutor
 from perflab.platform import strace
 from perflab.store import open_store
 from perflab.platform.files import resolve_links
-from perflab.studies import bundle as bd
-from perflab.studies import bundle_archive as ba
-from perflab.studies import footprint as fp
+from perflab.studies.bundle import study as bd
+from perflab.studies.bundle import archive as ba
+from perflab.studies.footprint import study as fp
 
 PROG = r"""
 #include <stdio.h>

@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from perflab.report.terminal.footprint import render, sizes_that_add_up
-from perflab.studies.footprint import FootprintResult, TopDir
+from perflab.studies.footprint.study import FootprintResult, TopDir
 
 MiB = 2**20
 

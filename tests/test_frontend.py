@@ -23,10 +23,10 @@ from perflab.platform.sysfs import Root
 from perflab.platform.topology import Topology
 from perflab.report.terminal.frontend import render
 from perflab.store import open_store
-from perflab.studies import frontend as fe
+from perflab.studies.frontend import study as fe
 from perflab.studies import run_study
 from perflab.checks.frontend_check import model, verdict_check
-from perflab.studies.frontend_verdict import find_knee
+from perflab.studies.frontend.verdict import find_knee
 from tests.conftest import kill_then_resume
 
 DATA = Path(__file__).parent / "data" / "perfstat"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from perflab.studies import frontend as fe
-from perflab.studies import frontend_sim
-from perflab.studies.frontend_verdict import fmt_bytes
+from perflab.studies.frontend import study as fe
+from perflab.studies.frontend import sim as frontend_sim
+from perflab.studies.frontend.verdict import fmt_bytes
 
 I1 = 4096
 MODEL = f"I1={I1},4,64 D1=32768,8,64 LL=1048576,16,64"
@@ -144,7 +144,7 @@ def test_resume_of_a_simulated_scan_is_refused_in_one_line(tmp_path):
     import sys
 
     from perflab.store import open_store
-    from perflab.studies import frontend as fe
+    from perflab.studies.frontend import study as fe
 
     cfg = fe.FrontendConfig(instrument="cachegrind", cache_model="I1=4096,4,64 D1=32768,8,64 LL=33554432,16,64",
                             perf_span=False, modes=("4k",))

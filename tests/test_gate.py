@@ -22,8 +22,8 @@ import pytest
 from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies.gate import GateConfig, check_measures, evaluate, parse_threshold
-from perflab.checks.gate_sim import SimConfig, simulate
+from perflab.studies.gate.study import GateConfig, check_measures, evaluate, parse_threshold
+from perflab.checks.gate_check import SimConfig, simulate
 
 XSD = Path(__file__).parent / "data" / "junit-gitlab.xsd"
 
@@ -319,6 +319,6 @@ def test_baseline_save_on_a_study_other_than_run_then_gate_against_it(tmp_path):
 
 def test_the_help_names_the_gates_own_default():
     from perflab.cli.gate_common import DEFAULT_FAIL_IF_HELP
-    from perflab.studies.gate import DEFAULT_FAIL_IF
+    from perflab.studies.gate.study import DEFAULT_FAIL_IF
 
     assert DEFAULT_FAIL_IF_HELP == DEFAULT_FAIL_IF

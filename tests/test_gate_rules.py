@@ -7,11 +7,11 @@ import pytest
 
 import random
 
-from perflab.checks.gate_sim import SETTINGS, SimConfig, simulate
+from perflab.checks.gate_check import SETTINGS, SimConfig, simulate
 from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies.gate import GateConfig, evaluate, parse_threshold
-from perflab.studies.gate_result import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS
+from perflab.studies.gate.study import GateConfig, evaluate, parse_threshold
+from perflab.studies.gate.result import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS
 
 FIVE = (parse_threshold("median>+5%"),)
 
@@ -155,7 +155,7 @@ def test_harness_quiet_and_shift_with_history():
 
 def test_a_counted_measure_is_judged_by_its_spread_not_by_ranks():
     """Instructions under cachegrind: 2 runs a side see a 0.5 % change; ranks could not (p >= 0.33)."""
-    from perflab.studies import gate_judge as judge
+    from perflab.stats import judge
 
     a, b = [1_000_000.0, 1_000_000.0], [1_005_000.0, 1_005_000.0]
     assert judge.counted(a, b)

@@ -21,10 +21,11 @@ from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
 from perflab.report.terminal.instances import render, sparkline
 from perflab.store import open_store
-from perflab.studies import instances, run_study
-from perflab.studies.instances import InstancesConfig, InstancesResult, default_ns, point_throughput
+from perflab.studies import run_study
+from perflab.studies.instances import study as instances
+from perflab.studies.instances.study import InstancesConfig, InstancesResult, default_ns, point_throughput
 from perflab.checks.instances_check import two_node_topology, verdict_check
-from perflab.studies.instances_result import sign_test
+from perflab.studies.instances.result import sign_test
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

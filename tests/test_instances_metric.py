@@ -15,8 +15,9 @@ from perflab.model import MetricPattern, RunResult, Workload
 from perflab.platform.machine import Machine
 from perflab.report.terminal.instances import render
 from perflab.store import open_store
-from perflab.studies import instances, run_study
-from perflab.studies.instances import InstancesConfig
+from perflab.studies import run_study
+from perflab.studies.instances import study as instances
+from perflab.studies.instances.study import InstancesConfig
 
 
 @pytest.fixture

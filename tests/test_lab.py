@@ -145,7 +145,8 @@ def _mock_lab(tmp_path, executor):
     from perflab.platform.machine import Machine
     from perflab.platform.topology import Topology
     from perflab.store import open_store
-    from perflab.studies import lab, run_study
+    from perflab.studies import run_study
+    from perflab.studies.lab import study as lab
 
     (tmp_path / "perflab.toml").write_text('[workload.nap]\ncommand = ["sleep", "0.25"]\n')
     machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
@@ -162,7 +163,7 @@ def test_lab_through_the_mock_and_its_snapshot(tmp_path):
 
     from perflab.measure.executor import MockExecutor
     from perflab.report.terminal.lab import render
-    from perflab.studies.lab import LabResult
+    from perflab.studies.lab.study import LabResult
 
     store, result = _mock_lab(tmp_path, MockExecutor())
     (run,) = result.steps
@@ -188,7 +189,7 @@ def test_slowest_event_goes_through_the_executor_and_is_replayed(tmp_path):
     from perflab.measure.executor import MockExecutor
     from perflab.model import Workload
     from perflab.store import open_store
-    from perflab.studies.lab_steps import LabContext, slowest_event
+    from perflab.studies.lab.steps import LabContext, slowest_event
     from perflab.studies.session import Session
 
     log = "".join(f"done processing event #{k} in {ms} ms\n" for k, ms in ((0, 3.5), (1, 9.25), (2, 4.0)))

@@ -151,3 +151,51 @@ def test_no_module_cycles_in_measure():
         if node not in seen:
             visit(node, [])
     assert not cycles, "module cycles in measure/:\n" + "\n".join(cycles)
+
+
+STUDIES = SRC / "studies"
+SHARED_STUDY_MODULES = {"__init__.py", "base.py", "session.py", "instrument.py"}
+
+
+def _study_package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "studies" else None
+
+
+def test_studies_holds_one_package_per_study_and_the_shared_modules():
+    files = {p.name for p in STUDIES.iterdir() if p.is_file() and p.suffix == ".py"}
+    assert files == SHARED_STUDY_MODULES, f"studies/ should hold packages and {SHARED_STUDY_MODULES}: {files}"
+    for pkg in (p for p in STUDIES.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        assert (pkg / "__init__.py").exists() and (pkg / "study.py").exists(), pkg.name
+
+
+def test_study_packages_import_each_other_one_way():
+    # e.g. gate/ uses compare/ and never the reverse: the judging both use lives in stats/
+    edges: dict[str, set[str]] = {}
+    for name, _, tree in _modules():
+        src = _study_package(name)
+        for _, target in _perflab_imports(tree):
+            dst = _study_package(target)
+            if src and dst and src != dst:
+                edges.setdefault(src, set()).add(dst)
+    seen: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            assert seen.get(nxt) != 1, "study package cycle: " + " -> ".join(stack + [node, nxt])
+            if nxt not in seen:
+                visit(nxt, stack + [node])
+        seen[node] = 2
+
+    for node in sorted(edges):
+        if node not in seen:
+            visit(node, [])
+    assert "compare" not in edges.get("gate", set()) or "gate" not in edges.get("compare", set())
+
+
+def test_renderers_take_what_they_print_from_the_study_not_the_instrument():
+    reach = [f"{path.relative_to(SRC)}:{node.lineno}: {target}" for name, path, tree in _modules()
+             if name.startswith("perflab.report") for node, target in _perflab_imports(tree)
+             if _package(target) == "measure"]
+    assert not reach, "report/ reaching down to measure/:\n" + "\n".join(reach)

@@ -18,7 +18,8 @@ from perflab.model import RunResult
 from perflab.platform.sysfs import Root
 from perflab.report.terminal.micro import render
 from perflab.store import open_store
-from perflab.studies import micro, run_study
+from perflab.studies import run_study
+from perflab.studies.micro import study as micro
 from tests.conftest import kill_then_resume
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "micro.txt"

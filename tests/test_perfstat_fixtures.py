@@ -12,10 +12,10 @@ import pytest
 from perflab.measure import perfstat
 from perflab.model import RunResult
 from perflab.platform.energy import parse_perf_energy
-from perflab.studies import frontend as fe
-from perflab.studies.cores_counters import per_cpu_counters
-from perflab.studies.cores_result import CoresResult, CpuRow
-from perflab.studies.instances_result import counter_ratio
+from perflab.studies.frontend import study as fe
+from perflab.studies.cores.counters import per_cpu_counters
+from perflab.studies.cores.result import CoresResult, CpuRow
+from perflab.studies.instances.result import counter_ratio
 
 DATA = Path(__file__).parent / "data" / "perfstat"
 AWARDS = "amd-ryzen7-2700x-ghc-awards.csv"

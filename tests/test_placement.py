@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from perflab.errors import PerflabError
-from perflab.studies.placement import (
+from perflab.studies.instances.placement import (
     POLICIES,
     apportion,
     cpu_order,

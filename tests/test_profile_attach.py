@@ -21,9 +21,10 @@ from perflab.measure.window import Window
 from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.platform.sysfs import Root
 from perflab.store import open_store
-from perflab.studies import profile, run_study
-from perflab.studies.profile_parse import read_samples
-from perflab.studies.profile_window import attach_targets
+from perflab.studies import run_study
+from perflab.studies.profile import study as profile
+from perflab.studies.profile.parse import read_samples
+from perflab.studies.profile.window import attach_targets
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
 START = re.compile(r"start processing event #(\d+)")

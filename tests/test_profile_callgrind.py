@@ -26,9 +26,10 @@ from perflab.measure.window import Window
 from perflab.model import Workload
 from perflab.report.terminal.profile import render_diff
 from perflab.store import open_store
-from perflab.studies import profile, run_study
-from perflab.studies.profile_diff import ProfileDiffConfig, ProfileDiffResult, Side, diff, load_side
-from perflab.studies.profile_window import event_markers
+from perflab.studies import run_study
+from perflab.studies.profile import study as profile
+from perflab.studies.profile.diff import ProfileDiffConfig, ProfileDiffResult, Side, diff, load_side
+from perflab.studies.profile.window import event_markers
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("vgdb") is None
                                     or shutil.which("gcc") is None, reason="valgrind and gcc needed")

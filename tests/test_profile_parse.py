@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from perflab.studies.profile_parse import (
+from perflab.studies.profile.parse import (
     Function,
     Profile,
     Sample,
@@ -17,7 +17,7 @@ from perflab.studies.profile_parse import (
     parse_script,
     top_functions,
 )
-from perflab.studies.profile_window import compile_marker, event_markers
+from perflab.studies.profile.window import compile_marker, event_markers
 from perflab.errors import PerflabError
 from perflab.measure.window_perf import PerfWindowRecorder
 
@@ -141,6 +141,6 @@ def test_bad_regex_is_one_line_error():
     ("__sin_fma", "__sin_fma"),
 ])
 def test_strip_params_for_perf_annotate(name, stripped):
-    from perflab.studies.profile_parse import strip_params
+    from perflab.studies.profile.parse import strip_params
 
     assert strip_params(name) == stripped

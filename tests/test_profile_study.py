@@ -18,10 +18,11 @@ from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.report.terminal.profile import render, render_diff
 from perflab.store import open_store
-from perflab.studies import profile, resume_study, run_study
-from perflab.studies.profile_diff import ProfileDiffConfig, ProfileDiffResult, Side, diff, unit_of
-from perflab.studies.profile_parse import aggregate, parse_script
-from perflab.studies.profile_window import event_markers
+from perflab.studies import resume_study, run_study
+from perflab.studies.profile import study as profile
+from perflab.studies.profile.diff import ProfileDiffConfig, ProfileDiffResult, Side, diff, unit_of
+from perflab.studies.profile.parse import aggregate, parse_script
+from perflab.studies.profile.window import event_markers
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 EV = "/opt/ev/bin/ev"

@@ -12,10 +12,11 @@ from perflab.measure.window import Window, WindowRequest
 from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import RunSpec, Workload
 from perflab.store import open_store
-from perflab.studies import profile, run_study
-from perflab.studies.profile_diff import ProfileDiffConfig, diff, load_side
-from perflab.studies.profile_parse import read_samples
-from perflab.studies.profile_window import event_markers
+from perflab.studies import run_study
+from perflab.studies.profile import study as profile
+from perflab.studies.profile.diff import ProfileDiffConfig, diff, load_side
+from perflab.studies.profile.parse import read_samples
+from perflab.studies.profile.window import event_markers
 
 SRC = Path(__file__).parent / "data" / "profile_events.c"
 N = "20000000"  # iterations of event K's hot loop: ~50 ms at -O2

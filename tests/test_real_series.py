@@ -15,8 +15,8 @@ from pathlib import Path
 
 from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies.compare import DRIFT, CompareConfig, run_compare
-from perflab.studies.gate import GateConfig, evaluate, parse_threshold
+from perflab.studies.compare.study import DRIFT, CompareConfig, run_compare
+from perflab.studies.gate.study import GateConfig, evaluate, parse_threshold
 
 SERIES = json.loads((Path(__file__).parent / "data" / "series" / "vm-same-command-two-campaigns.json").read_text())
 

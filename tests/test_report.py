@@ -13,7 +13,7 @@ from perflab.model import RunResult
 from perflab.report.build import build_report, select_campaigns
 from perflab.report.render import to_html, to_markdown
 from perflab.store import open_store
-from perflab.studies.compare import CompareConfig, run_compare
+from perflab.studies.compare.study import CompareConfig, run_compare
 
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
@@ -131,7 +131,7 @@ def test_run_report_answers_first_with_evidence_and_its_level(store):
     from perflab.measure.executor import MockExecutor
     from perflab.platform.machine import Machine
     from perflab.platform.topology import Topology
-    from perflab.studies import run as run_mod
+    from perflab.studies.run import study as run_mod
     from perflab.studies import run_study
 
     machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
@@ -160,7 +160,7 @@ def test_plots_keep_text_as_text_and_say_what_they_show(store):
     from perflab.measure.executor import MockExecutor
     from perflab.platform.machine import Machine
     from perflab.platform.topology import Topology
-    from perflab.studies import run as run_mod
+    from perflab.studies.run import study as run_mod
     from perflab.studies import run_study
 
     machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})

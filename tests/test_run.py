@@ -20,10 +20,11 @@ from perflab.platform.topology import Topology
 from perflab.report import export
 from perflab.report.terminal.run import render
 from perflab.store import open_store
-from perflab.studies import resume_study, run_result, run_study
-from perflab.studies import run as run_mod
-from perflab.studies.run import Command, RunConfig
-from perflab.studies.run_result import RunStudyResult
+from perflab.studies import resume_study, run_study
+from perflab.studies.run import result as run_result
+from perflab.studies.run import study as run_mod
+from perflab.studies.run.study import Command, RunConfig
+from perflab.studies.run.result import RunStudyResult
 
 PERFLAB = str(Path(sys.executable).with_name("perflab"))
 HYPERFINE_KEYS = {"command", "mean", "stddev", "median", "user", "system", "min", "max",

@@ -15,10 +15,10 @@ from perflab.measure.executor import MockExecutor
 from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.store import open_store
-from perflab.studies import run as run_mod
+from perflab.studies.run import study as run_mod
 from perflab.studies import run_study
-from perflab.studies.run import Command, RunConfig
-from perflab.studies.run_result import RunStudyResult, verdict
+from perflab.studies.run.study import Command, RunConfig
+from perflab.studies.run.result import RunStudyResult, verdict
 
 PERFLAB = str(Path(sys.executable).with_name("perflab"))
 MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})

@@ -35,7 +35,7 @@ finally:
 NOT_ON_THE_RUN_PATH = (
     "sqlalchemy", "numpy", "scipy", "matplotlib", "jinja2",
     "perflab.store.db", "perflab.store.baselines", "perflab.kernels.build", "perflab.kernels.abi",
-    "perflab.report.export", "perflab.studies.gate", "perflab.workloads",
+    "perflab.report.export", "perflab.studies.gate.study", "perflab.workloads",
     "perflab.stats.comparison", "perflab.stats.bootstrap", "perflab.store.rows",
     "pathlib", "subprocess", "tempfile", "csv", "zipfile",
     "shutil", "bz2", "lzma", "hashlib", "_hashlib",  # startup.which and startup.sha256 instead
@@ -87,7 +87,7 @@ def test_one_command_or_two_with_few_runs_are_analysed_without_numpy(tmp_path):
     if "numpy" in two["modules"]:
         # Allowed only where a sample was noisy (a loaded machine): such a sample is tested for
         # two speeds (stats.modes), which needs numpy. A quiet one never is.
-        from perflab.studies.run_compare import two_speeds_tested
+        from perflab.studies.run.compare import two_speeds_tested
 
         with open_store(db) as store:
             cid = max(c.id for c in store.campaigns())

@@ -9,7 +9,11 @@ import pytest
 
 from perflab.model import Workload, known_fields
 from perflab.stats.interval import CI
-from perflab.studies import cores, frontend, instances, lab, micro
+from perflab.studies.cores import study as cores
+from perflab.studies.frontend import study as frontend
+from perflab.studies.instances import study as instances
+from perflab.studies.lab import study as lab
+from perflab.studies.micro import study as micro
 from perflab.studies.base import StudyConfig
 
 WORKLOAD = Workload(name="w", argv=("prog", "-n", "3"), env={"A": "1"}, fork_arg=("--fork", "{n}"))

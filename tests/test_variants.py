@@ -25,10 +25,10 @@ from perflab.report.terminal.variants import render
 from perflab.stats.interval import CI
 from perflab.store import open_store
 from perflab.studies import run_study
-from perflab.studies import variants as vs
+from perflab.studies.variants import study as vs
 from perflab.checks.noise import MODELS
 from perflab.checks.variants_check import NoisyMachine, rates, sim_config, verdict_check
-from perflab.studies.variants_result import BuildInfo, VariantsResult
+from perflab.studies.variants.result import BuildInfo, VariantsResult
 
 KERNELS = Path(vs.__file__).resolve().parent.parent / "kernels" / "linkorder"
 SNAPSHOTS = Path(__file__).parent / "snapshots"

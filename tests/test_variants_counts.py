@@ -18,9 +18,9 @@ import pytest
 from perflab.kernels.variants import BuildTarget, Variant
 from perflab.model import RunResult, Workload
 from perflab.report.terminal.variants import render
-from perflab.studies import variants as vs
-from perflab.studies.variants_counts import CAUSE, COUNT_RUNS
-from perflab.studies.variants_result import VariantsResult
+from perflab.studies.variants import study as vs
+from perflab.studies.variants.counts import CAUSE, COUNT_RUNS
+from perflab.studies.variants.result import VariantsResult
 from tests.test_cachegrind import needs_valgrind
 
 VARIANTS = (Variant("base", ("-O2", "-m64")), Variant("O3", ("-O3",)), Variant("O0", ("-O0",)))

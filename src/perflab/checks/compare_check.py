@@ -11,7 +11,7 @@ Planted: every run of B takes 5 % longer. A false alarm is any significant row i
 a detection is a planted trial whose wall time rows are significant with B slower and none says
 B faster.
 
-Replicated (`perflab compare 1,2,3 4,5,6`, studies/compare_replicated.py): K campaigns a side,
+Replicated (`perflab compare 1,2,3 4,5,6`, studies/compare/replicated.py): K campaigns a side,
 each drawing its own level, compared on campaign medians. Its planted effect is larger
 (REPLICATED_PLANTED): under the 'shift' model (3 % SD between campaigns) 3 campaigns a side
 cannot see 5 %, and the harness shows what they can.
@@ -24,7 +24,7 @@ import random
 from perflab.checks.noise import MODELS, NoiseModel
 from perflab.model import RunResult
 from perflab.store import open_store
-from perflab.studies.compare import CompareConfig, run_compare
+from perflab.studies.compare.study import CompareConfig, run_compare
 
 PLANTED = 0.05
 REPLICATED_PLANTED = 0.15

@@ -29,8 +29,8 @@ from perflab.measure.executor import MockExecutor
 from perflab.model import Workload
 from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
-from perflab.studies import cores
-from perflab.studies.cores_result import named
+from perflab.studies.cores import study as cores
+from perflab.studies.cores.result import named
 
 COMPETITOR = (0.8, 1.25, 0.05)  # share of rounds, slowdown, its log-normal SD
 

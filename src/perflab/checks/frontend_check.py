@@ -18,7 +18,7 @@ from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, RunSpec
 from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
-from perflab.studies.frontend import FrontendConfig, analyse, plan
+from perflab.studies.frontend.study import FrontendConfig, analyse, plan
 
 KNEE_BYTES = 512 << 10
 PENALTY = 0.10  # planted 4 KiB-page penalty above KNEE_BYTES

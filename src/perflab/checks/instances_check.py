@@ -31,8 +31,8 @@ from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
 from perflab.platform.machine import Machine
 from perflab.platform.topology import Core, Cpu, Node, Topology
-from perflab.studies import instances
-from perflab.studies.instances_result import ForkVerdict
+from perflab.studies.instances import study as instances
+from perflab.studies.instances.result import ForkVerdict
 
 PLANTED_GAIN = 0.08
 WAIT = 1 / 6  # planted: the share of a lone copy's time spent waiting, so 3 copies on 2 CPUs gain 20 %

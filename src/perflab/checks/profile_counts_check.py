@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from perflab.checks.noise import NoiseModel
 from perflab.measure.callgrind import Counts, FunctionCounts
-from perflab.studies.profile_diff import ProfileDiffConfig, ProfileDiffResult, Side, diff
+from perflab.studies.profile.diff import ProfileDiffConfig, ProfileDiffResult, Side, diff
 
 SHARES = (0.14, 0.13, 0.12, 0.12, 0.11, 0.10, 0.08, 0.05, 0.04, 0.03, 0.014, 0.011)
 PLANTED_FUNCTION = "f2"

@@ -16,8 +16,8 @@ import math
 import random
 
 from perflab.checks.noise import MODELS, NoiseModel
-from perflab.studies.profile_diff import MIN_TEST_RECORDINGS, ProfileDiffConfig, ProfileDiffResult, Side, diff
-from perflab.studies.profile_parse import Function, Profile
+from perflab.studies.profile.diff import MIN_TEST_RECORDINGS, ProfileDiffConfig, ProfileDiffResult, Side, diff
+from perflab.studies.profile.parse import Function, Profile
 
 SHARES = (0.35, 0.20, 0.15, 0.10, 0.08, 0.05, 0.04, 0.03)
 WINDOW_S = 2.0

@@ -31,8 +31,10 @@ from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.stats.shift import ratio_ci
 from perflab.store import open_store
-from perflab.studies import run, run_compare, run_study
-from perflab.studies.run_result import RunStudyResult
+from perflab.studies import run_study
+from perflab.studies.run import study as run
+from perflab.studies.run import compare as run_compare
+from perflab.studies.run.result import RunStudyResult
 
 BASE_S = 0.1
 PLANTED = 0.02

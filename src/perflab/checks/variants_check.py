@@ -18,7 +18,7 @@ from perflab.checks.noise import MODELS, NoiseModel
 from perflab.kernels.variants import BuildTarget, Variant
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, RunSpec, Workload
-from perflab.studies.variants import VariantsConfig, analyse, plan
+from perflab.studies.variants.study import VariantsConfig, analyse, plan
 
 PLANTED = 1.03
 

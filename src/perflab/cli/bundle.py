@@ -23,7 +23,7 @@ def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> Non
     """Unpack a bundle into a fresh directory, run it isolated, compare with a normal run."""
 
     from perflab.store import open_store
-    from perflab.studies.bundle import VerifyConfig, run_verify
+    from perflab.studies.bundle.study import VerifyConfig, run_verify
 
     console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
@@ -74,7 +74,7 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
 
     from perflab.measure.executor import default_executor
     from perflab.store import open_store
-    from perflab.studies.bundle import BundleConfig, run_bundle
+    from perflab.studies.bundle.study import BundleConfig, run_bundle
     from perflab.platform.sysfs import format_size as _size
 
     workload = resolve_target(workload_name, command_args, shell, config_path)

@@ -199,6 +199,29 @@ def open_energy(source: str, console: Any) -> Any:
     return meter
 
 
+def instrument_wrap(model: Any, console: Any, advice: str | None = None, events: Any = None,
+                    once: bool = False) -> Callable[[Any], Any]:
+    """The wrap of the native executor for --instrument cachegrind (the executor itself where
+    ``model`` is None), a context manager either way; each command's measured slowdown is said as
+    it is known (``once``: only the first, where every command costs about the same)."""
+    import contextlib
+
+    if model is None:
+        return contextlib.nullcontext
+    from perflab.measure.cachegrind import CachegrindExecutor
+    from perflab.report.terminal.instrument import RUN_ADVICE, cost_line
+
+    said: list[str] = []
+
+    def say(label, cost):
+        if not (once and said):
+            said.append(label)
+            console.print(cost_line(label, cost, advice or RUN_ADVICE), highlight=False, markup=False)
+
+    extra = {} if events is None else {"events": events}
+    return lambda native: contextlib.closing(CachegrindExecutor(native, model, on_cost=say, **extra))
+
+
 def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any, Any], None],
                    db_url: str | None, json_path: str | None, *, wrap: Callable[[Any], Any] | None = None,
                    **study: Any) -> Any:

@@ -24,9 +24,9 @@ from perflab.report.model import Table
 from perflab.report.render import format_cell, table_to_markdown
 from perflab.store import open_store
 from perflab.store import dumps
-from perflab.studies.compare import CompareConfig, run_compare
-from perflab.studies.compare_keys import measure_title
-from perflab.studies.gate import GateConfig
+from perflab.studies.compare.study import CompareConfig, run_compare
+from perflab.studies.compare.keys import measure_title
+from perflab.studies.gate.study import GateConfig
 
 
 @click.command("compare")

@@ -47,7 +47,7 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
 
     from perflab.errors import PerflabError
     from perflab.report.terminal.cores import render
-    from perflab.studies import cores
+    from perflab.studies.cores import study as cores
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = cores.CoresConfig(

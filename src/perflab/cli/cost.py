@@ -22,7 +22,7 @@ def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> N
 
     from perflab.errors import PerflabError
     from perflab.store import open_store
-    from perflab.studies.cost import load_platforms, render, run_cost
+    from perflab.studies.cost.study import load_platforms, render, run_cost
 
     config = load_platforms(platforms_toml)
     req = config.requirement

@@ -27,7 +27,7 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
     from perflab.measure.executor import default_executor
     from perflab.store import open_store
     from perflab.report.terminal.footprint import render
-    from perflab.studies.footprint import FootprintConfig, run_footprint
+    from perflab.studies.footprint.study import FootprintConfig, run_footprint
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = FootprintConfig(workload=workload, cpu=cpu, seccomp=not no_seccomp, reps=reps,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import make_console, run_and_render, study_output_options
+from perflab.cli.common import instrument_wrap, make_console, run_and_render, study_output_options
 from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction
 
 
@@ -61,7 +61,7 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
 
     from perflab.cli.run import _cache_model
     from perflab.report.terminal.frontend import render
-    from perflab.studies import frontend
+    from perflab.studies.frontend import study as frontend
 
     model = _cache_model(instrument, cache_model, False)  # no Valgrind: one line, exit 2
     simulated = model is not None
@@ -85,20 +85,9 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
 def _run_simulated(module, config, model, console, render, db_url, json_path) -> None:
     """run_and_render with the Cachegrind executor around the native one (ILmr kept raw); the
     first size's measured slowdown is printed before the rest of the scan."""
-    import contextlib
+    from perflab.studies.frontend import sim as frontend_sim
 
-    from perflab.measure.cachegrind import CachegrindExecutor
-    from perflab.studies import frontend_sim
-
-    said: list[str] = []
-
-    def say(label, cost):
-        if not said:  # every size costs about the same: one line is the advice
-            said.append(label)
-            console.print(f"cachegrind: '{label}' runs {cost.slowdown:.0f}x slower simulated "
-                          f"({cost.native_s * 1e3:.1f} ms native, {cost.simulated_s * 1e3:.0f} ms "
-                          "simulated); for a long scan give fewer --iters or sizes",
-                          highlight=False, markup=False)
-
-    run_and_render(module, config, console, render, db_url, json_path, wrap=lambda native: contextlib.closing(
-        CachegrindExecutor(native, model, on_cost=say, events=frontend_sim.EVENTS)))
+    # every size costs about the same: one line is the advice
+    wrap = instrument_wrap(model, console, advice="for a long scan give fewer --iters or sizes",
+                           events=frontend_sim.EVENTS, once=True)
+    run_and_render(module, config, console, render, db_url, json_path, wrap=wrap)

@@ -1,9 +1,9 @@
 """The regression gate at the CLI edge, shared by `perflab compare --baseline` and `perflab run`.
 
-Options become a typed GateConfig here; the gate itself is perflab.studies.gate. Exit status:
+Options become a typed GateConfig here; the gate itself is perflab.studies.gate.study. Exit status:
 0 pass, 1 a gated measure changed beyond its threshold and significantly, 2 bad input,
 3 inconclusive: too few runs to have seen a change at the threshold, or two speeds that
-cannot be compared like with like (studies/gate_result.py EXIT_*).
+cannot be compared like with like (studies/gate/result.py EXIT_*).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import click
 from perflab.errors import PerflabError
 
 if TYPE_CHECKING:
-    from perflab.studies.gate import GateConfig, GateResult, Threshold
+    from perflab.studies.gate.study import GateConfig, GateResult, Threshold
 
-# The gate (studies/gate.py, the compare machinery under it) loads only when a gate is asked
+# The gate (studies/gate/study.py, the compare machinery under it) loads only when a gate is asked
 # for: `perflab run` without --baseline starts about 8 ms sooner. The help's default is the
 # gate's DEFAULT_FAIL_IF (tests/test_gate.py checks that they agree).
 DEFAULT_FAIL_IF_HELP = "median>+5%"
@@ -43,14 +43,14 @@ def junit_option(f: Callable) -> Callable:
 
 def thresholds_of(fail_if: tuple[str, ...]) -> tuple[Threshold, ...]:
     """Parse every --fail-if (or the default), so bad input stops before anything runs."""
-    from perflab.studies.gate import DEFAULT_FAIL_IF, parse_threshold
+    from perflab.studies.gate.study import DEFAULT_FAIL_IF, parse_threshold
 
     return tuple(parse_threshold(t) for t in (fail_if or (DEFAULT_FAIL_IF,)))
 
 
 def precheck(store: Any, baseline: str, thresholds: tuple[Threshold, ...], study: str | None = None) -> None:
     """Before measuring: the baseline exists, is of this study, and has the gated measures."""
-    from perflab.studies.gate import baseline_measures, check_measures
+    from perflab.studies.gate.study import baseline_measures, check_measures
 
     camp, have, primary = baseline_measures(store, baseline)
     if study is not None and camp.study != study:
@@ -78,7 +78,7 @@ def run_gate(store: Any, config: GateConfig, junit_path: str | None = None,
     # The writers load only when a gate runs: `perflab run` without --baseline starts sooner.
     from perflab.report import gate as gate_report
     from perflab.report.compare_html import compare_html
-    from perflab.studies.gate import evaluate
+    from perflab.studies.gate.study import evaluate
 
     result = evaluate(config, store)
     for w in result.warnings:
@@ -157,7 +157,7 @@ class RunGate:
             return
         status = 0
         if self.baseline:
-            from perflab.studies.gate import GateConfig
+            from perflab.studies.gate.study import GateConfig
 
             cfg = GateConfig(self.baseline, campaign_id, self.thresholds, cross_machine=self.cross_machine)
             status = run_gate(store, cfg, *self.files, stdout_taken=stdout_taken).exit_status

@@ -20,7 +20,8 @@ from perflab.errors import PerflabError
 from perflab.platform.host import capture
 from perflab.platform.sysfs import Root
 from perflab.report.terminal.instances import render, render_plans
-from perflab.studies import instances, placement
+from perflab.studies.instances import study as instances
+from perflab.studies.instances import placement
 
 
 MAX_COPIES = 65536

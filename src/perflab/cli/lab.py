@@ -42,8 +42,9 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.lab import render
     from perflab.store import open_store
-    from perflab.studies import lab, resume_study, run_study
-    from perflab.studies.lab_steps import lab_workload
+    from perflab.studies import resume_study, run_study
+    from perflab.studies.lab import study as lab
+    from perflab.studies.lab.steps import lab_workload
 
     config = lab.LabConfig(workload=workload, config_path=config_path, quick=quick, out_dir=out_dir,
                            seed=seed, workload_args=tuple(workload_args), studies=tuple(s.strip() for s in (studies or "").split(",") if s.strip()))

@@ -39,7 +39,7 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
     """
 
     from perflab.report.terminal.micro import render
-    from perflab.studies import micro
+    from perflab.studies.micro import study as micro
 
     config = micro.MicroConfig(
         benches=tuple(benches) or micro.DEFAULT_BENCHES,

@@ -45,7 +45,7 @@ def diff_command(a: str, b: str, threshold: float, top: int, min_effect: float, 
     from perflab.measure.window_perf import PerfWindowRecorder
     from perflab.report.terminal.profile import render_diff
     from perflab.store import open_store
-    from perflab.studies.profile_diff import ProfileDiffConfig, diff, load_side
+    from perflab.studies.profile.diff import ProfileDiffConfig, diff, load_side
 
     if not 0 <= threshold <= 100:  # also refuses nan
         raise PerflabError(f"--threshold {threshold}: give a percentage from 0 to 100")
@@ -133,8 +133,9 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
     from perflab.measure.window_perf import PerfWindowRecorder
     from perflab.report.terminal.profile import render
     from perflab.store import open_store
-    from perflab.studies import profile, run_study
-    from perflab.studies.profile_window import event_markers
+    from perflab.studies import run_study
+    from perflab.studies.profile import study as profile
+    from perflab.studies.profile.window import event_markers
 
     if event_n is not None:
         if start or stop:

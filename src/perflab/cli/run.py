@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import check_metrics, emit_json, energy_option, json_option, make_console, open_energy, store_option, target_options
+from perflab.cli.common import check_metrics, emit_json, instrument_wrap, energy_option, json_option, make_console, open_energy, store_option, target_options
 from perflab.cli.gate_common import RunGate, run_gate_options
 from perflab.cli.options import DURATION, Count, OutputPath
 from perflab.errors import PerflabError
@@ -125,7 +125,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     gate = RunGate(**gate_options)
 
     from perflab.measure.metrics import compile_patterns
-    from perflab.studies.run import Command, RunConfig
+    from perflab.studies.run.study import Command, RunConfig
 
     tail = ctx.meta.get("perflab.run.tail")
     args = tuple(command_args)
@@ -215,7 +215,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         instrument="" if model is None else instrument, cache_model=model.text() if model else "",
     )
 
-    from perflab.studies import run as run_study_module
+    from perflab.studies.run import study as run_study_module
 
     if not config.commands:
         raise PerflabError("nothing to run: give -- CMD [ARGS...], quoted commands, or --workload NAME")
@@ -234,7 +234,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
     meter = open_energy(energy_source, console)
     machine = _Pending()  # the machine capture, on a thread beside the runs
-    with open_fast(db_url) as store, default_executor() as native, _instrumented(native, model, console) as executor:
+    with open_fast(db_url) as store, default_executor() as native, instrument_wrap(model, console)(native) as executor:
         gate.precheck(store)
         result = _measure(run_study_module, config, store, executor, machine, console, meter)
         check_metrics(config, console)  # a never-measured primary metric stops here (exit 2)
@@ -265,21 +265,6 @@ def _cache_model(instrument: str, text: str | None, perf_stat: bool):
 
     valgrind()
     return resolve(text)
-
-
-def _instrumented(executor, model, console):
-    """The executor itself, or cachegrind around it; a context manager either way."""
-    import contextlib
-
-    if model is None:
-        return contextlib.nullcontext(executor)
-    from perflab.measure.cachegrind import CachegrindExecutor
-    from perflab.report.terminal.instrument import cost_line
-
-    def say(label, cost):
-        console.print(cost_line(label, cost), highlight=False, markup=False)
-
-    return contextlib.closing(CachegrindExecutor(executor, model, on_cost=say))
 
 
 def _metric_choice(metrics: tuple) -> tuple[str | None, bool | None]:

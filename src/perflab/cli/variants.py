@@ -28,7 +28,7 @@ from perflab.model import Workload
 from perflab.report.terminal.variants import render
 from perflab.store import open_store
 from perflab.studies import run_study
-from perflab.studies import variants as study
+from perflab.studies.variants import study
 
 _TOML_KEYS = ("build", "src", "exe")  # [variants] keys that are not variants
 
@@ -205,7 +205,8 @@ def command(**opts):
         target=target, workload=wl, variants=tuple(variants), baseline=baseline, rounds=opts["rounds"],
         warmup=opts["warmup"], seed=opts["seed"], train_argv=train, train_cwd=os.getcwd(),
         timeout=opts["timeout"], jobs=opts["jobs"])
-    from perflab.cli.run import _cache_model, _instrumented
+    from perflab.cli.common import instrument_wrap
+    from perflab.cli.run import _cache_model
 
     model = _cache_model(opts["instrument"], opts["cache_model"], False)
     if model is not None:
@@ -219,7 +220,7 @@ def command(**opts):
 
     metrics.reset_ledger()
     with open_store(opts["db_url"]) as store, default_executor() as native, \
-            _instrumented(native, model, err) as executor:
+            instrument_wrap(model, err)(native) as executor:
         result = run_study(study, config, store, executor, energy=meter,
                            progress=lambda m: err.print(m, soft_wrap=True))
         check_metrics(config, out)

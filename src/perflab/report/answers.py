@@ -8,7 +8,7 @@ from typing import Any
 from perflab.report.generic import levels
 from perflab.report.model import Answer, Section
 from perflab.report.numbers import ci_of, format_cell, plural, ratio_text
-from perflab.studies.compare_keys import measure_title
+from perflab.studies.compare.keys import measure_title
 from perflab.workloads import BUILTIN
 
 QUESTIONS = {

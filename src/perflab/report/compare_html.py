@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from perflab.report.plots import _figure, _svg, accessible
-from perflab.studies.compare import CompareResult, CompareRow
-from perflab.studies.compare_keys import measure_title
+from perflab.studies.compare.study import CompareResult, CompareRow
+from perflab.studies.compare.keys import measure_title
 
 
 def ratio_plot(rows: Sequence[CompareRow], title: str) -> str:

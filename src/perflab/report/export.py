@@ -13,7 +13,7 @@ import json
 import math
 
 from perflab.report.terminal.run import time_unit
-from perflab.studies.run_result import RunStudyResult, verdict
+from perflab.studies.run.result import RunStudyResult, verdict
 
 
 def _mean(xs):

@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 
 from perflab.store import dumps
-from perflab.studies.compare_keys import measure_title
-from perflab.studies.gate_result import GateResult
+from perflab.studies.compare.keys import measure_title
+from perflab.studies.gate.result import GateResult
 
 
 def to_junit(result: GateResult) -> str:

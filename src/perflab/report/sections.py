@@ -11,7 +11,7 @@ from perflab.report import plots
 from perflab.report.generic import _cell, _plot, builder, finding, generic, levels
 from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
-from perflab.studies.compare_keys import measure_title
+from perflab.studies.compare.keys import measure_title
 
 
 def ratio_cell(ratio: float | None, ci: dict | None) -> str | None:

@@ -15,6 +15,8 @@ from typing import Any, Iterable
 from perflab.measure.cachegrind import MEASURES, NAME, PER_EVENT, STABLE_ENV, Cost
 
 SHOWN = MEASURES + tuple(f"{m}_per_event" for m in PER_EVENT)
+# What the instrument's own section of a run shows; the generic metrics table leaves these out.
+IN_SECTION = frozenset(SHOWN) | {"processes"}
 
 
 def spread(name: str, values: list[float]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.stats.modes import CAUSE
-from perflab.studies.cores_result import CoresResult, as_change, rounds_text
+from perflab.studies.cores.result import CoresResult, as_change, rounds_text
 
 VERDICTS = {"slow": "[bold red]SLOW[/]", "intermittent": "[yellow]intermittent[/]",
             "disturbed": "[yellow]disturbed[/]", "failed": "[red]failed[/]"}

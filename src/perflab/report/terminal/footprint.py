@@ -6,8 +6,8 @@ from typing import Any
 
 from perflab.platform.sysfs import format_size
 from perflab.stats import median
-from perflab.studies.footprint import MIN_CI_RUNS as FOOTPRINT_MIN_CI_RUNS
-from perflab.studies.footprint import FootprintResult
+from perflab.studies.footprint.study import MIN_CI_RUNS as FOOTPRINT_MIN_CI_RUNS
+from perflab.studies.footprint.study import FootprintResult
 
 
 def render(result: FootprintResult, console: Any, show_all: bool = False, limit: int = 40) -> None:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflab.measure.cachegrind import STABLE_ENV
-from perflab.studies.frontend import MODES, FrontendResult
-from perflab.studies.frontend_verdict import fmt_bytes
+from perflab.studies.frontend.study import MODES, FrontendResult
+from perflab.studies.frontend.verdict import fmt_bytes
 
 
 def _ci(ci: Any, fmt: str = "{:.1f}") -> str:
@@ -119,6 +118,6 @@ def render_simulated(result: FrontendResult, console: Any) -> None:
 
     say(f"instrument: {result.instrument}, cache model {result.cache_model}"
         + (f" ({result.cache_model_source})" if result.cache_model_source else "")
-        + "; environment " + " ".join(f"{k}={v}" for k, v in STABLE_ENV) + " only")
+        + "; environment " + " ".join(f"{k}={v}" for k, v in result.env.items()) + " only")
     say(f"expected knee: the simulated I1, {fmt_bytes(result.expected_knee_bytes)}")
     _tail(result, say)

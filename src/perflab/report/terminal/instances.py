@@ -9,8 +9,8 @@ from rich.table import Table
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
-from perflab.studies import placement
-from perflab.studies.instances_result import InstancesResult
+from perflab.studies.instances import placement
+from perflab.studies.instances.result import InstancesResult
 
 SPARK = "▁▂▃▄▅▆▇█"
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflab.measure.cachegrind import MEASURES, PER_EVENT
-
-# The measures this section shows; the generic metrics table leaves them out.
-SHOWN = frozenset(MEASURES) | {f"{m}_per_event" for m in PER_EVENT} | {"processes"}
 
 
-def cost_line(label: str, cost: Any) -> str:
+RUN_ADVICE = "keep the input short for a long campaign (e.g. -- --events 20)"
+
+
+def cost_line(label: str, cost: Any, advice: str = RUN_ADVICE) -> str:
     """One line, printed before the campaign goes on: the measured slowdown and the advice."""
     return (f"cachegrind: '{label}' runs {cost.slowdown:.0f}x slower simulated "
-            f"({cost.native_s * 1e3:.1f} ms native, {cost.simulated_s * 1e3:.0f} ms simulated); "
-            "keep the input short for a long campaign (e.g. -- --events 20)")
+            f"({cost.native_s * 1e3:.1f} ms native, {cost.simulated_s * 1e3:.0f} ms simulated); {advice}")
 
 
 def _count(x: float) -> str:

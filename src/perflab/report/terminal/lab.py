@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from perflab.studies.lab import LabResult, Outcome, verdict
+from perflab.studies.lab.study import LabResult, Outcome, verdict
 
 
 def renderer(name: str) -> Callable[[Any, Any], None] | None:

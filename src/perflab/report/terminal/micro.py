@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflab.studies.micro import IO_BENCHES, MicroResult
+from perflab.studies.micro.study import IO_BENCHES, MicroResult
 
 
 def _ns(x: float) -> str:

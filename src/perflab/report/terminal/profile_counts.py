@@ -7,8 +7,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from perflab.studies.profile import ProfileResult
-from perflab.studies.profile_diff import ProfileDiffResult
+from perflab.studies.profile.study import ProfileResult
+from perflab.studies.profile.diff import ProfileDiffResult
 
 
 def _window_line(row: dict[str, Any], k: int, n: int) -> str:

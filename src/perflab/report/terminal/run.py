@@ -7,10 +7,10 @@ import math
 from typing import Any
 
 from perflab.report.terminal.energy import render_energy
-from perflab.report.terminal.instrument import SHOWN as INSTRUMENT_SHOWN
+from perflab.studies.instrument import IN_SECTION as INSTRUMENT_SHOWN
 from perflab.report.terminal.instrument import render as render_instrument
 from perflab.stats.interval import CI
-from perflab.studies.run_result import Benchmark, RunStudyResult, ranked_by, too_few_runs
+from perflab.studies.run.result import Benchmark, RunStudyResult, ranked_by, too_few_runs
 
 
 def time_unit(seconds: float) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perflab.report.terminal.energy import render_energy
-from perflab.studies.variants_result import LABELS, Estimate, VariantOutcome, VariantsResult, pct
+from perflab.studies.variants.result import LABELS, Estimate, VariantOutcome, VariantsResult, pct
 
 
 def _est(e: Estimate | None, scale: float = 1.0, fmt: str = "{:.4g}") -> str:

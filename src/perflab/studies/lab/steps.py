@@ -1,0 +1,208 @@
+"""The studies ``perflab lab`` runs, each turned from the lab's options into its own config.
+
+Quick mode keeps every study but shrinks it (fewer rounds, a 20-event minihlt, fewer sizes)
+so the whole lab finishes in a few minutes on a 2-CPU machine; the default is thorough.
+A step returns the study module and its config; lab runs it as a child campaign through
+``run_study``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field, replace
+from types import ModuleType
+from typing import Any, Callable
+
+from perflab.errors import PerflabError, Unsupported
+from perflab.kernels import minihlt
+from perflab.model import Workload
+from perflab.platform.machine import Machine
+from perflab.studies.run import study as run_mod
+from perflab.studies.session import Session
+from perflab.workloads import list_workloads, resolve
+from perflab.kernels.variants import BuildTarget, parse_variant
+from perflab.measure.window import Window
+from perflab.studies.cores import study as cores
+from perflab.studies.instances import study as instances
+from perflab.studies.micro import study as mi
+from perflab.studies.profile import study as profile
+from perflab.studies.frontend import study as fe
+from perflab.studies.variants import study as vs
+
+
+@dataclass
+class LabContext:
+    config: Any  # LabConfig
+    session: Session
+    machine: Machine
+    workload: Workload | None = None
+    minihlt: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Step:
+    """A study to run: its module (NAME, Config, execute, Result) and its config."""
+
+    module: ModuleType
+    config: Any
+
+
+STEPS: dict[str, Callable[[LabContext], Step]] = {}
+
+
+def step(name: str) -> Callable[[Callable[[LabContext], Step]], Callable[[LabContext], Step]]:
+    def deco(fn: Callable[[LabContext], Step]) -> Callable[[LabContext], Step]:
+        STEPS[name] = fn
+        return fn
+
+    return deco
+
+
+def lab_workload(cfg: Any, build: bool = True) -> Workload:
+    """The lab's workload by name, perflab.toml path or minihlt (sized by --quick; built unless
+    ``build=False``, which the CLI uses to check --primary-metric before anything runs)."""
+    name, config_path = cfg.workload, cfg.config_path
+    if name and name.endswith(".toml"):
+        config_path = name
+        names = [w.name for w in list_workloads(config_path) if w.source != "builtin"]
+        if not names:
+            raise PerflabError(f"{name} defines no workload: add a [workload.NAME] table")
+        name = names[0]
+    if name in (None, "minihlt"):
+        return minihlt.quick_workload(build=build) if cfg.quick else minihlt.workload(build=build)
+    return resolve(name, (), config_path=config_path)
+
+
+def prepare(ctx: LabContext) -> None:
+    """Resolve (and build) the workload once; minihlt is sized by --quick."""
+    cfg = ctx.config
+    if cfg.workload in (None, "minihlt"):
+        ctx.session.say("building minihlt (cached after the first time)...")
+        ctx.minihlt = True
+    ctx.workload = lab_workload(cfg)
+    if cfg.workload_args:
+        ctx.workload = replace(ctx.workload, argv=(*ctx.workload.argv, *cfg.workload_args))
+    if cfg.primary_metric not in (None, ctx.workload.primary_metric):
+        ctx.workload = replace(ctx.workload, primary_metric=cfg.primary_metric, unit=None)
+    if cfg.higher_is_better is not None:
+        ctx.workload = replace(ctx.workload, higher_is_better=cfg.higher_is_better)
+    ctx.session.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
+
+
+@step("run")
+def run_step(ctx: LabContext) -> Step:
+    wl = ctx.workload
+    assert wl is not None
+    q = ctx.config.quick
+    config = run_mod.RunConfig(
+        commands=(run_mod.Command(wl.name, tuple(wl.argv), wl.shell),), metrics=wl.metrics,
+        primary_metric=wl.primary_metric,
+        higher_is_better=wl.higher_is_better if wl.primary_metric else None,
+        warmup=1, runs=None, precision=0.02,
+        min_runs=5 if q else 10, max_runs=10 if q else 40, max_time=20 if q else 120,
+        seed=ctx.config.seed, workload=wl.name, env=tuple((wl.env or {}).items()), cwd=wl.cwd,
+    )
+    return Step(run_mod, config)
+
+
+@step("cores")
+def cores_step(ctx: LabContext) -> Step:
+    q = ctx.config.quick
+    config = cores.CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
+                               max_time=40 if q else 600, seed=ctx.config.seed)
+    return Step(cores, config)
+
+
+@step("instances")
+def instances_step(ctx: LabContext) -> Step:
+    q = ctx.config.quick
+    wl = ctx.workload
+    assert wl is not None
+    ncpu = len(os.sched_getaffinity(0))
+    ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
+    config = instances.InstancesConfig(workload=wl, ns=ns, reps=1 if q else 3,
+                                       fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
+    return Step(instances, config)
+
+
+@step("variants")
+def variants_step(ctx: LabContext) -> Step:
+    wl0 = ctx.workload
+    if not ctx.minihlt or wl0 is None:
+        raise Unsupported(f"workload {wl0.name if wl0 else '?'} has no build recipe perflab can vary")
+    q = ctx.config.quick
+    target = BuildTarget("minihlt", tuple(minihlt.cpp_sources()), "c++", cflags=("-std=c++17",),
+                         ldflags=("-lm",), extra_inputs=tuple(minihlt.headers()))
+    args = tuple(wl0.argv[1:])
+    wl = Workload(name="minihlt", argv=("{exe}", *args), metrics=wl0.metrics,
+                  primary_metric="events_per_s", checksum_metric="checksum")
+    specs = ["m64-O2=-m64 -O2", "m32-O2=-m32 -msse2 -mfpmath=sse -O2", "mx32-O2=-mx32 -O2",
+             "O3-native=-m64 -O3 -march=native", "lto=-m64 -O2 -flto", "pgo=-m64 -O2 pgo"]
+    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(parse_variant(s) for s in specs),
+                               baseline="m64-O2", rounds=8 if q else vs.DEFAULT_ROUNDS, warmup=1,
+                               seed=ctx.config.seed, train_argv=("{exe}", *args, "--seed", "12345"))
+    return Step(vs, config)
+
+
+_DONE = re.compile(r"done processing event #(\d+) in ([\d.]+) ms")
+
+
+def slowest_metrics(output: str) -> dict[str, float]:
+    """The slowest event of a log with minihlt's 'done processing event #K in X ms' lines."""
+    events = [(int(m.group(1)), float(m.group(2))) for m in _DONE.finditer(output)]
+    if not events:
+        return {}
+    k, ms = max(events, key=lambda e: e[1])
+    return {"event": float(k), "event_ms": ms}
+
+
+def slowest_event(ctx: LabContext) -> tuple[int, float] | None:
+    """Run the workload once through the executor for its slowest event; the run is stored in
+    the lab campaign, so a resumed lab reads it back instead of running it again."""
+    wl = ctx.workload
+    if wl is None or not wl.event_arg:
+        return None
+    spec = wl.spec(label="slowest-event", timeout=300, capture_output=True)
+    result = ctx.session.capture(spec, parse=slowest_metrics)
+    if not result.ok or "event" not in result.metrics:
+        return None
+    return int(result.metrics["event"]), float(result.metrics["event_ms"])
+
+
+@step("profile")
+def profile_step(ctx: LabContext) -> Step:
+
+    slow = slowest_event(ctx)
+    if slow is not None:
+        k, ms = slow
+        ctx.session.say(f"profiling the slowest event: #{k} ({ms:.1f} ms)")
+        window = Window(start=rf"start processing event #{k}\b", stop=rf"done processing event #{k}\b")
+    else:
+        ctx.session.say("the workload prints no event markers: profiling the whole run")
+        window = Window()
+    # A quick event lasts a few ms: sample faster so the table has enough samples to read.
+    config = profile.ProfileConfig(workload=ctx.workload, window=window, repeat=1 if ctx.config.quick else 3,
+                                   freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
+    return Step(profile, config)
+
+
+@step("frontend")
+def frontend_step(ctx: LabContext) -> Step:
+    q = ctx.config.quick
+    config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
+                               points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
+                               reps=10, perf_span=not q, seed=ctx.config.seed)
+    return Step(fe, config)
+
+
+@step("micro")
+def micro_step(ctx: LabContext) -> Step:
+    q = ctx.config.quick
+    # The I/O benchmarks write a temporary file: keep it out of the user's working directory.
+    # 10 rounds even when quick: with fewer no difference can pass Holm over 13 operations.
+    config = mi.MicroConfig(reps=10, scale=0.1 if q else 1.0, io_dir=tempfile.gettempdir(),
+                            shm="off" if q else "auto", seed=ctx.config.seed)
+    return Step(mi, config)

@@ -1,0 +1,353 @@
+"""Build variants: the same code built many ways, compared with a baseline on time, memory, result.
+
+Seeds 000 (x32 vs x86-64 vs ia32: "physical memory -20 %, elapsed -2 %"), 002 and 003 (-O level,
+LTO, PGO, -march, fast-math, library link order). Every variant is probed (buildable? runnable on
+this kernel and CPU?) and built through the cache (``perflab.kernels.variant_build``), then all
+are measured interleaved: each round runs every variant once in a seeded shuffled order, so
+drift hits all alike. Each variant is compared with the baseline (default ``-m64 -O2``) per
+quantity (elapsed, max RSS, the workload's metric), paired by round so drift cancels: Wilcoxon's
+signed-rank test, Holm-corrected across the variants, and the ratio with its distribution-free
+interval (Walsh averages) at its achieved level. A variant
+whose output checksum differs from the baseline's is a "different result": reported, never
+named the fastest (seed 003: fast-math changes floating-point results). With an instrument
+(cachegrind), every variant also runs a few times simulated, and is ranked by its counts beside
+its time (studies/variants/counts.py).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from perflab.errors import PerflabError
+from perflab.kernels.build import BuildError
+from perflab.kernels.variant_build import build_variant, pgo_unchanged
+from perflab.kernels.variant_probe import default_probe
+from perflab.kernels.variants import BuildTarget, Variant, VariantBuild, resolve_baseline
+from perflab.model import MetricPattern, RunResult, RunSpec, Workload
+from perflab.stats import cliffs_delta, holm, median, median_ci
+from perflab.stats.shift import paired_ratio_ci
+from perflab.studies.cost.energy import events_metric, run_joules, summarise
+from perflab.studies.variants.counts import COUNT_RUNS, analyse_counts, counts_verdict
+from perflab.studies.variants.result import (
+    BuildInfo, Comparison, Estimate, VariantOutcome, VariantsResult, candidates, leader_of, verdicts,
+)
+
+NAME = "variants"
+# Chosen with variants_check (quiet model: 2 % log-normal noise): a 3 % speed-up is named the
+# fastest in 91 % of 200 campaigns at 18 rounds, a null difference in 4 %. A two-speed, skewed or
+# loaded machine needs more rounds for 3 % (docs/variants.md).
+DEFAULT_ROUNDS = 18
+MAX_FAILURES = 2  # a variant that fails this often is not run again (a hang costs a timeout each)
+
+__all__ = ["NAME", "VariantsConfig", "Config", "VariantsResult", "plan", "execute", "analyse"]
+
+
+def workload_dict(w: Workload) -> dict:
+    """The parts of a Workload a variants campaign needs to re-plan, as JSON."""
+    return {"name": w.name, "argv": list(w.argv), "metrics": [asdict(m) for m in w.metrics],
+            "primary_metric": w.primary_metric, "higher_is_better": w.higher_is_better,
+            "shell": w.shell, "env": dict(w.env), "cwd": w.cwd, "checksum_metric": w.checksum_metric}
+
+
+def workload_from(d: Mapping[str, Any]) -> Workload:
+    return Workload(name=d["name"], argv=tuple(d["argv"]),
+                    metrics=tuple(MetricPattern(**m) for m in d.get("metrics", ())),
+                    primary_metric=d.get("primary_metric"), higher_is_better=d.get("higher_is_better", True),
+                    shell=d.get("shell", False), env=dict(d.get("env") or {}), cwd=d.get("cwd"),
+                    checksum_metric=d.get("checksum_metric"))
+
+
+@dataclass(frozen=True)
+class VariantsConfig:
+    """What the user asked: the program, how to run it, the variants, the design and the test."""
+
+    target: BuildTarget
+    workload: Workload  # "{exe}" in argv is the variant's program (else argv[0] is replaced)
+    variants: tuple[Variant, ...]
+    baseline: str | None = None  # a variant name; None: the -m64 -O2 one (added if missing)
+    rounds: int = DEFAULT_ROUNDS
+    warmup: int = 1
+    seed: int = 0
+    train_argv: tuple[str, ...] = ()  # PGO training command ("{exe}" + args); default: the workload's
+    train_cwd: str | None = None  # where training runs: the user's working directory
+    level: float = 0.95
+    alpha: float = 0.05
+    timeout: float | None = None
+    cache_dir: str | None = None
+    jobs: int = 0  # parallel build jobs; 0: one per allowed CPU
+    instrument: str = ""  # "cachegrind": COUNT_RUNS simulated runs per variant beside the timed rounds
+    cache_model: str = ""  # the caches the instrument simulates (platform/cache_model.py)
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d.update(target=self.target.as_dict(), workload=workload_dict(self.workload),
+                 variants=[v.as_dict() for v in self.variants], train_argv=list(self.train_argv))
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "VariantsConfig":
+        d = dict(d)
+        d.update(target=BuildTarget.from_dict(d["target"]), workload=workload_from(d["workload"]),
+                 variants=tuple(Variant.from_dict(v) for v in d["variants"]),
+                 train_argv=tuple(d.get("train_argv", ())))
+        return cls(**d)
+
+
+Config = VariantsConfig
+
+
+def plan(config: VariantsConfig, machine: Any = None) -> list[RunSpec]:
+    """Warm-up rounds (negative round numbers), then the measured rounds, each in shuffled order."""
+    if config.rounds < 2:
+        raise PerflabError("--rounds must be at least 2 to compare variants (try --rounds 16)")
+    variants, _ = resolve_baseline(config.variants, config.baseline)
+    names = [v.name for v in variants]
+    rng = random.Random(config.seed)
+    specs = []
+    for rnd in range(-config.warmup, config.rounds):
+        order = list(names)
+        rng.shuffle(order)
+        specs += [config.workload.spec(label=name, timeout=config.timeout,
+                                       params={"variant": name, "round": rnd}) for name in order]
+    # Simulated runs apart from the timed rounds: their wall time is Valgrind's, not the build's.
+    for rnd in range(COUNT_RUNS if config.instrument else 0):
+        order = list(names)
+        rng.shuffle(order)
+        specs += [config.workload.spec(label=name, timeout=config.timeout, instrument=config.instrument,
+                                       params={"variant": name, "round": rnd, "instrument": config.instrument})
+                  for name in order]
+    return specs
+
+
+def _argv(argv: Sequence[str], exe: Path) -> tuple[str, ...]:
+    if any("{exe}" in a for a in argv):
+        return tuple(a.replace("{exe}", str(exe)) for a in argv)
+    return (str(exe), *argv[1:])
+
+
+def _build_one(config: VariantsConfig, v: Variant, say) -> VariantBuild | str:
+    """Probe and build one variant: its build, or the one-line reason it cannot run here."""
+    p = default_probe(v, None)
+    if not p.available:
+        return p.reason
+    try:
+        vb = build_variant(config.target, v, train_argv=config.train_argv or ("{exe}", *config.workload.argv[1:]),
+                           train_cwd=config.train_cwd, jobs=config.jobs,
+                           cache_dir=Path(config.cache_dir) if config.cache_dir else None)
+    except BuildError as exc:
+        return f"cannot build: {exc}"
+    p = default_probe(v, vb)
+    if not p.available:
+        return p.reason
+    say(f"{v.name}: {'cached' if vb.cached else 'built'} ({v.flags_text})")
+    for note in vb.notes:
+        say(f"  {v.name}: {note}")
+    return vb
+
+
+def _build_all(config: VariantsConfig, variants: Sequence[Variant], base: str,
+               say) -> dict[str, VariantBuild | str]:
+    """Every variant's build or reason, the baseline first: nothing else is worth building without it."""
+    out: dict[str, VariantBuild | str] = {}
+    for v in sorted(variants, key=lambda v: v.name != base):
+        out[v.name] = _build_one(config, v, say)
+        if isinstance(out[v.name], VariantBuild):
+            continue
+        if v.name == base:
+            raise PerflabError(f"the baseline '{base}' cannot be measured here: {out[base]}; "
+                               f"fix its build or pick another with --baseline NAME")
+        say(f"{v.name}: skipped: {out[v.name]}")
+    pgo_unchanged({k: b for k, b in out.items() if isinstance(b, VariantBuild)}, variants)
+    return {v.name: out[v.name] for v in variants}
+
+
+def execute(config: VariantsConfig, session: Any, machine: Any = None) -> VariantsResult:
+    """Build every variant, then run the plan through the session (stored as each run completes)."""
+    variants, base = resolve_baseline(config.variants, config.baseline)
+    if config.instrument and not hasattr(session.executor, "costs"):
+        raise PerflabError(f"this variants campaign runs under --instrument {config.instrument}, which "
+                           "this executor cannot simulate: run the study again rather than resume it")
+    builds = _build_all(config, variants, base, session.say)
+    if not session.resumed:
+        for name, vb in builds.items():
+            if isinstance(vb, VariantBuild):
+                session.store.add_artifact(session.campaign_id, "binary", str(vb.path),
+                                           {"variant": name, "cached": vb.cached})
+    failures: Counter[str] = Counter()
+    runs: list[tuple[dict, RunResult]] = []
+    specs = plan(config, machine)
+    session.say(f"measuring {sum(isinstance(b, VariantBuild) for b in builds.values())} variants x "
+                f"{config.rounds} rounds, interleaved in shuffled order (+{config.warmup} warm-up)"
+                + (f", then {COUNT_RUNS} simulated runs each ({config.instrument})" if config.instrument else ""))
+    for spec in specs:
+        name, rnd = spec.params["variant"], spec.params["round"]
+        vb = builds[name]
+        if not isinstance(vb, VariantBuild) or failures[name] >= MAX_FAILURES:
+            continue
+        spec = replace(spec, argv=_argv(spec.argv, vb.path))
+        if rnd < 0:
+            session.warmup(spec)
+            continue
+        res = session.run(spec, rep=rnd)
+        runs.append((dict(spec.params), res))
+        if not res.ok:
+            failures[name] += 1
+            session.say(f"{name}: round {rnd} failed: {res.failure}")
+    infos = {n: BuildInfo.of(b) for n, b in builds.items()}
+    return analyse(config, runs, infos)
+
+
+def _runs(runs: Sequence[Any]) -> list[tuple[dict, RunResult]]:
+    """(params, result) pairs from stored Measurements or from pairs already."""
+    return [(r.params, r.result) if hasattr(r, "result") else (r[0], r[1]) for r in runs]
+
+
+def _quantities(config: VariantsConfig, energy: bool = False) -> list[tuple[str, bool]]:
+    """(quantity, higher is better): elapsed, max RSS, the workload's primary metric, and the
+    joules of a run where a meter counted them."""
+    q = [("wall_s", False), ("maxrss_kb", False)]
+    if config.workload.primary_metric:
+        q.append((config.workload.primary_metric, config.workload.higher_is_better))
+    if energy:
+        q.append(("energy_j", False))
+    return q
+
+
+def _num(x: float) -> str:
+    """A checksum as printed: integers without '.0', other floats in their shortest exact form."""
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+def _value(res: RunResult, quantity: str) -> float | None:
+    if quantity == "wall_s":
+        return res.wall_s
+    if quantity == "maxrss_kb":
+        return float(res.maxrss_kb)
+    if quantity == "energy_j":
+        return run_joules(res)
+    return res.metrics.get(quantity)
+
+
+def _compare(q: str, higher: bool, a: dict[int, float], b: dict[int, float], level: float) -> Comparison | None:
+    """Variant vs baseline in the rounds where both ran: paired, so drift between rounds cancels."""
+    rounds = sorted(set(a) & set(b))
+    if len(rounds) < 2:
+        return None
+    xa, xb = [a[r] for r in rounds], [b[r] for r in rounds]
+    try:
+        ratio, ci, p = paired_ratio_ci(xa, xb, level)
+    except ValueError:  # a zero or negative value: no ratio to speak of
+        return None
+    return Comparison(q, ratio, ci, p_raw=p, p=1.0, effect=cliffs_delta(xa, xb), significant=False,
+                      higher_is_better=higher, pairs=len(rounds))
+
+
+def analyse(config: VariantsConfig, runs: Sequence[Any],
+            builds: Mapping[str, BuildInfo] | None = None) -> VariantsResult:
+    """Per variant: medians with CIs, failures, checksum; against the baseline: one Comparison per quantity."""
+    variants, base = resolve_baseline(config.variants, config.baseline)
+    pairs = _runs(runs)
+    simulated = [(p, r) for p, r in pairs if p.get("instrument")]
+    pairs = [(p, r) for p, r in pairs if not p.get("instrument")]
+    builds = dict(builds or {})
+    by_name: dict[str, list[RunResult]] = {v.name: [] for v in variants}
+    by_round: dict[str, list[tuple[int, RunResult]]] = {v.name: [] for v in variants}
+    order: dict[int, list[str]] = {}
+    for params, res in pairs:
+        by_name.setdefault(params["variant"], []).append(res)
+        by_round.setdefault(params["variant"], []).append((int(params["round"]), res))
+        order.setdefault(int(params["round"]), []).append(params["variant"])
+    quantities = _quantities(config, energy=any(r.energy for _, r in pairs))
+    per_event = events_metric(config.workload.metrics, config.workload.primary_metric)
+    csm = config.workload.checksum_metric
+    outcomes: dict[str, VariantOutcome] = {}
+    for v in variants:
+        info = builds.get(v.name, BuildInfo())
+        rs = by_name[v.name]
+        ok = [r for r in rs if r.ok]
+        o = VariantOutcome(v.name, v.flags_text, build=info, n_ok=len(ok),
+                           failures=dict(Counter(r.failure or "failed" for r in rs if not r.ok)))
+        for q, _ in quantities:
+            xs = [x for x in (_value(r, q) for r in ok) if x is not None]
+            if xs:
+                o.estimates[q] = Estimate(median(xs), median_ci(xs, config.level))
+        energy = summarise(ok, per_event)
+        o.energy = energy.as_dict() if energy is not None else None
+        sums = [r.metrics[csm] for r in ok if csm and csm in r.metrics]
+        if sums:
+            counts = Counter(sums)
+            o.checksum = counts.most_common(1)[0][0]
+            if len(counts) > 1:
+                o.notes.append(f"checksum varies between runs ({len(counts)} values): the output is not deterministic")
+        o.notes.extend(info.notes)
+        o.status = ("skipped" if info.skipped else "failed" if not ok and rs else
+                    "not run" if not rs else "baseline" if v.name == base else "measured")
+        outcomes[v.name] = o
+    b = outcomes[base]
+    others = [o for o in outcomes.values() if o.name != base and o.n_ok >= 2 and b.n_ok >= 2]
+    for q, higher in quantities:
+        per_round = {name: {rnd: x for rnd, r in rs if r.ok and (x := _value(r, q)) is not None}
+                     for name, rs in by_round.items()}
+        comps = {o.name: _compare(q, higher, per_round[o.name], per_round[base], config.level) for o in others}
+        names = [n for n, c in comps.items() if c is not None]
+        for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):
+            outcomes[n].comparisons[q] = replace(comps[n], p=p, significant=p < config.alpha)
+    if csm and b.checksum is not None:
+        for o in outcomes.values():
+            if o.name != base and o.checksum is not None and o.checksum != b.checksum:
+                o.status = "different result"
+                o.notes.append(f"checksum {_num(o.checksum)} differs from {base}'s {_num(b.checksum)}: "
+                               f"this build changes the program's results")
+    elif csm and b.n_ok:
+        b.notes.append(f"no '{csm}' in the baseline's output: results could not be checked")
+    metric = config.workload.primary_metric
+    # a metric the program never printed cannot rank the variants: elapsed time does
+    primary = metric if metric and any(metric in o.estimates for o in outcomes.values()) else "wall_s"
+    higher = dict(quantities)[primary]
+    result = VariantsResult(baseline=base, primary=primary, level=config.level, alpha=config.alpha,
+                            rounds=config.rounds, checksum_metric=csm,
+                            variants=list(outcomes.values()),
+                            order=[order[k] for k in sorted(order)], higher_is_better=higher,
+                            ranking=_ranking(metric, primary, higher), instrument=config.instrument,
+                            cache_model=config.cache_model)
+    _contest(result, by_round, config.level)
+    verdicts(result)
+    if config.instrument:
+        analyse_counts(result, simulated)
+        result.verdict += counts_verdict(result)
+    return result
+
+
+def _ranking(metric: str | None, primary: str, higher: bool) -> str:
+    """What the variants are ranked by, its direction, and where that came from."""
+    way = "higher" if higher else "lower"
+    if primary == metric:
+        return f"{primary}, {way} is better (the workload's primary metric)"
+    if metric:
+        return f"elapsed time, lower is better (the primary metric {metric} was never printed)"
+    return "elapsed time, lower is better (the workload declares no primary metric)"
+
+
+def _contest(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunResult]]], level: float) -> None:
+    """The leader (best estimate among the variants better than the baseline) against every
+    other variant of the same result on the primary quantity, paired by round (Wilcoxon
+    signed-rank), Holm over those rivals; the leader is the fastest only where it beats each one
+    (verdicts() words it). Rivals include variants not significantly better than the baseline:
+    one that missed that test by chance may still be as fast as the leader."""
+    cands = candidates(result)
+    if not cands:
+        return
+    lead = leader_of(result, cands)
+    rivals = [o for o in result.variants if o.status == "measured" and o.name != lead.name]
+    q, higher = result.primary, result.higher_is_better
+    per_round = {o.name: {rnd: x for rnd, r in by_round[o.name] if r.ok and (x := _value(r, q)) is not None}
+                 for o in [lead, *rivals]}
+    comps = {o.name: _compare(q, higher, per_round[lead.name], per_round[o.name], level) for o in rivals}
+    names = [n for n, c in comps.items() if c is not None]
+    result.leader = lead.name
+    for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):
+        result.contest[n] = replace(comps[n], p=p, significant=p < result.alpha)
