@@ -254,3 +254,20 @@ def test_machine_state_difference_and_summary():
     assert tune_state.difference(a, dict(a)) is None and tune_state.difference(a, None) is None
     assert tune_state.summary(b).startswith("tuned by perflab (since x; changed: aslr); aslr 0")
     assert format_cpumask([0], "3") == "1" and format_cpumask([0, 33], "00000000,00000003") == "00000002,00000001"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable CPUs")
+def test_a_study_pinned_outside_the_tuned_cpus_is_refused_before_tuning(capsys, tmp_path, state_dir):
+    code, _, err = cli(capsys, "cores", "--tune-cpus", "1", "--cpus", "0", "--db", str(tmp_path / "s.db"),
+                       "--", "true")
+    assert code == 2 and err.strip().splitlines() == [
+        "perflab: error: --cpus names CPU 0, outside the tuned CPUs 1 its runs are confined to: give "
+        "--tune-cpus 0 or --cpus within 1"]
+    assert not state_dir.exists() and not (tmp_path / "s.db").exists()
+
+
+def test_a_fleet_task_may_ask_for_tune():
+    from perflab.cli.fleet import _check_study
+
+    _check_study(("cores", "--tune", "--rounds", "5", "--", "true"))
+    _check_study(("run", "--tune", "--", "true"))
