@@ -89,7 +89,8 @@ def test_v1_guest_tune_then_reset_restores_every_file(tmp_path, capsys, state_di
     assert state["cpuset"]["kind"] == "v1" and state["cpuset"]["created"] == ["perflab.system", "perflab.bench"]
 
     code, out, _ = cli(capsys, "machine", "--root", str(top))
-    assert "tuned by perflab since" in out and "aslr: /proc/sys/kernel/randomize_va_space 2 -> 0" in out
+    assert "tuned by perflab since" in out and "aslr: /proc/sys/kernel/randomize_va_space was 2, now 0" in out
+    assert "cpuset: /sys/fs/cgroup/cpuset/perflab.bench CPUs 1" in out
 
     code, out, _ = cli(capsys, "machine", "reset")
     assert code == 0 and "every value perflab changed is back" in out

@@ -47,12 +47,8 @@ def _show(root, as_json: bool) -> None:
     state = tune_state.load()
     if state and not tune_state.stale(state, root):
         console.print(tune_state.tuned_line(state), highlight=False, markup=False)
-        for e in state.get("files", []):
-            console.print(f"  {e['knob']}: /{e['path']} {e['old']} -> {root.read(e['path'])}", highlight=False,
-                          markup=False)
-        if state.get("cpuset"):
-            rec = state["cpuset"]
-            console.print(f"  cpuset: {', '.join(rec['created'])} in {rec['mount']}", highlight=False, markup=False)
+        for line in tune_state.tuned_lines(state, root):
+            console.print(line, highlight=False, markup=False)
     else:
         console.print("tuning: not tuned by perflab ('perflab machine tune' prepares it)", highlight=False)
 

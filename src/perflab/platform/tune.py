@@ -328,7 +328,7 @@ def describe(knob: str, changes: list[Change], dry_run: bool) -> Outcome:
     for (old, new), items in groups.items():
         where = _items(knob, items)
         parts.append(f"{old} -> {new}{where}")
-    path = _common_path(changes)
+    path = path_pattern([c.path for c in changes])
     text = f"{'; '.join(parts)} ({path}): {WHY.get(knob, '')}" if parts else ""
     extra = []
     if failed:
@@ -352,9 +352,9 @@ def _items(knob: str, items: list[str], limit: int = 8) -> str:
     return f" (CPU {format_cpulist([int(i) for i in items])})"
 
 
-def _common_path(changes: list[Change]) -> str:
+def path_pattern(paths: list[str]) -> str:
     """The files changed, numbers as N: /proc/irq/N/smp_affinity_list."""
     import re
 
-    paths = dict.fromkeys("/" + re.sub(r"(?<=/)(cpu|policy)?\d+(?=/)", r"\1N", c.path) for c in changes)
-    return ", ".join(paths)
+    shown = dict.fromkeys("/" + re.sub(r"(?<=/)(cpu|policy)?\d+(?=/)", r"\1N", p.lstrip("/")) for p in paths)
+    return ", ".join(shown)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 from perflab.errors import PerflabError
 from perflab.platform import cpuset, tune_state
 from perflab.platform.sysfs import Root, format_cpulist
-from perflab.platform.tune import KNOBS, Outcome, TuneOptions, bracketed, check_root, new_session, tune
+from perflab.platform.tune import KNOBS, Outcome, TuneOptions, bracketed, check_root, new_session, path_pattern, tune
 
 
 @dataclass
@@ -63,8 +63,9 @@ def reset(session: str | None = None) -> ResetReport:
         if knob in done:
             pairs = done[knob]
             shown = sorted({f"{new} -> {old}" for _, new, old in pairs})
-            report.lines.append(Outcome(knob, "restored", f"{'; '.join(shown)} ({pairs[0][0]}"
-                                        + (f" and {len(pairs) - 1} more" if len(pairs) > 1 else "") + ")"))
+            files = f"{len(pairs)} files: " if len(pairs) > 1 else ""
+            report.lines.append(Outcome(knob, "restored", f"{'; '.join(shown)} ({files}"
+                                        f"{path_pattern([p for p, _, _ in pairs])})"))
         if knob == "cpuset" and undo_cpuset:
             report.lines.append(Outcome("cpuset", "restored", f"{cpuset.BENCH} and {cpuset.SYSTEM} removed, their "
                                         f"processes back in the root cpuset ({rec['mount']})"))

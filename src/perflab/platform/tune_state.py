@@ -108,6 +108,26 @@ def tuned_line(state: dict[str, Any]) -> str:
             "('perflab machine reset' restores it)")
 
 
+def tuned_lines(state: dict[str, Any], root: Root, per_knob: int = 3) -> list[str]:
+    """What `perflab machine` lists under the tuned line: per knob its first files, was -> now."""
+    out: list[str] = []
+    by_knob: dict[str, list[dict]] = {}
+    for e in state.get("files", []):
+        by_knob.setdefault(e["knob"], []).append(e)
+    for knob, entries in by_knob.items():
+        for e in entries[:per_knob]:
+            out.append(f"  {knob}: /{e['path']} was {e['old']}, now {root.read(e['path'])}")
+        if len(entries) > per_knob:
+            out.append(f"  {knob}: ... and {len(entries) - per_knob} more files")
+    rec = state.get("cpuset")
+    if rec:
+        for name in rec.get("created", []):
+            path = f"{rec['mount']}/{name}"
+            procs = len((root.read(f"{path}/cgroup.procs") or "").split())
+            out.append(f"  cpuset: {path} CPUs {root.read(f'{path}/cpuset.cpus')}, {procs} processes")
+    return out
+
+
 def startup_warning() -> str | None:
     """The line every perflab command prints while a killed study's tuning is still in place."""
     if not os.path.exists(state_path()):
