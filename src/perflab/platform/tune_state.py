@@ -90,9 +90,17 @@ def sessions_gone(state: dict[str, Any]) -> list[dict[str, Any]]:
     """The study sessions (``--tune``) whose perflab is gone but whose changes are still in place."""
     out = []
     for s in state.get("sessions", []):
-        if s.get("kind") == "study" and owner.alive(s.get("owner")) is False:
+        if s.get("kind") == "study" and (owner.alive(s.get("owner")) is False or _zombie(s.get("owner"))):
             out.append(s)
     return out
+
+
+def _zombie(who: Any) -> bool:
+    """A process killed but not yet reaped (state Z): gone, though its /proc entry still reads."""
+    if not isinstance(who, dict) or owner.alive(who) is not True:
+        return False
+    text = Root().read(f"proc/{who['pid']}/stat") or ""
+    return ")" in text and text[text.rindex(")") + 2:][:1] == "Z"
 
 
 def since_text(state: dict[str, Any]) -> str:
