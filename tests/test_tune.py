@@ -272,3 +272,31 @@ def test_a_fleet_task_may_ask_for_tune():
 
     _check_study(("cores", "--tune", "--rounds", "5", "--", "true"))
     _check_study(("run", "--tune", "--", "true"))
+
+
+def test_results_compare_gate_and_report_show_the_machine_state(tmp_path, capsys, monkeypatch):
+    import perflab.platform.machine as pm
+    from perflab.report.build import build_report
+    from perflab.store import open_store
+
+    db = str(tmp_path / "s.db")
+    untuned = {"tuned": False, "knobs": {"aslr": "2", "perf_event_max_sample_rate": "100000", "cpuset": "/"}}
+    tuned_state = {"tuned": True, "since": "2026-11-26 05:00:00 UTC", "changed": ["aslr", "cpuset"],
+                   "knobs": {"aslr": "0", "perf_event_max_sample_rate": "100000", "cpuset": "/perflab.bench"}}
+    for i, ms in enumerate((untuned, tuned_state)):
+        monkeypatch.setattr(pm, "machine_state", lambda ms=ms: ms)
+        args = ["run", "--runs", "6", "--energy", "off", "--db", db, "--", "true"]
+        code, _, err = cli(capsys, *(args[:5] + ["--baseline-save", "b"] + args[5:] if i == 0 else args))
+        assert code == 0, err
+    code, out, _ = cli(capsys, "results", "--db", db, "2")
+    assert "machine state: tuned by perflab (since 2026-11-26 05:00:00 UTC; changed: aslr, cpuset); aslr 0" in out
+    code, out, _ = cli(capsys, "compare", "--db", db, "1", "2")
+    text = " ".join(out.split())  # the console folds the line at its width
+    assert text.count("warning: the campaigns ran under different machine states") == 1
+    assert "(A untuned, B tuned; aslr 2 vs 0; cpuset / vs /perflab.bench): part of a difference" in text
+    code, out, err = cli(capsys, "compare", "--db", db, "--baseline", "b", "2")
+    assert "perflab: warning: the campaigns ran under different machine states (A untuned, B tuned" in err
+    with open_store(db) as store:
+        report = build_report(store, [store.campaign(1), store.campaign(2)])
+    table = [t for t in report.machine.tables if t.title == "Machine state per campaign"][0]
+    assert [row[:3] for row in table.rows] == [[1, "run", "no"], [2, "run", "yes, since 2026-11-26 05:00:00 UTC"]]
