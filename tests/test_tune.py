@@ -300,3 +300,13 @@ def test_results_compare_gate_and_report_show_the_machine_state(tmp_path, capsys
         report = build_report(store, [store.campaign(1), store.campaign(2)])
     table = [t for t in report.machine.tables if t.title == "Machine state per campaign"][0]
     assert [row[:3] for row in table.rows] == [[1, "run", "no"], [2, "run", "yes, since 2026-11-26 05:00:00 UTC"]]
+
+
+def test_a_study_with_tune_but_not_root_is_one_line_and_measures_nothing(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    code, _, err = cli(capsys, "run", "--tune", "--runs", "2", "--energy", "off", "--db", str(tmp_path / "s.db"),
+                       "--", "true")
+    assert code == 2 and err.strip().splitlines() == [
+        "perflab: error: perflab run --tune writes /proc/sys, /sys and cgroups: run it as root "
+        "(sudo perflab run --tune)"]
+    assert not (tmp_path / "s.db").exists()

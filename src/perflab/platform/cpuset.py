@@ -78,6 +78,10 @@ def tune(root: Root, cpus: tuple[int, ...], others: list[int], state: dict[str, 
         return ("kept", f"perflab's cpusets are already in place ({BENCH} = CPU "
                                          f"{root.read(f'{mount}/{BENCH}/cpuset.cpus')}): kept as they are "
                                          "('perflab machine reset' first to change their CPUs)")
+    if rec is None and (root.isdir(f"{mount}/{BENCH}") or root.isdir(f"{mount}/{SYSTEM}")):
+        # Made under another state file (another $PERFLAB_STATE_DIR): that one restores them.
+        return ("kept", f"{mount}/{BENCH} exists, but perflab's state file here does not know it (made "
+                        "under another PERFLAB_STATE_DIR?): left to the reset that made it", [])
     if rec is None:
         rec = state["cpuset"] = {"kind": kind, "mount": mount, "created": [], "narrowed": {},
                                  "subtree_added": False, "affinity": {}, "session": sid}

@@ -90,11 +90,10 @@ def default_cpus(root: Root) -> tuple[int, ...]:
     return tuple(online[1:]) if len(online) > 1 else tuple(online)
 
 
-def check_root(root: Root, what: str) -> None:
+def check_root(root: Root, what: str, hint: str = "") -> None:
     """One line and exit 2 where this process may not change the live machine."""
     if root.is_live and os.geteuid() != 0:
-        raise PerflabError(f"{what} writes /proc/sys, /sys and cgroups: run it as root (sudo perflab "
-                           f"machine {what.split()[-1]}); --dry-run shows what it would change")
+        raise PerflabError(f"{what} writes /proc/sys, /sys and cgroups: run it as root (sudo {what}){hint}")
 
 
 def _cpufreq(root: Root, cpus: tuple[int, ...]) -> list[tuple[int, str]]:
@@ -255,7 +254,7 @@ def tune(root: Root, opts: TuneOptions, command: str = "perflab machine tune",
     if bad:
         raise PerflabError(f"--cpus: CPU {format_cpulist(bad)} is not online (online: {format_cpulist(online)})")
     if not opts.dry_run:
-        check_root(root, "perflab machine tune")
+        check_root(root, command, "; --dry-run shows what it would change" if kind == "manual" else "")
     state = tune_state.load() if not opts.dry_run else None
     if state is not None and tune_state.stale(state, root):
         state = None  # written before this boot: the kernel has forgotten those values
