@@ -310,3 +310,22 @@ def test_a_study_with_tune_but_not_root_is_one_line_and_measures_nothing(capsys,
         "perflab: error: perflab run --tune writes /proc/sys, /sys and cgroups: run it as root "
         "(sudo perflab run --tune)"]
     assert not (tmp_path / "s.db").exists()
+
+
+def test_a_cpuset_the_kernel_refuses_is_one_line_and_reset_cleans_up(tmp_path, capsys, monkeypatch):
+    top = tree(tmp_path, "v2-boost-smt")
+    real = Root.write
+
+    def refusing(self, rel, text, append=False):
+        if rel.endswith("perflab.bench/cpuset.cpus"):
+            raise OSError(13, "Permission denied", self.join(rel))
+        real(self, rel, text, append)
+
+    monkeypatch.setattr(Root, "write", refusing)
+    code, out, _ = cli(capsys, "machine", "--root", str(top), "tune", "--cpus", "3", "--only", "cpuset")
+    assert code == 0 and "cpuset     failed   cannot build the cpusets: Permission denied" in out
+    monkeypatch.setattr(Root, "write", real)
+    code, out, _ = cli(capsys, "machine", "reset")
+    assert code == 0, out
+    assert not (top / "sys/fs/cgroup/perflab.system").exists() and not (top / "sys/fs/cgroup/perflab.bench").exists()
+    assert read(top, "sys/fs/cgroup/user.slice/cpuset.cpus") == "\n"

@@ -17,7 +17,7 @@ from perflab.errors import PerflabError
 # import every subcommand module.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("perflab.cli.run", "Time one or more commands, hyperfine-style, with sound statistics."),
-    "machine": ("perflab.cli.machine", "Show this machine's topology and metadata."),
+    "machine": ("perflab.cli.machine", "Show this machine's topology and metadata; tune it for benchmarking, reset it."),
     "workload": ("perflab.cli.workload", "List, build and locate named workloads."),
     "cores": ("perflab.cli.cores", "Find slow CPUs by pinning the workload to each in turn."),
     "instances": ("perflab.cli.instances", "Scan throughput against the number of concurrent copies."),

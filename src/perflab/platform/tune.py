@@ -275,8 +275,14 @@ def tune(root: Root, opts: TuneOptions, command: str = "perflab machine tune",
         if knob == "isolation":
             lines.append(isolation_line(root, opts.cpus))
         elif knob == "cpuset":
-            lines.append(Outcome("cpuset", *cpuset.tune(root, opts.cpus, others, state, session["id"],
-                                                         opts.dry_run, lambda: _save(state, opts))))
+            try:
+                lines.append(Outcome("cpuset", *cpuset.tune(root, opts.cpus, others, state, session["id"],
+                                                             opts.dry_run, lambda: _save(state, opts))))
+            except OSError as exc:
+                # What was made is in the state file already: reset removes it.
+                lines.append(Outcome("cpuset", "failed", f"cannot build the cpusets: {exc.strerror} "
+                                                         f"({exc.filename or 'cgroup'}); 'perflab machine reset' "
+                                                         "removes what was made"))
         else:
             changes, why = plan_files(knob, root, opts, others)
             lines.append(_apply(knob, changes, why, state, session["id"], opts, root))
