@@ -329,3 +329,15 @@ def test_a_cpuset_the_kernel_refuses_is_one_line_and_reset_cleans_up(tmp_path, c
     assert code == 0, out
     assert not (top / "sys/fs/cgroup/perflab.system").exists() and not (top / "sys/fs/cgroup/perflab.bench").exists()
     assert read(top, "sys/fs/cgroup/user.slice/cpuset.cpus") == "\n"
+
+
+def test_tune_twice_says_already_and_reset_restores_the_first_values(tmp_path, capsys):
+    top = tree(tmp_path, "v1-guest")
+    before = snapshot(top)
+    assert cli(capsys, "machine", "--root", str(top), "tune")[0] == 0
+    code, out, _ = cli(capsys, "machine", "--root", str(top), "tune")
+    text = " ".join(out.split())  # lines fold at the console's width
+    assert code == 0 and "aslr already 0 already" in text
+    assert "cpuset kept perflab's cpusets are already in place (perflab.bench = CPU 1)" in text
+    assert cli(capsys, "machine", "reset")[0] == 0
+    assert snapshot(top) == before

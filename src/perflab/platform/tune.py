@@ -323,7 +323,10 @@ def _apply(knob: str, changes: list[Change], why: str, state: dict, sid: str, op
 
 def describe(knob: str, changes: list[Change], dry_run: bool) -> Outcome:
     """'old -> new' per distinct pair, with the CPUs or IRQs it applies to, and why."""
-    done = [c for c in changes if not c.error]
+    already = [c for c in changes if not c.error and c.old == c.new]
+    if len(already) == len(changes):
+        return Outcome(knob, "already", f"{changes[0].new} already ({path_pattern([c.path for c in changes])})")
+    done = [c for c in changes if not c.error and c.old != c.new]
     failed = [c for c in changes if c.error]
     groups: dict[tuple[str, str], list[str]] = {}
     for c in done:
