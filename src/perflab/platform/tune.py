@@ -238,7 +238,7 @@ def isolation_line(root: Root, cpus: tuple[int, ...]) -> Outcome:
 def new_session(command: str, kind: str, opts: TuneOptions) -> dict[str, Any]:
     """A tune session: what ran it and which process (a study's is restored by that study)."""
     me = owner.identity()
-    sid = f"{os.getpid()}-{me.get('start', int(time.time()))}"
+    sid = f"{os.getpid()}-{time.time_ns()}"  # one process may tune more than once
     return {"id": sid, "kind": kind, "command": command, "owner": me, "cpus": list(opts.cpus),
             "started": time.time()}
 
