@@ -61,7 +61,8 @@ def perflab(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedPr
                           timeout=120, env=env or os.environ.copy(), **kw)
 
 
-def test_tune_then_reset_restores_aslr_sample_rate_and_cpuset(untouched):
+def test_tune_then_reset_restores_aslr_sample_rate_and_cpuset(untouched, tmp_path):
+    untouched_dir = tmp_path
     kind, mount = cpuset.find(LIVE)
     only = "aslr,perf_rate" + (",cpuset" if kind else "")
     try:
@@ -74,6 +75,12 @@ def test_tune_then_reset_restores_aslr_sample_rate_and_cpuset(untouched):
             assert os.sched_getaffinity(0) == {0}  # this test process moved off CPU 1
         shown = tune_state.machine_state()
         assert shown["tuned"] and shown["knobs"]["aslr"] == "0"
+        if kind:
+            # a study without --tune on the tuned machine runs in perflab.bench, and records so
+            db = str(untouched_dir / "s.db")
+            ran = perflab("run", "--runs", "2", "--energy", "off", "--db", db, "--", "true")
+            assert ran.returncode == 0 and "this study and its runs are in perflab.bench (CPU 1)" in " ".join(ran.stdout.split())
+            assert "cpuset /perflab.bench" in perflab("results", "--db", db, "1").stdout
     finally:
         out = perflab("machine", "reset")
     assert out.returncode == 0, out.stdout + out.stderr

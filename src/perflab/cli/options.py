@@ -368,18 +368,26 @@ def tune_options(f: Callable) -> Callable:
 
 
 def tuned_study(config: Any, say: Callable[[str], None]) -> Any:
-    """The running command's --tune as a context manager (a null one where it was not given)."""
+    """The running command's --tune as a context manager; without it, on a machine perflab has
+    tuned, the study runs inside perflab.bench; elsewhere a null context."""
     import contextlib
 
     ctx = click.get_current_context(silent=True)
     want = ctx.meta.get(_TUNE_KEY) if ctx is not None else None
+    pinned = getattr(config, "cpus", None) or getattr(config, "per_cpu", None)
     if not want:
-        return contextlib.nullcontext()
+        from perflab.platform import tune_state
+
+        if not os.path.exists(tune_state.state_path()):
+            return contextlib.nullcontext()  # the common case: one stat, nothing imported
+        from perflab.platform.tune_reset import in_bench
+
+        return in_bench(Root("/"), pinned, say)
     from perflab.platform.tune import TuneOptions, default_cpus
     from perflab.platform.tune_reset import check_study_cpus, tuned
 
     root = Root("/")
     cpus = tuple(want.get("cpus") or default_cpus(root))
-    check_study_cpus(getattr(config, "cpus", None) or getattr(config, "per_cpu", None), cpus)
+    check_study_cpus(pinned, cpus)
     command = f"{ctx.command_path} --tune" if ctx is not None else "perflab --tune"
     return tuned(root, TuneOptions(cpus=cpus), command, say)

@@ -8,6 +8,7 @@ be restored stays in the state file and is named, so a second reset tries again.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from contextlib import contextmanager
@@ -135,6 +136,35 @@ def tuned(root: Root, opts: TuneOptions, command: str, say: Callable[[str], None
             say(f"tune: reset: {p}")
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def in_bench(root: Root, cpus: Any, say: Callable[[str], None]) -> Iterator[None]:
+    """On a machine perflab has tuned, a study without --tune runs inside perflab.bench too (its
+    processes were moved off the benchmark CPUs with everyone else's); elsewhere, nothing."""
+    state = tune_state.load() if os.path.exists(tune_state.state_path()) else None
+    rec = state.get("cpuset") if state and not tune_state.stale(state, root) else None
+    bench = f"{rec['mount']}/{cpuset.BENCH}" if rec else ""
+    if not rec or not root.isdir(bench):
+        yield
+        return
+    mine = tuple(root.read_cpulist(f"{bench}/cpuset.cpus") or ())
+    if os.geteuid() != 0:
+        say(f"tune: the machine is tuned ({tune_state.since_text(state)}), but only root may move this study "
+            f"into {cpuset.BENCH} (CPU {format_cpulist(mine)}): it runs where it is")
+        yield
+        return
+    check_study_cpus(cpus, mine)
+    back = cpuset.enter(root, rec)
+    say(f"tune: the machine is tuned (since {tune_state.since_text(state)}): this study and its runs are in "
+        f"{cpuset.BENCH} (CPU {format_cpulist(mine)})")
+    try:
+        yield
+    finally:
+        try:
+            cpuset.leave(root, rec, back)
+        except OSError:
+            pass  # reset moved it out already
 
 
 def _terminated(signum: int, frame: Any) -> None:
