@@ -235,9 +235,8 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
     from perflab import startup
     from perflab.studies import run_study
 
-    from perflab.measure import metrics
-
     from perflab.cli.options import tuned_study
+    from perflab.measure import metrics
 
     startup.end()
     metrics.reset_ledger()
