@@ -124,6 +124,10 @@ def test_v2_boost_smt_isolated_cpus(tmp_path, capsys):
     assert read(top, "sys/fs/cgroup/perflab.bench/cpuset.cpus") == "3\n"
     assert (cg / "perflab.system/cgroup.procs").read_text().split() == ["2", "16"]
     assert "CPU 3 isolated (isolcpus, nohz_full, rcu_nocbs)" in out
+    assert "irqbalance runs (pid 812)" in " ".join(out.split())
+    code, shown, _ = cli(capsys, "machine", "--root", str(top), "--json")
+    tune_json = json.loads(shown)["tune"]
+    assert tune_json["tuned"] and "smt" in tune_json["changed"] and tune_json["knobs"]["cpufreq_boost"] == "0"
     code, out, _ = cli(capsys, "machine", "reset")
     assert code == 0, out
     after = snapshot(top)

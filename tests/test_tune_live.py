@@ -43,10 +43,12 @@ def _ours() -> list[str]:
 
 @pytest.fixture
 def untouched(tmp_path, monkeypatch):
-    """The values before the test; afterwards every one is back and no perflab cpuset is left."""
+    """The values before the test (ASLR, sample rate, every IRQ's affinity); afterwards every one
+    reads byte for byte as before and no perflab cpuset is left."""
     monkeypatch.setenv("PERFLAB_STATE_DIR", str(tmp_path / "state"))
     assert not _ours(), "a perflab cpuset exists before the test: run 'perflab machine reset'"
-    before = {rel: _raw(rel) for rel in (ASLR, RATE, "proc/irq/default_smp_affinity")}
+    irqs = [f"proc/irq/{n}/smp_affinity_list" for n in LIVE.listdir("proc/irq", r"\d+")]
+    before = {rel: _raw(rel) for rel in (ASLR, RATE, "proc/irq/default_smp_affinity", *irqs)}
     try:
         yield before
     finally:

@@ -188,6 +188,15 @@ def plan_files(knob: str, root: Root, opts: TuneOptions, others: list[int]) -> t
     raise AssertionError(knob)
 
 
+def _irqbalance(root: Root) -> list[str]:
+    """A line where irqbalance runs: it spreads interrupts over every CPU again."""
+    pids = [p for p in root.listdir("proc", r"\d+") if root.read(f"proc/{p}/comm") == "irqbalance"]
+    if not pids:
+        return []
+    return [f"irqbalance runs (pid {pids[0]}): it moves interrupts back onto the benchmark CPUs; stop it "
+            "while benchmarking (systemctl stop irqbalance)"]
+
+
 def bracketed(text: str | None) -> str | None:
     """'always [madvise] never' -> 'madvise'."""
     if not text or "[" not in text:
@@ -286,6 +295,8 @@ def tune(root: Root, opts: TuneOptions, command: str = "perflab machine tune",
         else:
             changes, why = plan_files(knob, root, opts, others)
             lines.append(_apply(knob, changes, why, state, session["id"], opts, root))
+            if knob == "irq":
+                lines[-1].extra += _irqbalance(root)
     _save(state, opts)
     return lines
 
