@@ -21,6 +21,10 @@ import pytest
 
 PG_BIN = os.environ.get("PERFLAB_PG_BIN", "/usr/lib/postgresql/15/bin")
 
+# Tests never read nor write the machine's real tune state (/run/perflab): what `perflab machine
+# tune` and a study's --tune record in a test stays in a directory of this session.
+os.environ["PERFLAB_STATE_DIR"] = tempfile.mkdtemp(prefix="perflab-state-")
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -17,7 +17,7 @@ from perflab.errors import PerflabError
 # import every subcommand module.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("perflab.cli.run", "Time one or more commands, hyperfine-style, with sound statistics."),
-    "machine": ("perflab.cli.machine", "Show this machine's topology and metadata."),
+    "machine": ("perflab.cli.machine", "Show this machine's topology and metadata; tune it for benchmarking, reset it."),
     "workload": ("perflab.cli.workload", "List, build and locate named workloads."),
     "cores": ("perflab.cli.cores", "Find slow CPUs by pinning the workload to each in turn."),
     "instances": ("perflab.cli.instances", "Scan throughput against the number of concurrent copies."),
@@ -85,6 +85,13 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; PerflabError becomes one line on stderr and exit status 2."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] != ["machine"]:  # `perflab machine` shows the tuning and reset undoes it
+        from perflab.platform.tune_state import startup_warning
+
+        line = startup_warning()
+        if line:
+            click.echo(line, err=True)
     try:
         cli.main(args=argv, prog_name="perflab", standalone_mode=False)
     except PerflabError as exc:

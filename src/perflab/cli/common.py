@@ -235,11 +235,13 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
     from perflab import startup
     from perflab.studies import run_study
 
+    from perflab.cli.options import tuned_study
     from perflab.measure import metrics
 
     startup.end()
     metrics.reset_ledger()
-    with open_store(db_url) as store, default_executor() as native, \
+    with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
+            open_store(db_url) as store, default_executor() as native, \
             (wrap(native) if wrap else contextlib.nullcontext(native)) as executor:
         result = run_study(module, config, store, executor,
                            progress=lambda text: console.print(text, highlight=False), **study)

@@ -19,6 +19,7 @@ from perflab.cli.gate_common import (
     write_output,
 )
 from perflab.errors import PerflabError
+from perflab.platform.tune_state import DIFFERS
 from perflab.report.compare_html import compare_html
 from perflab.report.model import Table
 from perflab.report.render import format_cell, table_to_markdown
@@ -156,7 +157,7 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
             if r.bimodal:
                 say(f"two speeds: {measure_title(r.measure)} of {r.key}: {r.modes_text()}")
         for n in result.notes:
-            say(f"note: {n}")
+            say(f"{'warning' if n.startswith(DIFFERS) else 'note'}: {n}")
         if result.unmatched_a or result.unmatched_b:
             say(f"unmatched: {len(result.unmatched_a)} only in A, {len(result.unmatched_b)} only in B")
     if json_path:

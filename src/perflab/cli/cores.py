@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import make_console, resolve_target, run_and_render, study_output_options, target_options
-from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
+from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction, tune_options
 
 
 @click.command(name="cores", context_settings={"ignore_unknown_options": True})
@@ -34,6 +34,7 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
               help="Kill a run after S seconds (stored as failed).")
 @target_options
 @study_output_options
+@tune_options
 def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision, min_effect, alpha, persistence,
             counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path):
     """Is one CPU persistently slower than the others? Pin the workload to each CPU, in rounds.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import instrument_wrap, make_console, run_and_render, study_output_options
-from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction
+from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction, tune_options
 
 
 @click.command(name="frontend")
@@ -47,6 +47,7 @@ from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fracti
 @click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
               help="The caches --instrument cachegrind simulates (default: this machine's, from sysfs).")
 @study_output_options
+@tune_options
 def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, block_bytes, per_cpu,
             perf_span, counters, alpha, min_effect, allow_system_changes, seed, instrument, cache_model,
             db_url, json_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import make_console, run_and_render, study_output_options
-from perflab.cli.options import COUNT, SIZE, Count, Positive
+from perflab.cli.options import COUNT, SIZE, Count, Positive, tune_options
 
 
 @click.command(name="micro")
@@ -30,6 +30,7 @@ from perflab.cli.options import COUNT, SIZE, Count, Positive
 @click.option("--seed", default=0, show_default=True, type=Count(0, 2**32),
               help="Seed of the shuffled run order.")
 @study_output_options
+@tune_options
 def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, db_url, json_path):
     """What do single operations cost per ABI (-m64, -m32, -mx32)?
 

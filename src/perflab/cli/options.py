@@ -340,3 +340,54 @@ def metric_choice(ctx: click.Context | None = None) -> MetricChoice:
             return ctx.meta[_METRIC_KEY]
         ctx = ctx.parent
     return MetricChoice()
+
+
+# ---- a study's --tune: the machine tuned before it, reset after it (platform/tune_reset.py) ------
+
+_TUNE_KEY = "perflab.tune"
+
+
+def _remember_tune(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    # Kept in the context (like --primary-metric) so run_and_render and run apply it in one place.
+    if value:
+        old = ctx.meta.get(_TUNE_KEY, {})
+        ctx.meta[_TUNE_KEY] = {**old, **({"cpus": value} if param.name == "tune_cpus" else {"on": True})}
+    return value
+
+
+def tune_options(f: Callable) -> Callable:
+    """``--tune`` and ``--tune-cpus LIST``: tune the machine before the study (its runs inside the
+    benchmark cpuset) and restore it after, also on Ctrl-C and errors."""
+    f = click.option("--tune-cpus", "tune_cpus", type=CpuList(), metavar="LIST", expose_value=False,
+                     callback=_remember_tune,
+                     help="Benchmark CPUs of --tune (implies it; default: the isolated CPUs, else "
+                          "every CPU but the first).")(f)
+    return click.option("--tune", "tune", is_flag=True, expose_value=False, callback=_remember_tune,
+                        help="Tune the machine before the study (as 'perflab machine tune', needs root) "
+                             "and reset it after; the runs happen inside the benchmark cpuset.")(f)
+
+
+def tuned_study(config: Any, say: Callable[[str], None]) -> Any:
+    """The running command's --tune as a context manager; without it, on a machine perflab has
+    tuned, the study runs inside perflab.bench; elsewhere a null context."""
+    import contextlib
+
+    ctx = click.get_current_context(silent=True)
+    want = ctx.meta.get(_TUNE_KEY) if ctx is not None else None
+    pinned = getattr(config, "cpus", None) or getattr(config, "per_cpu", None)
+    if not want:
+        from perflab.platform import tune_state
+
+        if not os.path.exists(tune_state.state_path()):
+            return contextlib.nullcontext()  # the common case: one stat, nothing imported
+        from perflab.platform.tune_reset import in_bench
+
+        return in_bench(Root("/"), pinned, say)
+    from perflab.platform.tune import TuneOptions, default_cpus
+    from perflab.platform.tune_reset import check_study_cpus, tuned
+
+    root = Root("/")
+    cpus = tuple(want.get("cpus") or default_cpus(root))
+    check_study_cpus(pinned, cpus)
+    command = f"{ctx.command_path} --tune" if ctx is not None else "perflab --tune"
+    return tuned(root, TuneOptions(cpus=cpus), command, say)

@@ -112,6 +112,11 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
                 console.print(died_note(row))
             if row["verdict"]:
                 console.print(f"verdict: {row['verdict']}")
+            from perflab.platform.tune_state import summary as state_summary
+
+            machine_state = (camp.labels or {}).get("machine_state")
+            if state_summary(machine_state):
+                console.print(f"machine state: {state_summary(machine_state)}")
             children = store.campaigns(parent_id=camp.id)
             if children:
                 console.print("child campaigns: " + ", ".join(f"{c.id} {c.study} ({c.status})" for c in children))
@@ -127,7 +132,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
                     table.add_row(str(m.id), m.label, _params(m.params), str(m.rep),
                                   _fmt_s(r.wall_s), exit_,
                                   ", ".join(f"{k}={_fmt_num(v)}" for k, v in sorted(r.metrics.items())))
-                payload = {"campaign": row, "runs": [
+                payload = {"campaign": row, "machine_state": machine_state, "runs": [
                     {"id": m.id, "label": m.label, "params": m.params, "rep": m.rep, **m.result.as_dict()}
                     for m in ms]}
             else:
@@ -145,7 +150,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
                     )
                 from dataclasses import asdict
 
-                payload = {"campaign": row, "summary": camp.summary, "groups": [asdict(g) for g in groups]}
+                payload = {"campaign": row, "machine_state": machine_state, "summary": camp.summary, "groups": [asdict(g) for g in groups]}
             if ms:
                 console.print(table)
         _journal_notes(console, store, campaign_id)

@@ -6,7 +6,7 @@ import click
 
 from perflab.cli.common import check_metrics, emit_json, instrument_wrap, energy_option, json_option, make_console, open_energy, store_option, target_options
 from perflab.cli.gate_common import RunGate, run_gate_options
-from perflab.cli.options import DURATION, Count, OutputPath
+from perflab.cli.options import DURATION, Count, OutputPath, tune_options, tuned_study
 from perflab.errors import PerflabError
 
 
@@ -104,6 +104,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--reference", metavar="NAME",
               help="Compare the others with this command (its display name; default: the first).")
 @energy_option
+@tune_options
 @run_gate_options
 @store_option
 @json_option
@@ -234,7 +235,8 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
 
     meter = open_energy(energy_source, console)
     machine = _Pending()  # the machine capture, on a thread beside the runs
-    with open_fast(db_url) as store, default_executor() as native, instrument_wrap(model, console)(native) as executor:
+    with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
+            open_fast(db_url) as store, default_executor() as native, instrument_wrap(model, console)(native) as executor:
         gate.precheck(store)
         result = _measure(run_study_module, config, store, executor, machine, console, meter)
         check_metrics(config, console)  # a never-measured primary metric stops here (exit 2)

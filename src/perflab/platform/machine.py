@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any, Mapping
 
 from perflab import platform
+from perflab.platform.tune_state import machine_state
 
 if TYPE_CHECKING:
     from perflab.platform.sysfs import Root
@@ -77,6 +78,12 @@ class Machine:
 
     def __repr__(self) -> str:
         return f"Machine(metadata={self.metadata.get('hostname')!r}, topology={self.topology!r})"
+
+
+def campaign_labels() -> dict[str, Any]:
+    """Every campaign's own labels: the batch system's, and the machine state it runs under
+    (tuned by perflab or not, and each knob's value: platform/tune_state.py)."""
+    return {**batch_labels(), "machine_state": machine_state()}
 
 
 def batch_labels(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from perflab.platform.sysfs import Root
 
 
-def _start_ticks(root: Root, pid: int) -> int | None:
+def start_ticks(root: Root, pid: int) -> int | None:
     """Field 22 of /proc/PID/stat; None where the process does not exist."""
     text = root.read(f"proc/{pid}/stat")
     if not text or ")" not in text:
@@ -34,7 +34,7 @@ def _start_ticks(root: Root, pid: int) -> int | None:
 def identity(root: Root = Root(), pid: int | None = None) -> dict[str, Any]:
     """This process (or ``pid``) as a campaign's owner label; empty where /proc cannot say."""
     pid = os.getpid() if pid is None else pid
-    boot, start = root.read("proc/sys/kernel/random/boot_id"), _start_ticks(root, pid)
+    boot, start = root.read("proc/sys/kernel/random/boot_id"), start_ticks(root, pid)
     if not boot or start is None:
         return {}
     return {"host": os.uname().nodename, "boot": boot, "pid": pid, "start": start}
@@ -49,7 +49,7 @@ def alive(owner: Mapping[str, Any] | None, root: Root = Root()) -> bool | None:
         # This host restarted since (every process of the old boot is gone), or another host.
         return False if owner["host"] == os.uname().nodename else None
     try:
-        return _start_ticks(root, int(owner["pid"])) == int(owner["start"])
+        return start_ticks(root, int(owner["pid"])) == int(owner["start"])
     except (TypeError, ValueError):
         return None
 

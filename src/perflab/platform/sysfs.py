@@ -79,6 +79,31 @@ class Root:
     def is_live(self) -> bool:
         return os.path.realpath(self.path) == "/"
 
+    def write(self, rel: str, text: str, append: bool = False) -> None:
+        """Write ``text`` and a newline in one write(2), as ``echo text > file`` does; OSError as the
+        kernel raises it. In a tree, a missing file is created (a new cgroup's control files) and
+        ``append`` keeps earlier writes (what a cgroup.procs file has been told, in order)."""
+        flags = os.O_WRONLY | (os.O_APPEND if append else os.O_TRUNC)
+        if not self.is_live:
+            flags |= os.O_CREAT
+        fd = os.open(self.join(rel), flags, 0o644)
+        try:
+            os.write(fd, (text + "\n").encode())
+        finally:
+            os.close(fd)
+
+    def mkdir(self, rel: str) -> None:
+        os.mkdir(self.join(rel))
+
+    def rmdir(self, rel: str) -> None:
+        """Remove a cgroup directory: the kernel takes its control files with it; a tree's are
+        plain files, removed first."""
+        path = self.join(rel)
+        if not self.is_live:
+            for name in os.listdir(path):
+                os.unlink(os.path.join(path, name))
+        os.rmdir(path)
+
 
 def _natural_key(name: str) -> list[object]:
     return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", name)]

@@ -77,6 +77,18 @@ def machine_section(host: dict) -> Section:
     return sec
 
 
+def state_table(campaigns: Sequence[Any]) -> Table | None:
+    """The machine state each campaign ran under (tuned or not, each knob), where recorded."""
+    rows = []
+    for c in campaigns:
+        ms = (getattr(c, "labels", None) or {}).get("machine_state")
+        if isinstance(ms, dict):
+            knobs = ms.get("knobs") or {}
+            rows.append([c.id, c.study, "yes, since " + str(ms.get("since")) if ms.get("tuned") else "no",
+                         ", ".join(f"{k} {v}" for k, v in knobs.items())])
+    return Table("Machine state per campaign", ["campaign", "study", "tuned by perflab", "knobs"], rows) if rows else None
+
+
 def _flat(v: Any) -> Any:
     if isinstance(v, dict):
         return ", ".join(f"{k}={_flat(v2)}" for k, v2 in v.items() if v2 not in (None, ""))
@@ -141,6 +153,10 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
     # Studies record the host with or without its topology: prefer the fullest record.
     hosts.sort(key=lambda h: (bool(_counts(h.get("topology") or {})), len(h.get("metadata") or {})), reverse=True)
     machine = machine_section(hosts[0]) if hosts else None
+    if machine is not None:
+        states = state_table(campaigns)
+        if states is not None:
+            machine.tables.append(states)
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     if title is None:
         title = _title(campaigns, hosts, lab)

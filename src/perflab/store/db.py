@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.platform.machine import batch_labels
+from perflab.platform.machine import campaign_labels
 from perflab.store import tx
 from perflab.store.baselines import BaselineMethods
 from perflab.store.campaigns import CampaignMethods
@@ -205,7 +205,7 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
             # The column is VARCHAR(200): PostgreSQL would refuse the insert with a DataError.
             raise PerflabError(f"the name {name[:40]!r}... has {len(name)} characters: give one of at "
                                f"most {NAME_MAX}")
-        labels = {**batch_labels(), **(labels or {})}
+        labels = {**campaign_labels(), **(labels or {})}
         with self._write() as conn:
             res = conn.execute(self.t["campaigns"].insert().values(
                 study=study, name=name or "", status="running", config=_jsonable(config or {}),

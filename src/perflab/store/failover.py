@@ -20,7 +20,7 @@ from typing import Any
 
 from perflab import store as _package
 from perflab.errors import PerflabError
-from perflab.platform.machine import batch_labels
+from perflab.platform.machine import campaign_labels
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.tx import StoreUnreachable, retry_seconds
 from perflab.store.values import _jsonable, _now, host_identity
@@ -141,7 +141,7 @@ class FailoverStore:
             self._campaigns[cid] = {
                 "study": study, "name": name or "", "status": "running", "config": _jsonable(config or {}),
                 "summary": None, "host_id": host_id, "parent_id": parent_id, "started": _now(),
-                "finished": None, "labels": _jsonable({**batch_labels(), **(labels or {})})}
+                "finished": None, "labels": _jsonable({**campaign_labels(), **(labels or {})})}
         return cid
 
     def resume_campaign(self, campaign_id: int, owner: dict | None = None) -> Any:

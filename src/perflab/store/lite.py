@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from perflab import store as _package
 from perflab.errors import PerflabError
 from perflab.model import RunResult
-from perflab.platform.machine import batch_labels
+from perflab.platform.machine import campaign_labels
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.values import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
 from perflab.store.url import _resolve_url
@@ -139,7 +139,7 @@ class LiteStore:
 
     def start_campaign(self, study: str, config: dict, host_id: int | None = None,
                        parent_id: int | None = None, name: str = "", labels: dict | None = None) -> int:
-        labels = {**batch_labels(), **(labels or {})}  # as Store.start_campaign: fleet, Slurm ids
+        labels = {**campaign_labels(), **(labels or {})}  # as Store.start_campaign: fleet, Slurm ids
         cur = self._write(
             "INSERT INTO campaigns (study, name, status, config, summary, host_id, parent_id, started, "
             "labels) VALUES (?, ?, 'running', ?, NULL, ?, ?, ?, ?)",

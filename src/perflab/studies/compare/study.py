@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from perflab import stats
 from perflab.errors import PerflabError
 from perflab.measure import cachegrind
+from perflab.platform import tune_state
 from perflab.stats import median
 from perflab.stats.modes import detect_modes
 from perflab.stats.shift import ratio_ci
@@ -252,6 +253,9 @@ def run_compare(config: CompareConfig, store: Any) -> CompareResult:
         raise PerflabError(f"campaigns {config.a} and {config.b} share {len(shared)} point(s), but no "
                            "point has 2 or more observations on both sides, so nothing can be "
                            "compared; measure more runs or rounds (5 a side for a 95 % interval)")
+    differs = tune_state.difference((ca.labels or {}).get("machine_state"), (cb.labels or {}).get("machine_state"))
+    if differs:
+        notes.insert(0, differs)
     name, _ = primary_metric(cfg)
     if not name and cfg.get("instrument") == cachegrind.NAME:
         name = "instructions"  # a simulated run's wall time is Valgrind's, not the program's

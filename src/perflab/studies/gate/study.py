@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 from perflab import stats
 from perflab.errors import PerflabError
+from perflab.platform import tune_state
 from perflab.stats.describe import median
 from perflab.stats.shift import ratio_ci
 from perflab.stats import judge
@@ -263,6 +264,9 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
             raise PerflabError(f"{what}: a difference may be the machine's, not the code's; measure "
                                "the baseline on this machine, or pass --cross-machine to gate anyway")
         warnings.append(f"{what}: the gate compares machines as well as code (--cross-machine)")
+    differs = tune_state.difference((ca.labels or {}).get("machine_state"), (cb.labels or {}).get("machine_state"))
+    if differs:
+        warnings.append(differs)
     measures = ["wall_s"] + ([f"metric:{primary}"] if primary else []) + ["maxrss_kb", "energy_j"]
     measures += [t.measure(primary) for t in config.thresholds if t.measure(primary) not in measures]
     rows, only_a, only_b, notes = compare_measurements(
