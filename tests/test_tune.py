@@ -345,3 +345,21 @@ def test_tune_twice_says_already_and_reset_restores_the_first_values(tmp_path, c
     assert "cpuset kept perflab's cpusets are already in place (perflab.bench = CPU 1)" in text
     assert cli(capsys, "machine", "reset")[0] == 0
     assert snapshot(top) == before
+
+
+@pytest.mark.parametrize("study", [("variants", "--source", "{src}", "--variant", "O2=-O2", "--", "{exe}"), ("profile", "--", "true")])
+def test_variants_and_profile_take_tune_and_refuse_it_without_root(capsys, monkeypatch, tmp_path, study):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    (tmp_path / "t.c").write_text("int main(void) { return 0; }\n")
+    name = study[0]
+    args = [a.replace("{src}", str(tmp_path / "t.c")) for a in study[1:]]
+    code, _, err = cli(capsys, name, "--tune", "--db", str(tmp_path / "s.db"), *args)
+    assert code == 2 and err.strip().splitlines() == [
+        f"perflab: error: perflab {name} --tune writes /proc/sys, /sys and cgroups: run it as root "
+        f"(sudo perflab {name} --tune)"]
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_profile_of_a_pid_refuses_tune_in_one_line(capsys, tmp_path):
+    code, _, err = cli(capsys, "profile", "--pid", str(os.getpid()), "--tune", "--db", str(tmp_path / "s.db"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "a --pid process is not one of them" in err

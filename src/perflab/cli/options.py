@@ -367,6 +367,12 @@ def tune_options(f: Callable) -> Callable:
                              "and reset it after; the runs happen inside the benchmark cpuset.")(f)
 
 
+def tune_requested() -> bool:
+    """Whether the running command was given --tune or --tune-cpus."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(_TUNE_KEY))
+
+
 def tuned_study(config: Any, say: Callable[[str], None]) -> Any:
     """The running command's --tune as a context manager; without it, on a machine perflab has
     tuned, the study runs inside perflab.bench; elsewhere a null context."""

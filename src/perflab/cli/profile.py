@@ -12,7 +12,7 @@ from perflab.cli.common import (
     emit_json, json_option, make_console, resolve_target, save_baseline, store_option, study_output_options,
     target_options,
 )
-from perflab.cli.options import DURATION, Count, Cpu
+from perflab.cli.options import DURATION, Count, Cpu, tune_options, tune_requested, tuned_study
 from perflab.errors import PerflabError
 
 _DIFF = "perflab_profile_diff_args"
@@ -117,6 +117,7 @@ class _ProfileCommand(click.Command):
 @click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
               help="With --cache-sim: the caches to simulate (default: this machine's, from sysfs).")
 @study_output_options
+@tune_options
 def command(workload_name, config_path, shell, command_args, pid, children, start, stop, event_n,
             after, duration, log_file, pipe, perf_event, freq, call_graph, cpu, repeat, threshold,
             annotate_top, out_dir, timeout, instrument, cache_sim, cache_model, db_url, json_path) -> None:
@@ -174,7 +175,12 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
     else:
         perf_path()
     console = _console()
-    with open_store(db_url) as store, PerfWindowRecorder() as recorder:
+    if pid is not None and tune_requested():
+        raise PerflabError("--tune moves the runs perflab starts into the benchmark cpuset, and a --pid "
+                           "process is not one of them: tune with 'perflab machine tune' and move it "
+                           "yourself, or drop --tune")
+    with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
+            open_store(db_url) as store, PerfWindowRecorder() as recorder:
         result = run_study(profile, config, store, recorder,
                            progress=lambda m: console.print(m, style="dim"))
         display = store.display

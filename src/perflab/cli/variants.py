@@ -14,7 +14,7 @@ from perflab.cli.common import (
     check_metrics, emit_json, energy_option, make_console, open_energy, resolve_target, save_baseline,
     study_output_options, target_options,
 )
-from perflab.cli.options import Count, Duration, metric_choice
+from perflab.cli.options import Count, Duration, metric_choice, tune_options, tuned_study
 from perflab.errors import PerflabError
 from perflab.kernels import minihlt
 from perflab.kernels.buildsys import DEFAULT_MAKE, check_template
@@ -164,6 +164,7 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
               help="The caches --instrument cachegrind simulates (default: this machine's, from sysfs).")
 @energy_option
 @study_output_options
+@tune_options
 def command(**opts):
     """Compare builds of the same code on time, memory and result.
 
@@ -219,7 +220,8 @@ def command(**opts):
     from perflab.measure import metrics
 
     metrics.reset_ledger()
-    with open_store(opts["db_url"]) as store, default_executor() as native, \
+    with tuned_study(config, lambda text: err.print(text, highlight=False, markup=False)), \
+            open_store(opts["db_url"]) as store, default_executor() as native, \
             instrument_wrap(model, err)(native) as executor:
         result = run_study(study, config, store, executor, energy=meter,
                            progress=lambda m: err.print(m, soft_wrap=True))
