@@ -34,8 +34,8 @@ import tempfile
 from perflab.measure.real import RealExecutor
 from perflab.model import RunSpec
 from perflab.platform.sysfs import Root
-from perflab.platform.tune import KNOBS, TuneOptions
-from perflab.platform.tune_reset import tuned
+from perflab.platform.tune.knobs import KNOBS, TuneOptions
+from perflab.platform.tune.reset import tuned
 from perflab.stats import median
 from perflab.stats.comparison import holm
 from perflab.stats.describe import cv

@@ -11,10 +11,10 @@ import shutil
 import pytest
 
 from perflab.cli import main
-from perflab.platform import tune_state
+from perflab.platform.tune import state as tune_state
 from perflab.platform.sysfs import Root
-from perflab.platform.tune import TuneOptions, default_cpus, format_cpumask, tune
-from perflab.platform.tune_reset import reset
+from perflab.platform.tune.knobs import TuneOptions, default_cpus, format_cpumask, tune
+from perflab.platform.tune.reset import reset
 
 DATA = pathlib.Path(__file__).parent / "data" / "tune"
 HYBRID = "20em64t-hybrid-1p6c2t+2ca4co1t"

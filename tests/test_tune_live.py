@@ -17,9 +17,10 @@ import time
 
 import pytest
 
-from perflab.platform import cpuset, tune_state
+from perflab.platform import cpuset
+from perflab.platform.tune import state as tune_state
 from perflab.platform.sysfs import Root
-from perflab.platform.tune_reset import reset
+from perflab.platform.tune.reset import reset
 from tests.conftest import _stored_runs
 
 ASLR, RATE = "proc/sys/kernel/randomize_va_space", "proc/sys/kernel/perf_event_max_sample_rate"

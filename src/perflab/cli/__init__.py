@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI; PerflabError becomes one line on stderr and exit status 2."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] != ["machine"]:  # `perflab machine` shows the tuning and reset undoes it
-        from perflab.platform.tune_state import startup_warning
+        from perflab.platform.tune.state import startup_warning
 
         line = startup_warning()
         if line:

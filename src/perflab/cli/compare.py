@@ -19,7 +19,7 @@ from perflab.cli.gate_common import (
     write_output,
 )
 from perflab.errors import PerflabError
-from perflab.platform.tune_state import DIFFERS
+from perflab.platform.tune.state import DIFFERS
 from perflab.report.compare_html import compare_html
 from perflab.report.model import Table
 from perflab.report.render import format_cell, table_to_markdown

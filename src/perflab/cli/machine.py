@@ -34,7 +34,7 @@ def _show(root, as_json: bool) -> None:
 
     from perflab.kernels import abi
     from perflab.measure.energy import describe_sources
-    from perflab.platform import tune_state
+    from perflab.platform.tune import state as tune_state
     from perflab.platform.show import machine_info, render
 
     info = machine_info(root, extra_probes=abi.PROBES, energy=describe_sources(root))
@@ -54,7 +54,7 @@ def _show(root, as_json: bool) -> None:
 
 
 def _tune_status(root) -> dict:
-    from perflab.platform import tune_state
+    from perflab.platform.tune import state as tune_state
 
     state = tune_state.load()
     out = tune_state.machine_state(root)
@@ -68,7 +68,7 @@ def _tune_status(root) -> dict:
 def _only(_ctx, _param, value: str | None):
     if value is None:
         return None
-    from perflab.platform.tune import KNOBS
+    from perflab.platform.tune.knobs import KNOBS
 
     names = frozenset(v.strip() for v in value.split(",") if v.strip())
     unknown = sorted(names - set(KNOBS))
@@ -89,8 +89,8 @@ def _only(_ctx, _param, value: str | None):
 @click.pass_obj
 def tune_command(root, cpus, only, smt_off, thp, dry_run) -> None:
     """Prepare this machine for benchmarking; per knob: what it was, what it sets, and why."""
-    from perflab.platform import tune_state
-    from perflab.platform.tune import TuneOptions, default_cpus, tune
+    from perflab.platform.tune import state as tune_state
+    from perflab.platform.tune.knobs import TuneOptions, default_cpus, tune
 
     opts = TuneOptions(cpus=tuple(cpus) if cpus else default_cpus(root), only=only, smt_off=smt_off,
                        thp=thp, dry_run=dry_run)
@@ -108,7 +108,7 @@ def tune_command(root, cpus, only, smt_off, thp, dry_run) -> None:
 def reset_command() -> None:
     """Restore every value 'perflab machine tune' (or a study's --tune) changed, from its state file."""
     from perflab.errors import PerflabError
-    from perflab.platform.tune_reset import reset
+    from perflab.platform.tune.reset import reset
 
     report = reset()
     console = make_console(highlight=False, markup=False)

@@ -342,7 +342,7 @@ def metric_choice(ctx: click.Context | None = None) -> MetricChoice:
     return MetricChoice()
 
 
-# ---- a study's --tune: the machine tuned before it, reset after it (platform/tune_reset.py) ------
+# ---- a study's --tune: the machine tuned before it, reset after it (platform/tune/reset.py) ------
 
 _TUNE_KEY = "perflab.tune"
 
@@ -382,15 +382,15 @@ def tuned_study(config: Any, say: Callable[[str], None]) -> Any:
     want = ctx.meta.get(_TUNE_KEY) if ctx is not None else None
     pinned = getattr(config, "cpus", None) or getattr(config, "per_cpu", None)
     if not want:
-        from perflab.platform import tune_state
+        from perflab.platform.tune import state as tune_state
 
         if not os.path.exists(tune_state.state_path()):
             return contextlib.nullcontext()  # the common case: one stat, nothing imported
-        from perflab.platform.tune_reset import in_bench
+        from perflab.platform.tune.reset import in_bench
 
         return in_bench(Root("/"), pinned, say)
-    from perflab.platform.tune import TuneOptions, default_cpus
-    from perflab.platform.tune_reset import check_study_cpus, tuned
+    from perflab.platform.tune.knobs import TuneOptions, default_cpus
+    from perflab.platform.tune.reset import check_study_cpus, tuned
 
     root = Root("/")
     cpus = tuple(want.get("cpus") or default_cpus(root))

@@ -112,7 +112,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
                 console.print(died_note(row))
             if row["verdict"]:
                 console.print(f"verdict: {row['verdict']}")
-            from perflab.platform.tune_state import summary as state_summary
+            from perflab.platform.tune.state import summary as state_summary
 
             machine_state = (camp.labels or {}).get("machine_state")
             if state_summary(machine_state):

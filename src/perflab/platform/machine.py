@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any, Mapping
 
 from perflab import platform
-from perflab.platform.tune_state import machine_state
+from perflab.platform.tune.state import machine_state
 
 if TYPE_CHECKING:
     from perflab.platform.sysfs import Root
@@ -82,7 +82,7 @@ class Machine:
 
 def campaign_labels() -> dict[str, Any]:
     """Every campaign's own labels: the batch system's, and the machine state it runs under
-    (tuned by perflab or not, and each knob's value: platform/tune_state.py)."""
+    (tuned by perflab or not, and each knob's value: platform/tune/state.py)."""
     return {**batch_labels(), "machine_state": machine_state()}
 
 

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from perflab import stats
 from perflab.errors import PerflabError
 from perflab.measure import cachegrind
-from perflab.platform import tune_state
+from perflab.platform.tune import state as tune_state
 from perflab.stats import median
 from perflab.stats.modes import detect_modes
 from perflab.stats.shift import ratio_ci

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from perflab import stats
 from perflab.errors import PerflabError
-from perflab.platform import tune_state
+from perflab.platform.tune import state as tune_state
 from perflab.stats.describe import median
 from perflab.stats.shift import ratio_ci
 from perflab.stats import judge

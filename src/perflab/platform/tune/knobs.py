@@ -5,7 +5,7 @@ maximum, turbo off through intel_pstate/no_turbo or cpufreq/boost, the performan
 IRQ affinity off the benchmark CPUs, a check of isolcpus/nohz_full/rcu_nocbs) and BenchExec's
 confinement (platform/cpuset.py: every other process moved off the benchmark CPUs with a
 cpuset), plus ASLR off, SMT siblings offline (``smt_off``) and THP (``thp``) where asked.
-A knob is planned, recorded in the state file (platform/tune_state.py), then applied, one after
+A knob is planned, recorded in the state file (platform/tune/state.py), then applied, one after
 the other: a tune killed at any point leaves a state file that names every value it may have
 changed, with the value it had before perflab first touched it. A knob this machine lacks is
 named as such ("absent"), never an error.
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.platform import cpuset, owner, tune_state
+from perflab.platform import cpuset, owner
+from perflab.platform.tune import state as tune_state
 from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist, parse_cpumask
 
 KNOBS = ("turbo", "governor", "min_freq", "aslr", "perf_rate", "thp", "smt", "irq", "cpuset", "isolation")

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from perflab.errors import PerflabError
-from perflab.platform import cpuset, tune_state
+from perflab.platform import cpuset
+from perflab.platform.tune import state as tune_state
 from perflab.platform.sysfs import Root, format_cpulist
-from perflab.platform.tune import KNOBS, Outcome, TuneOptions, bracketed, check_root, new_session, path_pattern, tune
+from perflab.platform.tune.knobs import KNOBS, Outcome, TuneOptions, bracketed, check_root, new_session, path_pattern, tune
 
 
 @dataclass
