@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The codebase's shape against issue 12's targets: file sizes, the studies' share of the code,
+# The codebase's shape against its targets: file sizes, the studies' share of the code,
 # duplicated blocks, import direction and cycles, resumable studies, `perflab --help` start-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Regenerate the README's tour and the pages' headline examples from real runs (`make docs-examples`).
+
+Each example is a few shell lines run as a reader would paste them, in one bash of its own, in
+a fresh directory, with the venv's perflab first on the PATH. The whole output is recorded in
+docs/examples/NAME.txt; the fenced block after `<!-- example: NAME -->` in the page is then
+rewritten from the record (each line's output cut by its `show` rule, '...' where lines are left
+out). tests/test_docs_examples.py fails when a page no longer shows what its record holds, or a
+record no longer holds the commands below.
+
+    .venv/bin/python bench/docs_examples.py              # every example (several minutes)
+    .venv/bin/python bench/docs_examples.py cores cost   # these
+    .venv/bin/python bench/docs_examples.py --pages      # only rewrite the pages from the records
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = ROOT / "docs" / "examples"
+MARK = "@@perflab-docs-example@@"
+
+
+def everything(lines: list[str]) -> list[str]:
+    return lines
+
+
+def tail(n: int) -> Callable[[list[str]], list[str]]:
+    return lambda lines: (["..."] if len(lines) > n else []) + lines[-n:]
+
+
+def matching(*patterns: str, rows: int = 0) -> Callable[[list[str]], list[str]]:
+    """The lines that match a pattern, and the first `rows` rows of a table ('│ ... │'),
+    with '...' where lines are left out."""
+    def pick(lines: list[str]) -> list[str]:
+        out, gap, seen_rows = [], False, 0
+        for line in lines:
+            keep = any(re.search(p, line) for p in patterns)
+            if not keep and line.startswith("│") and seen_rows < rows:
+                keep, seen_rows = True, seen_rows + 1
+            if keep:
+                if gap and out and out[-1] != "...":
+                    out.append("...")
+                elif gap and not out:
+                    out.append("...")
+                out.append(line)
+                gap = False
+            else:
+                gap = True
+        if gap and out and out[-1] != "...":
+            out.append("...")
+        return out
+    return pick
+
+
+@dataclass
+class Line:
+    shell: str  # as the reader pastes it
+    show: Callable[[list[str]], list[str]] = everything
+    shown: bool = True  # False: a step run but not printed on the page (a wait)
+
+
+@dataclass
+class Example:
+    name: str
+    page: str  # relative to the repository
+    lines: list[Line]
+    setup: str = ""  # run first, not shown (files the page shows with cat, say)
+    cleanup: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    in_repo: bool = False  # runs in the checkout itself (commands that only read it)
+
+
+ENC = r"""cat > enc.sh <<'EOF'
+for f in 1 2 3; do printf "frame= $f fps= %d\r" $((f*20)) >&2; sleep 0.01; done; echo >&2
+EOF
+"""
+
+FLEET_WAIT = ("for i in $(seq 120); do perflab fleet status farm --db farm.db | grep -q 'pending\\|running' "
+              "|| break; sleep 5; done")
+
+EXAMPLES = [
+    Example("machine", "README.md", [Line("perflab machine | tail -4")]),
+    Example("cores", "README.md", [Line(
+        "perflab cores -w minihlt-quick --rounds 20",
+        matching(r"^(verdict|note|CPU \d)"))]),
+    Example("instances", "README.md", [Line(
+        "perflab instances -w minihlt-quick --n 1,2,3,4 --policy none",
+        matching(r"^(answer|memory at|note: N above)", r"^(┏|┃|┡|└)", rows=9))]),
+    Example("cost", "README.md", [Line("perflab cost src/perflab/examples/seed004-platforms.toml | tail -2")],
+            setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+                  "src/perflab/examples/"),
+    Example("variants", "README.md", [Line(
+        "perflab variants -w minihlt --build make --matrix abi=m64,m32,mx32 --events 20 --static-mb 32 --rounds 10",
+        matching(r"^(verdict|m32|mx32|m64):"))]),
+    Example("encoder", "README.md", [
+        Line("cat enc.sh"),
+        Line("perflab run --runs 5 -n encoder --metric 'stderr:last:fps=\\s*(?P<fps>[\\d.]+)' "
+             "--metric 'stderr:count:frame=\\s*(?P<frames>\\d+)' -- sh enc.sh",
+             matching(r"^│ encoder"))], setup=ENC),
+    Example("profile-pid", "README.md", [
+        Line("$(perflab workload path minihlt) --events 1000000 --seconds 60 > job.log &"),
+        Line("perflab profile --pid $! --log job.log --start 'start processing event #300\\b' "
+             "--stop 'done processing event #319\\b'",
+             matching(r"^recording 1/1:", rows=2)),
+        Line("kill %1")], cleanup="wait"),
+    Example("fleet", "README.md", [
+        Line("scripts/slurm-local start $PWD/cluster"),
+        Line("export SLURM_CONF=$PWD/cluster/slurm.conf"),
+        Line("perflab fleet submit farm --nodes 3 --host-label node --db farm.db -- run -w minihlt-quick --runs 10",
+             matching(r"^fleet farm: submitted")),
+        Line(FLEET_WAIT, shown=False),
+        Line("perflab fleet report farm --db farm.db", matching(r"^│ node-", r"^(no slow host|slow)"))],
+        setup="mkdir -p scripts && cp {root}/scripts/slurm-local scripts/",
+        cleanup="scripts/slurm-local stop $PWD/cluster >/dev/null 2>&1"),
+]
+ENC_TOML = r"""cat > perflab.toml <<'TOML'
+[workload.enc]
+command = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo fps=181 frames=100"
+shell = true
+metrics = ['fps=(?P<fps>\d+)', 'frames=(?P<frames>\d+)', 'dropped=(?P<dropped>\d+)']
+primary_metric = "fps"
+TOML
+"""
+EXAMPLES += [
+    Example("shape", "docs/contributing.md", [Line("bench/shape.sh")], in_repo=True),
+    Example("lab-metrics", "docs/lab.md", [
+        Line("cat perflab.toml"),
+        Line("perflab lab -w enc --quick --studies run --db l.db --out lab --primary-metric fps --lower-is-better",
+             matching(r"^warning: metric regex", r"^report: ")),
+        Line("perflab lab -w enc --quick --db l.db --primary-metric nps")], setup=ENC_TOML),
+    Example("workload-metrics", "docs/workload.md", [
+        Line("cat perflab.toml"),
+        Line(r"perflab run --runs 3 -w enc --metric 'frames=(?P<frames>\d+)' --primary-metric frames --higher-is-better",
+             matching(r"^│ enc ", r"^warning: metric regex")),
+        Line("perflab run --runs 3 -w enc --primary-metric nps")], setup=ENC_TOML),
+]
+BY_NAME = {e.name: e for e in EXAMPLES}
+
+
+# --- records --------------------------------------------------------------------------------------
+
+def record_path(name: str) -> Path:
+    return RECORDS / f"{name}.txt"
+
+
+def read_record(name: str) -> list[tuple[str, list[str]]]:
+    """[(shell line, its output lines)] of a record."""
+    out: list[tuple[str, list[str]]] = []
+    for line in record_path(name).read_text().splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        elif out:
+            out[-1][1].append(line)
+    return out
+
+
+def shown_block(example: Example) -> list[str]:
+    """The page's block for an example, cut from its record."""
+    record = read_record(example.name)
+    lines = [ln for ln in example.lines if ln.shown]
+    if [s for s, _ in record] != [ln.shell for ln in lines]:
+        raise SystemExit(f"docs/examples/{example.name}.txt holds other commands than bench/docs_examples.py: "
+                         f"regenerate it ({' '.join(['.venv/bin/python bench/docs_examples.py', example.name])})")
+    out: list[str] = []
+    for ln, (shell, output) in zip(lines, record):
+        out.append(f"$ {shell}")
+        out.extend(ln.show(output))
+    return out
+
+
+def run(example: Example) -> None:
+    """Run an example in a fresh directory and write its record."""
+    work = Path(tempfile.mkdtemp(prefix=f"perflab-doc-{example.name}-"))
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "COLUMNS": "1000",
+           "TERM": "dumb", **example.env}
+    env.pop("PERFLAB_DB", None)
+    script = ["set +e", example.setup.format(root=ROOT)]
+    for i, ln in enumerate(example.lines):
+        script.append(f"echo '{MARK} {i}'")
+        script.append(ln.shell if ln.shell.rstrip().endswith("&") else f"{ln.shell} 2>&1")
+    script.append(f"echo '{MARK} end'")
+    script.append(example.cleanup)
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=ROOT if example.in_repo else work, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1800)
+    parts: dict[int, list[str]] = {}
+    current = None
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            tag = line.split()[-1]
+            current = None if tag == "end" else int(tag)
+            if current is not None:
+                parts[current] = []
+        elif current is not None:
+            parts[current].append(line.rstrip().replace(str(work), "/tmp/tour"))
+    RECORDS.mkdir(exist_ok=True)
+    text = []
+    for i, ln in enumerate(example.lines):
+        if ln.shown:
+            text.append(f"$ {ln.shell}")
+            text.extend(parts.get(i, []))
+    record_path(example.name).write_text("\n".join(text) + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"docs-examples: {example.name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
+
+
+# --- pages ----------------------------------------------------------------------------------------
+
+def marked_blocks(text: str) -> list[tuple[str, int, int]]:
+    """(name, first line, end line) of the fenced block after each `<!-- example: NAME -->`."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = re.fullmatch(r"<!-- example: ([\w-]+) -->", line.strip())
+        if not m:
+            continue
+        start = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+        end = next(j for j in range(start + 1, len(lines)) if lines[j].startswith("```"))
+        out.append((m.group(1), start + 1, end))
+    return out
+
+
+def rewrite_pages() -> None:
+    for page in sorted({e.page for e in EXAMPLES}):
+        path = ROOT / page
+        lines = path.read_text().splitlines()
+        for name, start, end in reversed(marked_blocks(path.read_text())):
+            if record_path(name).exists():
+                lines[start:end] = shown_block(BY_NAME[name])
+        path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    if "--pages" not in argv:
+        names = argv or [e.name for e in EXAMPLES]
+        unknown = [n for n in names if n not in BY_NAME]
+        if unknown:
+            print(f"docs-examples: no example {unknown}; examples: {', '.join(BY_NAME)}", file=sys.stderr)
+            return 2
+        for n in names:
+            run(BY_NAME[n])
+    rewrite_pages()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
