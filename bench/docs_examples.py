@@ -39,6 +39,10 @@ def tail(n: int) -> Callable[[list[str]], list[str]]:
     return lambda lines: (["..."] if len(lines) > n else []) + lines[-n:]
 
 
+def head_tail(h: int, t: int) -> Callable[[list[str]], list[str]]:
+    return lambda lines: lines if len(lines) <= h + t else [*lines[:h], "...", *lines[-t:]]
+
+
 def matching(*patterns: str, rows: int = 0) -> Callable[[list[str]], list[str]]:
     """The lines that match a pattern, and the first `rows` rows of a table ('│ ... │'),
     with '...' where lines are left out."""
@@ -133,6 +137,10 @@ primary_metric = "fps"
 TOML
 """
 EXAMPLES += [
+    Example("minihlt-run", "docs/minihlt.md", [
+        Line("MINIHLT=$(perflab workload path minihlt)"),
+        Line("$MINIHLT --events 4 --static-mb 32", head_tail(5, 6)),
+        Line("$MINIHLT --events 6 --static-mb 32 --fork 2 | tail -7")]),
     Example("shape", "docs/contributing.md", [Line("bench/shape.sh")], in_repo=True),
     Example("lab-metrics", "docs/lab.md", [
         Line("cat perflab.toml"),

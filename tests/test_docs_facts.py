@@ -205,6 +205,9 @@ def test_named_workloads_exist_where_the_example_runs():
         names += [w.split("=", 1)[1] for w in argv if w.startswith("--workload=")]
         page = ROOT / c.where.split(":")[0]
         defined = set(re.findall(r"\[workloads?\.([\w-]+)\]", page.read_text()))
+        for target in re.findall(r"\]\(([\w-]+\.md)", prose(page)):  # a page it sends the reader to
+            if (page.parent / target).is_file():
+                defined |= set(re.findall(r"\[workloads?\.([\w-]+)\]", (page.parent / target).read_text()))
         if "--config" in argv:
             defined |= {n for n in names}
         for n in names:
@@ -219,6 +222,7 @@ def test_examples_run_programs_that_exist():
     `$(perflab workload path minihlt ...)` names them."""
     bad = []
     for page in pages():
+        made: set[str] = set()  # programs an earlier line of the page makes: cp X NAME, -o NAME
         for b in blocks(page):
             if b.illustrative:
                 continue
@@ -226,20 +230,35 @@ def test_examples_run_programs_that_exist():
                 if not line.startswith("$ "):
                     continue
                 shell = re.sub(r"\$\([^()]*\)", "SUBST", line[2:])
+                made |= set(re.findall(r"(?:\bcp\s+\S+\s+|-o\s+)(?:\./)?([\w.-]+)\s*(?:$|[;&|\s])", shell))
                 for part in re.split(r"\|\||&&|[|;&]|\s--\s", shell):
                     words = part.split()
                     while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
                         words = words[1:]
-                    if words and re.fullmatch(r"(?:\./)?minihlt[\w.-]*", words[0]):
+                    if words and re.fullmatch(r"(?:\./)?minihlt[\w.-]*", words[0]) and not (
+                            words[0].startswith("./") and words[0][2:] in made):
                         bad.append(f"{_rel(page)}:{b.line + 1 + i}: runs {words[0]}: {line}")
     assert not bad, "\n".join(bad)
 
 
 def test_fixture_paths_named_exist():
+    """Snapshots a page names are archives in tests/data/topologies or the directories they unpack to;
+    a `tar x` reads a file of the repository."""
+    import tarfile
+
+    fixtures = ROOT / "tests/data/topologies"
+    known = set()
+    for archive in fixtures.glob("*.tar.bz2"):
+        known.add(archive.name[: -len(".tar.bz2")])
+        with tarfile.open(archive) as tar:
+            known.add(tar.next().name.split("/")[0])
     bad = []
     for page in pages():
-        # A snapshot named anywhere (`48amd64-4pa2n6c-sparse`, a tar path) is one the tests hold.
-        for m in re.finditer(r"\b(\d+(?:amd64|intel64|em64t|i386)-[\w+-]+?)(?:\.tar\.bz2)?\b", page.read_text()):
-            if not (ROOT / "tests/data/topologies" / f"{m.group(1)}.tar.bz2").is_file():
+        text = page.read_text()
+        for m in re.finditer(r"\b(\d+(?:amd64|intel64|em64t|i386)-[\w+-]+?)(?:\.tar\.bz2)?(?![\w+-])", text):
+            if m.group(1) not in known:
                 bad.append(f"{_rel(page)}: {m.group(0)}")
+        for m in re.finditer(r"^\$ tar x\w*f (\S+)", text, flags=re.M):
+            if not (ROOT / m.group(1)).is_file():
+                bad.append(f"{_rel(page)}: tar of {m.group(1)}, not a file of the repository")
     assert not bad, bad
