@@ -2,7 +2,8 @@
 """Regenerate the README's tour and the pages' headline examples from real runs (`make docs-examples`).
 
 Each example is a few shell lines run as a reader would paste them, in one bash of its own, in
-a fresh directory, with the venv's perflab first on the PATH. The whole output is recorded in
+/tmp/tour (emptied first; so the paths printed stay the same), with the venv's perflab first on
+the PATH, COLUMNS=1000 so that no verdict line wraps. The whole output is recorded in
 docs/examples/NAME.txt; the fenced block after `<!-- example: NAME -->` in the page is then
 rewritten from the record (each line's output cut by its `show` rule, '...' where lines are left
 out). tests/test_docs_examples.py fails when a page no longer shows what its record holds, or a
@@ -20,7 +21,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,7 +124,7 @@ EXAMPLES = [
         Line("perflab fleet submit farm --nodes 3 --host-label node --db farm.db -- run -w minihlt-quick --runs 10",
              matching(r"^fleet farm: submitted")),
         Line(FLEET_WAIT, shown=False),
-        Line("perflab fleet report farm --db farm.db", matching(r"^│ node-", r"^(no slow host|slow)"))],
+        Line("perflab fleet report farm --db farm.db", matching(r"^│ node-", r"^(no slow host|slow hosts|  node-\d)"))],
         setup="mkdir -p scripts && cp {root}/scripts/slurm-local scripts/",
         cleanup="scripts/slurm-local stop $PWD/cluster >/dev/null 2>&1"),
 ]
@@ -136,7 +136,61 @@ metrics = ['fps=(?P<fps>\d+)', 'frames=(?P<frames>\d+)', 'dropped=(?P<dropped>\d
 primary_metric = "fps"
 TOML
 """
+def without(pattern: str) -> Callable[[list[str]], list[str]]:
+    """The lines that do not match, '...' for each run of those left out."""
+    def pick(lines: list[str]) -> list[str]:
+        out: list[str] = []
+        for line in lines:
+            if re.search(pattern, line):
+                if not out or out[-1] != "...":
+                    out.append("...")
+            else:
+                out.append(line)
+        return out
+    return pick
+
+
+PROG_C = r"""cat > prog.c <<'CSRC'
+#include <stdio.h>
+#include <math.h>
+int main(int argc, char **argv) {
+    const char *path = argc > 1 ? argv[1] : "data/input.txt";
+    FILE *f = fopen(path, "r");
+    if (!f) { perror(path); return 1; }
+    unsigned long sum = 0; int c; long n = 0;
+    while ((c = fgetc(f)) != EOF) { sum = sum * 31 + (unsigned)c; n++; }
+    fclose(f);
+    printf("bytes %ld checksum %lu sqrt %.3f\n", n, sum % 1000003, sqrt((double)n));
+    return 0;
+}
+CSRC
+"""
+
+
+def from_match(pattern: str) -> Callable[[list[str]], list[str]]:
+    """'...' and the lines from the first that matches on."""
+    def pick(lines: list[str]) -> list[str]:
+        i = next((i for i, line in enumerate(lines) if re.search(pattern, line)), len(lines))
+        return (["..."] if i else []) + lines[i:]
+    return pick
+
+
 EXAMPLES += [
+    Example("footprint", "docs/footprint.md", [
+        Line("perflab footprint -- python3 -c 'import json'", from_match(r"needed files by top directory"))]),
+    Example("footprint-prog", "docs/footprint.md", [
+        Line("cat prog.c"),
+        Line("gcc -O2 -o prog prog.c -lm"),
+        Line("mkdir data && seq 0 4999 > data/input.txt"),
+        Line("perflab footprint --db fp.db -- ./prog")], setup=PROG_C),
+    Example("cores-counters", "docs/cores.md", [
+        Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
+    Example("results-journal", "docs/results.md", [
+        Line("for i in 1 2 3; do perflab run --runs 400 -- sleep 0.005 > /dev/null 2>&1 & done; "
+             "sleep 3; kill -9 $(jobs -p); wait", without(r"Killed")),
+        Line("perflab results", matching(r"^│ +\d", r"^note: ")),
+        Line("perflab resume 2 | tail -1"),
+        Line("perflab results", matching(r"^│ +\d", r"^note: "))]),
     Example("minihlt-run", "docs/minihlt.md", [
         Line("MINIHLT=$(perflab workload path minihlt)"),
         Line("$MINIHLT --events 4 --static-mb 32", head_tail(5, 6)),
@@ -189,11 +243,14 @@ def shown_block(example: Example) -> list[str]:
 
 def run(example: Example) -> None:
     """Run an example in a fresh directory and write its record."""
-    work = Path(tempfile.mkdtemp(prefix=f"perflab-doc-{example.name}-"))
+    # One fixed directory, emptied first: the paths it prints are the same from run to run.
+    work = Path("/tmp/tour")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
     env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "COLUMNS": "1000",
            "TERM": "dumb", **example.env}
     env.pop("PERFLAB_DB", None)
-    script = ["set +e", example.setup.format(root=ROOT)]
+    script = ["set +e", example.setup.replace("{root}", str(ROOT))]
     for i, ln in enumerate(example.lines):
         script.append(f"echo '{MARK} {i}'")
         script.append(ln.shell if ln.shell.rstrip().endswith("&") else f"{ln.shell} 2>&1")
@@ -211,7 +268,7 @@ def run(example: Example) -> None:
             if current is not None:
                 parts[current] = []
         elif current is not None:
-            parts[current].append(line.rstrip().replace(str(work), "/tmp/tour"))
+            parts[current].append(line.rstrip())
     RECORDS.mkdir(exist_ok=True)
     text = []
     for i, ln in enumerate(example.lines):
