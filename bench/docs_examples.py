@@ -183,6 +183,14 @@ EXAMPLES += [
         Line("gcc -O2 -o prog prog.c -lm"),
         Line("mkdir data && seq 0 4999 > data/input.txt"),
         Line("perflab footprint --db fp.db -- ./prog")], setup=PROG_C),
+    Example("faults", "README.md", [
+        Line("perflab cores --rounds 2 --min-rounds 2 -- false", matching(r"^perflab: error")),
+        Line("timeout -s TERM 5 perflab instances -w minihlt-quick --n 1,2,3,4 --policy none",
+             matching(r"^perflab: interrupted")),
+        Line("perflab resume | tail -1"),
+        Line("perflab cores --cpus 999 -- true"),
+        Line("perflab bundle -o b.tgz -- true > /dev/null && head -c 3000 b.tgz > truncated.tgz"),
+        Line("perflab bundle verify truncated.tgz")]),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [

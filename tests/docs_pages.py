@@ -100,6 +100,11 @@ def _perflab_argv(words: list[str]) -> list[str] | None:
         words = words[1:]
     if words and words[0] in ("sudo", "exec", "time"):
         words = words[1:]
+    if words and words[0] == "timeout":  # timeout [-s SIG] DURATION perflab ...
+        words = words[1:]
+        while words and words[0].startswith("-"):
+            words = words[2:] if words[0] in ("-s", "--signal", "-k", "--kill-after") else words[1:]
+        words = words[1:]
     if words and (words[0] == "perflab" or words[0].endswith("/perflab")):
         return words[1:]
     return None
