@@ -191,6 +191,17 @@ EXAMPLES += [
         Line("perflab cores --cpus 999 -- true"),
         Line("perflab bundle -o b.tgz -- true > /dev/null && head -c 3000 b.tgz > truncated.tgz"),
         Line("perflab bundle verify truncated.tgz")]),
+    Example("cost-plot", "docs/cost.md", [
+        Line("perflab cost src/perflab/examples/seed004-platforms.toml --plot cost.svg")],
+        setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+              "src/perflab/examples/"),
+    Example("run-two", "docs/run.md", [
+        Line("perflab run --runs 3 'sleep 0.01' 'sleep 0.02'",
+             matching(r"^(ranked by|  \d|warning: 'sleep 0.02' against)"))]),
+    Example("micro", "docs/micro.md", [
+        Line("perflab micro --shm off --io-dir /tmp", without(r"^\d+/\d+ runs$|^results: "))]),
+    Example("profile-event", "docs/profile.md", [
+        Line("perflab profile -w minihlt --event 42 --repeat 3 --threshold 3", without(r"^perf.data: "))]),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
