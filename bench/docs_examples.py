@@ -136,6 +136,18 @@ metrics = ['fps=(?P<fps>\d+)', 'frames=(?P<frames>\d+)', 'dropped=(?P<dropped>\d
 primary_metric = "fps"
 TOML
 """
+WORK_C = r"""cat > work.c <<'CSRC'
+#include <stdio.h>
+int main(void) {
+    volatile unsigned long s = 0;
+    for (unsigned long i = 0; i < LOOPS; i++) s += i * i;
+    printf("%d events\n", 100);
+    return 0;
+}
+CSRC
+"""
+
+
 def without(pattern: str) -> Callable[[list[str]], list[str]]:
     """The lines that do not match, '...' for each run of those left out."""
     def pick(lines: list[str]) -> list[str]:
@@ -202,6 +214,18 @@ EXAMPLES += [
         Line("perflab micro --shm off --io-dir /tmp", without(r"^\d+/\d+ runs$|^results: "))]),
     Example("profile-event", "docs/profile.md", [
         Line("perflab profile -w minihlt --event 42 --repeat 3 --threshold 3", without(r"^perf.data: "))]),
+    Example("instrument-work", "docs/instrument.md", [
+        Line("cat work.c"),
+        Line("gcc -O1 -DLOOPS=200000 -o work work.c"),
+        Line("perflab run --instrument cachegrind --runs 5 --metric '(?P<events>\\d+) events' -- ./work",
+             matching(r"^(cachegrind:|instrument:|deterministic|cost:|┏|┃|┡|└|│)"))],
+        setup=WORK_C),
+    Example("instances-plan", "docs/instances.md", [
+        Line("tar xjf tests/data/topologies/memorysidecaches.tar.bz2"),
+        Line("perflab instances --plan --root memorysidecaches --n 1,2,4,6 --policy compact --policy spread "
+             "--policy numa --threads-per-copy 4")],
+        setup="mkdir -p tests/data/topologies && cp {root}/tests/data/topologies/memorysidecaches.tar.bz2 "
+              "tests/data/topologies/"),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
