@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The codebase's shape against its targets: file sizes, the studies' share of the code,
-# duplicated blocks, import direction and cycles, resumable studies, `perflab --help` start-up.
+# The codebase's shape against its targets: file sizes, the studies' share of the code and their
+# packages, duplicated blocks, import direction and cycles, resumable studies, `perflab --help` start-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -15,6 +15,9 @@ largest = max(files.items(), key=lambda kv: kv[1])
 print(f"python files: {len(files)}, {total} lines; largest {largest[0].relative_to(src)} ({largest[1]} lines)")
 print(f"files over 400 lines: {len(big)} (target 0){': ' + ', '.join(f'{f} {n}' for n, f in big) if big else ''}")
 print(f"studies/ share of the lines: {studies / total:.1%} (target < 35%)")
+pkgs = sorted(p.name for p in (src / "studies").iterdir() if (p / "study.py").exists())
+loose = sorted(p.name for p in (src / "studies").glob("*.py") if p.name != "__init__.py")
+print(f"study packages: {len(pkgs)} ({', '.join(pkgs)}); shared modules beside them: {', '.join(loose)}")
 from perflab.studies import STUDIES
 ok = [name for name, mod in STUDIES.items() if hasattr(importlib.import_module(mod), "execute")]
 print(f"resumable studies: {len(ok)} of {len(STUDIES)} ({', '.join(ok)})")

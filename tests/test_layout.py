@@ -77,12 +77,17 @@ def test_no_package_cycles():
         for _, target in _perflab_imports(tree):
             if _package(target) != _package(name):
                 edges.setdefault(_package(name), set()).add(_package(target))
+    _assert_acyclic(edges, "package cycle")
+
+
+def _assert_acyclic(edges: dict[str, set[str]], what: str) -> None:
+    """Depth-first search; the first cycle found fails the test, named node by node."""
     seen: dict[str, int] = {}
 
     def visit(node: str, stack: list[str]) -> None:
         seen[node] = 1
         for nxt in sorted(edges.get(node, ())):
-            assert seen.get(nxt) != 1, "package cycle: " + " -> ".join(stack + [node, nxt])
+            assert seen.get(nxt) != 1, f"{what}: " + " -> ".join(stack + [node, nxt])
             if nxt not in seen:
                 visit(nxt, stack + [node])
         seen[node] = 2
@@ -178,20 +183,7 @@ def test_study_packages_import_each_other_one_way():
             dst = _study_package(target)
             if src and dst and src != dst:
                 edges.setdefault(src, set()).add(dst)
-    seen: dict[str, int] = {}
-
-    def visit(node: str, stack: list[str]) -> None:
-        seen[node] = 1
-        for nxt in sorted(edges.get(node, ())):
-            assert seen.get(nxt) != 1, "study package cycle: " + " -> ".join(stack + [node, nxt])
-            if nxt not in seen:
-                visit(nxt, stack + [node])
-        seen[node] = 2
-
-    for node in sorted(edges):
-        if node not in seen:
-            visit(node, [])
-    assert "compare" not in edges.get("gate", set()) or "gate" not in edges.get("compare", set())
+    _assert_acyclic(edges, "study package cycle")
 
 
 def test_renderers_take_what_they_print_from_the_study_not_the_instrument():

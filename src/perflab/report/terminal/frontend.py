@@ -118,6 +118,6 @@ def render_simulated(result: FrontendResult, console: Any) -> None:
 
     say(f"instrument: {result.instrument}, cache model {result.cache_model}"
         + (f" ({result.cache_model_source})" if result.cache_model_source else "")
-        + "; environment " + " ".join(f"{k}={v}" for k, v in result.env.items()) + " only")
+        + "; environment " + " ".join(f"{k}={v}" for k, v in result.env) + " only")
     say(f"expected knee: the simulated I1, {fmt_bytes(result.expected_knee_bytes)}")
     _tail(result, say)

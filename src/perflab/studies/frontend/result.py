@@ -90,7 +90,8 @@ class FrontendResult(StudyResult):
     instrument: str = ""  # "cachegrind": the points carry simulated counts, not time
     cache_model: str = ""
     cache_model_source: str = ""
-    env: dict[str, str] = field(default_factory=dict)  # the only environment the simulated runs saw
+    # the only environment the simulated runs saw, (name, value) in order (JSON sorts a dict's keys)
+    env: list[list[str]] = field(default_factory=list)
     expected_knee_bytes: int | None = None  # the simulated I1 size
 
     @classmethod

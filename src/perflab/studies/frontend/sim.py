@@ -69,7 +69,7 @@ def analyse(config: Any, ok: dict, failed: dict, result: FrontendResult, ctx: Co
     """Points of simulated counts per dispatch, the knee of I1 misses, the simulated verdict."""
     result.instrument, result.cache_model = config.instrument, config.cache_model
     result.cache_model_source = ctx.cache_model_source
-    result.env = dict(STABLE_ENV)
+    result.env = [list(pair) for pair in STABLE_ENV]
     result.references = references(config.cache_model)
     result.expected_knee_bytes = result.references["simulated I1"]
     for cpu, mode, b, n in sorted(set(ok) | set(failed), key=lambda k: k[2]):
