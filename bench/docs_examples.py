@@ -226,6 +226,16 @@ EXAMPLES += [
              "--policy numa --threads-per-copy 4")],
         setup="mkdir -p tests/data/topologies && cp {root}/tests/data/topologies/memorysidecaches.tar.bz2 "
               "tests/data/topologies/"),
+    Example("fleet-platforms", "docs/fleet.md", [
+        Line("scripts/slurm-local start $PWD/cluster --platforms A:3,B:1:0.35 --slow node2=0.2"),
+        Line("export SLURM_CONF=$PWD/cluster/slurm.conf"),
+        Line('sinfo -N -o "%N %f %t"'),
+        Line("perflab fleet submit farm --nodes 4 --db farm.db -- run --runs 10 --command-name loop -- "
+             "sh -c 'i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done'"),
+        Line(FLEET_WAIT, shown=False),
+        Line("perflab fleet report farm --db farm.db")],
+        setup="mkdir -p scripts && cp {root}/scripts/slurm-local scripts/",
+        cleanup="scripts/slurm-local stop $PWD/cluster >/dev/null 2>&1"),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
