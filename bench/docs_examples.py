@@ -294,8 +294,21 @@ def shown_block(example: Example) -> list[str]:
     return out
 
 
+def whole_machine() -> None:
+    """Refuse to record while this process may not use every online CPU (a cpuset or taskset
+    around it): the records would show a smaller machine than the pages describe."""
+    from perflab.platform.sysfs import Root, parse_cpulist
+
+    online = set(parse_cpulist(Root("/").read("sys/devices/system/cpu/online").strip()))
+    allowed = os.sched_getaffinity(0)
+    if allowed != online:
+        raise SystemExit(f"docs-examples: this process may use CPUs {sorted(allowed)} of the online "
+                         f"{sorted(online)} (a cpuset or taskset around it); run it on the whole machine")
+
+
 def run(example: Example) -> None:
     """Run an example in a fresh directory and write its record."""
+    whole_machine()
     # One fixed directory, emptied first: the paths it prints are the same from run to run.
     work = Path("/tmp/tour")
     shutil.rmtree(work, ignore_errors=True)
