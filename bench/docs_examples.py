@@ -236,6 +236,12 @@ EXAMPLES += [
         Line("perflab fleet report farm --db farm.db")],
         setup="mkdir -p scripts && cp {root}/scripts/slurm-local scripts/",
         cleanup="scripts/slurm-local stop $PWD/cluster >/dev/null 2>&1"),
+    Example("machine-live", "docs/machine.md", [Line("perflab machine")]),
+    Example("bundle-prog", "docs/bundle.md", [
+        Line("perflab bundle -o prog.tar.gz --budget 1MiB -- ./prog"),
+        Line("perflab bundle -o prog.tar.gz -- ./prog"),
+        Line("perflab bundle verify prog.tar.gz")],
+        setup=PROG_C + "gcc -O2 -o prog prog.c -lm && mkdir data && seq 0 4999 > data/input.txt\n"),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
