@@ -242,6 +242,9 @@ EXAMPLES += [
         Line("perflab bundle -o prog.tar.gz -- ./prog"),
         Line("perflab bundle verify prog.tar.gz")],
         setup=PROG_C + "gcc -O2 -o prog prog.c -lm && mkdir data && seq 0 4999 > data/input.txt\n"),
+    # The page's python block is the script: the code shown is the code run.
+    Example("stats-demo", "docs/statistics.md", [Line("python stats_demo.py")],
+            setup="awk '/^```python/{f=1;next} f&&/^```/{exit} f' {root}/docs/statistics.md > stats_demo.py"),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
