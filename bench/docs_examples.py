@@ -245,6 +245,11 @@ EXAMPLES += [
     # The page's python block is the script: the code shown is the code run.
     Example("stats-demo", "docs/statistics.md", [Line("python stats_demo.py")],
             setup="awk '/^```python/{f=1;next} f&&/^```/{exit} f' {root}/docs/statistics.md > stats_demo.py"),
+    Example("compare-replicated", "docs/compare.md", [
+        Line("for i in 1 2 3 4 5 6; do perflab run --runs 10 -- sleep 0.05 > /dev/null; done"),
+        Line("for i in 1 2 3; do perflab run --runs 10 -- sleep 0.06 > /dev/null; done"),
+        Line("perflab compare 1,2,3 4,5,6"),
+        Line("perflab compare 4,5,6 7,8,9")]),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
