@@ -35,10 +35,6 @@ def everything(lines: list[str]) -> list[str]:
     return lines
 
 
-def tail(n: int) -> Callable[[list[str]], list[str]]:
-    return lambda lines: (["..."] if len(lines) > n else []) + lines[-n:]
-
-
 def head_tail(h: int, t: int) -> Callable[[list[str]], list[str]]:
     return lambda lines: lines if len(lines) <= h + t else [*lines[:h], "...", *lines[-t:]]
 
@@ -53,9 +49,7 @@ def matching(*patterns: str, rows: int = 0) -> Callable[[list[str]], list[str]]:
             if not keep and line.startswith("│") and seen_rows < rows:
                 keep, seen_rows = True, seen_rows + 1
             if keep:
-                if gap and out and out[-1] != "...":
-                    out.append("...")
-                elif gap and not out:
+                if gap and (not out or out[-1] != "..."):
                     out.append("...")
                 out.append(line)
                 gap = False
