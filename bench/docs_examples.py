@@ -244,6 +244,17 @@ EXAMPLES += [
         Line("for i in 1 2 3; do perflab run --runs 10 -- sleep 0.06 > /dev/null; done"),
         Line("perflab compare 1,2,3 4,5,6"),
         Line("perflab compare 4,5,6 7,8,9")]),
+    Example("baseline-names", "docs/baseline.md", [
+        Line("cp docs/ci-example/perflab.toml docs/ci-example/trigger.c ."),
+        Line("perflab run --workload trigger --runs 20 --baseline-save main", matching(r"^perflab: ")),
+        Line("perflab baseline list"),
+        Line("perflab baseline show main"),
+        Line('perflab baseline set release-1.0 1 --note "tag v1.0, commit 1a2b3c4"'),
+        Line("perflab baseline list"),
+        Line("perflab run --workload trigger --runs 20 > /dev/null"),
+        Line("perflab baseline set main 2"),
+        Line("perflab baseline rm release-1.0")],
+        setup="mkdir -p docs/ci-example && cp {root}/docs/ci-example/* docs/ci-example/"),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
