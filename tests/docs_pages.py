@@ -69,6 +69,7 @@ def _simple_commands(shell: str) -> list[list[str]]:
     """The simple commands of one shell line: pipes, lists, redirections and $(...) taken apart."""
     inner = re.findall(r"\$\(([^()]*)\)", shell)
     shell = re.sub(r"\$\(([^()]*)\)", "SUBST", shell)
+    shell = re.sub(r"(?<![\w.-])\d+(?=[<>])", "", shell)  # 2>file, 2>&1: the fd is the redirection's
     lexer = shlex.shlex(shell, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -84,8 +85,6 @@ def _simple_commands(shell: str) -> list[list[str]]:
         if tok in _CONTROL:
             out.append([])
         elif set(tok) <= set("<>&|") and ("<" in tok or ">" in tok):
-            if out[-1] and out[-1][-1].isdigit():  # 2>file: the fd belongs to the redirection
-                out[-1].pop()
             skip = True  # and its target
         else:
             out[-1].append(tok)

@@ -121,3 +121,14 @@ def test_the_parser_rejects_what_perflab_rejects():
             parse(argv)
     parse(["cores", "-w", "minihlt-quick", "--rounds", "8"])
     parse(["fleet", "submit", "farm", "--nodes", "3", "--", "run", "-w", "minihlt-quick"])
+
+
+def test_shell_lines_are_taken_apart_as_the_shell_would():
+    from tests.docs_pages import _simple_commands
+
+    assert _simple_commands("perflab run --runs 20 > /dev/null 2>&1 | tail -1") == [
+        ["perflab", "run", "--runs", "20"], ["tail", "-1"]]
+    assert _simple_commands("$(perflab workload path minihlt) --events 1 > job.log &") == [
+        ["SUBST", "--events", "1"], ["perflab", "workload", "path", "minihlt"]]
+    assert _simple_commands("FPS=100 perflab run -w enc --runs 6; echo $?  # comment") == [
+        ["FPS=100", "perflab", "run", "-w", "enc", "--runs", "6"], ["echo", "$?"]]
