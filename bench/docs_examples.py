@@ -130,6 +130,16 @@ metrics = ['fps=(?P<fps>\d+)', 'frames=(?P<frames>\d+)', 'dropped=(?P<dropped>\d
 primary_metric = "fps"
 TOML
 """
+SUM_C = r"""cat > sum.c <<'CSRC'
+#include <stdio.h>
+int main(void) {
+    double s = 0;
+    for (long i = 1; i < 30000000; i++) s += 1.0 / i;
+    printf("%.9f\n", s);
+    return 0;
+}
+CSRC
+"""
 WORK_C = r"""cat > work.c <<'CSRC'
 #include <stdio.h>
 int main(void) {
@@ -255,6 +265,10 @@ EXAMPLES += [
         Line("perflab baseline set main 2"),
         Line("perflab baseline rm release-1.0")],
         setup="mkdir -p docs/ci-example && cp {root}/docs/ci-example/* docs/ci-example/"),
+    Example("variants-sum", "docs/variants.md", [
+        Line("cat sum.c"),
+        Line("perflab variants --db doc.db --source sum.c -V O1=-O1 --rounds 6 -- '{exe}'"),
+        Line("perflab variants --energy rapl --source sum.c -V O1=-O1 -- '{exe}'; echo $?")], setup=SUM_C),
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
