@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # perflab lab options, e.g. make lab LAB_ARGS="--quick"
 LAB_ARGS ?=
 
-.PHONY: lab test setup system venv clean
+.PHONY: lab test setup system venv clean docs-examples
 
 lab: setup
 	$(BIN)/perflab lab $(LAB_ARGS)
@@ -18,6 +18,11 @@ test: setup
 # Exit status 5 is pytest's "no test selected": a PYTEST_ARGS that picks tests of one part only.
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+# The README's tour and the pages' marked examples, rerun for real and written back into the pages
+# (several minutes; tests/test_docs_examples.py checks the pages against docs/examples/*.txt).
+docs-examples: setup
+	$(BIN)/python bench/docs_examples.py $(EXAMPLES)
 
 # Bytecode for perflab's own modules: an editable install has none, and where
 # PYTHONDONTWRITEBYTECODE is set (as on this VM) every start would compile ~80 modules again,

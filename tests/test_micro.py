@@ -1,5 +1,5 @@
 """perflab micro: per-ABI runs, malloc below/above the mmap threshold (checked with strace), the
-seed 000 threshold probe, the paired ABI analysis, snapshot, kill -9 and resume, bad input."""
+mmap threshold probe, the paired ABI analysis, snapshot, kill -9 and resume, bad input."""
 
 from __future__ import annotations
 

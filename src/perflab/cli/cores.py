@@ -13,7 +13,7 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction,
 @click.option("--physical", is_flag=True, help="One thread per physical core.")
 @click.option("--concurrent", is_flag=True,
               help="One copy on every scanned CPU at once per round (released together), as a farm node runs; "
-                   "default: one CPU at a time (seed 001's method).")
+                   "default: one CPU at a time, the others idle, so turbo and shared caches cannot blur the comparison.")
 @click.option("--rounds", type=click.IntRange(2, 100000), default=30, show_default=True,
               help="Most rounds (each round runs every CPU once).")
 @click.option("--min-rounds", type=click.IntRange(2, 100000), default=5, show_default=True,
@@ -21,7 +21,9 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction,
 @click.option("--max-time", type=Duration(), default=600.0, show_default=True, metavar="S",
               help="Stop measuring after S seconds.")
 @click.option("--precision", type=Fraction(0, 1), default=0.03, show_default=True, metavar="P",
-              help="Stop when every CPU's ratio CI half-width is within P (and a --min-effect slowdown is detectable).")
+              help="Stop when every CPU's ratio CI half-width is within P and the smallest detectable slowdown is at "
+                   "most twice --min-effect (a slow CPU's median must reach --min-effect, so its ratio must be "
+                   "told from noise at twice that).")
 @click.option("--min-effect", type=Fraction(0, 10), default=0.02, show_default=True, metavar="E", help="A slow CPU is at least E (fraction) slower than the rest.")
 @click.option("--alpha", type=PROBABILITY, default=0.05, show_default=True,
               help="Family-wise significance level over the CPUs (Holm).")

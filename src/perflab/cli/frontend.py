@@ -10,8 +10,8 @@ from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fracti
 
 @click.command(name="frontend")
 @click.option("--kind", type=click.Choice(["switch", "calls"]), default="switch", show_default=True,
-              help="switch: pseudo-random opcodes mod n over n blocks (seed's B); calls: many small "
-                   "functions called in a pseudo-random order (seed's A).")
+              help="switch: one switch dispatching pseudo-random opcodes over n code blocks; calls: many small "
+                   "functions called in a pseudo-random order.")
 @click.option("--min-size", default="16K", show_default=True, type=SIZE, help="Smallest hot code size.")
 @click.option("--max-size", default="4M", show_default=True, type=SIZE, help="Largest hot code size.")
 @click.option("--points-per-octave", default=2, show_default=True, type=Count(1, 16),
@@ -28,7 +28,7 @@ from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fracti
 @click.option("--block-bytes", default=64, show_default=True, type=Count(17, 4096),
               help="Bytes of work per case.")
 @click.option("--per-cpu", "per_cpu", type=CpuList(), metavar="LIST",
-              help="Run the scan pinned to each of these CPUs in turn (the seed's per-core test).")
+              help="Run the scan pinned to each of these CPUs in turn (does the front-end cost differ between cores?).")
 @click.option("--perf-span/--no-perf-span", default=True, show_default=True,
               help="Also measure the hot code span from perf-sampled instruction addresses.")
 @click.option("--counters/--no-counters", default=True, show_default=True,

@@ -36,7 +36,7 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
 
     ns per operation (cycles where counters exist) with an order-statistic CI over shuffled rounds
     (its level shown), each ABI's percentage difference from -m64 with its CI and a Holm-corrected
-    p-value, and malloc's mmap threshold per ABI (seed 000).
+    p-value, and the size at which malloc switches from the heap to mmap, per ABI.
     """
 
     from perflab.report.terminal.micro import render

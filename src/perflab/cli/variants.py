@@ -153,10 +153,10 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
 @click.option("--static-mb", type=Count(1, 1 << 20), help="minihlt: size of the static detector data.")
 @click.option("--train", "train_args", metavar="ARGS",
               help="PGO training command ({exe} for the program), run in this directory "
-                   "(default: the measured command; minihlt: another seed).")
+                   "(default: the measured command; minihlt: other events, another --seed).")
 @click.option("--timeout", type=Duration(), help="Seconds before a run is killed.")
 @click.option("--link-order-demo", is_flag=True,
-              help="Seed 003's trap: sin() from an archive placed after vs before the object.")
+              help="The link-order trap: sin() from a static archive placed after vs before the object that calls it.")
 @click.option("--instrument", type=click.Choice(["time", "cachegrind"]), default="time", show_default=True,
               help="cachegrind: also run each variant twice under Valgrind and rank the variants by "
                    "simulated instructions and estimated cycles beside their time.")

@@ -14,16 +14,21 @@ def _num(x: Any, digits: int = 4) -> str:
     return str(x)
 
 
+def _level(ci: dict) -> str:
+    """' 98% CI': the level the interval really has (an order-statistic interval of few runs has less)."""
+    return f" {ci['level']:.0%} CI" if ci.get("level") is not None else ""
+
+
 def _headline(h: dict | None) -> str:
     if not h:
         return "-"
     if "throughput" in h:
         ci = h.get("ci")
-        ci_s = f" [{_num(ci['low'])}, {_num(ci['high'])}]" if ci else ""
+        ci_s = f" [{_num(ci['low'])}, {_num(ci['high'])}]{_level(ci)}" if ci else ""
         return f"{_num(h['throughput'])}{ci_s} at N={h.get('optimum_n')} ({h.get('policy')})"
     text = f"{_num(h.get('median'))} {h.get('quantity', '')}"
     if h.get("ci"):
-        text += f" [{_num(h['ci']['low'])}, {_num(h['ci']['high'])}]"
+        text += f" [{_num(h['ci']['low'])}, {_num(h['ci']['high'])}]{_level(h['ci'])}"
     if h.get("slow_cores"):
         text += f"; slow cores: {', '.join(str(s['core']) for s in h['slow_cores'])}"
     return text

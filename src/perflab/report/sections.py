@@ -176,7 +176,7 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
                              f"N = {summary.get('energy_optimum_n')}" if energy else "")]
     fork = summary.get("fork") or []
     if fork:
-        sec.tables.append(Table("Forked master without and with NUMA placement (seed 004's table)",
+        sec.tables.append(Table("Forked master without and with NUMA placement (as the trigger-farm study tabled it)",
                                 ["workers", f"no NUMA [{unit}]", f"NUMA [{unit}]", "NUMA gain", "gain CI"],
                                 [[f.get("n"), f.get("no_numa"), f.get("numa"), ratio_cell(f.get("gain"), f.get("ci")),
                                   ci_of(f.get("ci"), estimate=f.get("gain"))] for f in fork]))

@@ -225,7 +225,7 @@ def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
                      ci_of(ci, estimate=ratio), d.get("p_adjusted"), f])
     sec.tables.append(Table(title, ["operation", "ABI", f"time / -{base} time", "CI", "p (Holm)", "finding"], rows))
     lv = levels([d.get("ci_pct") for d in diffs])
-    _plot(sec, f"Time per operation against -{base} ({lv}; log axis; seed 002's figure)", lambda: plots.ratio_axis(
+    _plot(sec, f"Time per operation against -{base} ({lv}; log axis)", lambda: plots.ratio_axis(
         [f"{d['bench']} ({d['abi']})" for d in diffs], [m.value for m in marks],
         [(_ratio_ci(d.get("ci_pct")) or {}).get("low") for d in diffs],
         [(_ratio_ci(d.get("ci_pct")) or {}).get("high") for d in diffs],

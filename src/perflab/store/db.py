@@ -132,7 +132,7 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
                 if have > SCHEMA_VERSION:
                     raise PerflabError(
                         f"results store {self.display} has schema version {have}, newer than this "
-                        f"perflab knows ({SCHEMA_VERSION}); upgrade perflab (pip install -U perflab) "
+                        f"perflab knows ({SCHEMA_VERSION}); upgrade perflab (a newer checkout: git pull, make setup) "
                         "or use another --db"
                     )
                 for n in range(have + 1, upto + 1):

@@ -79,7 +79,7 @@ def render(result: MicroResult, console: Any) -> None:
                       f"{c.extra.get('mmap_blocks', 0):.0f}", _bytes(c.extra.get("brk_growth_bytes", 0)))
         console.print(t)
     if result.thresholds:
-        t = Table(title="malloc's mmap threshold (seed 000), measured with mallinfo2 as the size grows")
+        t = Table(title="malloc's mmap threshold per ABI, measured with mallinfo2 as the size grows")
         for col in ("ABI", "sizeof(long)", "initial", "dynamic maximum", "4*1024*1024*sizeof(long)"):
             t.add_column(col, justify="right" if col != "ABI" else "left")
         for abi, th in result.thresholds.items():

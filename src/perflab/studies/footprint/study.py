@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from perflab.model import Workload
 from perflab.errors import PerflabError
 from perflab.platform import strace
-from perflab.stats import ratio_of_medians
+from perflab.stats.shift import ratio_ci
 from perflab.platform.files import interpreters, join_path, resolve_links
 
 OPEN_CALLS = {"open", "openat", "openat2", "creat", "open_by_handle_at"}
@@ -87,8 +87,8 @@ class TopDir:
 
 
 CI_LEVEL = 0.95
-# A bootstrap of 2 runs has 2 possible medians each: its "95% CI" would be the range of 4 ratios,
-# a level it does not have. From 3 runs each the interval is given, with its level.
+# Moses' interval (stats.shift.ratio_ci) carries the level the runs reach: 90 % from 3 runs each,
+# 97 % from 4; from 2 each it is the range of 4 ratios at 67 %, too little to print.
 MIN_CI_RUNS = 3
 
 
@@ -106,7 +106,7 @@ class FootprintResult:
     total_bytes: int
     traced_wall_s: list[float] = field(default_factory=list)
     untraced_wall_s: list[float] = field(default_factory=list)
-    overhead: float | None = None  # median traced / median untraced wall time
+    overhead: float | None = None  # traced / untraced wall time: Hodges-Lehmann ratio (median pairwise ratio)
     overhead_ci: tuple[float, float] | None = None  # only from MIN_CI_RUNS runs each
     overhead_ci_level: float | None = None
     campaign_id: int | None = None
@@ -300,10 +300,9 @@ def run_footprint(config: FootprintConfig, executor: Any, store: Any, console: A
             ratio = ci = None
             level = None
             if traced and untraced and min(untraced) > 0:
-                r = ratio_of_medians(traced, untraced, confidence=CI_LEVEL)
-                ratio = r.ratio
+                ratio, moses = ratio_ci(traced, untraced, CI_LEVEL)
                 if min(len(traced), len(untraced)) >= MIN_CI_RUNS:
-                    ci, level = (r.lo, r.hi), CI_LEVEL
+                    ci, level = (moses.low, moses.high), moses.level
             trace_path = None
             if config.keep_trace and first_trace:
                 import shutil

@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""Regenerate the README's tour and the pages' headline examples from real runs (`make docs-examples`).
+
+Each example is a few shell lines run as a reader would paste them, in one bash of its own, in
+/tmp/tour (emptied first; so the paths printed stay the same), with the venv's perflab first on
+the PATH, COLUMNS=1000 so that no verdict line wraps. The whole output is recorded in
+docs/examples/NAME.txt; the fenced block after `<!-- example: NAME -->` in the page is then
+rewritten from the record (each line's output cut by its `show` rule, '...' where lines are left
+out). tests/test_docs_examples.py fails when a page no longer shows what its record holds, or a
+record no longer holds the commands below.
+
+    .venv/bin/python bench/docs_examples.py              # every example (several minutes)
+    .venv/bin/python bench/docs_examples.py cores cost   # these
+    .venv/bin/python bench/docs_examples.py --pages      # only rewrite the pages from the records
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = ROOT / "docs" / "examples"
+MARK = "@@perflab-docs-example@@"
+
+
+def everything(lines: list[str]) -> list[str]:
+    return lines
+
+
+def head_tail(h: int, t: int) -> Callable[[list[str]], list[str]]:
+    return lambda lines: lines if len(lines) <= h + t else [*lines[:h], "...", *lines[-t:]]
+
+
+def matching(*patterns: str, rows: int = 0) -> Callable[[list[str]], list[str]]:
+    """The lines that match a pattern, and the first `rows` rows of a table ('│ ... │'),
+    with '...' where lines are left out."""
+    def pick(lines: list[str]) -> list[str]:
+        out, gap, seen_rows = [], False, 0
+        for line in lines:
+            keep = any(re.search(p, line) for p in patterns)
+            if not keep and line.startswith("│") and seen_rows < rows:
+                keep, seen_rows = True, seen_rows + 1
+            if keep:
+                if gap and (not out or out[-1] != "..."):
+                    out.append("...")
+                out.append(line)
+                gap = False
+            else:
+                gap = True
+        if gap and out and out[-1] != "...":
+            out.append("...")
+        return out
+    return pick
+
+
+@dataclass
+class Line:
+    shell: str  # as the reader pastes it
+    show: Callable[[list[str]], list[str]] = everything
+    shown: bool = True  # False: a step run but not printed on the page (a wait)
+
+
+@dataclass
+class Example:
+    name: str
+    page: str  # relative to the repository
+    lines: list[Line]
+    setup: str = ""  # run first, not shown (files the page shows with cat, say)
+    cleanup: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    in_repo: bool = False  # runs in the checkout itself (commands that only read it)
+
+
+ENC = r"""cat > enc.sh <<'EOF'
+for f in 1 2 3; do printf "frame= $f fps= %d\r" $((f*20)) >&2; sleep 0.01; done; echo >&2
+EOF
+"""
+
+FLEET_WAIT = ("for i in $(seq 120); do perflab fleet status farm --db farm.db | grep -q 'pending\\|running' "
+              "|| break; sleep 5; done")
+
+EXAMPLES = [
+    Example("machine", "README.md", [Line("perflab machine | tail -4")]),
+    Example("cores", "README.md", [Line(
+        "perflab cores -w minihlt-quick --rounds 20",
+        matching(r"^(verdict|note|CPU \d)"))]),
+    Example("instances", "README.md", [Line(
+        "perflab instances -w minihlt-quick --n 1,2,3,4 --policy none",
+        matching(r"^(answer|memory at|note: N above)", r"^(┏|┃|┡|└)", rows=9))]),
+    Example("cost", "README.md", [Line("perflab cost src/perflab/examples/seed004-platforms.toml | tail -2")],
+            setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+                  "src/perflab/examples/"),
+    Example("variants", "README.md", [Line(
+        "perflab variants -w minihlt --build make --matrix abi=m64,m32,mx32 --events 20 --static-mb 32 --rounds 10",
+        matching(r"^(verdict|m32|mx32|m64):"))]),
+    Example("encoder", "README.md", [
+        Line("cat enc.sh"),
+        Line("perflab run --runs 5 -n encoder --metric 'stderr:last:fps=\\s*(?P<fps>[\\d.]+)' "
+             "--metric 'stderr:count:frame=\\s*(?P<frames>\\d+)' -- sh enc.sh",
+             matching(r"^│ encoder"))], setup=ENC),
+    Example("profile-pid", "README.md", [
+        Line("$(perflab workload path minihlt) --events 1000000 --seconds 60 > job.log &"),
+        Line("perflab profile --pid $! --log job.log --start 'start processing event #300\\b' "
+             "--stop 'done processing event #319\\b'",
+             matching(r"^recording 1/1:", rows=2)),
+        Line("kill %1")], cleanup="wait"),
+    Example("fleet", "README.md", [
+        Line("scripts/slurm-local start $PWD/cluster"),
+        Line("export SLURM_CONF=$PWD/cluster/slurm.conf"),
+        Line("perflab fleet submit farm --nodes 3 --host-label node --db farm.db -- run -w minihlt-quick --runs 10",
+             matching(r"^fleet farm: submitted")),
+        Line(FLEET_WAIT, shown=False),
+        Line("perflab fleet report farm --db farm.db", matching(r"^│ node-", r"^(no slow host|slow hosts|  node-\d)"))],
+        setup="mkdir -p scripts && cp {root}/scripts/slurm-local scripts/",
+        cleanup="scripts/slurm-local stop $PWD/cluster >/dev/null 2>&1"),
+]
+ENC_TOML = r"""cat > perflab.toml <<'TOML'
+[workload.enc]
+command = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo fps=181 frames=100"
+shell = true
+metrics = ['fps=(?P<fps>\d+)', 'frames=(?P<frames>\d+)', 'dropped=(?P<dropped>\d+)']
+primary_metric = "fps"
+TOML
+"""
+SUM_C = r"""cat > sum.c <<'CSRC'
+#include <stdio.h>
+int main(void) {
+    double s = 0;
+    for (long i = 1; i < 30000000; i++) s += 1.0 / i;
+    printf("%.9f\n", s);
+    return 0;
+}
+CSRC
+"""
+WORK_C = r"""cat > work.c <<'CSRC'
+#include <stdio.h>
+int main(void) {
+    volatile unsigned long s = 0;
+    for (unsigned long i = 0; i < LOOPS; i++) s += i * i;
+    printf("%d events\n", 100);
+    return 0;
+}
+CSRC
+"""
+
+
+def without(pattern: str) -> Callable[[list[str]], list[str]]:
+    """The lines that do not match, '...' for each run of those left out."""
+    def pick(lines: list[str]) -> list[str]:
+        out: list[str] = []
+        for line in lines:
+            if re.search(pattern, line):
+                if not out or out[-1] != "...":
+                    out.append("...")
+            else:
+                out.append(line)
+        return out
+    return pick
+
+
+PROG_C = r"""cat > prog.c <<'CSRC'
+#include <stdio.h>
+#include <math.h>
+int main(int argc, char **argv) {
+    const char *path = argc > 1 ? argv[1] : "data/input.txt";
+    FILE *f = fopen(path, "r");
+    if (!f) { perror(path); return 1; }
+    unsigned long sum = 0; int c; long n = 0;
+    while ((c = fgetc(f)) != EOF) { sum = sum * 31 + (unsigned)c; n++; }
+    fclose(f);
+    printf("bytes %ld checksum %lu sqrt %.3f\n", n, sum % 1000003, sqrt((double)n));
+    return 0;
+}
+CSRC
+"""
+
+
+def from_match(pattern: str) -> Callable[[list[str]], list[str]]:
+    """'...' and the lines from the first that matches on."""
+    def pick(lines: list[str]) -> list[str]:
+        i = next((i for i, line in enumerate(lines) if re.search(pattern, line)), len(lines))
+        return (["..."] if i else []) + lines[i:]
+    return pick
+
+
+EXAMPLES += [
+    Example("footprint", "docs/footprint.md", [
+        Line("perflab footprint -- python3 -c 'import json'", from_match(r"needed files by top directory"))]),
+    Example("footprint-prog", "docs/footprint.md", [
+        Line("cat prog.c"),
+        Line("gcc -O2 -o prog prog.c -lm"),
+        Line("mkdir data && seq 0 4999 > data/input.txt"),
+        Line("perflab footprint --db fp.db -- ./prog")], setup=PROG_C),
+    Example("faults", "README.md", [
+        Line("perflab cores --rounds 2 --min-rounds 2 -- false", matching(r"^perflab: error")),
+        Line("timeout -s TERM 5 perflab instances -w minihlt-quick --n 1,2,3,4 --policy none",
+             matching(r"^perflab: interrupted")),
+        Line("perflab resume | tail -1"),
+        Line("perflab cores --cpus 999 -- true"),
+        Line("perflab bundle -o b.tgz -- true > /dev/null && head -c 3000 b.tgz > truncated.tgz"),
+        Line("perflab bundle verify truncated.tgz")]),
+    Example("cost-plot", "docs/cost.md", [
+        Line("perflab cost src/perflab/examples/seed004-platforms.toml --plot cost.svg")],
+        setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+              "src/perflab/examples/"),
+    Example("run-two", "docs/run.md", [
+        Line("perflab run --runs 3 'sleep 0.01' 'sleep 0.02'",
+             matching(r"^(ranked by|  \d|warning: 'sleep 0.02' against)"))]),
+    Example("micro", "docs/micro.md", [
+        Line("perflab micro --shm off --io-dir /tmp", without(r"^\d+/\d+ runs$|^results: "))]),
+    Example("profile-event", "docs/profile.md", [
+        Line("perflab profile -w minihlt --event 42 --repeat 3 --threshold 3", without(r"^perf.data: "))]),
+    Example("instrument-work", "docs/instrument.md", [
+        Line("cat work.c"),
+        Line("gcc -O1 -DLOOPS=200000 -o work work.c"),
+        Line("perflab run --instrument cachegrind --runs 5 --metric '(?P<events>\\d+) events' -- ./work",
+             matching(r"^(cachegrind:|instrument:|deterministic|cost:|┏|┃|┡|└|│)"))],
+        setup=WORK_C),
+    Example("instances-plan", "docs/instances.md", [
+        Line("tar xjf tests/data/topologies/memorysidecaches.tar.bz2"),
+        Line("perflab instances --plan --root memorysidecaches --n 1,2,4,6 --policy compact --policy spread "
+             "--policy numa --threads-per-copy 4")],
+        setup="mkdir -p tests/data/topologies && cp {root}/tests/data/topologies/memorysidecaches.tar.bz2 "
+              "tests/data/topologies/"),
+    Example("fleet-platforms", "docs/fleet.md", [
+        Line("scripts/slurm-local start $PWD/cluster --platforms A:3,B:1:0.35 --slow node2=0.2"),
+        Line("export SLURM_CONF=$PWD/cluster/slurm.conf"),
+        Line('sinfo -N -o "%N %f %t"'),
+        Line("perflab fleet submit farm --nodes 4 --db farm.db -- run --runs 10 --command-name loop -- "
+             "sh -c 'i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done'"),
+        Line(FLEET_WAIT, shown=False),
+        Line("perflab fleet report farm --db farm.db")],
+        setup="mkdir -p scripts && cp {root}/scripts/slurm-local scripts/",
+        cleanup="scripts/slurm-local stop $PWD/cluster >/dev/null 2>&1"),
+    Example("machine-live", "docs/machine.md", [Line("perflab machine")]),
+    Example("bundle-prog", "docs/bundle.md", [
+        Line("perflab bundle -o prog.tar.gz --budget 1MiB -- ./prog"),
+        Line("perflab bundle -o prog.tar.gz -- ./prog"),
+        Line("perflab bundle verify prog.tar.gz")],
+        setup=PROG_C + "gcc -O2 -o prog prog.c -lm && mkdir data && seq 0 4999 > data/input.txt\n"),
+    # The page's python block is the script: the code shown is the code run.
+    Example("stats-demo", "docs/statistics.md", [Line("python stats_demo.py")],
+            setup="awk '/^```python/{f=1;next} f&&/^```/{exit} f' {root}/docs/statistics.md > stats_demo.py"),
+    Example("compare-replicated", "docs/compare.md", [
+        Line("for i in 1 2 3 4 5 6; do perflab run --runs 10 -- sleep 0.05 > /dev/null; done"),
+        Line("for i in 1 2 3; do perflab run --runs 10 -- sleep 0.06 > /dev/null; done"),
+        Line("perflab compare 1,2,3 4,5,6"),
+        Line("perflab compare 4,5,6 7,8,9")]),
+    Example("baseline-names", "docs/baseline.md", [
+        Line("cp docs/ci-example/perflab.toml docs/ci-example/trigger.c ."),
+        Line("perflab run --workload trigger --runs 20 --baseline-save main", matching(r"^perflab: ")),
+        Line("perflab baseline list"),
+        Line("perflab baseline show main"),
+        Line('perflab baseline set release-1.0 1 --note "tag v1.0, commit 1a2b3c4"'),
+        Line("perflab baseline list"),
+        Line("perflab run --workload trigger --runs 20 > /dev/null"),
+        Line("perflab baseline set main 2"),
+        Line("perflab baseline rm release-1.0")],
+        setup="mkdir -p docs/ci-example && cp {root}/docs/ci-example/* docs/ci-example/"),
+    Example("variants-sum", "docs/variants.md", [
+        Line("cat sum.c"),
+        Line("perflab variants --db doc.db --source sum.c -V O1=-O1 --rounds 6 -- '{exe}'"),
+        Line("perflab variants --energy rapl --source sum.c -V O1=-O1 -- '{exe}'; echo $?")], setup=SUM_C),
+    Example("cores-counters", "docs/cores.md", [
+        Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
+    Example("results-journal", "docs/results.md", [
+        Line("for i in 1 2 3; do perflab run --runs 400 -- sleep 0.005 > /dev/null 2>&1 & done; "
+             "sleep 3; kill -9 $(jobs -p); wait", without(r"Killed")),
+        Line("perflab results", matching(r"^│ +\d", r"^note: ")),
+        Line("perflab resume 2 | tail -1"),
+        Line("perflab results", matching(r"^│ +\d", r"^note: "))]),
+    Example("minihlt-run", "docs/minihlt.md", [
+        Line("MINIHLT=$(perflab workload path minihlt)"),
+        Line("$MINIHLT --events 4 --static-mb 32", head_tail(5, 6)),
+        Line("$MINIHLT --events 6 --static-mb 32 --fork 2 | tail -7")]),
+    Example("shape", "docs/contributing.md", [Line("bench/shape.sh")], in_repo=True),
+    Example("lab-metrics", "docs/lab.md", [
+        Line("cat perflab.toml"),
+        Line("perflab lab -w enc --quick --studies run --db l.db --out lab --primary-metric fps --lower-is-better",
+             matching(r"^warning: metric regex", r"^report: ")),
+        Line("perflab lab -w enc --quick --db l.db --primary-metric nps")], setup=ENC_TOML),
+    Example("workload-metrics", "docs/workload.md", [
+        Line("cat perflab.toml"),
+        Line(r"perflab run --runs 3 -w enc --metric 'frames=(?P<frames>\d+)' --primary-metric frames --higher-is-better",
+             matching(r"^│ enc ", r"^warning: metric regex")),
+        Line("perflab run --runs 3 -w enc --primary-metric nps")], setup=ENC_TOML),
+]
+BY_NAME = {e.name: e for e in EXAMPLES}
+
+
+# --- records --------------------------------------------------------------------------------------
+
+def record_path(name: str) -> Path:
+    return RECORDS / f"{name}.txt"
+
+
+def read_record(name: str) -> list[tuple[str, list[str]]]:
+    """[(shell line, its output lines)] of a record."""
+    out: list[tuple[str, list[str]]] = []
+    for line in record_path(name).read_text().splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        elif out:
+            out[-1][1].append(line)
+    return out
+
+
+def shown_block(example: Example) -> list[str]:
+    """The page's block for an example, cut from its record."""
+    record = read_record(example.name)
+    lines = [ln for ln in example.lines if ln.shown]
+    if [s for s, _ in record] != [ln.shell for ln in lines]:
+        raise SystemExit(f"docs/examples/{example.name}.txt holds other commands than bench/docs_examples.py: "
+                         f"regenerate it ({' '.join(['.venv/bin/python bench/docs_examples.py', example.name])})")
+    out: list[str] = []
+    for ln, (shell, output) in zip(lines, record):
+        out.append(f"$ {shell}")
+        out.extend(ln.show(output))
+    return out
+
+
+def whole_machine() -> None:
+    """Refuse to record while this process may not use every online CPU (a cpuset or taskset
+    around it): the records would show a smaller machine than the pages describe."""
+    from perflab.platform.sysfs import Root, parse_cpulist
+
+    online = set(parse_cpulist(Root("/").read("sys/devices/system/cpu/online").strip()))
+    allowed = os.sched_getaffinity(0)
+    if allowed != online:
+        raise SystemExit(f"docs-examples: this process may use CPUs {sorted(allowed)} of the online "
+                         f"{sorted(online)} (a cpuset or taskset around it); run it on the whole machine")
+
+
+def run(example: Example) -> None:
+    """Run an example in a fresh directory and write its record."""
+    whole_machine()
+    # One fixed directory, emptied first: the paths it prints are the same from run to run.
+    work = Path("/tmp/tour")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "COLUMNS": "1000",
+           "TERM": "dumb", **example.env}
+    env.pop("PERFLAB_DB", None)
+    script = ["set +e", example.setup.replace("{root}", str(ROOT))]
+    for i, ln in enumerate(example.lines):
+        script.append(f"echo '{MARK} {i}'")
+        script.append(ln.shell if ln.shell.rstrip().endswith("&") else f"{ln.shell} 2>&1")
+    script.append(f"echo '{MARK} end'")
+    script.append(example.cleanup)
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=ROOT if example.in_repo else work, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1800)
+    parts: dict[int, list[str]] = {}
+    current = None
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            tag = line.split()[-1]
+            current = None if tag == "end" else int(tag)
+            if current is not None:
+                parts[current] = []
+        elif current is not None:
+            parts[current].append(line.rstrip())
+    RECORDS.mkdir(exist_ok=True)
+    text = []
+    for i, ln in enumerate(example.lines):
+        if ln.shown:
+            text.append(f"$ {ln.shell}")
+            text.extend(parts.get(i, []))
+    record_path(example.name).write_text("\n".join(text) + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"docs-examples: {example.name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
+
+
+# --- pages ----------------------------------------------------------------------------------------
+
+def marked_blocks(text: str) -> list[tuple[str, int, int]]:
+    """(name, first line, end line) of the fenced block after each `<!-- example: NAME -->`."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = re.fullmatch(r"<!-- example: ([\w-]+) -->", line.strip())
+        if not m:
+            continue
+        start = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+        end = next(j for j in range(start + 1, len(lines)) if lines[j].startswith("```"))
+        out.append((m.group(1), start + 1, end))
+    return out
+
+
+def rewrite_pages() -> None:
+    for page in sorted({e.page for e in EXAMPLES}):
+        path = ROOT / page
+        lines = path.read_text().splitlines()
+        for name, start, end in reversed(marked_blocks(path.read_text())):
+            if record_path(name).exists():
+                lines[start:end] = shown_block(BY_NAME[name])
+        path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    if "--pages" not in argv:
+        names = argv or [e.name for e in EXAMPLES]
+        unknown = [n for n in names if n not in BY_NAME]
+        if unknown:
+            print(f"docs-examples: no example {unknown}; examples: {', '.join(BY_NAME)}", file=sys.stderr)
+            return 2
+        for n in names:
+            run(BY_NAME[n])
+    rewrite_pages()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
