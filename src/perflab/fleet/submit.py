@@ -113,7 +113,8 @@ def submit(req: FleetRequest, store, submitter: Submitter,
     config = {
         "name": req.name, "study": req.study_argv[0], "study_args": list(req.study_argv[1:]),
         "db": redact_url(task_db), "shards": req.shards is not None, "placement": asdict(pl),
-        "slots": slots, "nodes": nodes, "note": note, "script": str(script), "log_dir": str(log_dir), "job_name": job_name,
+        "slots": slots, "nodes": nodes, "note": note, "script": str(script), "log_dir": str(log_dir),
+        "job_name": job_name,
         "submitter": submitter.name, "python": req.python, "host_label": req.host_label,
         "bundle": req.bundle,
     }
