@@ -1,11 +1,11 @@
 """A farm, not a node: fleet on a real 4-node local Slurm with two platforms and a slow node.
 
 scripts/slurm-local starts one slurmd per node (node1..node4); node1-3 are platform A, node4
-platform B (Slurm features), node4 at 35 % of a CPU (a slower platform, by the CPU quota of the
-cgroup its slurmd and so its jobs run in) and node2 running 20 % of the time (a node slower than
-its twins: its cgroup frozen for the rest of every 100 ms, which binds whatever else loads the
-machine; a quota binds only where the node would get more than it, so the node4 check is made
-where its quota held it back).
+platform B (Slurm features), node4 at 35 % of a CPU (a slower platform) and node2 at 20 % (a
+node slower than its twins), by CPU quotas of the cgroups their slurmd (and so their jobs) run
+in. All four tasks run at once, so the machine's other load falls on every node alike; the
+quotas are far below a task's fair share of 2 CPUs, so they bind unless the machine is
+swamped (the test checks that the slow node's cgroup was throttled before it asserts).
 """
 
 from __future__ import annotations
@@ -63,12 +63,15 @@ def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_pa
     env = _env(conf, tmp_path)
     sinfo = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %f %t"], env=env, capture_output=True, text=True).stdout
     assert sorted(sinfo.split("\n")[:-1]) == ["node1 A idle", "node2 A idle", "node3 A idle", "node4 B idle"]
-    before = _throttled(cluster_dir, "node4")
+    before = _throttled(cluster_dir, "node2")
     perflab(["fleet", "submit", "farm", "--nodes", "4", "--db", postgres_url, "--", "run", "--runs", "10",
              "--command-name", "loop", "--", "sh", "-c", LOOP], env, tmp_path)
     _wait_idle(env, limit=240)
-    after = _throttled(cluster_dir, "node4")
+    after = _throttled(cluster_dir, "node2")
     periods, held = after[0] - before[0], after[1] - before[1]
+    if held < 0.5 * periods:
+        pytest.skip(f"node2's CPU quota held it back in only {held} of {periods} periods: the machine is "
+                    "too loaded for the planted slow node to bind")
 
     rep = _report("farm", db=postgres_url, env=env, cwd=tmp_path)
     # The node's own identity, with no --host-label: each slurmd's name.
@@ -88,8 +91,7 @@ def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_pa
     assert plats["[A]"]["slow_hosts"] == ["node2"] and plats["[B]"]["slow_hosts"] == []
     a_fast = [h["headline"]["median"] for h in rep["hosts"] if h["host"] in ("node1", "node3")]
     node4 = next(h["headline"]["median"] for h in rep["hosts"] if h["host"] == "node4")
-    if held >= 0.5 * periods:  # the platform's quota bound (on a swamped machine every node gets less)
-        assert node4 < min(a_fast), (node4, a_fast)
+    assert node4 < min(a_fast)
 
     text = perflab(["fleet", "report", "farm", "--db", postgres_url], env, tmp_path).stdout
     assert "node2" in text and "[B]" in text and "no slow host" not in text
