@@ -142,7 +142,8 @@ def _continue(shard, target, camp, host) -> tuple[int, bool]:
             for i in range(0, len(new), _BATCH):
                 conn.execute(tm.insert(), new[i:i + _BATCH])
             files = _artifacts(conn, shard, target, camp.id, old.id)
-            changed = bool(new) or files > 0 or (old.status, old.summary, old.host_id) != (camp.status, camp.summary, host_id)
+            changed = bool(new) or files > 0 or \
+                (old.status, old.summary, old.host_id) != (camp.status, camp.summary, host_id)
             if changed:
                 c = t["campaigns"]
                 conn.execute(c.update().where(c.c.id == old.id).values(

@@ -46,6 +46,8 @@ def platform_windows(windows: dict[str, tuple[datetime, datetime | None]]) -> di
 
 def apart_from(host: str, windows: dict[str, tuple[datetime, datetime | None]]) -> int:
     """How many of ``host``'s peers were measured in a window disjoint from its own."""
+    if host not in windows:
+        return 0
     s, e = windows[host]
     e = e or s
     return sum(1 for h, (ps, pe) in windows.items() if h != host and (ps > e or (pe or ps) < s))
