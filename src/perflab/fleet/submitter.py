@@ -154,9 +154,10 @@ class Slurm:
                 dep = [f"--dependency=afterany:{':'.join(after)}"]
             else:
                 dep = []
+            # The slot as the script's argument: an --export here would replace the user's
+            # SBATCH_EXPORT (what the job's environment carries), which an argument leaves alone.
             argv = self._common(placement, job_name) + dep + [
-                f"--nodelist={nodes[slot]}", f"--output={out_dir}/{job_name}-%j.out",
-                f"--export=ALL,PERFLAB_FLEET_SLOT={slot}", str(script)]
+                f"--nodelist={nodes[slot]}", f"--output={out_dir}/{job_name}-%j.out", str(script), slot]
             jobs[slot] = _run(argv, env).strip().split(";")[0]
             order.append(jobs[slot])
         return jobs
