@@ -23,7 +23,8 @@ Two ways to run the nodes:
   the machine, and the report says so (the bench counts the repetitions whose report carried
   that note).
 Goal: found in >= 9 of 10, quiet in >= 9 of 10.
-Usage: bench/farm_slow_node.py [REPS] [--max-parallel 1]   (default 10; needs root and Slurm)
+Usage: bench/farm_slow_node.py [REPS] [--max-parallel 1] [--runs N]   (default 10 repetitions,
+30 runs a node at once, 12 one at a time; needs root and Slurm)
 """
 
 from __future__ import annotations
@@ -71,15 +72,22 @@ def start(d: Path) -> str:
 
 def main() -> int:
     args = sys.argv[1:]
+    usage = "usage: bench/farm_slow_node.py [REPS] [--max-parallel 1] [--runs N]"
     one = "--max-parallel" in args
     if one:
         i = args.index("--max-parallel")
         if args[i + 1:i + 2] != ["1"]:
-            raise SystemExit("usage: bench/farm_slow_node.py [REPS] [--max-parallel 1]")
+            raise SystemExit(usage)
+        del args[i:i + 2]
+    runs = "12" if one else "30"
+    if "--runs" in args:
+        i = args.index("--runs")
+        if not args[i + 1:i + 2] or not args[i + 1].isdigit():
+            raise SystemExit(usage)
+        runs = args[i + 1]
         del args[i:i + 2]
     reps = int(args[0]) if args else 10
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the cluster on the way out
-    runs = "12" if one else "30"
     throttle = ["--max-parallel", "1"] if one else []
     d = Path(tempfile.mkdtemp(prefix="perflab-farm-bench-"))
     counts = {True: 0, False: 0}

@@ -199,3 +199,17 @@ def test_report_notes_disjoint_windows_and_lists_a_node_once(tmp_path):
     assert "not measured at the same time" in plat["time_note"]
     (slow,) = rep["slow_hosts"]
     assert slow["host"] == "n2" and "disjoint from 3 of its 3 peers'" in slow["evidence"]
+
+
+def test_status_of_many_pinned_jobs_asks_scontrol_once(tmp_path, monkeypatch):
+    """One job per node: finished jobs are read from one scontrol listing, not one call a node."""
+    _fake_slurm(tmp_path, monkeypatch)
+    calls = tmp_path / "scontrol.log"
+    records = "".join(f"JobId={100 + i} JobName=x JobState={'COMPLETED' if i else 'NODE_FAIL'} ExitCode=0:0\\n"
+                      for i in range(20))
+    (tmp_path / "bin" / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >>{calls}\nprintf '{records}'\n")
+    jobs = {str(i): str(100 + i) for i in range(20)}
+    st = Slurm().status(jobs)
+    assert calls.read_text().splitlines() == ["-o show job"]
+    assert st["0"].state == "failed" and st["0"].raw == "NODE_FAIL"
+    assert all(st[str(i)].state == "done" for i in range(1, 20))

@@ -81,7 +81,7 @@ def command() -> None:
 @click.option("--bundle", metavar="ARCHIVE", help="A perflab bundle every node unpacks; {bundle} in the study arguments is its directory.")
 @click.option("--log-dir", metavar="DIR", help="Script and Slurm logs (default: ./perflab-fleet/NAME; shared, for status).")
 @click.option("--max-parallel", type=click.IntRange(1, 100000), metavar="K",
-              help="Run at most K slots at once (K chains of jobs; nodes then run in different minutes).")
+              help="Run at most K slots at once (K chains of jobs, or %K of an array with --host-label).")
 @click.option("--host-label", metavar="PREFIX", help="Record each slot as host PREFIX-SLOT (test clusters where tasks share a machine).")
 @store_option
 @click.argument("study_argv", nargs=-1, type=click.UNPROCESSED)

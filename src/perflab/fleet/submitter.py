@@ -219,8 +219,10 @@ class Slurm:
             parts = line.split("|")
             if len(parts) == 3 and re.fullmatch(r"\d+(_\d+)?", parts[0]):
                 seen[parts[0]] = (parts[1], f"exit {parts[2]}")
-        for parent in parents:
-            out = _run(["scontrol", "-o", "show", "job", parent], check=False)
+        # One job per node is one parent per node: past a few, one listing of every job the
+        # controller keeps costs one call instead of one a node.
+        for parent in parents if len(parents) <= 16 else [None]:
+            out = _run(["scontrol", "-o", "show", "job", *([parent] if parent else [])], check=False)
             for line in out.splitlines():
                 f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
                 if "JobId" not in f:
