@@ -220,11 +220,27 @@ def test_submit_without_db_uses_the_default_store(slurm, tmp_path):
     assert "perflab: results in" in Path(st[node]["log"]).read_text()
 
 
+def test_nodes_n_where_fewer_nodes_are_up_says_so_and_measures_those(slurm, tmp_path):
+    """--nodes 3 on a one-node cluster: one line says so, and the one node gets one task."""
+    env = _env(slurm, tmp_path)
+    db = str(tmp_path / "few.db")
+    node = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], env=env, capture_output=True, text=True).stdout.split()[0]
+    r = perflab(["fleet", "submit", "few", "--nodes", "3", "--db", db, "--", "run", "--runs", "2", "--", "true"],
+                env, tmp_path)
+    out = " ".join(r.stdout.split())
+    assert f"fleet few: only 1 of the 3 nodes asked for are up in the default partition: one task on each of {node}" \
+        in out and f"submitted 1 task(s)" in out, out
+    _wait_idle(env)
+    st = _status("few", db, env, tmp_path)
+    assert [(s["slot"], s["state"], s["host"]) for s in st.values()] == [("0", "done", node)], st
+
+
 def test_cancel_stops_queued_and_running_tasks(slurm, tmp_path):
     env = _env(slurm, tmp_path)
     db = str(tmp_path / "c.db")
-    perflab(["fleet", "submit", "long", "--nodes", "2", "--db", db, "--", "run", "--runs", "3", "--", "sleep", "30"],
-            env, tmp_path)
+    # Two stand-in nodes on the one machine (an array), so that one task queues behind the other.
+    perflab(["fleet", "submit", "long", "--nodes", "2", "--host-label", "n", "--db", db, "--", "run", "--runs", "3",
+             "--", "sleep", "30"], env, tmp_path)
     out = perflab(["fleet", "cancel", "long", "--db", db], env, tmp_path).stdout
     assert "cancelled slot(s) 0, 1" in out, out
     _wait_idle(env, limit=30)

@@ -228,6 +228,35 @@ def test_cores_fleet_lists_each_hosts_slow_cores(farm, postgres_url, tmp_path):
     assert "node1: core 1 (CPUs 1): cost 1.3 x" in " ".join(text.split()) and "no slow core" not in text
 
 
+def test_nodes_4_one_at_a_time_measures_each_of_the_4_nodes_once(farm, tmp_path):
+    """--nodes 4 --max-parallel 1: one task on each node, one after another (an array throttled to
+    1 ran all four on node1); the report lists four hosts and says they ran in different windows."""
+    conf, _ = farm
+    env = _env(conf, tmp_path)
+    db = str(tmp_path / "one.db")
+    out = perflab(["fleet", "submit", "one", "--nodes", "4", "--max-parallel", "1", "--db", db, "--", "run",
+                   "--runs", "3", "--command-name", "t", "--", "true"], env, tmp_path).stdout
+    assert "on 4 distinct nodes (node1, node2, node3, node4)" in " ".join(out.split()), out
+    _wait_idle(env, limit=240)
+    st = _status("one", db, env, tmp_path)
+    assert sorted(s["host"] for s in st.values()) == ["node1", "node2", "node3", "node4"], st
+    assert all(s["state"] == "done" for s in st.values()), st
+    from perflab.store import open_store
+
+    with open_store(db) as store:
+        camps = sorted((c for c in store.campaigns(study="run") if c.labels.get("fleet") == "one"),
+                       key=lambda c: c.started)
+    assert [c.labels["slurm_node"] for c in camps] == ["node1", "node2", "node3", "node4"]
+    # One at a time: each task began after the one before it had finished.
+    assert all(a.finished <= b.started for a, b in zip(camps, camps[1:])), [(c.started, c.finished) for c in camps]
+    rep = _report("one", db=db, env=env, cwd=tmp_path)
+    assert sorted(h["host"] for h in rep["hosts"]) == ["node1", "node2", "node3", "node4"]
+    (a,) = [p for p in rep["platforms"] if p["n_hosts"] == 3]
+    assert a["same_time"] is False and "not measured at the same time: 3 of 3 hosts" in a["time_note"]
+    text = " ".join(perflab(["fleet", "report", "one", "--db", db], env, tmp_path).stdout.split())
+    assert "not measured at the same time" in text and "(slot" not in text
+
+
 def test_slurm_local_refuses_bad_node_specs(tmp_path):
     if shutil.which("slurmd") is None:
         pytest.skip("Slurm is not installed")
@@ -241,7 +270,8 @@ def test_slurm_local_refuses_bad_node_specs(tmp_path):
 
 @pytest.mark.postgres
 def test_a_node_that_dies_mid_campaign_fails_its_slot_and_resubmit_finishes_it(farm, postgres_url, tmp_path):
-    """node3 killed (its slurmd, job step and job): NODE_FAIL from Slurm; rerun on a live node."""
+    """node3 killed (its slurmd, job step and job): NODE_FAIL from Slurm; rerun on node4, the live
+    node the fleet of 3 has not measured (never a second time on a node it has)."""
     from perflab.store import open_store
 
     conf, cluster_dir = farm
@@ -251,7 +281,7 @@ def test_a_node_that_dies_mid_campaign_fails_its_slot_and_resubmit_finishes_it(f
     # node3's second run waits until the node is killed: its campaign cannot finish first on any machine
     hold = Hold(tmp_path, 1)
     held = ["sh", "-c", f'[ "$SLURMD_NODENAME" = node3 ] || exec "$@"; {hold.script()}', "sh", "sh", "-c", LOOP]
-    perflab(["fleet", "submit", "dies", "--nodes", "4", "--db", postgres_url, "--", "run", "--runs", "12",
+    perflab(["fleet", "submit", "dies", "--nodes", "3", "--db", postgres_url, "--", "run", "--runs", "12",
              "--command-name", "loop", "--", *held], env, tmp_path)
     with open_store(postgres_url) as store:
         deadline = time.monotonic() + 120
@@ -273,16 +303,17 @@ def test_a_node_that_dies_mid_campaign_fails_its_slot_and_resubmit_finishes_it(f
     assert st[slot]["state"] == "failed" and "NODE_FAIL" in st[slot]["reason"], st[slot]
     assert all(s["state"] == "done" for k, s in st.items() if k != slot), st
     out = perflab(["fleet", "resubmit", "dies", "--missing", "--db", postgres_url], env, tmp_path).stdout
-    assert f"resubmitted slot(s) {slot}" in out
+    assert f"resubmitted slot(s) {slot}" in out and "rerun on node4" in out, out
     _wait_idle(env, limit=240)
     st = _status("dies", postgres_url, env, tmp_path)
     assert all(s["state"] == "done" for s in st.values()), st
 
     rep = _report("dies", db=postgres_url, env=env, cwd=tmp_path)
     (entry,) = [h for h in rep["hosts"] if h["slot"] == slot]
-    assert entry["status"] == "done" and entry["host"] in ("node1", "node2", "node4"), entry  # where it ran
-    assert len(rep["hosts"]) == 4 and all(h["headline"]["n"] == 12 for h in rep["hosts"])
+    assert entry["status"] == "done" and entry["host"] == "node4", entry  # where it ran
+    assert sorted(h["host"] for h in rep["hosts"]) == ["node1", "node2", "node4"]
+    assert all(h["headline"]["n"] == 12 for h in rep["hosts"])
     with open_store(postgres_url) as store:  # nothing stored twice: one finished campaign a slot
         done = [c for c in store.campaigns(study="run") if c.labels.get("fleet") == "dies" and c.status == "done"]
-        assert sorted(c.labels["fleet_slot"] for c in done) == ["0", "1", "2", "3"]
+        assert sorted(c.labels["fleet_slot"] for c in done) == ["0", "1", "2"]
         assert all(c.n_measurements == 12 for c in done)

@@ -183,6 +183,9 @@ def test_a_campaign_begun_after_the_loss_is_copied_and_the_shard_belongs_to_its_
 
     relay = Relay(pg_server.port)
     shard = tmp_path / "shards" / "f.0.job1.db"
+    before, after = tmp_path / "before.txt", tmp_path / "after.data"
+    before.write_text("written while the server answered\n")
+    after.write_bytes(b"recorded after the loss")
     for key, value in (("PERFLAB_FAILOVER_SHARD", str(shard)), ("PERFLAB_DB_RETRY_S", "0.2"),
                        ("PERFLAB_FLEET", "f"), ("PERFLAB_FLEET_SLOT", "0")):
         monkeypatch.setenv(key, value)
@@ -190,11 +193,14 @@ def test_a_campaign_begun_after_the_loss_is_copied_and_the_shard_belongs_to_its_
         with open_store(postgres_url.replace(f":{pg_server.port}/", f":{relay.port}/")) as store:
             with store.open_campaign("run", {"a": 1}) as camp:
                 store.add_measurement(camp.id, result(0), {"i": 0})
+                store.add_artifact(camp.id, "log", str(before))
                 relay.close()
                 store.add_measurement(camp.id, result(1), {"i": 1})
                 assert store.shard == shard
+                store.add_artifact(camp.id, "perf.data", str(after), {"events": "cycles"})  # after the loss
             with store.open_campaign("run", {"b": 2}) as later:  # begun in the shard alone
                 store.add_measurement(later.id, result(2), {"i": 2})
+                store.add_artifact(later.id, "report", str(after))
     assert err.value.exit_code == 3 and str(shard) in str(err.value)
     monkeypatch.delenv("PERFLAB_FAILOVER_SHARD")
 
@@ -209,5 +215,15 @@ def test_a_campaign_begun_after_the_loss_is_copied_and_the_shard_belongs_to_its_
         assert camps[camp.id].status == "done" and camps[camp.id].n_measurements == 2
         (new,) = [c for c in camps.values() if c.id != camp.id]
         assert new.config == {"b": 2} and new.status == "done" and new.n_measurements == 1
+        # The files recorded after the loss are merged with the runs, each once.
+        assert [(a.kind, Path(a.path).name, a.size) for a in store.artifacts(camp.id)] == \
+            [("log", "before.txt", before.stat().st_size), ("perf.data", "after.data", 23)]
+        assert store.artifacts(camp.id)[1].meta == {"events": "cycles"}
+        assert [(a.kind, a.path) for a in store.artifacts(new.id)] == [("report", str(after))]
+    shutil.copy(shard.with_name(shard.name + ".merged"), tmp_path / "shards" / "again.db")
+    with open_store(postgres_url) as store:  # the shard collected twice: no file recorded twice
+        collect("f", shard.parent, store)
+        assert len(store.artifacts(camp.id)) == 2 and len(store.artifacts(new.id)) == 1
+    (tmp_path / "shards" / "again.db.merged").unlink()
     with open_store(postgres_url) as store, pytest.raises(PerflabError, match="no \\*.db shards"):
         collect("f", shard.parent, store)

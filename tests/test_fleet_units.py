@@ -57,6 +57,17 @@ def test_script_passes_every_argument_as_given(tmp_path):
     assert db_dir.is_dir()
 
 
+def test_script_takes_its_slot_from_its_argument(tmp_path):
+    spec = TaskSpec(fleet="f4", study="run", study_args=("--", "true"), db="x.db",
+                    python=str(_fake_python(tmp_path)), workdir=str(tmp_path))
+    script = tmp_path / "slot.sbatch"
+    script.write_text(write_script(spec))
+    r = subprocess.run(["bash", str(script), "3"], capture_output=True, text=True, cwd=tmp_path,
+                       env={"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path), "SLURM_JOB_ID": "9"})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["env"]["PERFLAB_FLEET_SLOT"] == "3"
+
+
 def test_script_nodelist_slot_and_url(tmp_path):
     spec = TaskSpec(fleet="f2", study="cores", study_args=("-w", "minihlt"), db="postgresql://u@h:5/db",
                     python=str(_fake_python(tmp_path)), workdir="/nonexistent")

@@ -69,7 +69,8 @@ def command() -> None:
 @command.command(context_settings={"ignore_unknown_options": True})
 @click.argument("name")
 @click.option("--partition", metavar="P", help="Slurm partition (default: the cluster's default).")
-@click.option("--nodes", type=click.IntRange(1, 100000), metavar="N", help="N tasks, one node each (a job array).")
+@click.option("--nodes", type=click.IntRange(1, 100000), metavar="N",
+              help="N distinct nodes that are up, one task each (with --host-label: N array tasks).")
 @click.option("--nodelist", metavar="LIST", help="These nodes, one job each (comma-separated names).")
 @click.option("--constraint", metavar="C", help="Slurm node feature constraint.")
 @click.option("--time", "time_limit", metavar="T", help="Time limit per task (Slurm syntax, e.g. 30:00).")
@@ -80,7 +81,7 @@ def command() -> None:
 @click.option("--bundle", metavar="ARCHIVE", help="A perflab bundle every node unpacks; {bundle} in the study arguments is its directory.")
 @click.option("--log-dir", metavar="DIR", help="Script and Slurm logs (default: ./perflab-fleet/NAME; shared, for status).")
 @click.option("--max-parallel", type=click.IntRange(1, 100000), metavar="K",
-              help="Run at most K slots at once (Slurm's array throttle %K; with --nodelist, 1 only).")
+              help="Run at most K slots at once (K chains of jobs, or %K of an array with --host-label).")
 @click.option("--host-label", metavar="PREFIX", help="Record each slot as host PREFIX-SLOT (test clusters where tasks share a machine).")
 @store_option
 @click.argument("study_argv", nargs=-1, type=click.UNPROCESSED)
@@ -91,22 +92,24 @@ def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusiv
     console = _console()
     argv = tuple(study_argv)
     nodelist_t = tuple(n for n in (nodelist or "").split(",") if n)
-    if max_parallel and max_parallel > 1 and nodelist_t:
-        raise PerflabError(f"--max-parallel {max_parallel} with --nodelist: Slurm can run one job per "
-                           "node one at a time (--max-parallel 1) but not K at a time; use --nodes N "
-                           "(an array, throttled to K) or --max-parallel 1")
     placement = Placement(nodes=nodes, nodelist=nodelist_t, partition=partition, constraint=constraint,
                           time=time_limit, exclusive=not no_exclusive, max_parallel=max_parallel)
     req = FleetRequest(name=name, study_argv=argv, placement=placement, db=db_url or "", shards=shards,
                        python=python, log_dir=log_dir, host_label=host_label, bundle=bundle)
     with open_store(db_url) as store:
         fleet = do_submit(req, store, submitter(), _check_study)
+        if fleet.config.get("note"):
+            console.print(f"fleet {name}: {fleet.config['note']}", style="yellow", soft_wrap=True)
         if no_exclusive:
             console.print("warning: --no-exclusive: another job may run on a node while it is measured; "
                           "compare such hosts with care", style="yellow", soft_wrap=True)
-        jobs = sorted(set(j.split("_")[0] for j in fleet.jobs.values()))
-        console.print(f"fleet {name}: submitted {len(fleet.jobs)} task(s) of '{' '.join(argv)}' as Slurm "
-                      f"job(s) {', '.join(jobs)}; results to {redact_url(fleet.config['db'])}; "
+        jobs = sorted(set(j.split("_")[0] for j in fleet.jobs.values()), key=lambda j: (len(j), j))
+        jobs_text = ", ".join(jobs) if len(jobs) <= 8 else f"{jobs[0]} ... {jobs[-1]}"
+        nodes = list(fleet.nodes.values())
+        on = f" on {len(nodes)} distinct nodes ({', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''})" \
+            if fleet.nodes and not fleet.config["placement"]["nodelist"] else ""
+        console.print(f"fleet {name}: submitted {len(fleet.jobs)} task(s) of '{' '.join(argv)}'{on} as Slurm "
+                      f"job(s) {jobs_text}; results to {redact_url(fleet.config['db'])}; "
                       f"script and logs in {fleet.config['log_dir']}", soft_wrap=True)
         again = "URL" if "***" in store.display else store.display
         console.print(f"next: perflab fleet status {name} --db {again}", soft_wrap=True)
@@ -136,7 +139,9 @@ def resubmit(name, missing, db_url) -> None:
 
     with open_store(db_url) as store:
         fleet = state.load(store, name)
-        jobs = do_resubmit(store, fleet, submitter(fleet.config.get("submitter", "slurm")), db_url or "")
+        jobs, notes = do_resubmit(store, fleet, submitter(fleet.config.get("submitter", "slurm")), db_url or "")
+    for line in notes:
+        _console().print(f"fleet {name}: {line}", style="yellow", soft_wrap=True)
     if not jobs:
         _console().print(f"fleet {name}: no failed slot to resubmit")
         return

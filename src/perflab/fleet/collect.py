@@ -5,10 +5,12 @@ copies every campaign of the fleet (with its host and measurements) into the tar
 campaign is known by a key made of its shard-independent identity (study, start time, labels,
 host fingerprint), kept in the copy's labels as ``collected``: collecting twice adds nothing,
 and a campaign that was still running at the first collect is replaced by its finished state.
+The files a campaign recorded (artifacts: perf.data, reports) travel with it.
 
 A failover shard (store/failover.py: the task lost the store mid-campaign) continues campaigns of
-one store under their ids there: its runs are appended to them, leaving out any the store has
-already (the write whose commit went unanswered), and the campaign takes the shard's end state.
+one store under their ids there: its runs and the files it recorded after the loss are appended
+to them, leaving out any the store has already (the write whose commit went unanswered), and the
+campaign takes the shard's end state.
 Once all of it is in, the shard is renamed NAME.db.merged, so the next collect skips it.
 """
 
@@ -139,7 +141,9 @@ def _continue(shard, target, camp, host) -> tuple[int, bool]:
                     new.append({**{k: v for k, v in row._mapping.items() if k != "id"}, "campaign_id": old.id})
             for i in range(0, len(new), _BATCH):
                 conn.execute(tm.insert(), new[i:i + _BATCH])
-            changed = bool(new) or (old.status, old.summary, old.host_id) != (camp.status, camp.summary, host_id)
+            files = _artifacts(conn, shard, target, camp.id, old.id)
+            changed = bool(new) or files > 0 or \
+                (old.status, old.summary, old.host_id) != (camp.status, camp.summary, host_id)
             if changed:
                 c = t["campaigns"]
                 conn.execute(c.update().where(c.c.id == old.id).values(
@@ -149,6 +153,23 @@ def _continue(shard, target, camp, host) -> tuple[int, bool]:
     finally:
         rows.close()
     return len(new), changed
+
+
+def _artifacts(conn, shard, target, src_id: int, dst_id: int) -> int:
+    """Copy the files a shard's campaign recorded (perf.data, reports) that the target's campaign
+    lacks, within the caller's transaction; a file is known by its kind, path and hash."""
+    import sqlalchemy as sa
+
+    a, ta = shard.t["artifacts"], target.t["artifacts"]
+    have = {(r.kind, r.path, r.sha256) for r in conn.execute(
+        sa.select(ta.c.kind, ta.c.path, ta.c.sha256).where(ta.c.campaign_id == dst_id))}
+    with shard.engine.connect() as rows:
+        new = [{**{k: v for k, v in r._mapping.items() if k != "id"}, "campaign_id": dst_id}
+               for r in rows.execute(sa.select(a).where(a.c.campaign_id == src_id).order_by(a.c.id))
+               if (r.kind, r.path, r.sha256) not in have]
+    if new:
+        conn.execute(ta.insert(), new)
+    return len(new)
 
 
 def _failed(verb: str, camp: object, target: object, exc: Exception) -> PerflabError:
@@ -169,6 +190,7 @@ def _copy(shard, target, camp, host, key: str, replace: int | None) -> int:
         with target.engine.begin() as conn:
             if replace is not None:
                 conn.execute(t["measurements"].delete().where(t["measurements"].c.campaign_id == replace))
+                conn.execute(t["artifacts"].delete().where(t["artifacts"].c.campaign_id == replace))
                 conn.execute(t["campaigns"].delete().where(t["campaigns"].c.id == replace))
             res = conn.execute(t["campaigns"].insert().values(
                 study=camp.study, name=camp.name, status=camp.status, config=camp.config,
@@ -188,6 +210,7 @@ def _copy(shard, target, camp, host, key: str, replace: int | None) -> int:
                     batch = []
             if batch:
                 conn.execute(t["measurements"].insert(), batch)
+            _artifacts(conn, shard, target, camp.id, cid)
     except sa.exc.SQLAlchemyError as exc:
         raise _failed("copy", camp, target, exc) from None
     finally:

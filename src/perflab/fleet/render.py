@@ -88,6 +88,13 @@ def report_terminal(rep: dict[str, Any], console) -> None:
             console.print(f"  spread of host medians: min {_num(sp['min'])}, p10 {_num(sp['p10'])}, "
                           f"p90 {_num(sp['p90'])}, max {_num(sp['max'])}; IQR {_num(sp['iqr_pct'], 3)}% "
                           "of the median", highlight=False, soft_wrap=True)
+        if plat.get("time_note"):
+            console.print(escape(f"  {plat['time_note']}"), highlight=False, soft_wrap=True)
+        for h in rep["hosts"]:
+            if h["platform"] == plat["platform"] and h.get("other_slots"):
+                console.print(escape(f"  {h['host']} also ran slot(s) {', '.join(o['slot'] for o in h['other_slots'])}"
+                                     f" of this fleet: one node is one host; slot {h['slot']} stands for it"),
+                              highlight=False, soft_wrap=True)
     if rep["slow_hosts"]:
         console.print("slow hosts:", style="bold")
         for s in rep["slow_hosts"]:
@@ -123,6 +130,8 @@ def report_html(rep: dict[str, Any]) -> str:
     for plat in rep["platforms"]:
         out.append(f"<h2>{e(plat['platform'])}</h2><p>{plat['n_hosts']} hosts; median "
                    f"{e(_num(plat.get('median')))} {e(plat.get('quantity') or '')}</p>")
+        if plat.get("time_note"):
+            out.append(f"<p>{e(plat['time_note'])}</p>")
         out.append("<table><tr><th>host</th><th>campaign</th><th>headline</th></tr>")
         for h in rep["hosts"]:
             if h["platform"] == plat["platform"] and h["status"] == "done":

@@ -13,8 +13,8 @@ from typing import Any
 from perflab.errors import PerflabError
 from perflab.fleet import state
 from perflab.fleet.headline import host_data, platform_key, platform_of
-from perflab.stats.peers import median_ci
-from perflab.stats.peers import slow_members
+from perflab.fleet.timing import apart_from, one_per_node, platform_windows
+from perflab.stats.peers import median_ci, slow_members
 
 
 def _hosts(store) -> dict[int, dict]:
@@ -54,7 +54,8 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
     groups: dict[str, dict[str, list[float]]] = {}
     platforms: dict[str, dict[str, Any]] = {}
     medians: dict[str, list[float]] = {}
-    seen: dict[str, int] = {}
+    stands_for, repeats = one_per_node(slots)
+    windows: dict[str, dict[str, tuple]] = {}
     for s in slots:
         if s.state in ("pending", "running") or (s.state == "done" and s.campaign_id is None):
             missing.append({"slot": s.slot, "status": s.state, "job": s.job, "reason": s.reason})
@@ -65,13 +66,16 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
                             str(camp.labels.get("slurm_features") or "")) if camp else None)
         key = platform_key(plat) if plat else None
         host = s.host or f"slot {s.slot}"
-        # Two slots on one node (a small farm, a resubmission elsewhere) stay two entries.
-        seen[host] = seen.get(host, 0) + 1
-        if seen[host] > 1:
-            host = f"{host} (slot {s.slot})"
+        if stands_for.get(host, s.slot) != s.slot:
+            continue  # one node is one host: listed under the slot that stands for it
         entry: dict[str, Any] = {"host": host, "platform": key, "status": s.state,
                                  "campaign_id": s.campaign_id, "headline": None, "slot": s.slot, "job": s.job}
+        if host in repeats:
+            entry["other_slots"] = [{"slot": o.slot, "status": o.state, "campaign_id": o.campaign_id}
+                                    for o in repeats[host]]
         if s.state == "done":
+            if camp is not None:
+                windows.setdefault(key, {})[host] = (camp.started, camp.finished)
             hd = data.get(s.campaign_id)
             entry["headline"] = hd.headline if hd else None
             if hd and hd.values:
@@ -88,7 +92,9 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
     tests = slow_members(groups, alpha=alpha, min_effect=min_effect) if groups else []
     tested = sum(1 for t in tests if t.p_value is not None)
     slow = []
+    times = {key: platform_windows(w) for key, w in windows.items()}
     for t in sorted((t for t in tests if t.slow), key=lambda t: t.ratio):
+        apart = apart_from(t.member, windows[t.group]) if not times[t.group]["same_time"] else 0
         slow.append({
             "host": t.member, "platform": t.group, "ratio": t.ratio,
             "ci": {"low": t.low, "high": t.high, "level": round(t.level, 4)},
@@ -97,7 +103,9 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             "evidence": (f"Mann-Whitney U against {len(groups[t.group]) - 1} peers of its platform, "
                          f"Holm-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha}); "
                          f"throughput {1 - t.ratio:.1%} below the peers' median, beyond the "
-                         f"minimum effect {min_effect:.0%}"),
+                         f"minimum effect {min_effect:.0%}"
+                         + (f"; measured in a window disjoint from {apart} of its {len(groups[t.group]) - 1} "
+                            "peers', so part of the difference may be the time, not the node" if apart else "")),
         })
     for key, plat in platforms.items():
         ms = medians.get(key) or []
@@ -107,6 +115,8 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
         plat.update(_spread(ms) if ms else {"median": None, "ci": None, "spread": None})
         plat["slow_hosts"] = [s["host"] for s in slow if s["platform"] == key]
         plat["not_tested"] = [t.member for t in tests if t.group == key and t.p_value is None]
+        plat["same_time"] = times.get(key, {}).get("same_time", True)
+        plat["time_note"] = times.get(key, {}).get("note")
     rep = {"fleet": fleet.name, "hosts": hosts, "platforms": list(platforms.values()),
            "slow_hosts": slow, "missing": missing}
     if fleet.study == "cores":

@@ -47,8 +47,8 @@ def write_script(spec: TaskSpec) -> str:
         f"# perflab fleet {q(spec.fleet)}: one {q(spec.study)} study per node (written by perflab fleet submit)",
         "set -euo pipefail",
         f"export PERFLAB_FLEET={q(spec.fleet)}",
-        # Array tasks are slots by index; --nodelist jobs get their slot from sbatch --export.
-        'export PERFLAB_FLEET_SLOT="${PERFLAB_FLEET_SLOT:-${SLURM_ARRAY_TASK_ID:-0}}"',
+        # One job per node gets its slot as the script's argument; array tasks are slots by index.
+        'export PERFLAB_FLEET_SLOT="${1:-${PERFLAB_FLEET_SLOT:-${SLURM_ARRAY_TASK_ID:-0}}}"',
     ]
     if spec.host_label:
         lines.append(f'export PERFLAB_HOST_LABEL={q(spec.host_label)}-"$PERFLAB_FLEET_SLOT"')

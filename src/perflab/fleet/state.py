@@ -31,6 +31,7 @@ class Fleet:
     config: dict
     jobs: dict[str, str]  # slot -> job id of its latest submission
     history: list = field(default_factory=list)
+    nodes: dict[str, str] = field(default_factory=dict)  # slot -> the node it is pinned to, if any
 
     @property
     def study(self) -> str:
@@ -49,7 +50,8 @@ def find(store, name: str) -> Fleet | None:
     for c in store.campaigns(study=STUDY):
         if c.name == name:
             summary = c.summary or {}
-            return Fleet(c.id, name, c.config, dict(summary.get("jobs") or {}), list(summary.get("history") or []))
+            return Fleet(c.id, name, c.config, dict(summary.get("jobs") or {}), list(summary.get("history") or []),
+                         dict(summary.get("nodes") or c.config.get("nodes") or {}))
     return None
 
 
@@ -71,14 +73,16 @@ def create(store, name: str, config: dict) -> Fleet:
     return Fleet(cid, name, config, {}, [])
 
 
-def record_jobs(store, fleet: Fleet, jobs: dict[str, str]) -> Fleet:
-    """Remember a submission: its slots now point at the new jobs."""
+def record_jobs(store, fleet: Fleet, jobs: dict[str, str], nodes: dict[str, str] | None = None) -> Fleet:
+    """Remember a submission: its slots now point at the new jobs (and nodes, where pinned)."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     merged = {**fleet.jobs, **jobs}
-    history = fleet.history + [{"submitted": now, "jobs": jobs}]
+    pinned = {**fleet.nodes, **(nodes or {})}
+    history = fleet.history + [{"submitted": now, "jobs": jobs, **({"nodes": nodes} if nodes else {})}]
     # 'done' means submitted; where the slots stand is fleet status's business.
-    store.finish_campaign(fleet.campaign_id, "done", summary={"jobs": merged, "history": history})
-    return Fleet(fleet.campaign_id, fleet.name, fleet.config, merged, history)
+    summary = {"jobs": merged, "history": history, **({"nodes": pinned} if pinned else {})}
+    store.finish_campaign(fleet.campaign_id, "done", summary=summary)
+    return Fleet(fleet.campaign_id, fleet.name, fleet.config, merged, history, pinned)
 
 
 @dataclass

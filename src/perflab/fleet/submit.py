@@ -87,7 +87,13 @@ def submit(req: FleetRequest, store, submitter: Submitter,
         check_study(req.study_argv)
     if req.bundle and not Path(req.bundle).is_file():
         raise PerflabError(f"no bundle {req.bundle}; make one with 'perflab bundle -o FILE' (fix --bundle)")
+    if len(set(pl.nodelist)) != len(pl.nodelist):
+        twice = sorted({n for n in pl.nodelist if pl.nodelist.count(n) > 1})
+        raise PerflabError(f"--nodelist names {', '.join(twice)} more than once: one task per node, each "
+                           "node one host (name each node once)")
     submitter.check(pl)
+    nodes, note = _pick_nodes(pl, submitter) if pl.nodes and not req.host_label else (None, "")
+    slots = list(nodes) if nodes else pl.slots()
     if state.find(store, req.name) is not None:
         state.create(store, req.name, {})  # raises the one-line 'exists already' error
     # No --db: the default store, a SQLite file, which the tasks must find at its full path.
@@ -107,30 +113,82 @@ def submit(req: FleetRequest, store, submitter: Submitter,
     config = {
         "name": req.name, "study": req.study_argv[0], "study_args": list(req.study_argv[1:]),
         "db": redact_url(task_db), "shards": req.shards is not None, "placement": asdict(pl),
-        "slots": pl.slots(), "script": str(script), "log_dir": str(log_dir), "job_name": job_name,
+        "slots": slots, "nodes": nodes, "note": note, "script": str(script), "log_dir": str(log_dir),
+        "job_name": job_name,
         "submitter": submitter.name, "python": req.python, "host_label": req.host_label,
         "bundle": req.bundle,
     }
     env = {"PGPASSWORD": password} if password else {}
-    jobs = submitter.submit(script, pl, pl.slots(), job_name, log_dir, env)
+    jobs = submitter.submit(script, pl, slots, job_name, log_dir, env, nodes=nodes)
     try:
         fleet = state.create(store, req.name, config)
-        return state.record_jobs(store, fleet, jobs)
+        return state.record_jobs(store, fleet, jobs, nodes)
     except PerflabError:
         submitter.cancel(list(jobs.values()))
         raise
 
 
-def resubmit(store, fleet: state.Fleet, submitter: Submitter, db: str) -> dict[str, str]:
-    """Submit again the slots without a finished campaign that are not queued or running."""
-    slots = [s.slot for s in state.slot_states(store, fleet, submitter) if s.state == "failed"]
+def _pick_nodes(pl: Placement, submitter: Submitter) -> tuple[dict[str, str], str]:
+    """slot -> a distinct node that is up (idle ones first), and one line where fewer are up."""
+    up, other = submitter.up_nodes(pl)
+    where = (f"partition {pl.partition}" if pl.partition else "the default partition") + \
+        (f" with --constraint {pl.constraint}" if pl.constraint else "")
+    if not up:
+        raise PerflabError(f"no node is up in {where} (sinfo: {', '.join(other[:8]) or 'no node'}); "
+                           "wait for nodes, or fix --partition/--constraint")
+    picked = up[: pl.nodes]
+    note = ""
+    if len(picked) < (pl.nodes or 0):
+        down = f"; not up: {', '.join(other[:8])}{' ...' if len(other) > 8 else ''}" if other else ""
+        note = (f"only {len(picked)} of the {pl.nodes} nodes asked for are up in {where}: one task on each of "
+                f"{', '.join(picked)}{down}")
+    return {str(i): n for i, n in enumerate(picked)}, note
+
+
+def _rehome(fleet: state.Fleet, failed: list[str], submitter: Submitter,
+            pl: Placement) -> tuple[dict[str, str], list[str]]:
+    """Nodes for the failed slots of a fleet of distinct nodes: the slot's own node if it is up,
+    else one no slot of the fleet has; (slot -> node, one line per slot moved or left)."""
+    up, other = submitter.up_nodes(pl)
+    states = dict(n.split(" ", 1) for n in other)
+    taken = {n for s, n in fleet.nodes.items() if s not in failed}
+    out, notes = {}, []
+    for slot in failed:
+        node = fleet.nodes.get(slot)
+        if node in up and node not in taken:
+            out[slot] = node
+        else:
+            spare = next((n for n in up if n not in taken and n not in out.values()), None)
+            why = f"{node} is not up {states.get(node, '(not in sinfo)')}"
+            if spare is None:
+                notes.append(f"slot {slot}: {why} and every node that is up has a slot of this fleet; "
+                             f"left failed (bring {node} back, then resubmit)")
+                continue
+            out[slot] = spare
+            notes.append(f"slot {slot}: {why}; rerun on {spare}, a node this fleet has not measured")
+        taken.add(out[slot])
+    return out, notes
+
+
+def resubmit(store, fleet: state.Fleet, submitter: Submitter, db: str) -> tuple[dict[str, str], list[str]]:
+    """Submit again the slots without a finished campaign that are not queued or running:
+    (slot -> new job, one line per slot moved to another node or left failed)."""
+    states = state.slot_states(store, fleet, submitter)
+    slots = [s.slot for s in states if s.state == "failed"]
     if not slots:
-        return {}
+        return {}, []
     pl = Placement(**{**fleet.config["placement"], "nodelist": tuple(fleet.config["placement"]["nodelist"])})
     submitter.check(pl)
+    nodes, notes = _rehome(fleet, slots, submitter, pl) if fleet.nodes and not pl.nodelist else (None, [])
+    if nodes is not None:
+        slots = list(nodes)
+        if not slots:
+            raise PerflabError(f"fleet {fleet.name}: nothing resubmitted: {'; '.join(notes)}")
     _, password = split_password(db) if db and not fleet.config.get("shards") else (None, None)
     env = {"PGPASSWORD": password} if password else {}
+    # At most K at once still: the new chain waits for the fleet's tasks that are queued or running.
+    live = [s.job for s in states if s.state in ("pending", "running") and s.job]
     jobs = submitter.submit(Path(fleet.config["script"]), pl, slots, fleet.config["job_name"],
-                            fleet.log_dir, env)
-    state.record_jobs(store, fleet, jobs)
-    return jobs
+                            fleet.log_dir, env, nodes=nodes, after=live)
+    state.record_jobs(store, fleet, jobs, nodes)
+    return jobs, notes

@@ -1,8 +1,10 @@
 """The batch system a fleet runs on: a small interface (submit, status, cancel) and Slurm.
 
-A fleet is a set of slots, one per node: the array task index (``--nodes N``) or the node name
-(``--nodelist``). The submitter maps slots to its own job ids and back; nothing else in perflab
-knows Slurm, so an HTCondor submitter only has to implement this Protocol.
+A fleet is a set of slots, one per node: an index (``--nodes N``, each slot pinned to a distinct
+node the submitter picked from the nodes that are up; or a job array's task index where slots
+stand in for nodes on one machine, ``--host-label``) or the node name (``--nodelist``). The
+submitter maps slots to its own job ids and back; nothing else in perflab knows Slurm, so an
+HTCondor submitter only has to implement this Protocol.
 """
 
 from __future__ import annotations
@@ -22,13 +24,17 @@ _PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
             "SPECIAL_EXIT", "RESIZING"}
 _RUNNING = {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT"}
 _DONE = {"COMPLETED"}
+# sinfo's short node states a job can start on (now or once the node's current jobs end); a
+# trailing '*' (not responding), '~' (powered off) or '#'/'!'/'%' (powering up or down) is not up.
+_UP = {"idle", "mix", "alloc", "comp", "plnd"}
+_FEATURE = re.compile(r"[A-Za-z0-9_.:-]+")
 
 
 @dataclass(frozen=True)
 class Placement:
     """Where and how long the tasks may run (what the user asked for on `fleet submit`)."""
 
-    nodes: int | None = None  # N array tasks, one node each
+    nodes: int | None = None  # N distinct nodes (N array tasks where slots stand in for nodes)
     nodelist: tuple[str, ...] = ()  # one job per named node
     partition: str | None = None
     constraint: str | None = None
@@ -59,11 +65,14 @@ class Submitter(Protocol):
     def check(self, placement: Placement) -> None: ...
 
     def submit(self, script: Path, placement: Placement, slots: list[str], job_name: str,
-               log_dir: Path, env: dict[str, str]) -> dict[str, str]: ...
+               log_dir: Path, env: dict[str, str], nodes: dict[str, str] | None = None,
+               after: list[str] | None = None) -> dict[str, str]: ...
 
     def status(self, jobs: dict[str, str]) -> dict[str, SlotState]: ...
 
     def cancel(self, jobs: list[str]) -> None: ...
+
+    def up_nodes(self, placement: Placement) -> tuple[list[str], list[str]]: ...
 
     def log_path(self, log_dir: Path, job_name: str, job: str) -> Path: ...
 
@@ -112,21 +121,15 @@ class Slurm:
         return argv
 
     def submit(self, script: Path, placement: Placement, slots: list[str], job_name: str,
-               log_dir: Path, env: dict[str, str]) -> dict[str, str]:
-        """Submit; return slot -> job id. Array tasks for --nodes, one job per node for --nodelist."""
-        jobs: dict[str, str] = {}
+               log_dir: Path, env: dict[str, str], nodes: dict[str, str] | None = None,
+               after: list[str] | None = None) -> dict[str, str]:
+        """Submit; return slot -> job id. One job per node where ``nodes`` (slot -> node) pins
+        them or --nodelist names them; else array tasks (slots that stand in for nodes)."""
         # sbatch expands %-patterns in --output: a literal % of the directory is written %%.
         out_dir = str(log_dir).replace("%", "%%")
-        if placement.nodelist:
-            for node in slots:
-                # One at a time: Slurm's singleton dependency holds each job until no other of
-                # this name and user runs (an array throttle cannot name the node of each task).
-                once = ["--dependency=singleton"] if placement.max_parallel == 1 else []
-                argv = self._common(placement, job_name) + once + [
-                    f"--nodelist={node}", f"--output={out_dir}/{job_name}-%j.out",
-                    f"--export=ALL,PERFLAB_FLEET_SLOT={node}", str(script)]
-                jobs[node] = _run(argv, env).strip().split(";")[0]
-            return jobs
+        if placement.nodelist or nodes:
+            return self._per_node(script, placement, slots, job_name, out_dir, env,
+                                  nodes or {n: n for n in slots}, after or [])
         # %K: Slurm runs at most K tasks of the array at once (nodes that share CPUs on a test
         # box, or a farm that must not be emptied at once).
         throttle = f"%{placement.max_parallel}" if placement.max_parallel else ""
@@ -134,6 +137,52 @@ class Slurm:
             f"--array={','.join(slots)}{throttle}", f"--output={out_dir}/{job_name}-%A_%a.out", str(script)]
         array_id = _run(argv, env).strip().split(";")[0]
         return {slot: f"{array_id}_{slot}" for slot in slots}
+
+    def _per_node(self, script: Path, placement: Placement, slots: list[str], job_name: str, out_dir: str,
+                  env: dict[str, str], nodes: dict[str, str], after: list[str]) -> dict[str, str]:
+        """One job per slot on its own node (``sbatch --nodelist``): an array task may land on any
+        node, and one node can take every task of a throttled array in turn. At most K at once
+        as K chains: each job starts after the job K places before it ends (afterany); the
+        first K after ``after`` (the fleet's tasks still queued or running)."""
+        jobs: dict[str, str] = {}
+        order: list[str] = []
+        k = placement.max_parallel
+        for slot in slots:
+            if k and len(order) >= k:
+                dep = [f"--dependency=afterany:{order[-k]}"]
+            elif k and after:
+                dep = [f"--dependency=afterany:{':'.join(after)}"]
+            else:
+                dep = []
+            # The slot as the script's argument: an --export here would replace the user's
+            # SBATCH_EXPORT (what the job's environment carries), which an argument leaves alone.
+            argv = self._common(placement, job_name) + dep + [
+                f"--nodelist={nodes[slot]}", f"--output={out_dir}/{job_name}-%j.out", str(script), slot]
+            jobs[slot] = _run(argv, env).strip().split(";")[0]
+            order.append(jobs[slot])
+        return jobs
+
+    def up_nodes(self, placement: Placement) -> tuple[list[str], list[str]]:
+        """(nodes a task can run on, idle ones first; the others as 'NAME (state)') of the
+        partition (default: the cluster's default) that satisfy the constraint, from sinfo."""
+        out = _run(["sinfo", "-h", "-N", "-o", "%N|%P|%t|%f"])
+        up: dict[str, str] = {}
+        other: dict[str, str] = {}
+        for line in out.splitlines():
+            parts = line.strip().split("|")
+            if len(parts) != 4:
+                continue
+            name, part, st, feats = parts
+            if (part.rstrip("*") != placement.partition) if placement.partition else not part.endswith("*"):
+                continue
+            if placement.constraint and not constraint_matches(placement.constraint, feats.split(",")):
+                continue
+            if st in _UP:
+                up.setdefault(name, st)
+            else:
+                other.setdefault(name, st)
+        idle = [n for n, st in up.items() if st == "idle"]
+        return idle + [n for n in up if n not in idle], [f"{n} ({st})" for n, st in other.items() if n not in up]
 
     def log_path(self, log_dir: Path, job_name: str, job: str) -> Path:
         return log_dir / f"{job_name}-{job}.out"
@@ -170,8 +219,10 @@ class Slurm:
             parts = line.split("|")
             if len(parts) == 3 and re.fullmatch(r"\d+(_\d+)?", parts[0]):
                 seen[parts[0]] = (parts[1], f"exit {parts[2]}")
-        for parent in parents:
-            out = _run(["scontrol", "-o", "show", "job", parent], check=False)
+        # One job per node is one parent per node: past a few, one listing of every job the
+        # controller keeps costs one call instead of one a node.
+        for parent in parents if len(parents) <= 16 else [None]:
+            out = _run(["scontrol", "-o", "show", "job", *([parent] if parent else [])], check=False)
             for line in out.splitlines():
                 f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
                 if "JobId" not in f:
@@ -202,6 +253,55 @@ def _task_keys(f: dict[str, str]) -> list[str]:
             keys += [f"{parent}_{i}" for i in range(int(lo), int(hi or lo) + 1)]
     # A task id Slurm leaves unset (NO_VAL): the record speaks for every task not listed apart.
     return keys or [f"{parent}_*"]
+
+
+def constraint_matches(constraint: str, features: list[str]) -> bool:
+    """Whether a node with these features satisfies a Slurm --constraint of feature names,
+    '&' (and), '|' (or), parentheses and brackets; raises a one-line PerflabError otherwise."""
+    have = {f.strip() for f in features if f.strip() and f.strip() != "(null)"}
+    tokens = re.findall(r"[A-Za-z0-9_.:-]+|[&|()\[\]]|\S", constraint)
+    pos = 0
+
+    def fail() -> PerflabError:
+        return PerflabError(f"cannot pick nodes for --constraint {constraint!r}: perflab reads feature "
+                            "names with &, | and brackets; name the nodes with --nodelist instead")
+
+    def term() -> bool:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise fail()
+        tok = tokens[pos]
+        pos += 1
+        if tok in ("(", "["):
+            value = expr()
+            if pos >= len(tokens) or tokens[pos] not in (")", "]"):
+                raise fail()
+            pos += 1
+            return value
+        if not _FEATURE.fullmatch(tok):
+            raise fail()
+        return tok in have
+
+    def conj() -> bool:
+        nonlocal pos
+        value = term()
+        while pos < len(tokens) and tokens[pos] == "&":
+            pos += 1
+            value = term() and value
+        return value
+
+    def expr() -> bool:
+        nonlocal pos
+        value = conj()
+        while pos < len(tokens) and tokens[pos] == "|":
+            pos += 1
+            value = conj() or value
+        return value
+
+    result = expr()
+    if pos != len(tokens):
+        raise fail()
+    return result
 
 
 SUBMITTERS = {"slurm": Slurm}
