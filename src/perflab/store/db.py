@@ -19,6 +19,7 @@ from perflab.store.campaigns import CampaignMethods
 from perflab.store.failover import FailoverStore
 from perflab.store.measurements import MeasurementMethods
 from perflab.store.rows import Artifact, Campaign
+from perflab.store.summaries import SummaryMethods
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
 from perflab.store.url import _one_line, _resolve_url, _sa
 from perflab.store.values import STATUSES, _jsonable, _now, _utc, dumps, host_identity
@@ -80,7 +81,7 @@ def open_store(url_or_path: str | None = None) -> "Store":
     return store
 
 
-class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
+class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods):
     """Campaigns, measurements, hosts and artifacts; every method commits before returning."""
 
     def __init__(self, engine: Any, display: str, sqlite_path: str | None = None) -> None:
@@ -231,6 +232,12 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods):
             c.update().where(c.c.id == campaign_id).values(**values)).rowcount)
         if rowcount == 0:
             raise PerflabError(f"no campaign {campaign_id} in {self.display}")
+        if status == "done":
+            try:
+                self.summarise_runs([campaign_id], self.headline_quantity(campaign_id))
+            except (PerflabError, self._sa.exc.SQLAlchemyError):
+                # The campaign is closed and its runs kept; a report computes a missing summary.
+                pass
 
     def resume_campaign(self, campaign_id: int, owner: dict | None = None) -> Campaign:
         """Mark an interrupted/failed campaign running again, held by ``owner`` where given
