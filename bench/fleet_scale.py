@@ -62,6 +62,7 @@ def start_postgres() -> tuple[str, callable]:
         subprocess.run(prefix + [f"{PG_BIN}/pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
 
+    stop.base = base  # type: ignore[attr-defined]
     return f"postgresql://postgres@127.0.0.1:{port}/fleet", stop
 
 
@@ -167,6 +168,24 @@ def fill(url: str, name: str, hosts: int, runs: int, seed: int) -> tuple[list[st
     return planted, t_copy, t_sum
 
 
+def replay_planted(hosts: int, runs: int, seed: int) -> list[str]:
+    """The planted hosts of a store fill() made with these arguments: its draws, replayed."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    per = hosts // len(PLATFORMS)
+    planted = []
+    for p in range(len(PLATFORMS)):
+        slow_at = int(rng.integers(per))
+        for h in range(per):
+            if h == slow_at:
+                planted.append(f"p{p}n{h:06d}")
+            else:
+                rng.standard_normal()
+            rng.standard_normal(runs)
+    return planted
+
+
 def report(url: str, name: str) -> tuple[float, float, dict, str]:
     """(wall s, the report process's own peak RSS in MiB, its JSON, its stderr)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -192,13 +211,26 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1000, help="measurements per host")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1, help="time the report this many times (median shown)")
+    ap.add_argument("--keep", action="store_true", help="leave the server and its store running (prints the URL)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="with --db: time the report on a store this script filled with the same "
+                         "--hosts, --runs and --seed (filling 100 million runs takes a while)")
     args = ap.parse_args()
+    if args.report_only and not args.db:
+        ap.error("--report-only needs --db, the store an earlier run kept (--keep)")
     stop = None
     url = args.db
     if url is None:
         url, stop = start_postgres()
     try:
-        planted, t_copy, t_sum = fill(url, "scale", args.hosts, args.runs, args.seed)
+        if args.report_only:
+            planted, t_copy, t_sum = replay_planted(args.hosts, args.runs, args.seed), None, None
+        else:
+            planted, t_copy, t_sum = fill(url, "scale", args.hosts, args.runs, args.seed)
+        if args.keep and stop:
+            print(f"store kept: {url}; stop the server with pg_ctl -D {stop.base}/data stop (as user "
+                  f"postgres when run as root) and remove {stop.base}", file=sys.stderr, flush=True)
+            stop = None
         timings = []
         for _ in range(args.repeat):
             wall, rss_mib, rep, text = report(url, "scale")
@@ -212,8 +244,10 @@ def main() -> int:
         found = sorted(s["host"] for s in rep["slow_hosts"])
         n_rows = sum(h["headline"]["n"] for h in rep["hosts"] if h.get("headline"))
         goal_s = 10.0 if args.hosts <= 10000 else 60.0
+        filled = (f"copied in {t_copy:.0f} s, summarised by the store in {t_sum:.0f} s" if t_copy is not None
+                  else "filled before")
         print(f"store: {len(rep['hosts']):,} hosts, {len(rep['platforms'])} platforms, {n_rows:,} measurements "
-              f"(copied in {t_copy:.0f} s, summarised by the store in {t_sum:.0f} s)")
+              f"({filled})")
         print(f"fleet report: {wall:.1f} s wall, peak RSS {rss_mib:.0f} MiB"
               + (f" (median of {args.repeat}: {', '.join(f'{w:.1f}' for w in walls)} s)" if args.repeat > 1 else "")
               + f" (goal: <= {goal_s:.0f} s, <= 1024 MiB)")

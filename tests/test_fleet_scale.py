@@ -163,3 +163,14 @@ def test_html_at_scale_draws_distributions_not_rows(tmp_path):
         assert host in page
     assert "p0n001" not in page or "p0n001" in planted  # an unremarkable host: no row of its own
     assert page.count("<tr") < 40
+
+
+def test_peers_median_and_interval_leave_the_member_out():
+    rng = np.random.default_rng(8)
+    meds = np.round(rng.normal(100, 1, 31), 1)  # rounded: ties among the medians
+    members = {f"h{i}": MemberSummary(40, float(m), float(m) - 1, float(m) + 1) for i, m in enumerate(meds)}
+    for t in slow_by_medians({"g": members}, lambda g, m: []):
+        others = np.delete(meds, int(t.member[1:]))
+        lo, hi, _ = median_ci(others, 0.975)
+        assert t.peers_median == float(np.median(others))
+        assert (t.low, t.high) == (members[t.member].low / hi, members[t.member].high / lo)

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from perflab.stats.peers import PeerTest, _kth_excluding, _median_ci_positions
+from perflab.stats.peers import PeerTest, _median_ci_positions
 
 
 @dataclass(frozen=True)
@@ -81,16 +81,22 @@ def slow_by_medians(
         position = np.empty(len(names), dtype=np.int64)
         position[order] = np.arange(len(names))
         h = len(names) - 1  # peers of each member
-        l_p, u_p, cov_p = _median_ci_positions(h, each) if h >= 2 else (0, 0, 0.0)
+        if h >= 2:
+            l_p, u_p, cov_p = _median_ci_positions(h, each)
+
+            def without_self(k: int):
+                # The k-th smallest peer median of every member at once: one past k for a member
+                # at or below it (perflab.stats.peers._kth_excluding with one position).
+                return sorted_meds[np.where(position <= k, k + 1, k)]
+
+            med_p_all = (without_self((h - 1) // 2) + without_self(h // 2)) / 2.0
+            lo_p_all, hi_p_all = without_self(l_p), without_self(u_p)
         for i, name in enumerate(names):
             s = members[name]
             if s.n < 2 or h < 2 or s.low is None or s.high is None:
                 tests.append(PeerTest(name, group, s.n, s.median, None, None, None, None, None, None))
                 continue
-            mine = position[i:i + 1]
-            at = lambda k: _kth_excluding(sorted_meds, mine, k)  # noqa: E731
-            med_p = (at((h - 1) // 2) + at(h // 2)) / 2.0
-            lo_p, hi_p = at(l_p), at(u_p)
+            med_p, lo_p, hi_p = float(med_p_all[i]), float(lo_p_all[i]), float(hi_p_all[i])
             cov_m = _median_ci_positions(s.n, each)[2]
             ratio = s.median / med_p if med_p > 0 else None
             low = s.low / hi_p if hi_p > 0 else None
