@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from perflab.stats.peers import _median_ci_positions
+from perflab.store import tx
 
 RUNS_PER_S = "runs_per_s"
 # The levels whose order statistics are kept: a host's headline interval (95%), and each median's
@@ -211,8 +212,6 @@ class SummaryMethods:
                      "median": r.median, "ci95_low": r.ci95[0] if r.ci95 else None,
                      "ci95_high": r.ci95[1] if r.ci95 else None, "ci975_low": r.ci975[0] if r.ci975 else None,
                      "ci975_high": r.ci975[1] if r.ci975 else None} for r in rows])
-
-        from perflab.store import tx
 
         tx.write(self, work)
 
