@@ -174,7 +174,7 @@ def host_summaries(store, campaigns: list) -> tuple[dict[int, HostData], str | N
     metric, labels = _selection(store, campaigns)
     quantity = metric or RUNS_PER_S
     ids = [c.id for c in campaigns]
-    have = store.run_summaries(ids, quantity)
+    have = store.run_summaries(ids, quantity, labelled=labels is not None)
     key = (lambda cid: (cid, labels[cid])) if labels else (lambda cid: (cid, ALL))
     missing = [cid for cid in ids if key(cid) not in have]
     if missing:

@@ -250,9 +250,14 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods
                 status="running", finished=None, labels=_jsonable(labels) if labels else None))
         return camp
 
-    def _campaign_query(self) -> Any:
+    def _campaign_query(self, counted: bool = True, config: bool = True) -> Any:
         sa = self._sa
         c, m = self.t["campaigns"], self.t["measurements"]
+        if not config:
+            cols = [col if col.name != "config" else sa.null().label("config") for col in c.columns]
+            return sa.select(*cols, sa.null().label("n_measurements"))
+        if not counted:
+            return sa.select(c, sa.null().label("n_measurements"))
         n = (sa.select(sa.func.count(m.c.id)).where(m.c.campaign_id == c.c.id)
              .correlate(c).scalar_subquery().label("n_measurements"))
         return sa.select(c, n)
@@ -263,7 +268,8 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods
             id=row.id, study=row.study, name=row.name or "", status=row.status,
             config=row.config or {}, summary=row.summary, host_id=row.host_id,
             parent_id=row.parent_id, started=_utc(row.started), finished=_utc(row.finished),
-            n_measurements=int(row.n_measurements or 0), labels=row.labels or {},
+            n_measurements=None if row.n_measurements is None else int(row.n_measurements),
+            labels=row.labels or {},
         )
 
     def campaign(self, campaign_id: int) -> Campaign:
@@ -277,11 +283,13 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods
         return self._campaign(row)
 
     def campaigns(self, study: str | None = None, parent_id: int | None = None,
-                  last: int | None = None, status: str | None = None) -> list[Campaign]:
+                  last: int | None = None, status: str | None = None, lean: bool = False) -> list[Campaign]:
         """Campaigns, oldest first; filtered by study, parent campaign and/or status; only the
-        newest ``last`` of them where given (a listing need not read thousands)."""
+        newest ``last`` of them where given (a listing need not read thousands). ``lean`` leaves
+        n_measurements None and config empty: counting is a pass over every run of the campaigns
+        (100,000 campaigns of a fleet: 100 million rows), and a config one more JSON to decode."""
         c = self.t["campaigns"]
-        q = self._campaign_query()
+        q = self._campaign_query(counted=not lean, config=not lean)
         if study is not None:
             q = q.where(c.c.study == study)
         if parent_id is not None:

@@ -215,8 +215,10 @@ class SummaryMethods:
 
         tx.write(self, work)
 
-    def run_summaries(self, campaign_ids: Iterable[int], quantity: str) -> dict[tuple[int, str | None], RunSummary]:
-        """(campaign id, label or None for all labels) -> its stored summary of the quantity."""
+    def run_summaries(self, campaign_ids: Iterable[int], quantity: str,
+                      labelled: bool | None = None) -> dict[tuple[int, str | None], RunSummary]:
+        """(campaign id, label or None for all labels) -> its stored summary of the quantity;
+        ``labelled``: only the per-label summaries (True) or only those over all labels (False)."""
         sa, t = self._sa, self.t["run_summaries"]
         ids = sorted({int(c) for c in campaign_ids})
         out: dict[tuple[int, str | None], RunSummary] = {}
@@ -228,6 +230,8 @@ class SummaryMethods:
             for start in range(0, len(ids), 30000):
                 chunk = ids[start:start + 30000]
                 q = sa.select(*cols).where(t.c.quantity == quantity).where(t.c.campaign_id.in_(chunk))
+                if labelled is not None:
+                    q = q.where(t.c.label.is_not(None) if labelled else t.c.label.is_(None))
                 for cid, lab, n, med, l95, h95, l975, h975 in conn.execute(q):
                     out[(int(cid), lab)] = RunSummary(
                         int(cid), quantity, lab, int(n), float(med),
