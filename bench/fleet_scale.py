@@ -186,7 +186,7 @@ def replay_planted(hosts: int, runs: int, seed: int) -> list[str]:
     return planted
 
 
-def report(url: str, name: str) -> tuple[float, float, dict, str]:
+def report(url: str, name: str, test: str = "auto") -> tuple[float, float, dict, str]:
     """(wall s, the report process's own peak RSS in MiB, its JSON, its stderr)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     tmp = Path(tempfile.mkdtemp())
@@ -194,7 +194,7 @@ def report(url: str, name: str) -> tuple[float, float, dict, str]:
     t0 = time.monotonic()
     with open(log, "w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "perflab", "fleet", "report", name, "--db", url,
-                                 "--json", str(out), "--html", str(tmp / "report.html")],
+                                 "--json", str(out), "--html", str(tmp / "report.html"), "--test", test],
                                 env=env, stdout=fh, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t0
@@ -211,6 +211,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1000, help="measurements per host")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1, help="time the report this many times (median shown)")
+    ap.add_argument("--test", choices=["auto", "runs", "medians"], default="auto",
+                    help="the report's --test (runs: every run read and ranked, for comparison)")
     ap.add_argument("--keep", action="store_true", help="leave the server and its store running (prints the URL)")
     ap.add_argument("--report-only", action="store_true",
                     help="with --db: time the report on a store this script filled with the same "
@@ -233,7 +235,7 @@ def main() -> int:
             stop = None
         timings = []
         for _ in range(args.repeat):
-            wall, rss_mib, rep, text = report(url, "scale")
+            wall, rss_mib, rep, text = report(url, "scale", args.test)
             if not rep:
                 print(text[-3000:])
                 return 1

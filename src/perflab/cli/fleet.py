@@ -202,12 +202,15 @@ def collect(name, shard_dir, db_url) -> None:
 @click.option("--min-effect", type=click.FloatRange(0, 1, max_open=True), default=0.03, show_default=True,
               callback=_finite,
               help="A slow host is at least this much below its peers' median.")
-def report(name, db_url, json_path, html_path, alpha, min_effect) -> None:
+@click.option("--test", "method", type=click.Choice(["auto", "runs", "medians"]), default="auto", show_default=True,
+              help="How hosts are compared: every run (Mann-Whitney U, Holm), their medians (sign test, "
+                   "Bonferroni), or runs up to 1,000,000 values in all and medians beyond.")
+def report(name, db_url, json_path, html_path, alpha, min_effect, method) -> None:
     """Hosts by platform, each platform's throughput, slow nodes, failed and missing nodes."""
 
     with open_store(db_url) as store:
         fleet = state.load(store, name)
-        rep = build(store, fleet, submitter(fleet.config.get("submitter", "slurm")), alpha, min_effect)
+        rep = build(store, fleet, submitter(fleet.config.get("submitter", "slurm")), alpha, min_effect, method)
     if json_path:
         try:
             # The report holds plain values: the C encoder takes them as they are, where the
