@@ -194,3 +194,47 @@ def test_cli_test_option_picks_the_test(tmp_path):
     r = subprocess.run([sys.executable, "-m", "perflab", "fleet", "report", "big", "--db", db, "--test", "ranks"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def _unkind_platform(rng, hosts: int, runs: int, slow: int | None, host_sd: float = 0.005) -> dict[str, np.ndarray]:
+    """Hosts alike in law, not in luck: a host effect (sd 0.5%), skewed run noise (lognormal),
+    two speeds 5% apart (a run in 3 on the slow one), background load (a run in 10 at 80%), and a
+    farm-wide drift of 2% over the campaigns, which run at the same time on every host; one host
+    at 90% when planted."""
+    drift = 1 - 0.02 * np.linspace(0, 1, runs)
+    out = {}
+    for h in range(hosts):
+        x = 1000.0 * (1 + host_sd * rng.standard_normal()) * rng.lognormal(0.0, 0.03, runs) * drift
+        x[rng.random(runs) < 1 / 3] *= 0.95
+        x[rng.random(runs) < 0.1] *= 0.8
+        out[f"h{h}"] = x * (0.9 if h == slow else 1.0)
+    return out
+
+
+def _flagged(runs: dict[str, np.ndarray], min_effect: float) -> list[str]:
+    groups = {"p": {}}
+    for h, x in runs.items():
+        lo, hi, _ = median_ci(x, 0.975)
+        groups["p"][h] = MemberSummary(x.size, float(np.median(x)), lo, hi)
+    return [t.member for t in slow_by_medians(groups, lambda g, m: runs[m], min_effect=min_effect) if t.slow]
+
+
+def test_medians_test_finds_a_planted_host_and_stays_quiet_under_unkind_noise():
+    found = false_alarms = 0
+    for seed in range(12):
+        rng = np.random.default_rng(200 + seed)
+        planted = seed % 2 == 0
+        flagged = _flagged(_unkind_platform(rng, 150, 80, 17 if planted else None), 0.03)
+        found += planted and "h17" in flagged
+        false_alarms += len([f for f in flagged if f != "h17" or not planted])
+    assert found == 6 and false_alarms == 0
+
+
+def test_medians_test_keeps_its_error_rate_without_a_minimum_effect():
+    """Identical hosts and no minimum effect: only the sign test and Bonferroni stand between
+    noise and a verdict; a fleet with any host flagged should be rare (alpha 0.05 per fleet)."""
+    alarmed = 0
+    for seed in range(20):
+        rng = np.random.default_rng(300 + seed)
+        alarmed += bool(_flagged(_unkind_platform(rng, 100, 60, None, host_sd=0.0), 0.0))
+    assert alarmed <= 3
