@@ -200,12 +200,12 @@ def report_html(rep: dict[str, Any]) -> str:
     if any(p["n_hosts"] > HOST_ROWS for p in rep["platforms"]):
         out.append(f"<p>Platforms of more than {HOST_ROWS} hosts are shown by their distribution; every "
                    "host's headline is in the report's JSON (--json).</p>")
-    out.append("<ul>")
     if "slow_cores" in rep:
-        out.append("</ul><h2>Slow cores</h2><ul>")
+        out.append("<h2>Slow cores</h2><ul>")
         lines = _slow_cores_lines(rep)
         out += [f"<li>{e(ln.strip())}</li>" for ln in (lines[1:] or lines)]
-    out.append("</ul><h2>Failed and missing</h2><ul>")
+        out.append("</ul>")
+    out.append("<h2>Failed and missing</h2><ul>")
     out += [f"<li>{e(h['host'])} (slot {e(h['slot'])}): {e(h.get('error', ''))}</li>"
             for h in rep["hosts"] if h["status"] == "failed"]
     out += [f"<li>slot {e(m['slot'])}: {e(m['status'])} {e(m['reason'])}</li>" for m in rep["missing"]]
