@@ -4,8 +4,12 @@ The compared quantity is higher-is-better throughput: a ``*_per_s`` metric the w
 (events/s), else runs per second (1 / wall time). For ``instances`` it is the aggregate
 throughput at the host's optimum copy count, one value per repetition; for ``run`` and ``cores``
 every successful run of the first command (``run``) or of every CPU (``cores``) is one value.
-Measurements are read in one query for the whole fleet, so a report on thousands of hosts reads
-the store once.
+
+Two ways to a host's figures: ``host_data`` reads every run in one query (a fleet of a few
+thousand hosts: the slow-node test ranks them all), ``host_summaries`` reads the per-campaign
+summaries the store computes (store/summaries.py: count, median, the order statistics of its
+intervals), so that 100,000 hosts cost 100,000 rows; ``campaign_runs`` then reads back the few
+hosts a verdict needs.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from perflab.errors import PerflabError
 from perflab.stats import median
-from perflab.stats.peers import median_ci
+from perflab.stats.peers import _median_ci_positions, median_ci
+from perflab.store.summaries import ALL, RUNS_PER_S, RunSummary
 
 
 @dataclass
@@ -23,6 +29,7 @@ class HostData:
 
     values: list[float] = field(default_factory=list)  # higher is better
     headline: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary | None = None  # host_summaries' (values then stay empty)
 
 
 def _ci(xs: list[float]) -> dict | None:
@@ -117,39 +124,80 @@ def _fetch_raw(store, query) -> list[tuple]:
         raw.close()
 
 
-def host_data(store, campaigns: list) -> dict[int, HostData]:
-    """campaign id -> HostData for a fleet's done campaigns (all of one study)."""
-    if not campaigns:
-        return {}
-    study = campaigns[0].study
-    if study == "instances":
-        return {c.id: _instances(c.summary or {}) for c in campaigns}
+def _selection(store, campaigns: list) -> tuple[str | None, dict[int, str] | None]:
+    """(the throughput metric or None for 1 / wall time, campaign id -> label compared or None: all)."""
     metric, label = first_run(store, [c.id for c in campaigns])
     labels = None
-    if study == "run":
+    if campaigns[0].study == "run":
         # Compare each host's first command (runs interleave, so the first stored run may be of
         # another); its name may differ per host, e.g. a path into the node's bundle directory.
         labels = {}
         for c in campaigns:
             benches = (c.summary or {}).get("benchmarks") or []
             labels[c.id] = benches[0].get("command", label) if benches else label
+    return metric, labels
+
+
+def _headline(c, quantity: str, n: int, med: float | None, ci: dict | None) -> dict[str, Any]:
+    head: dict[str, Any] = {"quantity": quantity, "median": med, "ci": ci, "n": n}
+    if c.study == "run":
+        benches = (c.summary or {}).get("benchmarks") or []
+        if benches:
+            head["command"] = benches[0].get("command")
+    if c.study == "cores":
+        slow = (c.summary or {}).get("slow") or []
+        head["slow_cores"] = [{k: s.get(k) for k in ("core", "cpus", "ratio", "p_adjusted", "slower_rounds",
+                                                     "rounds")} for s in slow]
+    return head
+
+
+def host_data(store, campaigns: list) -> dict[int, HostData]:
+    """campaign id -> HostData for a fleet's done campaigns (all of one study)."""
+    if not campaigns:
+        return {}
+    if campaigns[0].study == "instances":
+        return {c.id: _instances(c.summary or {}) for c in campaigns}
+    metric, labels = _selection(store, campaigns)
     runs = _runs(store, campaigns, metric, labels)
     quantity = metric or "runs_per_s (1 / wall time)"
     out = {}
     for c in campaigns:
         values = runs.get(c.id, [])
-        head: dict[str, Any] = {"quantity": quantity, "median": median(values) if values else None,
-                                "ci": _ci(values), "n": len(values)}
-        if study == "run":
-            benches = (c.summary or {}).get("benchmarks") or []
-            if benches:
-                head["command"] = benches[0].get("command")
-        if study == "cores":
-            slow = (c.summary or {}).get("slow") or []
-            head["slow_cores"] = [{k: s.get(k) for k in ("core", "cpus", "ratio", "p_adjusted", "slower_rounds",
-                                                         "rounds")} for s in slow]
-        out[c.id] = HostData(values, head)
+        out[c.id] = HostData(values, _headline(c, quantity, len(values), median(values) if values else None,
+                                               _ci(values)))
     return out
+
+
+def host_summaries(store, campaigns: list) -> tuple[dict[int, HostData], str | None, dict[int, str] | None]:
+    """(campaign id -> HostData with the store's summary, metric, labels) for a fleet's done
+    campaigns of ``run`` or ``cores``; summaries missing from the store are computed there and kept."""
+    metric, labels = _selection(store, campaigns)
+    quantity = metric or RUNS_PER_S
+    ids = [c.id for c in campaigns]
+    have = store.run_summaries(ids, quantity, labelled=labels is not None)
+    key = (lambda cid: (cid, labels[cid])) if labels else (lambda cid: (cid, ALL))
+    missing = [cid for cid in ids if key(cid) not in have]
+    if missing:
+        try:
+            made = store.summarise_runs(missing, quantity)
+        except (PerflabError, store._sa.exc.SQLAlchemyError):
+            made = store.summarise_runs(missing, quantity, keep=False)  # a store we may only read
+        have.update({(s.campaign_id, s.label): s for s in made})
+    shown = metric or "runs_per_s (1 / wall time)"
+    out = {}
+    for c in campaigns:
+        s = have.get(key(c.id))
+        ci = None
+        if s is not None and s.ci95 is not None:
+            ci = {"low": s.ci95[0], "high": s.ci95[1], "level": round(_median_ci_positions(s.n, 0.95)[2], 4)}
+        out[c.id] = HostData([], _headline(c, shown, s.n if s else 0, s.median if s else None, ci), s)
+    return out, metric, labels
+
+
+def campaign_runs(store, campaign, metric: str | None, labels: dict[int, str] | None) -> list[float]:
+    """One campaign's values, as host_data reads them for the whole fleet."""
+    mine = {campaign.id: labels[campaign.id]} if labels else None
+    return _runs(store, [campaign], metric, mine).get(campaign.id, [])
 
 
 def platform_of(host: dict | None, features: str = "") -> dict[str, Any]:

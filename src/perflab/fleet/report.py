@@ -1,9 +1,16 @@
 """The fleet report: hosts grouped by platform, per-platform throughput, slow nodes, missing ones.
 
-Slow nodes: within one platform, each host's throughput sample against its platform peers
-(perflab.stats.peers: Mann-Whitney U, Holm over every host tested, ratio of medians with a
-distribution-free interval, a minimum effect). A host is compared only with hosts of its own
-platform: a slower CPU generation is a platform, not a slow node.
+Slow nodes: within one platform, each host against its platform peers. A host is compared only
+with hosts of its own platform: a slower CPU generation is a platform, not a slow node. Two
+tests, by the fleet's size (``RUNS_LIMIT`` values in all):
+
+- runs (up to the limit): every run of every host in memory, each host's sample against the
+  pooled runs of its peers (perflab.stats.peers: Mann-Whitney U, Holm over every host tested,
+  ratio of medians with a distribution-free interval, a minimum effect);
+- medians (beyond it): the per-host summaries the store computes (store/summaries.py), each
+  host's median against the median of its peers' medians (perflab.stats.peer_medians: the same
+  ratio and interval construction; a sign test of the candidates' runs, read back alone,
+  Bonferroni over every host tested). Memory grows with the hosts, not the runs.
 """
 
 from __future__ import annotations
@@ -12,46 +19,100 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.fleet import state
-from perflab.fleet.headline import host_data, platform_key, platform_of
+from perflab.fleet.headline import campaign_runs, host_data, host_summaries, platform_key, platform_of
 from perflab.fleet.timing import apart_from, one_per_node, platform_windows
+from perflab.stats.peer_medians import MemberSummary, slow_by_medians
 from perflab.stats.peers import median_ci, slow_members
+
+# Values a report ranks in memory (the runs test peaked at 412 MiB for 1.8 million values and 2 GiB
+# for 10 million); a larger fleet is compared by its hosts' medians. 1,000 hosts x 1,000 runs
+# still take the pooled test.
+RUNS_LIMIT = 1_000_000
+HISTOGRAM_BINS = 40
 
 
 def _hosts(store) -> dict[int, dict]:
-    """Every host row in one query (a fleet may have thousands)."""
+    """Every host row in one query (a fleet may have 100,000), with only what platform_of reads:
+    the database picks the fields out of each host's metadata, and a topology (the same text
+    for every host of a platform) is decoded once."""
+    import functools
+    import json
+
     import sqlalchemy as sa
 
     h = store.t["hosts"]
+    meta = h.c.metadata
     with store.engine.connect() as conn:
-        rows = conn.execute(sa.select(h.c.id, h.c.hostname, h.c.metadata, h.c.topology)).all()
-    return {r.id: {"hostname": r.hostname, "metadata": r.metadata or {}, "topology": r.topology or {}}
-            for r in rows}
+        rows = conn.execute(sa.select(
+            h.c.id, h.c.hostname, meta["cpu_model"].as_string(), meta["mem_total_bytes"].as_float(),
+            meta["kernel"]["release"].as_string(), meta["kernel"].as_string(),
+            meta["logical_cpus_in_cpuinfo"].as_integer(), sa.cast(h.c.topology, sa.Text))).all()
+    topology = functools.lru_cache(maxsize=None)(lambda text: json.loads(text) if text else {})
+    out = {}
+    for hid, name, cpu, mem, release, kernel, cpus, topo in rows:
+        md = {"cpu_model": cpu, "mem_total_bytes": mem, "kernel": release or kernel,
+              "logical_cpus_in_cpuinfo": cpus}
+        out[hid] = {"hostname": name, "metadata": {k: v for k, v in md.items() if v is not None},
+                    "topology": topology(topo)}
+    return out
 
 
 def _spread(values: list[float]) -> dict[str, Any]:
+    """The host medians of a platform: their median with its order-statistic interval, quantiles,
+    and a histogram (what the HTML page draws instead of one row per host)."""
     import numpy as np
 
     arr = np.asarray(values, dtype=float)
-    # The order-statistic interval with the level it reaches (3 hosts: 75 %), not a bootstrap's 95 %.
-    lo, hi, level = median_ci(values, 0.95) if arr.size >= 2 else (float(arr[0]), float(arr[0]), 0.0)
+    ci = None
+    if arr.size >= 2:
+        lo, hi, level = median_ci(arr, 0.95)
+        ci = {"low": lo, "high": hi, "level": round(level, 4)}
     p10, p25, p75, p90 = (float(x) for x in np.quantile(arr, [0.1, 0.25, 0.75, 0.9]))
-    return {"median": float(np.median(arr)),
-            "ci": {"low": lo, "high": hi, "level": round(level, 4)} if arr.size >= 2 else None,
+    med = float(np.median(arr))
+    counts, edges = np.histogram(arr, bins=min(HISTOGRAM_BINS, max(1, arr.size)))
+    return {"median": med, "ci": ci,
             "spread": {"min": float(arr.min()), "p10": p10, "p25": p25, "p75": p75, "p90": p90,
-                       "max": float(arr.max()), "iqr_pct": 100.0 * (p75 - p25) / float(np.median(arr))
-                       if np.median(arr) else None}}
+                       "max": float(arr.max()), "iqr_pct": 100.0 * (p75 - p25) / med if med else None},
+            "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}}
 
 
-def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect: float = 0.03) -> dict[str, Any]:
-    """The report as the JSON shape of `fleet report --json`."""
+def _figures(store, done: list, method: str) -> tuple[dict, bool, Any]:
+    """(campaign id -> HostData, whether the runs test applies, reader of one campaign's runs)."""
+    if not done or done[0].study == "instances":
+        # An instances host's sample is a few repetitions in its campaign's summary: no runs to spare.
+        return host_data(store, done), True, None
+    data, metric, labels = host_summaries(store, done)
+    total = sum(d.summary.n for d in data.values() if d.summary is not None)
+    if method == "runs" or (method == "auto" and total <= RUNS_LIMIT):
+        return host_data(store, done), True, None
+    return data, False, lambda camp: campaign_runs(store, camp, metric, labels)
+
+
+def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effect: float) -> str:
+    if by_runs:
+        test = (f"Mann-Whitney U against {peers} peers of its platform, Holm-corrected over {tested} hosts "
+                f"(p {t.p_adjusted:.2g} < {alpha})")
+    else:
+        test = (f"sign test of its {t.n} runs against the median of the medians of {peers} peers of its "
+                f"platform, Bonferroni-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha})")
+    return (f"{test}; throughput {1 - t.ratio:.1%} below the peers' median, beyond the minimum effect "
+            f"{min_effect:.0%}")
+
+
+def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect: float = 0.03,
+          method: str = "auto") -> dict[str, Any]:
+    """The report as the JSON shape of `fleet report --json`; ``method``: auto, runs or medians."""
+    if method not in ("auto", "runs", "medians"):
+        raise ValueError(f"method must be auto, runs or medians, not {method!r}")
     hosts_rows = _hosts(store)
     by_slot = state.task_campaigns(store, fleet)
     slots = state.slot_states(store, fleet, submitter, hosts_rows, by_slot)
     campaigns = {c.id: c for cs in by_slot.values() for c in cs}
     done = [campaigns[s.campaign_id] for s in slots if s.state == "done" and s.campaign_id in campaigns]
-    data = host_data(store, done)
+    data, by_runs, read_runs = _figures(store, done, method)
     hosts, missing = [], []
-    groups: dict[str, dict[str, list[float]]] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    owner: dict[tuple[str, str], Any] = {}
     platforms: dict[str, dict[str, Any]] = {}
     medians: dict[str, list[float]] = {}
     stands_for, repeats = one_per_node(slots)
@@ -78,8 +139,13 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
                 windows.setdefault(key, {})[host] = (camp.started, camp.finished)
             hd = data.get(s.campaign_id)
             entry["headline"] = hd.headline if hd else None
-            if hd and hd.values:
+            if hd and by_runs and hd.values:
                 groups.setdefault(key, {})[host] = hd.values
+            elif hd and not by_runs and hd.summary is not None:
+                r = hd.summary
+                groups.setdefault(key, {})[host] = MemberSummary(r.n, r.median, *(r.ci975 or (None, None)))
+                owner[(key, host)] = camp
+            if hd and hd.values or hd and hd.summary is not None:
                 if hd.headline.get("median") is not None:
                     medians.setdefault(key, []).append(hd.headline["median"])
                 elif hd.headline.get("throughput") is not None:
@@ -89,8 +155,13 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             entry["error"] = s.reason
             entry["log"] = s.log
         hosts.append(entry)
-    tests = slow_members(groups, alpha=alpha, min_effect=min_effect) if groups else []
-    tested = sum(1 for t in tests if t.p_value is not None)
+    if not groups:
+        tests = []
+    elif by_runs:
+        tests = slow_members(groups, alpha=alpha, min_effect=min_effect)
+    else:
+        tests = slow_by_medians(groups, lambda g, h: read_runs(owner[(g, h)]), alpha=alpha, min_effect=min_effect)
+    tested = sum(1 for t in tests if t.level is not None)
     slow = []
     times = {key: platform_windows(w) for key, w in windows.items()}
     for t in sorted((t for t in tests if t.slow), key=lambda t: t.ratio):
@@ -99,22 +170,21 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             "host": t.member, "platform": t.group, "ratio": t.ratio,
             "ci": {"low": t.low, "high": t.high, "level": round(t.level, 4)},
             "median": t.median, "peers_median": t.peers_median, "n": t.n,
-            "p_value": t.p_value, "p_holm": t.p_adjusted,
-            "evidence": (f"Mann-Whitney U against {len(groups[t.group]) - 1} peers of its platform, "
-                         f"Holm-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha}); "
-                         f"throughput {1 - t.ratio:.1%} below the peers' median, beyond the "
-                         f"minimum effect {min_effect:.0%}"
-                         + (f"; measured in a window disjoint from {apart} of its {len(groups[t.group]) - 1} "
-                            "peers', so part of the difference may be the time, not the node" if apart else "")),
+            "p_value": t.p_value, "p_adjusted": t.p_adjusted, "correction": "Holm" if by_runs else "Bonferroni",
+            "evidence": _evidence(t, by_runs, len(groups[t.group]) - 1, tested, alpha, min_effect)
+            + (f"; measured in a window disjoint from {apart} of its {len(groups[t.group]) - 1} peers', so "
+               "part of the difference may be the time, not the node" if apart else ""),
         })
     for key, plat in platforms.items():
         ms = medians.get(key) or []
         plat["n_hosts"] = len(plat["hosts"])
         plat["quantity"] = next((h["headline"]["quantity"] for h in hosts
                                  if h["platform"] == key and h.get("headline")), None)
-        plat.update(_spread(ms) if ms else {"median": None, "ci": None, "spread": None})
+        plat["slow_test"] = ("each host's runs against its peers' pooled runs" if by_runs else
+                             "each host's median against its peers' medians")
+        plat.update(_spread(ms) if ms else {"median": None, "ci": None, "spread": None, "histogram": None})
         plat["slow_hosts"] = [s["host"] for s in slow if s["platform"] == key]
-        plat["not_tested"] = [t.member for t in tests if t.group == key and t.p_value is None]
+        plat["not_tested"] = [t.member for t in tests if t.group == key and t.level is None]
         plat["same_time"] = times.get(key, {}).get("same_time", True)
         plat["time_note"] = times.get(key, {}).get("note")
     rep = {"fleet": fleet.name, "hosts": hosts, "platforms": list(platforms.values()),

@@ -99,9 +99,10 @@ class SlotStatus:
 
 
 def task_campaigns(store, fleet: Fleet) -> dict[str, list]:
-    """slot -> the study campaigns its tasks recorded, oldest first."""
+    """slot -> the study campaigns its tasks recorded, oldest first (without their config and
+    run counts, which no fleet view needs)."""
     out: dict[str, list] = {}
-    for c in store.campaigns(study=fleet.study):
+    for c in store.campaigns(study=fleet.study, lean=True):
         if c.labels.get("fleet") == fleet.name:
             out.setdefault(str(c.labels.get("fleet_slot", "?")), []).append(c)
     return out

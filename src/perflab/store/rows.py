@@ -27,7 +27,7 @@ class Campaign:
     parent_id: int | None
     started: datetime
     finished: datetime | None
-    n_measurements: int = 0
+    n_measurements: int | None = 0  # None: not counted (Store.campaigns(lean=True))
     labels: dict = field(default_factory=dict)  # fleet name, batch job ids, host label
 
 

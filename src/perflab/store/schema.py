@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 # Bump by appending a migration; never edit an applied one (old stores replay them).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _v1_metadata(sa: Any) -> Any:
@@ -158,8 +158,35 @@ def _migrate_5(conn: Any, sa: Any) -> None:
         conn.execute(sa.text("ALTER TABLE measurements ALTER COLUMN label TYPE TEXT"))
 
 
+def _run_summaries_table(sa: Any, md: Any) -> Any:
+    """A campaign's runs of one quantity summarised by the store (store/summaries.py): count,
+    median and the order statistics of its 95% and 97.5% intervals; label NULL: all labels."""
+    return sa.Table(
+        "run_summaries", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id", ondelete="CASCADE"),
+                  nullable=False, index=True),
+        sa.Column("quantity", sa.String(200), nullable=False),
+        sa.Column("label", sa.Text),
+        sa.Column("n", sa.Integer, nullable=False),
+        sa.Column("median", sa.Float, nullable=False),
+        sa.Column("ci95_low", sa.Float),
+        sa.Column("ci95_high", sa.Float),
+        sa.Column("ci975_low", sa.Float),
+        sa.Column("ci975_high", sa.Float),
+    )
+
+
+def _migrate_6(conn: Any, sa: Any) -> None:
+    """v6: per-campaign run summaries, so that a fleet report of 100,000 hosts reads 100,000
+    rows instead of 100 million."""
+    md = sa.MetaData()
+    sa.Table("campaigns", md, sa.Column("id", sa.Integer, primary_key=True))
+    _run_summaries_table(sa, md).create(conn)
+
+
 MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2, 3: _migrate_3,
-                                                     4: _migrate_4, 5: _migrate_5}
+                                                     4: _migrate_4, 5: _migrate_5, 6: _migrate_6}
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 
@@ -179,6 +206,7 @@ def current_tables(sa: Any) -> dict[str, Any]:
     _baselines_table(sa, md)
     _baseline_saves_table(sa, md)
     _artifacts_table(sa, md)
+    _run_summaries_table(sa, md)
     version_table(sa, md)
     return dict(md.tables)
 
