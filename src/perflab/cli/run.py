@@ -205,6 +205,12 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         cpu_tuple = check_cpus(cpus)
 
     model = _cache_model(instrument, cache_model, perf_stat)
+    if perf_stat:
+        from perflab.platform.probes import perf_status
+
+        perf = perf_status()  # missing or not permitted: said here, not as the command's failure
+        if not perf.available:
+            raise PerflabError(f"--perf-stat: {perf.reason}; or drop --perf-stat")
     config = RunConfig(
         commands=tuple(commands), metrics=metrics, primary_metric=primary,
         higher_is_better=direction, warmup=warmup,
