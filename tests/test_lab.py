@@ -40,6 +40,16 @@ def test_lab_quick_runs_every_study_and_writes_the_report(quick_lab):
     assert "no verdict recorded" not in md
 
 
+def test_lab_quick_warns_of_nothing_internal_and_names_an_n(quick_lab):
+    # The micro pack's shm regex warned twice of "none of 260 runs"; instances ran 1 round a
+    # point where an optimum needs 4 and answered "not enough evidence" (tests/test_lab_degrade.py
+    # checks the settings of every study; the answer itself depends on a quiet machine).
+    d, p = quick_lab
+    assert "warning: metric regex" not in p.stdout + p.stderr
+    assert "not enough evidence" not in p.stdout
+    assert re.search(r"^answer: N = \d+", p.stdout, re.MULTILINE), p.stdout[-3000:]
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
 def test_lab_report_renders_in_chromium(quick_lab, tmp_path):
     d, p = quick_lab

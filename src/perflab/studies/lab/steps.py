@@ -19,6 +19,8 @@ from perflab.errors import PerflabError, Unsupported
 from perflab.kernels import minihlt
 from perflab.model import Workload
 from perflab.platform.machine import Machine
+from perflab.platform.probes import perf_status
+from perflab.startup import which
 from perflab.studies.run import study as run_mod
 from perflab.studies.session import Session
 from perflab.workloads import list_workloads, resolve
@@ -26,6 +28,7 @@ from perflab.kernels.variants import BuildTarget, parse_variant
 from perflab.measure.window import Window
 from perflab.studies.cores import study as cores
 from perflab.studies.instances import study as instances
+from perflab.studies.instances.optimum import MIN_ROUNDS
 from perflab.studies.micro import study as mi
 from perflab.studies.profile import study as profile
 from perflab.studies.frontend import study as fe
@@ -111,7 +114,10 @@ def run_step(ctx: LabContext) -> Step:
 @step("cores")
 def cores_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
-    config = cores.CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
+    # Quick: 16 rounds at most, stopping from 8 once a 4 % slowdown is detectable. 6 rounds could
+    # answer nothing on 2 CPUs: the sign test's smallest p is 2^-n, Holm's bar alpha/2, and one
+    # disturbed round left out leaves 2^-5 above it ("not even +300% is called slow").
+    config = cores.CoresConfig(workload=ctx.workload, rounds=16 if q else 30, min_rounds=8,
                                max_time=40 if q else 600, seed=ctx.config.seed)
     return Step(cores, config)
 
@@ -122,8 +128,11 @@ def instances_step(ctx: LabContext) -> Step:
     wl = ctx.workload
     assert wl is not None
     ncpu = len(os.sched_getaffinity(0))
-    ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
-    config = instances.InstancesConfig(workload=wl, ns=ns, reps=1 if q else 3,
+    # Quick: three N (one copy, one per CPU, twice that) with as many rounds as the full scan.
+    # An optimum needs MIN_ROUNDS rounds a point (one-sided exact Mann-Whitney, 1/C(2m, m) < alpha):
+    # fewer (1 round quick, 3 full, as before) could only say "not enough evidence".
+    ns = tuple(sorted({1, ncpu, 2 * ncpu})) if q else None
+    config = instances.InstancesConfig(workload=wl, ns=ns, reps=max(5, MIN_ROUNDS),
                                        fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
     return Step(instances, config)
 
@@ -172,9 +181,23 @@ def slowest_event(ctx: LabContext) -> tuple[int, float] | None:
     return int(result.metrics["event"]), float(result.metrics["event_ms"])
 
 
+def profiler(ctx: LabContext) -> str:
+    """perf where it records; callgrind where perf is missing or not permitted and Valgrind is
+    there; else Unsupported, naming what to install (a cloud guest often has neither)."""
+    perf = perf_status()
+    if perf.available:
+        return "perf"
+    if which("valgrind") is None:
+        raise Unsupported(f"{perf.reason}; or install Valgrind for counts instead of samples "
+                          "(apt-get install valgrind)")
+    ctx.notes.append(f"{perf.reason}: profiled under Valgrind's callgrind instead (counted, not sampled)")
+    ctx.session.say(ctx.notes[-1])
+    return "callgrind"
+
+
 @step("profile")
 def profile_step(ctx: LabContext) -> Step:
-
+    instrument = profiler(ctx)
     slow = slowest_event(ctx)
     if slow is not None:
         k, ms = slow
@@ -185,7 +208,8 @@ def profile_step(ctx: LabContext) -> Step:
         window = Window()
     # A quick event lasts a few ms: sample faster so the table has enough samples to read.
     config = profile.ProfileConfig(workload=ctx.workload, window=window, repeat=1 if ctx.config.quick else 3,
-                                   freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
+                                   freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"),
+                                   instrument=instrument)
     return Step(profile, config)
 
 
