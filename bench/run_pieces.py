@@ -14,7 +14,7 @@ process: one health sample (preads of those files) and one journal append. The c
 alternate over ROUNDS rounds (this VM's speed drifts); medians per run, and ratios to
 hyperfine -N measured in the same rounds.
 
-    .venv/bin/python bench/run_pieces.py [RUNS [ROUNDS]]
+    .venv/bin/python bench/run_pieces.py [RUNS [ROUNDS [PROGRAM|static]]]
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from perflab.platform.sysfs import Root
 
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-TRUE = "/usr/bin/true" if os.path.exists("/usr/bin/true") else "/bin/true"
+# the system's `true` (dynamic: most of its life is the loader), or "static": a static
+# `int main() { return 0; }`, whose life is little more than fork+exec+exit
+TRUE = sys.argv[3] if len(sys.argv) > 3 else ("/usr/bin/true" if os.path.exists("/usr/bin/true") else "/bin/true")
 
 LOOP_C = r"""
 #define _GNU_SOURCE
@@ -64,6 +66,12 @@ def main() -> None:
     with open(src, "w") as fh:
         fh.write(LOOP_C)
     subprocess.run(["gcc", "-O2", "-static", "-o", loop, src], check=True)
+    global TRUE
+    if TRUE == "static":
+        TRUE = os.path.join(tmp, "static-true")
+        with open(TRUE + ".c", "w") as fh:
+            fh.write("int main(void) { return 0; }\n")
+        subprocess.run(["gcc", "-O2", "-static", "-o", TRUE, TRUE + ".c"], check=True)
     out = os.memfd_create("out")
     err = os.memfd_create("err")
     devnull = os.open(os.devnull, os.O_RDWR)
