@@ -177,11 +177,11 @@ def test_lab_through_the_mock_and_its_snapshot(tmp_path):
 
     store, result = _mock_lab(tmp_path, MockExecutor())
     (run,) = result.steps
-    assert run.status == "done" and run.runs == 6 and run.result.benchmarks[0].summary["median"] == 0.25
+    assert run.status == "done" and run.runs == 10 and run.result.benchmarks[0].summary["median"] == 0.25
     camp = store.campaign(result.campaign_id)
     assert camp.status == "done" and store.campaign(run.campaign).parent_id == camp.id
     again = LabResult.from_dict(camp.summary)
-    assert [(s.name, s.status, s.runs) for s in again.steps] == [("run", "done", 6)]
+    assert [(s.name, s.status, s.runs) for s in again.steps] == [("run", "done", 10)]
     console = Console(width=140, record=True, file=io.StringIO(), color_system=None)
     run.seconds, result.seconds = 0.0, 0.0  # wall-clock of the test machine: not part of the snapshot
     render(result, console)  # each study once, then the summary
