@@ -125,3 +125,12 @@ def test_a_callgrind_profile_has_its_counts_in_the_report():
     assert table.title == "Top functions by exclusive Ir (callgrind, mean per recording)"
     assert table.rows == [[pytest.approx(11.0), 5037080.0, 45785267.0, "process_event", "minihlt"]]
     assert not any("latency" in n for n in sec.notes)
+
+
+def test_footprint_without_strace_is_one_line(tmp_path):
+    # It printed the store and "strace has no --seccomp-bpf here" before the error.
+    env = {**os.environ, "PATH": _path_without(tmp_path, "strace")}
+    p = subprocess.run([*PERFLAB, "footprint", "--db", "f.db", "--", "true"], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path, env=env)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == "perflab: error: strace is not installed: apt-get install strace (or run make lab)\n"
