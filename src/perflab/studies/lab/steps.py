@@ -1,7 +1,9 @@
 """The studies ``perflab lab`` runs, each turned from the lab's options into its own config.
 
-Quick mode keeps every study but shrinks it (fewer rounds, a 20-event minihlt, fewer sizes)
-so the whole lab finishes in a few minutes on a 2-CPU machine; the default is thorough.
+Quick mode keeps every study but shrinks it (a 20-event minihlt, fewer N and sizes, fewer rounds
+where a study can still answer with them) so the whole lab finishes in a few minutes on a 2-CPU
+machine; the default is thorough. Each study gets at least the rounds its test needs to reach an
+answer (tests/test_lab_degrade.py), and a study whose tool is missing makes do or is skipped.
 A step returns the study module and its config; lab runs it as a child campaign through
 ``run_study``.
 """
