@@ -135,9 +135,11 @@ def instances_step(ctx: LabContext) -> Step:
     ncpu = len(os.sched_getaffinity(0))
     # An optimum needs MIN_ROUNDS rounds a point (one-sided exact Mann-Whitney, 1/C(2m, m) < alpha):
     # fewer (1 round quick, 3 full, as before) could only say "not enough evidence". So fewer N
-    # with 5 rounds each: quick, one copy, one per CPU and twice that; full, at most seven N from
-    # one copy to twice the CPUs (the default scan's 14 on 64 CPUs would take 5/3 of its old time).
-    quarters = (1, 2, 3, 4, 6, 8) if not q else (4, 8)
+    # with 5 rounds each: one copy, one per CPU and twice that; the full lab on 4 CPUs or more
+    # also a quarter, a half, three quarters and 1.5 times the CPUs (at most seven N, where the
+    # default scan has 14 on 64 CPUs). On 2 CPUs the full scan drops N = 3: 1, 2, 4 at 5 rounds
+    # cost about what 1-4 at 3 rounds did (2-3 s a copy of the full minihlt).
+    quarters = (4, 8) if q or ncpu < 4 else (1, 2, 3, 4, 6, 8)
     ns = tuple(sorted({1} | {max(1, ncpu * k // 4) for k in quarters}))
     config = instances.InstancesConfig(workload=wl, ns=ns, reps=max(5, MIN_ROUNDS),
                                        fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
