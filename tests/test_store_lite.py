@@ -29,7 +29,8 @@ def _shape(path) -> dict:
                 "foreign_keys": sorted(r[2:] for r in conn.execute(f"PRAGMA foreign_key_list({name})")),
                 "indexes": indexes,
             }
-        out["versions"] = conn.execute("SELECT version, perflab_version FROM schema_version ORDER BY version").fetchall()
+        out["versions"] = conn.execute("SELECT version, perflab_version FROM schema_version "
+                                       "ORDER BY version").fetchall()
         return out
     finally:
         conn.close()

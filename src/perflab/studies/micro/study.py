@@ -206,7 +206,8 @@ def plan(config: MicroConfig, machine: Any, abis: list[str] | None = None,
                     "--dir", config.io_dir]
             if bench == "shm":
                 argv += ["--total", str(shm_total), "--size", str(min(SHM_SEGMENT, shm_total))]
-            specs.append(RunSpec(argv=tuple(argv), metrics=_BENCH_METRICS.get(bench.split("_")[0], _METRICS), timeout=config.timeout,
+            metrics = _BENCH_METRICS.get(bench.split("_")[0], _METRICS)
+            specs.append(RunSpec(argv=tuple(argv), metrics=metrics, timeout=config.timeout,
                                  perf_events=("cycles",) if cycles else None, label=f"{bench} {abi}",
                                  params={"bench": bench, "abi": abi, "round": rnd}))
     return specs
