@@ -240,6 +240,12 @@ def test_report_sections_have_the_energy_columns(tmp_path):
     assert "102 J/run [100, 104] J (94% CI), 1.02 J/event" in report.answers[0].evidence
     html = to_html(report)
     assert "J/event CI" in html and "undercounts the node" in html
+    # the machine section says energy either way: a run without a source says nothing of it
+    facts = dict(map(tuple, report.machine.tables[0].rows))
+    assert facts["energy"] == "measured by rapl"
+    with open_store(str(tmp_path / "s.db")) as store:
+        alone = build_report(store, [store.campaign(plain.campaign_id)])
+    assert dict(map(tuple, alone.machine.tables[0].rows))["energy"].startswith("not measured in these campaigns")
 
 
 def test_compare_gives_the_energy_ratio_of_two_campaigns(tmp_path):

@@ -102,6 +102,26 @@ def test_a_shift_the_history_shows_as_drift_does_not_fail():
         assert res.exit_status == EXIT_FAIL
 
 
+def test_enough_saves_without_a_measured_drift_says_why_not_that_more_are_needed():
+    # Three saves on this machine, the older two 30 % off the newest: drift is measured only over
+    # saves within 2 x the threshold of the newest. The line said "3 saves (3 needed)".
+    rng = random.Random(5)
+    with open_store(":memory:") as store:
+        host = store.add_host({"hostname": "t"}, None)
+        _history(store, host, [0.7, 0.7, 1.0], rng)
+        res = _gate(store, _campaign(store, host, _runs(1.0, 10, rng, 0.005)))
+        (line,) = [w for w in res.warnings if "one campaign a side" in w]
+        assert "(3 needed)" not in line and "save the baseline on several days" not in line
+        assert "has 3 saves on this machine, but their drift was not measured (only 1 of 3 lie within" in line
+        # two saves: the number short is the reason, and more saves the cure
+        store2 = open_store(":memory:")
+        host2 = store2.add_host({"hostname": "t"}, None)
+        _history(store2, host2, [1.0, 1.0], rng)
+        res2 = _gate(store2, _campaign(store2, host2, _runs(1.0, 10, rng, 0.005)))
+        assert any("has 2 saves on this machine (3 needed)" in w for w in res2.warnings)
+        store2.close()
+
+
 def test_six_three_percent_steps_fail_by_the_third():
     # The CI recipe: main gates against the previous main and saves itself when it passed.
     rng = random.Random(4)

@@ -40,6 +40,16 @@ def test_lab_quick_runs_every_study_and_writes_the_report(quick_lab):
     assert "no verdict recorded" not in md
 
 
+def test_lab_quick_warns_of_nothing_internal_and_names_an_n(quick_lab):
+    # The micro pack's shm regex warned twice of "none of 260 runs"; instances ran 1 round a
+    # point where an optimum needs 4 and answered "not enough evidence" (tests/test_lab_degrade.py
+    # checks the settings of every study; the answer itself depends on a quiet machine).
+    d, p = quick_lab
+    assert "warning: metric regex" not in p.stdout + p.stderr
+    assert "not enough evidence" not in p.stdout
+    assert re.search(r"^answer: N = \d+", p.stdout, re.MULTILINE), p.stdout[-3000:]
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
 def test_lab_report_renders_in_chromium(quick_lab, tmp_path):
     d, p = quick_lab
@@ -167,11 +177,11 @@ def test_lab_through_the_mock_and_its_snapshot(tmp_path):
 
     store, result = _mock_lab(tmp_path, MockExecutor())
     (run,) = result.steps
-    assert run.status == "done" and run.runs == 6 and run.result.benchmarks[0].summary["median"] == 0.25
+    assert run.status == "done" and run.runs == 10 and run.result.benchmarks[0].summary["median"] == 0.25
     camp = store.campaign(result.campaign_id)
     assert camp.status == "done" and store.campaign(run.campaign).parent_id == camp.id
     again = LabResult.from_dict(camp.summary)
-    assert [(s.name, s.status, s.runs) for s in again.steps] == [("run", "done", 6)]
+    assert [(s.name, s.status, s.runs) for s in again.steps] == [("run", "done", 10)]
     console = Console(width=140, record=True, file=io.StringIO(), color_system=None)
     run.seconds, result.seconds = 0.0, 0.0  # wall-clock of the test machine: not part of the snapshot
     render(result, console)  # each study once, then the summary

@@ -67,6 +67,16 @@ def test_run_loads_only_what_it_needs_and_restores_the_collector(tmp_path):
     assert seen["threshold"][0] < 100_000
 
 
+def test_a_first_run_with_a_new_store_loads_no_more(tmp_path):
+    # A store that does not exist yet is created with its schema through sqlite3 (store/lite.py):
+    # SQLAlchemy and the migrations cost a new user's first run ~110 ms.
+    args = ("run", "--runs", "1", "--energy", "off", "--", "true")
+    _probe(tmp_path, "run", "--db", str(tmp_path / "warm.db"), *args[1:])  # the per-boot cache
+    seen = _probe(tmp_path, "run", "--db", str(tmp_path / "new.db"), *args[1:])
+    loaded = [m for m in NOT_ON_THE_RUN_PATH if m in seen["modules"]]
+    assert not loaded, f"perflab run with a new store loaded {loaded}"
+
+
 def test_a_command_that_never_ends_its_start_up_keeps_collecting(tmp_path):
     # A command that never ends its start-up (machine, here) still collects: the first
     # threshold is large, never off.

@@ -185,18 +185,30 @@ def energy_option(f: Callable) -> Callable:
         "--energy", "energy_source", type=click.Choice(["auto", "rapl", "perf", "ipmi", "off"]),
         default="auto", show_default=True,
         help="Energy source read around every run: RAPL, perf's power events, the node's BMC "
-        "(ipmitool), or off. auto: RAPL or perf where they count; says so when there is none.",
+        "(ipmitool), or off. auto: RAPL or perf where they count; says why there is none when given.",
     )(f)
 
 
 def open_energy(source: str, console: Any) -> Any:
-    """The chosen energy meter (or None), its one-line note printed once."""
+    """The chosen energy meter (or None); its one-line note printed where energy is measured or
+    --energy was given. A machine without a source and a command that did not ask stay silent:
+    the note would stand before every table and every one-line error on a laptop or a VM."""
     from perflab.measure.energy import choose_meter
 
     meter, note = choose_meter(source)
-    if source != "off":
+    if source != "off" and (meter is not None or _energy_asked()):
         console.print(note, highlight=False)
     return meter
+
+
+def _energy_asked() -> bool:
+    """Whether --energy (or its default from a config) was given, not just defaulted to auto."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return True
+    from click.core import ParameterSource
+
+    return ctx.get_parameter_source("energy_source") not in (None, ParameterSource.DEFAULT)
 
 
 def instrument_wrap(model: Any, console: Any, advice: str | None = None, events: Any = None,

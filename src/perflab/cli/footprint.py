@@ -6,6 +6,7 @@ import click
 
 from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
 from perflab.cli.options import DURATION, Cpu, OutputPath
+from perflab.errors import PerflabError
 
 
 @click.command(name="footprint", context_settings={"ignore_unknown_options": True})
@@ -29,7 +30,11 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
     from perflab.report.terminal.footprint import render
     from perflab.studies.footprint.study import FootprintConfig, run_footprint
 
+    from perflab.platform import strace
+
     workload = resolve_target(workload_name, command_args, shell, config_path)
+    if strace.strace_path() is None:  # before anything is said or opened: one line, not three
+        raise PerflabError("strace is not installed: apt-get install strace (or run make lab)")
     config = FootprintConfig(workload=workload, cpu=cpu, seccomp=not no_seccomp, reps=reps,
                              timeout=timeout, keep_trace=keep_trace)
     console = make_console(highlight=False, stderr=json_path == "-")

@@ -78,6 +78,10 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
         render(result, console, children=False)  # the live display printed each study's
         console.print(f"report: {html_path} (and {md_path}); lab campaign {result.campaign_id} in "
                       f"{store.display}", highlight=False)
+    if lab.failed(result):
+        # A study that broke fails the lab (exit 1, after the report); one this machine cannot
+        # run (no perf, no Valgrind, no x32 kernel) is skipped with its reason and does not.
+        raise SystemExit(1)
 
 
 def _write_report(store: Any, result: Any) -> tuple[str, str]:

@@ -206,6 +206,12 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         cpu_tuple = check_cpus(cpus)
 
     model = _cache_model(instrument, cache_model, perf_stat)
+    if perf_stat:
+        from perflab.platform.probes import perf_status
+
+        perf = perf_status()  # missing or not permitted: said here, not as the command's failure
+        if not perf.available:
+            raise PerflabError(f"--perf-stat: {perf.reason}; or drop --perf-stat")
     config = RunConfig(
         commands=tuple(commands), metrics=metrics, primary_metric=primary,
         higher_is_better=direction, warmup=warmup,
@@ -272,10 +278,14 @@ def _cache_model(instrument: str, text: str | None, perf_stat: bool):
 def _metric_choice(metrics: tuple) -> tuple[str | None, bool | None]:
     """--primary-metric and its direction for commands given on the line (a named workload takes
     them in resolve_target): the name must be a group of a --metric regex."""
-    from perflab.cli.options import metric_choice
+    from perflab.cli.options import MetricChoice, metric_choice
+
+    choice = metric_choice()
+    if choice == MetricChoice():
+        return None, None  # nothing chosen: no workload record to build (~1.2 ms of start-up)
     from perflab.model.workload import Workload
 
-    wl = metric_choice().apply(Workload("the commands", ("true",)), metrics)
+    wl = choice.apply(Workload("the commands", ("true",)), metrics)
     return wl.primary_metric, (wl.higher_is_better if wl.primary_metric else None)
 
 

@@ -160,8 +160,9 @@ def hygiene(primary: str | None = None) -> tuple[list[str], str | None]:
             why = f"gave no number in {runs}: it captured {rec.not_number!r} for {name}"
         else:
             why = f"matched in none of {runs} (output ends: {rec.example!r})"
-        if name != primary:
-            warnings.append(f"metric regex '{regex}' {why}")
+        line = f"metric regex '{regex}' {why}"
+        if name != primary and line not in warnings:  # once per regex, not once per group
+            warnings.append(line)
         elif error is None:
             error = (f"primary metric {name} was never measured: regex '{regex}' {why}; fix the regex "
                      "or choose another with --primary-metric")

@@ -110,6 +110,8 @@ def basis(study: str, s: dict) -> tuple[str, bool]:
     if study == "instances":
         points = [p for sc in s.get("scans") or [] for p in sc.get("points") or []]
         reps = sorted({p.get("reps") for p in points if p.get("reps") is not None})
+        if not reps:  # a scan that failed or was cut before any point: nothing to rest on
+            return "no point measured", True
         per = (plural(reps[0], "round") if len(reps) == 1 else f"{reps[0]}-{reps[-1]} rounds") + " per point"
         cis = levels([p.get("ci") for p in points]) or "no CI"
         return f"{per}, {plural(len(points), 'point')}, {cis}", str(s.get("verdict", "")).startswith("not enough evidence")

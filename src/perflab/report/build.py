@@ -46,14 +46,20 @@ _MACHINE_KEYS = ("cpu_model", "vendor", "family", "model", "stepping", "microcod
                  "loadavg", "steal")
 
 
-def machine_section(host: dict) -> Section:
-    """The machine and its topology, from the host row a campaign points at."""
+def machine_section(host: dict, energy: Sequence[str] | None = None) -> Section:
+    """The machine and its topology, from the host row a campaign points at; ``energy``: the
+    sources the report's runs were measured with (rapl, perf, ipmi), said here either way, since
+    a run on a machine without one says nothing of energy unless asked."""
     md = host.get("metadata") or {}
     topo = host.get("topology") or {}
     facts: list[list[object]] = [["host", host.get("hostname", "")]]
     for key in _MACHINE_KEYS:
         if md.get(key) not in (None, "", {}, []):
             facts.append([key.replace("_", " "), _flat(md[key])])
+    if energy is not None:
+        facts.append(["energy", f"measured by {', '.join(sorted(energy))}" if energy else
+                      "not measured in these campaigns (none asked for or found; 'perflab machine' "
+                      "shows this machine's sources)"])
     for name, p in (md.get("probes") or {}).items():
         if isinstance(p, dict):
             why = str(p.get("reason") or "")
@@ -143,8 +149,11 @@ def lab_children(store: Any, lab: Any) -> list[Any]:
 def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None, lab: Any = None) -> Report:
     sections: list[Section] = []
     hosts: list[dict] = []
+    energy: set[str] = set()
     for c in campaigns:
-        sections.append(build_section(c, store.measurements(c.id)))
+        runs = store.measurements(c.id)
+        sections.append(build_section(c, runs))
+        energy.update(k.split(":")[0] for m in runs for k in (m.result.energy or {}))
         if c.host_id is not None and c.host_id not in [h["id"] for h in hosts]:
             try:
                 hosts.append(store.host(c.host_id))
@@ -152,7 +161,7 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
                 pass
     # Studies record the host with or without its topology: prefer the fullest record.
     hosts.sort(key=lambda h: (bool(_counts(h.get("topology") or {})), len(h.get("metadata") or {})), reverse=True)
-    machine = machine_section(hosts[0]) if hosts else None
+    machine = machine_section(hosts[0], sorted(energy)) if hosts else None
     if machine is not None:
         states = state_table(campaigns)
         if states is not None:

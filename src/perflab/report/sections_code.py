@@ -19,12 +19,21 @@ def _size(b: float) -> str:
 def profile_section(campaign: Any, summary: dict, measurements: list) -> Section:
     sec = generic(campaign, {k: v for k, v in summary.items() if k in ("verdict", "notes")})
     top = summary.get("top") or []
-    sec.tables = [Table(f"Top functions ({summary.get('event', '?')})", ["share [%]", "samples", "symbol",
-                                                                         "shared object"],
-                        [[100 * (t.get("share") or 0), t.get("samples"), t.get("symbol"), t.get("dso")]
-                         for t in top])]
+    counted = summary.get("instrument") == "callgrind"
+    if counted:  # counts per function, not samples: the table perf's profile has would stay empty
+        ev = (summary.get("count_events") or ["Ir"])[0]
+        sec.tables = [Table(f"Top functions by exclusive {ev} (callgrind, mean per recording)",
+                            ["share [%]", f"{ev} self", f"{ev} inclusive", "symbol", "object"],
+                            [[100 * (r.get("share") or 0), (r.get("self_") or [None])[0],
+                              (r.get("incl") or [None])[0], r.get("symbol"), r.get("obj")]
+                             for r in summary.get("count_top") or []])]
+    else:
+        sec.tables = [Table(f"Top functions ({summary.get('event', '?')})", ["share [%]", "samples", "symbol",
+                                                                             "shared object"],
+                            [[100 * (t.get("share") or 0), t.get("samples"), t.get("symbol"), t.get("dso")]
+                             for t in top])]
     lat = summary.get("enable_latency_us") or []
-    if lat:
+    if lat and not counted:  # callgrind's is the time to a dump, not to enabled sampling
         sec.notes.append(f"marker-to-enabled latency: {', '.join(f'{x:.0f} us' for x in lat[:6])}")
     if summary.get("event_reason"):
         sec.notes.append(str(summary["event_reason"]))

@@ -215,6 +215,19 @@ class Drift:
         return math.exp((float(student.ppf(1 - alpha, self.df)) + NormalDist().inv_cdf(power)) * se) - 1
 
 
+def drift_shortfall(history: Sequence[Sequence[float]], threshold: float) -> str:
+    """Why drift() finds no level in ``history`` ('' where it finds one), in words."""
+    logs = [math.log(median(h)) for h in history if len(h) >= 2]
+    if len(logs) < MIN_SAVES:
+        return f"{len(logs)} of them measured it with 2 or more runs ({MIN_SAVES} needed)"
+    span = 2 * math.log1p(abs(threshold))
+    kept = sum(abs(x - logs[-1]) <= span for x in logs)
+    if kept < MIN_SAVES:
+        return (f"only {kept} of {len(logs)} lie within {100 * math.expm1(span):.3g} % of the newest "
+                f"({MIN_SAVES} needed; a level further off is a change, not drift)")
+    return ""
+
+
 def drift(history: Sequence[Sequence[float]], threshold: float) -> Drift | None:
     """Drift over the saves (oldest first, the newest last) within 2 x threshold of the newest."""
     logs = [math.log(median(h)) for h in history if len(h) >= 2]

@@ -2,11 +2,12 @@
 
 ``perflab run`` of a short command is dominated by fixed costs: importing SQLAlchemy alone takes
 longer (~140 ms) than hyperfine's whole run. A store file that already has the current schema
-needs no DDL, so its writes (host, campaign, one row per run) go through one sqlite3 connection
-kept open, with statements written for the schema in schema.py; everything else (reads, resume,
-a new or older file that needs migrating) goes to the full SQLAlchemy Store, opened when first
-needed. Rows are written in the same format SQLAlchemy writes them (JSON text, UTC datetimes,
-0/1 booleans), so either reads what the other wrote.
+needs no DDL, and a new file is given the current schema by plain statements (schema.SQLITE_SCHEMA),
+so its writes (host, campaign, one row per run) go through one sqlite3 connection kept open, with
+statements written for the schema in schema.py; everything else (reads, resume, an older file that
+needs migrating) goes to the full SQLAlchemy Store, opened when first needed. Rows are written in
+the same format SQLAlchemy writes them (JSON text, UTC datetimes, 0/1 booleans), so either reads
+what the other wrote.
 
 Durability: WAL with synchronous=NORMAL. A run measured alone is committed (its own
 transaction) before the next run starts; runs that go back to back in the spawn server are
@@ -32,7 +33,7 @@ from perflab.platform.machine import campaign_labels
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.values import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
 from perflab.store.url import _resolve_url
-from perflab.store.schema import SCHEMA_VERSION
+from perflab.store.schema import SCHEMA_VERSION, SQLITE_SCHEMA
 
 if TYPE_CHECKING:
     from perflab.store.db import Store
@@ -49,19 +50,56 @@ def _now() -> str:
 
 
 def open_fast(url_or_path: str | None = None) -> "LiteStore | Store":
-    """A LiteStore for an existing SQLite file at the current schema, else the full Store."""
+    """A LiteStore for a SQLite file at the current schema (a new file is given it), else the full Store."""
     url, display, path = _resolve_url(url_or_path)
-    if path is None or not os.path.isfile(path):
+    if path is None:
         return _package.open_store(url_or_path)
     try:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.Error:
+        return _package.open_store(url_or_path)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            version = _create(conn)
+    except sqlite3.Error:
+        conn.close()
         return _package.open_store(url_or_path)  # the full store says what is wrong in one line
     if version != SCHEMA_VERSION:
         conn.close()
         return _package.open_store(url_or_path)
     return LiteStore(conn, display, path)
+
+
+def _create(conn: sqlite3.Connection) -> int:
+    """Give an empty file the current schema (schema.SQLITE_SCHEMA, as the migrations leave it); its
+    user_version back. A file with tables but no version is left to the full store to judge."""
+    from perflab import __version__
+
+    conn.execute("PRAGMA busy_timeout=30000")  # another perflab creating the same file waits
+    # Without waiting for the disk: switching a new file to WAL and committing its schema cost
+    # five fsyncs (~15 ms here). A power cut before the store's first checkpoint (at the latest
+    # when perflab closes it) can leave the new file empty, losing what that first run measured;
+    # LiteStore sets synchronous=NORMAL for every write after this.
+    conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if version == 0 and tables == 0:
+            for statement in SQLITE_SCHEMA:
+                conn.execute(statement)
+            conn.executemany("INSERT INTO schema_version (version, applied, perflab_version) VALUES (?, ?, ?)",
+                             [(n, _now(), __version__) for n in range(1, SCHEMA_VERSION + 1)])
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            version = SCHEMA_VERSION
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return version
 
 
 class LiteStore:

@@ -190,6 +190,56 @@ MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 
+# The schema at SCHEMA_VERSION as SQLite holds it after MIGRATIONS (the ALTERed columns where the
+# migrations appended them), applied to a new file by store/lite.py with the standard library's
+# sqlite3: importing SQLAlchemy and replaying five migrations cost a first `perflab run` ~110 ms.
+# tests/test_store_lite.py checks that both give the same tables, columns, indexes and keys.
+SQLITE_SCHEMA = (
+    """CREATE TABLE schema_version (
+    version INTEGER NOT NULL, applied DATETIME NOT NULL, perflab_version VARCHAR(32),
+    PRIMARY KEY (version))""",
+    """CREATE TABLE hosts (
+    id INTEGER NOT NULL, hostname VARCHAR(255) NOT NULL, fingerprint VARCHAR(64) NOT NULL,
+    metadata JSON, topology JSON, created DATETIME NOT NULL,
+    PRIMARY KEY (id), UNIQUE (fingerprint))""",
+    """CREATE TABLE campaigns (
+    id INTEGER NOT NULL, study VARCHAR(64) NOT NULL, status VARCHAR(16) NOT NULL, config JSON,
+    summary JSON, host_id INTEGER, started DATETIME NOT NULL, finished DATETIME,
+    name VARCHAR(200) NOT NULL DEFAULT '', parent_id INTEGER REFERENCES campaigns(id), labels JSON,
+    PRIMARY KEY (id), FOREIGN KEY(host_id) REFERENCES hosts (id))""",
+    "CREATE INDEX ix_campaigns_study ON campaigns (study)",
+    """CREATE TABLE measurements (
+    id INTEGER NOT NULL, campaign_id INTEGER NOT NULL, label VARCHAR(255) NOT NULL,
+    params TEXT NOT NULL, rep INTEGER NOT NULL, wall_ns BIGINT NOT NULL, user_s FLOAT NOT NULL,
+    sys_s FLOAT NOT NULL, maxrss_kb BIGINT NOT NULL, minflt BIGINT NOT NULL,
+    majflt BIGINT NOT NULL, nvcsw BIGINT NOT NULL, nivcsw BIGINT NOT NULL, exit_code INTEGER,
+    signal INTEGER, timed_out BOOLEAN NOT NULL, start_ns BIGINT NOT NULL, end_ns BIGINT NOT NULL,
+    metrics JSON, counters JSON, stdout_tail TEXT, stderr_tail TEXT, created DATETIME NOT NULL,
+    health JSON, energy JSON, failure TEXT, suspect BOOLEAN NOT NULL DEFAULT FALSE,
+    PRIMARY KEY (id), FOREIGN KEY(campaign_id) REFERENCES campaigns (id) ON DELETE CASCADE)""",
+    "CREATE INDEX ix_measurements_campaign ON measurements (campaign_id)",
+    "CREATE INDEX ix_campaigns_parent ON campaigns (parent_id)",
+    """CREATE TABLE artifacts (
+    id INTEGER NOT NULL, campaign_id INTEGER NOT NULL, kind VARCHAR(64) NOT NULL,
+    path TEXT NOT NULL, sha256 VARCHAR(64), size BIGINT, meta JSON, created DATETIME NOT NULL,
+    PRIMARY KEY (id), FOREIGN KEY(campaign_id) REFERENCES campaigns (id) ON DELETE CASCADE)""",
+    "CREATE INDEX ix_artifacts_campaign_id ON artifacts (campaign_id)",
+    """CREATE TABLE baselines (
+    id INTEGER NOT NULL, name VARCHAR(200) NOT NULL, campaign_id INTEGER NOT NULL,
+    host_id INTEGER, note TEXT, created DATETIME NOT NULL,
+    PRIMARY KEY (id), UNIQUE (name),
+    FOREIGN KEY(campaign_id) REFERENCES campaigns (id) ON DELETE CASCADE,
+    FOREIGN KEY(host_id) REFERENCES hosts (id))""",
+    """CREATE TABLE baseline_saves (
+    id INTEGER NOT NULL, name VARCHAR(200) NOT NULL, campaign_id INTEGER NOT NULL,
+    host_id INTEGER, created DATETIME NOT NULL,
+    PRIMARY KEY (id),
+    FOREIGN KEY(campaign_id) REFERENCES campaigns (id) ON DELETE CASCADE,
+    FOREIGN KEY(host_id) REFERENCES hosts (id))""",
+    "CREATE INDEX ix_baseline_saves_name ON baseline_saves (name)",
+)
+
+
 def current_tables(sa: Any) -> dict[str, Any]:
     """Table objects describing the schema at SCHEMA_VERSION, for queries (not for DDL)."""
     md = _v1_metadata(sa)

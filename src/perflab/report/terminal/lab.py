@@ -22,6 +22,8 @@ def render_outcome(outcome: Outcome, console: Any) -> None:
     """One study's result, printed once as it arrives."""
     where = f"campaign {outcome.campaign}" if outcome.campaign is not None else "not stored"
     console.rule(f"[bold]{outcome.name}[/] ({where}, {outcome.seconds:.1f} s)")
+    if outcome.note:
+        console.print(f"{outcome.name}: {outcome.note}", highlight=False, markup=False)
     if outcome.status != "done":
         colour = "yellow" if outcome.status.startswith("skipped") else "red"
         console.print(f"[{colour}]{outcome.name}: {outcome.status}[/]", highlight=False)
@@ -48,7 +50,8 @@ def render(result: LabResult, console: Any, children: bool = True) -> None:
     for col in ("campaign", "runs", "replayed", "time \\[s]"):
         table.add_column(col, justify="right", no_wrap=True)
     for s in result.steps:
-        table.add_row(s.name, s.status if not s.earlier else "done (earlier)",
+        status = s.status if not s.earlier else "done (earlier)"
+        table.add_row(s.name, f"{status} ({s.note})" if s.note else status,
                       str(s.campaign) if s.campaign is not None else "-", str(s.runs),
                       str(s.replayed), f"{s.seconds:.1f}")
     console.print(table)

@@ -65,6 +65,7 @@ class GateLine:
     drift: Any = field(default=None, repr=False)
     extra_var: float = field(default=0.0, repr=False)
     rel: float = field(default=0.0, repr=False)  # the tightest threshold as a share of A's median
+    no_drift: str = field(default="", repr=False)  # why the saves' drift was not measured here
     n_a: int = field(default=0, repr=False)
     n_b: int = field(default=0, repr=False)
 

@@ -142,6 +142,8 @@ def _judge_line(line: GateLine, a: list[float], b: list[float], hist: list[list[
     line.inconclusive = why
     two = any(m is not None and m.multimodal for m in (ma, mb))
     dr = None if two else judge.drift(hist, rel)
+    if dr is None:
+        line.no_drift = "runs at two speeds in a campaign" if two else judge.drift_shortfall(hist, rel)
     nan = float("nan")
     extra = 0.0
     if dr is not None:
@@ -326,12 +328,18 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
                 ln.row.p_adjusted, ln.row.significant = main.p_adjusted, main.significant
     gated = [ln for ln in result.lines if ln.thresholds and not ln.row.overall]
     if gated and not used_history:
-        n = len(saves)
-        result.warnings.append(
-            f"one campaign a side: baseline '{config.baseline}' has {n} save{'s' * (n != 1)} on this "
-            f"machine ({judge.MIN_SAVES} needed), so a level shift between campaigns (a few per cent "
-            "from one day to the next) cannot be told from a change; save the baseline on several "
-            "days and the gate measures that drift")
+        n, shift = len(saves), ("a level shift between campaigns (a few per cent from one day to the "
+                                "next) cannot be told from a change")
+        if n < judge.MIN_SAVES:
+            result.warnings.append(
+                f"one campaign a side: baseline '{config.baseline}' has {n} save{'s' * (n != 1)} on this "
+                f"machine ({judge.MIN_SAVES} needed), so {shift}; save the baseline on several days and "
+                "the gate measures that drift")
+        else:  # enough saves, yet no drift measured: say why, not that more saves are needed
+            why = "; ".join(dict.fromkeys(ln.no_drift for ln in gated if ln.no_drift))
+            result.warnings.append(
+                f"one campaign a side: baseline '{config.baseline}' has {n} saves on this machine, but "
+                f"their drift was not measured ({why}), so {shift}")
     for t in config.thresholds:
         if not any(t in ln.thresholds for ln in result.lines):
             result.warnings.append(f"--fail-if {t.text!r}: no comparison of {t.name} (constant "

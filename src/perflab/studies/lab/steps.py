@@ -1,7 +1,9 @@
 """The studies ``perflab lab`` runs, each turned from the lab's options into its own config.
 
-Quick mode keeps every study but shrinks it (fewer rounds, a 20-event minihlt, fewer sizes)
-so the whole lab finishes in a few minutes on a 2-CPU machine; the default is thorough.
+Quick mode keeps every study but shrinks it (a 20-event minihlt, fewer N and sizes, fewer rounds
+where a study can still answer with them) so the whole lab finishes in a few minutes on a 2-CPU
+machine; the default is thorough. Each study gets at least the rounds its test needs to reach an
+answer (tests/test_lab_degrade.py), and a study whose tool is missing makes do or is skipped.
 A step returns the study module and its config; lab runs it as a child campaign through
 ``run_study``.
 """
@@ -19,6 +21,8 @@ from perflab.errors import PerflabError, Unsupported
 from perflab.kernels import minihlt
 from perflab.model import Workload
 from perflab.platform.machine import Machine
+from perflab.platform.probes import perf_status
+from perflab.startup import which
 from perflab.studies.run import study as run_mod
 from perflab.studies.session import Session
 from perflab.workloads import list_workloads, resolve
@@ -26,6 +30,7 @@ from perflab.kernels.variants import BuildTarget, parse_variant
 from perflab.measure.window import Window
 from perflab.studies.cores import study as cores
 from perflab.studies.instances import study as instances
+from perflab.studies.instances.optimum import MIN_ROUNDS
 from perflab.studies.micro import study as mi
 from perflab.studies.profile import study as profile
 from perflab.studies.frontend import study as fe
@@ -101,8 +106,11 @@ def run_step(ctx: LabContext) -> Step:
         commands=(run_mod.Command(wl.name, tuple(wl.argv), wl.shell),), metrics=wl.metrics,
         primary_metric=wl.primary_metric,
         higher_is_better=wl.higher_is_better if wl.primary_metric else None,
-        warmup=1, runs=None, precision=0.02,
-        min_runs=5 if q else 10, max_runs=10 if q else 40, max_time=20 if q else 120,
+        # Quick: 10 runs, no precision goal. A 2 % goal with at most 10 runs was missed on any
+        # machine whose runs spread by more than the sample's range allows (the median's CI of 10
+        # runs spans the 2nd to the 9th), and the lab warned of its own setting.
+        warmup=1, runs=10 if q else None, precision=None if q else 0.02,
+        min_runs=10, max_runs=None if q else 40, max_time=20 if q else 120,
         seed=ctx.config.seed, workload=wl.name, env=tuple((wl.env or {}).items()), cwd=wl.cwd,
     )
     return Step(run_mod, config)
@@ -111,7 +119,10 @@ def run_step(ctx: LabContext) -> Step:
 @step("cores")
 def cores_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
-    config = cores.CoresConfig(workload=ctx.workload, rounds=6 if q else 30, min_rounds=4 if q else 8,
+    # Quick: 16 rounds at most, stopping from 8 once a 4 % slowdown is detectable. 6 rounds could
+    # answer nothing on 2 CPUs: the sign test's smallest p is 2^-n, Holm's bar alpha/2, and one
+    # disturbed round left out leaves 2^-5 above it ("not even +300% is called slow").
+    config = cores.CoresConfig(workload=ctx.workload, rounds=16 if q else 30, min_rounds=8,
                                max_time=40 if q else 600, seed=ctx.config.seed)
     return Step(cores, config)
 
@@ -122,8 +133,15 @@ def instances_step(ctx: LabContext) -> Step:
     wl = ctx.workload
     assert wl is not None
     ncpu = len(os.sched_getaffinity(0))
-    ns = tuple(sorted({1, max(1, ncpu // 2), ncpu, 2 * ncpu})) if q else None
-    config = instances.InstancesConfig(workload=wl, ns=ns, reps=1 if q else 3,
+    # An optimum needs MIN_ROUNDS rounds a point (one-sided exact Mann-Whitney, 1/C(2m, m) < alpha):
+    # fewer (1 round quick, 3 full, as before) could only say "not enough evidence". So fewer N
+    # with 5 rounds each: one copy, one per CPU and twice that; the full lab on 4 CPUs or more
+    # also a quarter, a half, three quarters and 1.5 times the CPUs (at most seven N, where the
+    # default scan has 14 on 64 CPUs). On 2 CPUs the full scan drops N = 3: 1, 2, 4 at 5 rounds
+    # cost about what 1-4 at 3 rounds did (2-3 s a copy of the full minihlt).
+    quarters = (4, 8) if q or ncpu < 4 else (1, 2, 3, 4, 6, 8)
+    ns = tuple(sorted({1} | {max(1, ncpu * k // 4) for k in quarters}))
+    config = instances.InstancesConfig(workload=wl, ns=ns, reps=max(5, MIN_ROUNDS),
                                        fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
     return Step(instances, config)
 
@@ -172,9 +190,23 @@ def slowest_event(ctx: LabContext) -> tuple[int, float] | None:
     return int(result.metrics["event"]), float(result.metrics["event_ms"])
 
 
+def profiler(ctx: LabContext) -> str:
+    """perf where it records; callgrind where perf is missing or not permitted and Valgrind is
+    there; else Unsupported, naming what to install (a cloud guest often has neither)."""
+    perf = perf_status()
+    if perf.available:
+        return "perf"
+    if which("valgrind") is None:
+        raise Unsupported(f"{perf.reason}; or install Valgrind for counts instead of samples "
+                          "(apt-get install valgrind)")
+    ctx.notes.append(f"{perf.reason}: profiled under Valgrind's callgrind instead (counted, not sampled)")
+    ctx.session.say(ctx.notes[-1])
+    return "callgrind"
+
+
 @step("profile")
 def profile_step(ctx: LabContext) -> Step:
-
+    instrument = profiler(ctx)
     slow = slowest_event(ctx)
     if slow is not None:
         k, ms = slow
@@ -185,7 +217,8 @@ def profile_step(ctx: LabContext) -> Step:
         window = Window()
     # A quick event lasts a few ms: sample faster so the table has enough samples to read.
     config = profile.ProfileConfig(workload=ctx.workload, window=window, repeat=1 if ctx.config.quick else 3,
-                                   freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"))
+                                   freq=20000, out_dir=os.path.join(ctx.config.out_dir, "profiles"),
+                                   instrument=instrument)
     return Step(profile, config)
 
 

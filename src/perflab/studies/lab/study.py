@@ -64,6 +64,7 @@ class Outcome:
     runs: int = 0  # measurements in its campaign
     replayed: int = 0  # of which were stored before this lab invocation (resumed)
     earlier: bool = False  # done by an earlier invocation: loaded, not run
+    note: str = ""  # how it made do with this machine (another instrument where a tool is missing)
     result: Any = field(default=None, repr=False)  # the study's Result (not serialised)
 
     def as_dict(self) -> dict:
@@ -151,6 +152,7 @@ def _child(ctx: LabContext, name: str, child: Any) -> Outcome:
                        replayed=child.n_measurements, earlier=True, result=_load(name, child))
     s0 = time.monotonic()
     replayed = child.n_measurements if child is not None else 0
+    said = len(ctx.notes)
     try:
         step: Step = STEPS[name](ctx)
         res = run_study(step.module, step.config, store, ctx.session.executor, machine=ctx.machine,
@@ -173,7 +175,8 @@ def _child(ctx: LabContext, name: str, child: Any) -> Outcome:
         found = [c for c in store.campaigns(parent_id=ctx.session.campaign_id) if c.name == name]
         cid = found[-1].id if found else None
     runs = store.campaign(cid).n_measurements if cid is not None else 0
-    return Outcome(name, status, cid, round(time.monotonic() - s0, 1), runs, replayed, result=res)
+    return Outcome(name, status, cid, round(time.monotonic() - s0, 1), runs, replayed,
+                   note="; ".join(ctx.notes[said:]), result=res)
 
 
 def _load(name: str, child: Any) -> Any:
@@ -187,13 +190,17 @@ def _load(name: str, child: Any) -> Any:
         return None  # a summary from an older perflab: it still feeds the report
 
 
+def failed(result: LabResult) -> list[str]:
+    """The studies that failed (a broken study, a build error), not those this machine cannot run."""
+    return [s.name for s in result.steps if s.status.startswith("failed")]
+
+
 def verdict(result: LabResult) -> str:
+    """'N studies done in T s', then how many were skipped (cannot run here) and failed, by name."""
     ok = [s.name for s in result.steps if s.status == "done"]
     skipped = [s.name for s in result.steps if s.status.startswith("skipped")]
-    failed = [s.name for s in result.steps if s.status.startswith("failed")]
-    text = f"{len(ok)} studies done in {result.seconds:.0f} s"
-    if skipped:
-        text += f"; skipped: {', '.join(skipped)}"
-    if failed:
-        text += f"; FAILED: {', '.join(failed)}"
+    text = f"{len(ok)} stud{'y' if len(ok) == 1 else 'ies'} done in {result.seconds:.0f} s"
+    if skipped or failed(result):
+        text += f", {len(skipped)} skipped" + (f" ({', '.join(skipped)})" if skipped else "")
+        text += f", {len(failed(result))} FAILED" + (f" ({', '.join(failed(result))})" if failed(result) else "")
     return text + "."

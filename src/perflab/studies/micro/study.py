@@ -56,10 +56,15 @@ SHM_SEGMENT = 256 << 20
 _METRICS = (
     MetricPattern(r"ns_per_op=(?P<ns_per_op>[0-9.]+) ops_per_s=(?P<ops_per_s>[0-9.]+)"),
     MetricPattern(r"iters=(?P<ops>\d+)"),
-    MetricPattern(r"minflt_per_op=(?P<minflt_per_op>[0-9.]+) mmap_blocks_per_batch=(?P<mmap_blocks>\d+) "
-                  r"brk_growth_bytes=(?P<brk_growth_bytes>-?\d+) batch=(?P<batch>\d+)"),
-    MetricPattern(r"total_bytes=(?P<shm_total_bytes>\d+) touched_bytes=(?P<shm_touched_bytes>\d+)"),
 )
+# What only some kernels print is asked of their runs alone: a regex given to every run counted
+# the others as runs it "matched in none of" (a warning the quick lab, which leaves shm out, printed).
+_BENCH_METRICS = {
+    "malloc": (*_METRICS, MetricPattern(
+        r"minflt_per_op=(?P<minflt_per_op>[0-9.]+) mmap_blocks_per_batch=(?P<mmap_blocks>\d+) "
+        r"brk_growth_bytes=(?P<brk_growth_bytes>-?\d+) batch=(?P<batch>\d+)")),
+    "shm": (*_METRICS, MetricPattern(r"total_bytes=(?P<shm_total_bytes>\d+) touched_bytes=(?P<shm_touched_bytes>\d+)")),
+}
 _THRESHOLD = (MetricPattern(r"sizeof_long=(?P<sizeof_long>\d+) initial_low=(?P<initial_low>\d+) "
                             r"initial_high=(?P<initial_high>\d+) dynamic_max_low=(?P<dynamic_max_low>\d+) "
                             r"dynamic_max_high=(?P<dynamic_max_high>\d+) formula=(?P<formula>\d+)"),)
@@ -201,9 +206,7 @@ def plan(config: MicroConfig, machine: Any, abis: list[str] | None = None,
                     "--dir", config.io_dir]
             if bench == "shm":
                 argv += ["--total", str(shm_total), "--size", str(min(SHM_SEGMENT, shm_total))]
-            # Only shm prints its totals: given to every run, the regex "matched in none" of them
-            # whenever shm is off (the default), a warning at the end of every `make lab`.
-            metrics = _METRICS if bench == "shm" else _METRICS[:-1]
+            metrics = _BENCH_METRICS.get(bench.split("_")[0], _METRICS)
             specs.append(RunSpec(argv=tuple(argv), metrics=metrics, timeout=config.timeout,
                                  perf_events=("cycles",) if cycles else None, label=f"{bench} {abi}",
                                  params={"bench": bench, "abi": abi, "round": rnd}))
