@@ -338,9 +338,10 @@ def spin(tmp_path_factory):
 
 
 def _real(spin: str, **kw) -> CoresConfig:
-    # ~30 ms per run; a 10% minimum effect keeps the other engineers' load from tipping the verdict
+    # ~30 ms per run; a 10% minimum effect keeps the other engineers' load from tipping the verdict;
+    # 3 blocks 3 s apart (a 2-CPU scan's states are judged by its round-to-round correlation)
     return CoresConfig(Workload("spin", (spin, "12000000")), cpus=(0, 1), **{
-        "rounds": 16, "min_rounds": 8, "precision": 0.03, "min_effect": 0.10, "max_time": 60, **kw})
+        "rounds": 18, "min_rounds": 9, "precision": 0.03, "min_effect": 0.10, "max_time": 60, "span": 6, **kw})
 
 
 def _run_real(config: CoresConfig, store) -> CoresResult:
@@ -402,6 +403,29 @@ def test_real_without_competitor_flags_nothing(spin, store):
         if not res.slow:
             break
     assert res.slow == [], [(r.cpu, r.ratio, r.p_adjusted) for r in res.cpus]
+
+
+@TWO_CPUS
+@pytest.mark.serial  # it plants load on CPU 1
+def test_real_competitor_in_the_first_third_only_is_never_a_slow_core(spin, store):
+    # The same real-time competitor on CPU 1, but only for the first 4 s of a scan whose 3 blocks
+    # start 0, 10 and 20 s in: slower in the first block only, it is contention there (or not
+    # seen, on a loaded machine), never a slow core.
+    competitor = subprocess.Popen(["timeout", "4", "chrt", "-f", "1", "taskset", "-c", "1", spin, "hog", "90"],
+                                  stdout=subprocess.DEVNULL)
+    try:
+        res = _run_real(_real(spin, rounds=18, min_rounds=18, span=20), store)
+    finally:
+        competitor.kill()
+        competitor.wait()
+    row = res.cpus[1]
+    details = [(r.cpu, r.verdict, r.block_levels, r.p_adjusted) for r in res.cpus], res.verdict
+    assert res.timeline is not None and len(res.timeline.blocks) == 3, details
+    assert res.timeline.blocks[1].start_s > 9 and res.timeline.blocks[2].start_s > 19, res.timeline
+    assert res.slow == [] and row.verdict not in ("slow", "unresolved"), details
+    assert "slow core" not in res.verdict, details
+    if row.verdict == "contention":  # where the machine let it show, it is named in its stretch
+        assert row.slow_blocks == (0,) and "only in block 1 (0-" in res.verdict, details
 
 
 @TWO_CPUS

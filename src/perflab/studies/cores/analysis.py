@@ -141,8 +141,8 @@ def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float, config:
 
 
 def _block_sets(dr, blocks, lv, s_block: float, config: Any, m: int) -> dict[str, Any]:
-    """Per block of one CPU: is it slower there (by one block-level SD or min_effect, whichever
-    is less, and not clearly below its own mean level), and is it clearly slow there on its own (sign test over the block's rounds at
+    """Per block of one CPU: is it slower there (above the rest and not clearly below its own
+    mean level; in all blocks but 1 - persistence of them), and is it clearly slow there on its own (sign test over the block's rounds at
     alpha / (CPUs x blocks), level at least min_effect): contention in that stretch."""
     import numpy as np
 
@@ -150,10 +150,10 @@ def _block_sets(dr, blocks, lv, s_block: float, config: Any, m: int) -> dict[str
     have = [b for b in range(lv.size) if lv[b] == lv[b]]
     mean = float(np.mean([lv[b] for b in have])) if have else math.nan
     drop = BLOCK_DROP * s_block if s_block == s_block else math.inf
-    # slower in every block: by one block-level SD or min_effect, whichever is less, and not
-    # clearly below its own mean
-    floor = min(s_block, math.log1p(config.min_effect)) if s_block == s_block else math.log1p(config.min_effect)
-    every = bool(have) and all(lv[b] >= floor and lv[b] >= mean - drop for b in have)
+    # slower than the rest in every block and not clearly below its own mean level there (with
+    # many blocks, in all but 1 - persistence of them, as for rounds)
+    short = sum(not (lv[b] > 0 and lv[b] >= mean - drop) for b in have)
+    every = bool(have) and short <= allowed(len(have), config.persistence)
     clear = []
     for b in have:
         v = dr[bo == b]
@@ -202,7 +202,8 @@ def _block_detectable(lv, s_block: float, df: float, config: Any, m: int) -> tup
     nb = int(np.median((~np.isnan(lv)).sum(axis=1)))
     mean = np.nanmean(np.where(np.isnan(lv).all(axis=1, keepdims=True), 0, lv), axis=1, keepdims=True)
     resid = (lv - mean).ravel()
-    mde = block_detectable(resid, nb, s_block, df, config.alpha / max(m, 1), config.min_effect, config.seed)
+    mde = block_detectable(resid, nb, s_block, df, config.alpha / max(m, 1), config.min_effect,
+                           config.persistence, config.seed)
     if mde != math.inf:
         return mde, ""
     if m < 2 or df <= 0:

@@ -160,14 +160,14 @@ def row_cis(x) -> list[CI]:
 
 
 def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, min_effect: float,
-                     seed: int = 0) -> float:
+                     persistence: float, seed: int = 0) -> float:
     """Smallest slowdown called slow in >= 90 % of simulated scans by the block test
     (timeline.block_test at Holm's first step, alpha already divided by the CPUs): ``blocks``
     block levels log(1 + x) + e, e resampled from the scan's block-level residuals (inflated by
     sqrt(B / (B - 1)): residuals around a CPU's own mean are that much narrower, plus normal
     jitter of 0.1 scale), judged with the scan's own pooled scale and degrees of freedom (the
-    mean above log(1 + min_effect) by the t critical value) and every block at least min(scale, log(1 +
-    min_effect)) above 0 and not clearly below the mean;
+    mean above log(1 + min_effect) by the t critical value) and every block (but 1 - persistence
+    of them) above 0 and not clearly below the mean;
     inf when +300 % is not."""
     import numpy as np
     from scipy.special import stdtrit  # Student's t quantile
@@ -180,12 +180,12 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
     e = rng.choice(resid, size=(TRIALS, blocks)) * math.sqrt(blocks / (blocks - 1))
     e += rng.normal(0.0, 0.1 * scale, size=(TRIALS, blocks))
     crit = float(stdtrit(max(df, 1.0), 1.0 - alpha)) * scale / math.sqrt(blocks)
-    floor = min(scale, math.log1p(min_effect))
 
     def share(x: float) -> float:
         lv = math.log1p(x) + e
         mean = lv.mean(axis=1)
-        every = ((lv >= floor) & (lv >= mean[:, None] - BLOCK_DROP * scale)).all(axis=1)
+        short = ~((lv > 0) & (lv >= mean[:, None] - BLOCK_DROP * scale))
+        every = short.sum(axis=1) <= allowed(blocks, persistence)
         return float(((mean - math.log1p(min_effect) >= crit) & every).mean())
 
     if share(TOP) < DETECT:

@@ -14,8 +14,8 @@ holds are independent evidence (timeline.py).
 Analysis (analysis.py): per CPU a t-test of its block levels (each block's median ratio) against
 log(1 + min_effect) with the block-to-block spread pooled over the CPUs, Holm-corrected (one block: the one-sided
 sign test over rounds, detect.py). Slow = significant, median ratio >= 1 + min_effect, slower in
-every block (by one block-level SD or min_effect, whichever is less, and not clearly below its
-own mean level), persistent over rounds (no more
+every block (above the rest and not clearly below its own mean level; with many blocks, all
+but 1 - persistence of them), persistent over rounds (no more
 than 1 - ``persistence`` of its rounds back at the others' level, detect.round_sets), and the
 scan spans more time than the machine's per-CPU slowness holds (round-to-round and
 block-to-block correlation, timeline.hold); else *unresolved*, named with what to do. A CPU
