@@ -8,7 +8,7 @@ classifies every run's cost; where the speeds alternate within CPUs, each run's 
 by its mode's centre over the fastest mode's (the mode as a nuisance factor; each run is labelled
 by the nearest mode once its CPU's own level is taken out, ``_relabel``), and the per-round
 ratios are taken on those. A CPU's share of runs in the faster mode is reported as what it is, a
-state of the host over the scan ("CPUs 5 and 13 ran at the faster speed for the whole scan"),
+state of the host over the scan ("CPUs 5,13 ran at the faster speed ... for nearly the whole scan"),
 never as a verdict on the others. A CPU slower than the rest by about the gap between the speeds
 cannot be told from the slower speed; it then shows as a CPU that never ran fast.
 """
@@ -75,7 +75,7 @@ def _relabel(logc, cpu, centres, labels, rounds: int = 3):
 
 
 def finding(rows: list[Any], modes: dict[str, Any] | None, higher_is_better: bool) -> str:
-    """'CPUs 5, 13 ran at the faster speed for the whole scan; ...': CPUs nearly always in one mode."""
+    """'CPUs 5, 13 ran at the faster speed, CPU 0 at the slower one for nearly the whole scan ...'."""
     if not modes or not modes.get("normalised"):
         return ""
     fast = [r.cpu for r in rows if r.mode_shares and r.mode_shares[0] >= ALWAYS]
@@ -83,10 +83,11 @@ def finding(rows: list[Any], modes: dict[str, Any] | None, higher_is_better: boo
     share = [r.mode_shares[0] for r in rows if r.mode_shares]
     parts = []
     if fast:
-        parts.append(f"CPU{'s' if len(fast) > 1 else ''} {format_cpulist(fast)} ran at the faster speed for the whole scan")
+        parts.append(f"CPU{'s' if len(fast) > 1 else ''} {format_cpulist(fast)} ran at the faster speed")
     if slow and len(slow) < len(share):
-        parts.append(f"CPU{'s' if len(slow) > 1 else ''} {format_cpulist(slow)} never left the slower one")
+        parts.append(f"CPU{'s' if len(slow) > 1 else ''} {format_cpulist(slow)} at the slower one")
     if not parts:
         return ""
-    return ("; ".join(parts) + f" (faster speed in {min(share):.0%}-{max(share):.0%} of a CPU's runs): the host's "
-            "state over this scan, compared within each speed, not a verdict on the other CPUs")
+    return (", ".join(parts) + f" for nearly the whole scan (at least {ALWAYS:.0%} of their runs; the faster "
+            f"speed in {min(share):.0%}-{max(share):.0%} of a CPU's runs): the host's state over this scan, "
+            "compared within each speed, not a verdict on the other CPUs")
