@@ -435,7 +435,7 @@ def test_real_failures_are_stored_not_fatal(tmp_path, store):
     script.write_text(f"#!/bin/sh\nn=$(cat {tmp_path}/n 2>/dev/null || echo 0); echo $((n+1)) > {tmp_path}/n\n"
                       "[ $((n % 3)) -eq 2 ] && exit 7\nexit 0\n")
     script.chmod(0o755)
-    res = _run_real(CoresConfig(Workload("flaky", (str(script),)), cpus=(0, 1), rounds=6, min_rounds=6,
+    res = _run_real(CoresConfig(Workload("flaky", (str(script),)), cpus=(0, 1), rounds=6, min_rounds=6, span=0,
                                 warmup=0), store)
     assert res.failures == {"exit status 7": 4} and res.runs == 12 and res.failed == 4
     stored = store.measurements(res.campaign_id)
@@ -481,7 +481,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(spin, tmp_path):
 
     db = str(tmp_path / "k.db")
     hold = Hold(tmp_path, 8)  # the warm-up and 7 runs; the 8th run waits until after the kill
-    p = _perflab("cores", "--cpus", "0,1", "--rounds", "10", "--min-rounds", "10", "--db", db,
+    p = _perflab("cores", "--cpus", "0,1", "--rounds", "10", "--min-rounds", "10", "--span", "0", "--db", db,
                  "--", *hold.wrap([spin, "6000000"]))
 
     def stored() -> list[tuple]:

@@ -8,6 +8,15 @@ from perflab.cli.common import make_console, resolve_target, run_and_render, stu
 from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
 
 
+class _Span(Duration):
+    """A duration, or 0 (no waiting between blocks)."""
+
+    def convert(self, value, param, ctx):
+        if str(value).strip().lower() in ("0", "0s", "0.0"):
+            return 0.0
+        return super().convert(value, param, ctx)
+
+
 @click.command(name="cores", context_settings={"ignore_unknown_options": True})
 @click.option("--cpus", type=CpuList(), metavar="LIST", help="CPUs to scan, e.g. 0-7,16 (default: all usable).")
 @click.option("--physical", is_flag=True, help="One thread per physical core.")
@@ -30,7 +39,7 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction
 @click.option("--blocks", type=click.IntRange(1, 1000), default=3, show_default=True,
               help="Spread the rounds over B time blocks; a CPU is slow only if slow in every block "
                    "(at most rounds / 2 blocks).")
-@click.option("--span", type=Duration(), default=60.0, show_default=True, metavar="S",
+@click.option("--span", type=_Span(), default=60.0, show_default=True, metavar="S",
               help="The first and the last block start at least S seconds apart (the scan waits between "
                    "blocks where its rounds take less; at most 3/4 of --max-time); 0: no waiting.")
 @click.option("--counters", is_flag=True,
