@@ -97,8 +97,8 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
     found = [i for row, _, i in tested if row.p_adjusted < config.alpha]
     res.timeline = timeline.hold(kept, blocks, times, lv, found, rounds)
     for row, sets, i in tested:
-        block_sets = _block_sets(kept[i], blocks, lv[i], s_block, config, max(m, 1))
-        _classify(row, sets, block_sets, config, res.timeline.tells if multi else False, m)
+        block_sets = _block_sets(lv[i], s_block, df, config, max(m, 1))
+        _classify(row, sets, block_sets, config, res.timeline.tells if multi else False)
         if row.verdict in ("intermittent", "disturbed"):
             sel = [d[i, ri[r]] for r in row.disturbed]
             res.disturbances.append(Disturbance(row.cpu, row.disturbed, math.exp(float(np.median(sel))),
@@ -140,32 +140,35 @@ def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float, config:
     return {k: tuple(r for r, b in zip(rnds, mask) if b) for k, mask in sets.items()}
 
 
-def _block_sets(dr, blocks, lv, s_block: float, config: Any, m: int) -> dict[str, Any]:
-    """Per block of one CPU: is it slower there (above the rest and not clearly below its own
-    mean level; in all blocks but 1 - persistence of them), and is it clearly slow there on its own (sign test over the block's rounds at
-    alpha / (CPUs x blocks), level at least min_effect): contention in that stretch."""
+def _block_sets(lv, s_block: float, df: float, config: Any, m: int) -> dict[str, Any]:
+    """Per block of one CPU: is it slower there (above the rest, and not below min_effect and
+    clearly below its own mean level; in all blocks but 1 - persistence of them), and is it clearly slow there on its
+    own (its level over the block-level SD, Student's t at alpha / (CPUs x blocks), and at least
+    min_effect): contention in that stretch."""
     import numpy as np
+    from scipy.special import stdtr
 
-    bo = np.asarray(blocks)
     have = [b for b in range(lv.size) if lv[b] == lv[b]]
     mean = float(np.mean([lv[b] for b in have])) if have else math.nan
     drop = BLOCK_DROP * s_block if s_block == s_block else math.inf
-    # slower than the rest in every block and not clearly below its own mean level there (with
-    # many blocks, in all but 1 - persistence of them, as for rounds)
-    short = sum(not (lv[b] > 0 and lv[b] >= mean - drop) for b in have)
+    # slower than the rest in every block, and not back near the others' level there (below
+    # min_effect and clearly below its own mean); with many blocks, in all but 1 - persistence
+    # of them, as for rounds
+    low = math.log1p(config.min_effect)
+    short = sum(lv[b] <= 0 or (lv[b] < low and lv[b] < mean - drop) for b in have)
     every = bool(have) and short <= allowed(len(have), config.persistence)
     clear = []
     for b in have:
-        v = dr[bo == b]
-        v = v[~np.isnan(v)]
-        p = sign_greater(int((v > 0).sum()), int(v.size))
+        # the block level against the block-to-block spread (states of the moment included), at
+        # alpha / (CPUs x blocks)
+        p = float(stdtr(max(df, 1.0), -lv[b] / s_block)) if s_block == s_block and s_block > 0 else 1.0
         if lv[b] >= math.log1p(config.min_effect) and p <= config.alpha / (m * max(len(have), 1)):
             clear.append(b)
     return {"every": every, "clear": tuple(clear), "blocks": len(have)}
 
 
 def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], bs: dict[str, Any], config: Any,
-              tells: bool, m: int) -> None:
+              tells: bool) -> None:
     """slow, unresolved, contention, intermittent, disturbed, uneven or not significant (study.py)."""
     big = row.ratio >= 1 + config.min_effect
     significant = row.p_adjusted < config.alpha and big

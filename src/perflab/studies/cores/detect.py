@@ -167,7 +167,7 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
     sqrt(B / (B - 1)): residuals around a CPU's own mean are that much narrower, plus normal
     jitter of 0.1 scale), judged with the scan's own pooled scale and degrees of freedom (the
     mean above log(1 + min_effect) by the t critical value) and every block (but 1 - persistence
-    of them) above 0 and not clearly below the mean;
+    of them) above 0 and not below min_effect and clearly below the mean;
     inf when +300 % is not."""
     import numpy as np
     from scipy.special import stdtrit  # Student's t quantile
@@ -184,7 +184,8 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
     def share(x: float) -> float:
         lv = math.log1p(x) + e
         mean = lv.mean(axis=1)
-        short = ~((lv > 0) & (lv >= mean[:, None] - BLOCK_DROP * scale))
+        low = math.log1p(min_effect)
+        short = (lv <= 0) | ((lv < low) & (lv < mean[:, None] - BLOCK_DROP * scale))
         every = short.sum(axis=1) <= allowed(blocks, persistence)
         return float(((mean - math.log1p(min_effect) >= crit) & every).mean())
 

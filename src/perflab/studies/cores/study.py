@@ -14,17 +14,18 @@ holds are independent evidence (timeline.py).
 Analysis (analysis.py): per CPU a t-test of its block levels (each block's median ratio) against
 log(1 + min_effect) with the block-to-block spread pooled over the CPUs, Holm-corrected (one block: the one-sided
 sign test over rounds, detect.py). Slow = significant, median ratio >= 1 + min_effect, slower in
-every block (above the rest and not clearly below its own mean level; with many blocks, all
-but 1 - persistence of them), persistent over rounds (no more
+every block (above the rest, and not below min_effect and clearly below its own mean level;
+with many blocks, all but 1 - persistence of them), persistent over rounds (no more
 than 1 - ``persistence`` of its rounds back at the others' level, detect.round_sets), and the
 scan spans more time than the machine's per-CPU slowness holds (round-to-round and
 block-to-block correlation, timeline.hold); else *unresolved*, named with what to do. A CPU
 clearly slow in some blocks only is *contention* in those stretches, with their times; a
 significant CPU back at the others' level in many rounds is *intermittent*; outlier rounds are
 *disturbance*. The smallest detectable slowdown is simulated under the scan's own noise with the
-same test (detect.block_detectable). Adaptive stop per block after ceil(min_rounds / blocks)
-rounds: every CPU's ratio CI within ``precision`` and the round rule's detectable slowdown at
-most ``target`` (2 x min_effect); else the block's share of ``rounds``, or max_time. Medians are
+same test (detect.block_detectable). Adaptive stop in the first block after ceil(min_rounds /
+blocks) rounds: every CPU's ratio CI within ``precision`` and the round rule's detectable
+slowdown at most ``target`` (2 x min_effect); the other blocks then run as many rounds (equal
+blocks weigh equally); else each block its share of ``rounds``, or max_time. Medians are
 shown in the workload's primary metric, in its own direction; the verdict is composed from the
 rows (result.compose_verdict).
 """
@@ -146,6 +147,7 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
     bounds = [round(config.rounds * b / nb) for b in range(nb + 1)]
     least = math.ceil(config.min_rounds / nb)
     rnd = 0
+    per_block = config.rounds  # set by the first block: the blocks are equal, so equally weighed
     for blk in range(nb):
         first = rnd
         if blk and stopped == "rounds":
@@ -155,7 +157,7 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
                 session.say(f"block {blk + 1} of {nb}: waiting {due:.0f} s so the blocks span "
                             f"{config.span_used:.0f} s (--span)")
                 _wait(session, due)
-        while stopped == "rounds" and rnd - first < bounds[blk + 1] - bounds[blk]:
+        while stopped == "rounds" and rnd - first < min(bounds[blk + 1] - bounds[blk], per_block):
             specs = plan(config, machine, rnd, blk)
             done: list[tuple[RunSpec, RunResult]] = []
             if clock() - started > config.max_time:
@@ -182,11 +184,12 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
                         f"{config.precision:.1%}), detectable slowdown {_pct(mde)} (stop at {config.target:.1%})")
             if rnd >= 2 and not ok_any:
                 stopped = "failures"
-            elif (rnd - first >= least and rnd >= config.min_rounds * (blk + 1) / nb
-                  and precise <= config.precision and mde <= config.target):
-                if blk == nb - 1:
-                    stopped = "precision"
+            elif (blk == 0 and rnd >= least and precise <= config.precision and mde <= config.target):
                 break
+        if blk == 0:
+            per_block = max(rnd, least)
+    if stopped == "rounds" and per_block < min(b - a for a, b in zip(bounds, bounds[1:])):
+        stopped = "precision"
     result = analyse(config, runs, machine.topology)
     result.stopped, result.elapsed_s = stopped, clock() - started
     load = (machine.metadata or {}).get("loadavg") or [0.0]
