@@ -25,7 +25,8 @@ at its CPU and start time on the executor's clock:
 - cores-competitor-vcpu-states-MODE: a 40 % duty competitor on one CPU for the whole scan, as on
   the recorded guest (its runs 1.25x x log-normal(0, 5 %) slower); detection = it slow alone.
 - cores-first-third-vcpu-states-MODE: that competitor on one CPU only during the first third of
-  the scan's time; false_positive = any CPU called slow; detection = it reported as contention.
+  the scan (its first 10 rounds, the first block); false_positive = any CPU called slow;
+  detection = it reported as contention.
 Prints `verdict-check: NAME false_positive=X detection=Y runs=N`; goal: false_positive <= 0.05,
 detection >= 0.90. ``checks(runs)`` is what bench/verdicts.py and the tests call.
 """
@@ -117,7 +118,7 @@ def timed_campaign(seed: int, model: str = "vcpu-states", concurrent: bool = Fal
                    competitor: int | None = None, first_third: int | None = None, **settings) -> cores.CoresResult:
     """One simulated scan of a flat 16-vCPU guest under a TIMED_MODELS model, at the defaults:
     slow = {cpu: factor}; competitor: a CPU with a 40 % duty competitor for the whole scan;
-    first_third: a CPU with it for the first 20 s of the scan only (a third of the 60 s span);
+    first_third: a CPU with it in the first 10 of the 30 rounds only (the first block);
     settings: CoresConfig fields other than the defaults (blocks, span, rounds)."""
     rng = random.Random(seed)
     camp = TIMED_MODELS[model].campaign(rng)
@@ -126,7 +127,7 @@ def timed_campaign(seed: int, model: str = "vcpu-states", concurrent: bool = Fal
     def factor(spec) -> float:
         cpu, t = spec.cpus[0], ex.clock_ns / 1e9
         x = camp.factor_at(cpu, t) * (slow or {}).get(cpu, 1.0)
-        if cpu == competitor or (cpu == first_third and t < 20.0):
+        if cpu == competitor or (cpu == first_third and spec.params["round"] < 10):
             x *= COMPETITOR[1] * rng.lognormvariate(0, COMPETITOR[2])
         return 0.2 * x
 

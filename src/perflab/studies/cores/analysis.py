@@ -84,11 +84,11 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
         sets = _test(row, dr[have], rnds, d_cis[i], scale, config, res.higher_is_better)
         kept[i, [ri[r] for r in sets["extra"]]] = np.nan
         tested.append((row, sets, i))
-    lv = timeline.levels(kept, blocks)
+    lv, lv_all = timeline.levels(kept, blocks), timeline.levels(d, blocks)
     bps, _, s_block, df = timeline.block_test(lv, kept, blocks, math.log1p(config.min_effect))
     multi = lv.shape[1] >= 2
     for row, _, i in tested:
-        row.block_levels = tuple(None if v != v else float(math.expm1(v)) for v in lv[i])
+        row.block_levels = tuple(None if v != v else float(math.expm1(v)) for v in lv_all[i])
         if multi:
             row.p_value = bps[i]
     m = len(tested)
@@ -97,7 +97,7 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
     found = [i for row, _, i in tested if row.p_adjusted < config.alpha]
     res.timeline = timeline.hold(kept, blocks, times, lv, found, rounds)
     for row, sets, i in tested:
-        block_sets = _block_sets(lv[i], s_block, df, config, max(m, 1))
+        block_sets = _block_sets(lv[i], lv_all[i], s_block, df, config, max(m, 1))
         _classify(row, sets, block_sets, config, res.timeline.tells if multi else False)
         if row.verdict in ("intermittent", "disturbed"):
             sel = [d[i, ri[r]] for r in row.disturbed]
@@ -140,7 +140,7 @@ def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float, config:
     return {k: tuple(r for r, b in zip(rnds, mask) if b) for k, mask in sets.items()}
 
 
-def _block_sets(lv, s_block: float, df: float, config: Any, m: int) -> dict[str, Any]:
+def _block_sets(lv, lv_all, s_block: float, df: float, config: Any, m: int) -> dict[str, Any]:
     """Per block of one CPU: is it slower there (above the rest, and not below min_effect and
     clearly below its own mean level; in all blocks but 1 - persistence of them), and is it clearly slow there on its
     own (its level over the block-level SD, Student's t at alpha / (CPUs x blocks), and at least
@@ -156,15 +156,18 @@ def _block_sets(lv, s_block: float, df: float, config: Any, m: int) -> dict[str,
     # of them, as for rounds
     low = math.log1p(config.min_effect)
     short = sum(lv[b] <= 0 or (lv[b] < low and lv[b] < mean - drop) for b in have)
-    every = bool(have) and short <= allowed(len(have), config.persistence)
+    # a block whose every round was an outlier above its usual level says nothing of that level
+    gone = [b for b in range(lv.size) if lv[b] != lv[b] and lv_all[b] == lv_all[b]]
+    every = bool(have) and short + len(gone) <= allowed(len(have) + len(gone), config.persistence)
     clear = []
-    for b in have:
+    lv = lv_all  # contention is judged on every round, outliers included
+    for b in sorted(have + gone):
         # the block level against the block-to-block spread (states of the moment included), at
         # alpha / (CPUs x blocks)
         p = float(stdtr(max(df, 1.0), -lv[b] / s_block)) if s_block == s_block and s_block > 0 else 1.0
         if lv[b] >= math.log1p(config.min_effect) and p <= config.alpha / (m * max(len(have), 1)):
             clear.append(b)
-    return {"every": every, "clear": tuple(clear), "blocks": len(have)}
+    return {"every": every, "clear": tuple(clear), "blocks": len(have) + len(gone)}
 
 
 def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], bs: dict[str, Any], config: Any,

@@ -159,6 +159,12 @@ def row_cis(x) -> list[CI]:
     return out
 
 
+def median_se(k: int) -> float:
+    """SD of the median of k independent unit normals: exact for k <= 3 (1, 1/sqrt 2, the median
+    of 3's sqrt 0.449), sqrt(pi / 2k) beyond (slightly wide at 4 and 5: conservative)."""
+    return {1: 1.0, 2: math.sqrt(0.5), 3: math.sqrt(0.449)}.get(k, math.sqrt(math.pi / (2 * k)))
+
+
 def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, min_effect: float,
                      persistence: float, seed: int = 0) -> float:
     """Smallest slowdown called slow in >= 90 % of simulated scans by the block test
@@ -166,7 +172,7 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
     block levels log(1 + x) + e, e resampled from the scan's block-level residuals (inflated by
     sqrt(B / (B - 1)): residuals around a CPU's own mean are that much narrower, plus normal
     jitter of 0.1 scale), judged with the scan's own pooled scale and degrees of freedom (the
-    mean above log(1 + min_effect) by the t critical value) and every block (but 1 - persistence
+    median above log(1 + min_effect) by the t critical value) and every block (but 1 - persistence
     of them) above 0 and not below min_effect and clearly below the mean;
     inf when +300 % is not."""
     import numpy as np
@@ -179,7 +185,7 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
     rng = np.random.default_rng(seed)
     e = rng.choice(resid, size=(TRIALS, blocks)) * math.sqrt(blocks / (blocks - 1))
     e += rng.normal(0.0, 0.1 * scale, size=(TRIALS, blocks))
-    crit = float(stdtrit(max(df, 1.0), 1.0 - alpha)) * scale / math.sqrt(blocks)
+    crit = float(stdtrit(max(df, 1.0), 1.0 - alpha)) * scale * median_se(blocks)
 
     def share(x: float) -> float:
         lv = math.log1p(x) + e
@@ -187,7 +193,7 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
         low = math.log1p(min_effect)
         short = (lv <= 0) | ((lv < low) & (lv < mean[:, None] - BLOCK_DROP * scale))
         every = short.sum(axis=1) <= allowed(blocks, persistence)
-        return float(((mean - math.log1p(min_effect) >= crit) & every).mean())
+        return float(((np.median(lv, axis=1) - math.log1p(min_effect) >= crit) & every).mean())
 
     if share(TOP) < DETECT:
         return math.inf

@@ -6,8 +6,8 @@ a scan shorter than such a state cannot tell a slow core from a moment. So the s
 rounds over time in blocks (``--blocks``, ``--span``), and:
 
 - ``levels``: a CPU's level in a block is the median of its per-round log-ratios there.
-- ``block_test``: per CPU a one-sided t-test of the mean of its block levels against
-  log(1 + min_effect) (the null: slower by min_effect at most, so a level of the moment a few
+- ``block_test``: per CPU a one-sided t-test of the median of its block levels (one block of
+  contention cannot carry it; its SD from ``median_se``) against log(1 + min_effect) (the null: slower by min_effect at most, so a level of the moment a few
   per cent up in every block is not enough on its own), with
   the spread of block levels around each CPU's own mean pooled over the CPUs (one-way ANOVA's
   error variance, sum of squares over sum(blocks - 1); not robust, so a block of contention
@@ -31,6 +31,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
+
+from perflab.studies.cores.detect import median_se
 
 BLOCK_Z = 2.33  # one-sided 1 %: the block-to-block rank correlation that says "states held"
 MIN_CPUS_FOR_RANKS = 5  # fewer CPUs: no rank correlation over CPUs, the round correlation alone
@@ -135,12 +137,12 @@ def block_test(lv, d=None, block_of=None, margin: float = 0.0) -> tuple[list[flo
             if within > s:
                 s, df = within, (m - 1) / m * (dev.size - m * lv.shape[1])
     ps, ts = [], []
-    for mu, k in zip(mean, nb):
+    for row, k in zip(lv, nb):
         if k < 2:
             ps.append(1.0)
             ts.append(math.nan)
             continue
-        t = float((mu - margin) / (s / math.sqrt(k)))
+        t = float((float(np.nanmedian(row)) - margin) / (s * median_se(int(k))))
         ts.append(t)
         ps.append(float(stdtr(max(df, 1.0), -t)))
     return ps, ts, s, df
