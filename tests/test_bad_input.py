@@ -53,6 +53,8 @@ BAD += [
     ("cores", "--max-time", "0", *T), ("cores", "--precision", "-0.1", *T), ("cores", "--precision", "nan", *T),
     ("cores", "--min-effect", "-1", *T), ("cores", "--alpha", "2", *T), ("cores", "--alpha", "0", *T),
     ("cores", "--alpha", "nan", *T), ("cores", "--seed", "x", *T), ("cores", "--rounds", "99999999999999", *T),
+    ("cores", "--blocks", "0", *T), ("cores", "--blocks", "x", *T), ("cores", "--span", "-1", *T),
+    ("cores", "--span", "nan", *T),
     # instances
     ("instances", "--n", "0", *T), ("instances", "--n", "x", *T), ("instances", "--n", "1-9999999999", *T),
     ("instances", "--max", "0", *T), ("instances", "--max", "nan", *T), ("instances", "--reps", "0", *T),

@@ -338,9 +338,10 @@ def spin(tmp_path_factory):
 
 
 def _real(spin: str, **kw) -> CoresConfig:
-    # ~30 ms per run; a 10% minimum effect keeps the other engineers' load from tipping the verdict
+    # ~30 ms per run; a 10% minimum effect keeps the other engineers' load from tipping the verdict;
+    # 3 blocks 3 s apart (a 2-CPU scan's states are judged by its round-to-round correlation)
     return CoresConfig(Workload("spin", (spin, "12000000")), cpus=(0, 1), **{
-        "rounds": 16, "min_rounds": 8, "precision": 0.03, "min_effect": 0.10, "max_time": 60, **kw})
+        "rounds": 18, "min_rounds": 9, "precision": 0.03, "min_effect": 0.10, "max_time": 60, "span": 6, **kw})
 
 
 def _run_real(config: CoresConfig, store) -> CoresResult:
@@ -405,13 +406,36 @@ def test_real_without_competitor_flags_nothing(spin, store):
 
 
 @TWO_CPUS
+@pytest.mark.serial  # it plants load on CPU 1
+def test_real_competitor_in_the_first_third_only_is_never_a_slow_core(spin, store):
+    # The same real-time competitor on CPU 1, but only for the first 4 s of a scan whose 3 blocks
+    # start 0, 10 and 20 s in: slower in the first block only, it is contention there (or not
+    # seen, on a loaded machine), never a slow core.
+    competitor = subprocess.Popen(["timeout", "4", "chrt", "-f", "1", "taskset", "-c", "1", spin, "hog", "90"],
+                                  stdout=subprocess.DEVNULL)
+    try:
+        res = _run_real(_real(spin, rounds=18, min_rounds=18, span=20), store)
+    finally:
+        competitor.kill()
+        competitor.wait()
+    row = res.cpus[1]
+    details = [(r.cpu, r.verdict, r.block_levels, r.p_adjusted) for r in res.cpus], res.verdict
+    assert res.timeline is not None and len(res.timeline.blocks) == 3, details
+    assert res.timeline.blocks[1].start_s > 9 and res.timeline.blocks[2].start_s > 19, res.timeline
+    assert res.slow == [] and row.verdict not in ("slow", "unresolved"), details
+    assert "slow core" not in res.verdict, details
+    if row.verdict == "contention":  # where the machine let it show, it is named in its stretch
+        assert row.slow_blocks == (0,) and "only in block 1 (0-" in res.verdict, details
+
+
+@TWO_CPUS
 def test_real_failures_are_stored_not_fatal(tmp_path, store):
     script = tmp_path / "flaky.sh"
     # fails on every third call, counted in a file: a workload that crashes now and then
     script.write_text(f"#!/bin/sh\nn=$(cat {tmp_path}/n 2>/dev/null || echo 0); echo $((n+1)) > {tmp_path}/n\n"
                       "[ $((n % 3)) -eq 2 ] && exit 7\nexit 0\n")
     script.chmod(0o755)
-    res = _run_real(CoresConfig(Workload("flaky", (str(script),)), cpus=(0, 1), rounds=6, min_rounds=6,
+    res = _run_real(CoresConfig(Workload("flaky", (str(script),)), cpus=(0, 1), rounds=6, min_rounds=6, span=0,
                                 warmup=0), store)
     assert res.failures == {"exit status 7": 4} and res.runs == 12 and res.failed == 4
     stored = store.measurements(res.campaign_id)
@@ -457,7 +481,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(spin, tmp_path):
 
     db = str(tmp_path / "k.db")
     hold = Hold(tmp_path, 8)  # the warm-up and 7 runs; the 8th run waits until after the kill
-    p = _perflab("cores", "--cpus", "0,1", "--rounds", "10", "--min-rounds", "10", "--db", db,
+    p = _perflab("cores", "--cpus", "0,1", "--rounds", "10", "--min-rounds", "10", "--span", "0", "--db", db,
                  "--", *hold.wrap([spin, "6000000"]))
 
     def stored() -> list[tuple]:

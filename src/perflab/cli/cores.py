@@ -8,6 +8,15 @@ from perflab.cli.common import make_console, resolve_target, run_and_render, stu
 from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction, tune_options
 
 
+class _Span(Duration):
+    """A duration, or 0 (no waiting between blocks)."""
+
+    def convert(self, value, param, ctx):
+        if str(value).strip().lower() in ("0", "0s", "0.0"):
+            return 0.0
+        return super().convert(value, param, ctx)
+
+
 @click.command(name="cores", context_settings={"ignore_unknown_options": True})
 @click.option("--cpus", type=CpuList(), metavar="LIST", help="CPUs to scan, e.g. 0-7,16 (default: all usable).")
 @click.option("--physical", is_flag=True, help="One thread per physical core.")
@@ -29,6 +38,12 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction,
               help="Family-wise significance level over the CPUs (Holm).")
 @click.option("--persistence", type=Fraction(0.5, 1.0001), default=0.9, show_default=True,
               help="A slow CPU is back at the others' level in at most 1 - Q of the rounds; else it is intermittent.")
+@click.option("--blocks", type=click.IntRange(1, 1000), default=3, show_default=True,
+              help="Spread the rounds over B time blocks; a CPU is slow only if slow in every block "
+                   "(at most rounds / 2 blocks).")
+@click.option("--span", type=_Span(), default=60.0, show_default=True, metavar="S",
+              help="The first and the last block start at least S seconds apart (the scan waits between "
+                   "blocks where its rounds take less; at most 3/4 of --max-time); 0: no waiting.")
 @click.option("--counters", is_flag=True,
               help="Wrap each run in perf stat (cycles, instructions): IPC and effective GHz per CPU, where the PMU has them.")
 @click.option("--seed", type=Count(0, 2**63 - 1), default=0, show_default=True, help="Seed of the shuffled CPU order.")
@@ -38,14 +53,15 @@ from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction,
 @study_output_options
 @tune_options
 def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision, min_effect, alpha, persistence,
-            counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path):
+            blocks, span, counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path):
     """Is one CPU persistently slower than the others? Pin the workload to each CPU, in rounds.
 
-    Each round is a block: a CPU's cost is divided by the median of the other CPUs in the same
-    round. Friedman's test says whether any CPU differs; per CPU a one-sided sign test of the
-    share of rounds in which it was slower, Holm-corrected. A CPU is slow unless it was clearly
-    back at the others' level in more than 1 - --persistence of the rounds; then it is named as
-    intermittent, with its rounds; a slowdown in a few rounds is reported as disturbance.
+    A CPU's cost is divided by the median of the other CPUs in the same round (within a speed
+    where runs have two). The rounds are spread over --blocks time blocks at least --span seconds
+    apart; per CPU a t-test of its block levels, Holm-corrected. A CPU is slow when significant,
+    slow in every block and nearly every round, and the blocks lie further apart than the
+    machine's slowness holds; slow in some blocks only is contention there; back at the others'
+    level in many rounds, intermittent; a slowdown in a few rounds, disturbance.
     """
 
     from perflab.errors import PerflabError
@@ -56,7 +72,7 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     config = cores.CoresConfig(
         workload=workload, cpus=cpus, physical=physical, concurrent=concurrent, rounds=rounds,
         min_rounds=min_rounds, max_time=max_time, precision=precision, min_effect=min_effect, alpha=alpha,
-        persistence=persistence, seed=seed, timeout=timeout, counters=counters,
+        persistence=persistence, seed=seed, timeout=timeout, counters=counters, blocks=blocks, span=span,
     )
     result = run_and_render(cores, config, make_console(stderr=json_path == "-"),
                             lambda res, console: render(res, console, workload.name), db_url, json_path)

@@ -48,6 +48,10 @@ class MockExecutor:
     def now_ns(self) -> int:
         return self.clock_ns
 
+    def wait(self, seconds: float) -> None:
+        """Idle for ``seconds`` of virtual time (a study that spreads its runs over time)."""
+        self.clock_ns += max(0, round(seconds * 1e9))
+
     def _result(self, spec: RunSpec, start: int) -> RunResult:
         exit_code = 0
         if self.model is not None:

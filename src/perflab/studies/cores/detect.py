@@ -22,6 +22,7 @@ simulated CPUs get n rounds of log(1 + x) + e, e resampled from this scan's own 
 the rule above with the sign test at Holm's first step (alpha / m); the answer is the smallest x
 called slow in >= 90 % of them (bisection on log(1 + x), up to +300 %).
 ``noise_scale`` (the pooled s) and ``row_cis`` (every CPU's median CI) are the rule's inputs.
+``block_detectable``: the same for the block test (timeline.py) on block levels.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ OUTLIER_Z = 3.5  # Iglewicz & Hoaglin's modified Z cut-off
 DETECT = 0.90  # "detectable": called slow in at least this share of simulated scans
 TRIALS = 400
 TOP = 3.0  # the largest slowdown tried (+300 %)
+BLOCK_DROP = 2.5  # a block this many block-level SDs below a CPU's mean level: back at the others' level
 
 
 def allowed(n: int, persistence: float) -> int:
@@ -155,3 +157,53 @@ def row_cis(x) -> list[CI]:
         j, level = _order(int(n))
         out.append(CI(float(row[j - 1]), float(row[n - j]), level))
     return out
+
+
+def median_se(k: int) -> float:
+    """SD of the median of k independent unit normals: exact for k <= 3 (1, 1/sqrt 2, the median
+    of 3's sqrt 0.449), sqrt(pi / 2k) beyond (slightly wide at 4 and 5: conservative)."""
+    return {1: 1.0, 2: math.sqrt(0.5), 3: math.sqrt(0.449)}.get(k, math.sqrt(math.pi / (2 * k)))
+
+
+def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, min_effect: float,
+                     persistence: float, seed: int = 0) -> float:
+    """Smallest slowdown called slow in >= 90 % of simulated scans by the block test
+    (timeline.block_test at Holm's first step, alpha already divided by the CPUs): ``blocks``
+    block levels log(1 + x) + e, e resampled from the scan's block-level residuals (inflated by
+    sqrt(B / (B - 1)): residuals around a CPU's own mean are that much narrower, plus normal
+    jitter of 0.1 scale), judged with the scan's own pooled scale and degrees of freedom (the
+    median above log(1 + min_effect) by the t critical value) and every block (but 1 - persistence
+    of them) above 0 and not below min_effect and clearly below the mean;
+    inf when +300 % is not."""
+    import numpy as np
+    from scipy.special import stdtrit  # Student's t quantile
+
+    resid = np.asarray(resid, dtype=float)
+    resid = resid[~np.isnan(resid)]
+    if blocks < 2 or resid.size < 2 or not scale == scale or scale <= 0 or df <= 0:
+        return math.inf
+    rng = np.random.default_rng(seed)
+    e = rng.choice(resid, size=(TRIALS, blocks)) * math.sqrt(blocks / (blocks - 1))
+    e += rng.normal(0.0, 0.1 * scale, size=(TRIALS, blocks))
+    crit = float(stdtrit(max(df, 1.0), 1.0 - alpha)) * scale * median_se(blocks)
+
+    def share(x: float) -> float:
+        lv = math.log1p(x) + e
+        mean = lv.mean(axis=1)
+        low = math.log1p(min_effect)
+        short = (lv <= 0) | ((lv < low) & (lv < mean[:, None] - BLOCK_DROP * scale))
+        every = short.sum(axis=1) <= allowed(blocks, persistence)
+        return float(((np.median(lv, axis=1) - math.log1p(min_effect) >= crit) & every).mean())
+
+    if share(TOP) < DETECT:
+        return math.inf
+    if share(min_effect) >= DETECT:
+        return min_effect
+    lo, hi = math.log1p(min_effect), math.log1p(TOP)
+    while hi - lo > 0.001:
+        mid = (lo + hi) / 2
+        if share(math.expm1(mid)) >= DETECT:
+            hi = mid
+        else:
+            lo = mid
+    return math.expm1(hi)

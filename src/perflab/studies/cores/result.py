@@ -9,8 +9,9 @@ from typing import Any
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.stats import CI
+from perflab.studies.cores.timeline import Timeline
 
-NAMED = ("slow", "intermittent")  # verdicts the sentence names a CPU for
+NAMED = ("slow", "unresolved", "contention", "intermittent")  # verdicts the sentence names a CPU for
 
 
 @dataclass
@@ -35,7 +36,9 @@ class CpuRow:
     disturbed: tuple[int, ...] = ()  # rounds in which it was an outlier above its usual level
     normal: tuple[int, ...] = ()  # rounds back at the others' level, clearly below its own
     slow_rounds: tuple[int, ...] = ()  # rounds at (nearer) its slow level: an intermittent CPU's
-    verdict: str = ""  # "slow", "intermittent", "disturbed", "failed" or "not significant"
+    verdict: str = ""  # slow, unresolved, contention, intermittent, disturbed, uneven, failed, not significant
+    block_levels: tuple[float | None, ...] = ()  # its ratio to the rest in each time block, as a cost change
+    slow_blocks: tuple[int, ...] = ()  # blocks in which it was clearly slow on its own (contention)
     mode_shares: tuple[float, ...] = ()  # share of its runs in each run-time mode (when several)
     ipc: float | None = None  # median instructions per cycle (perf stat, where the PMU counts)
     ghz: float | None = None  # median effective frequency: cycles / task-clock
@@ -84,7 +87,9 @@ class CoresResult:
     noise: float | None = None  # robust SD of the per-round log-ratios
     mde: float | None = None  # smallest slowdown detected in >= 90 % of simulated scans (fraction)
     mde_why: str = ""  # why there is no finite mde, when there is none
-    modes: dict[str, Any] | None = None  # stats.modes.Modes.as_dict() of the CPU-centred run times
+    modes: dict[str, Any] | None = None  # stats.modes.Modes.as_dict() of the run costs (+ "normalised")
+    speeds: str = ""  # which CPUs stayed at one speed for the whole scan (speeds.finding)
+    timeline: Timeline | None = None  # the blocks, and how long the machine's per-CPU slowness held
     runs: int = 0
     failed: int = 0
     failures: dict[str, int] = field(default_factory=dict)
@@ -104,12 +109,15 @@ class CoresResult:
                                "ratio_ci": ci(c["ratio_ci"]), "change_ci": ci(c.get("change_ci")),
                                "disturbed": tuple(c["disturbed"]), "normal": tuple(c["normal"]),
                                "slow_rounds": tuple(c.get("slow_rounds") or ()),
-                               "mode_shares": tuple(c["mode_shares"])})
+                               "mode_shares": tuple(c["mode_shares"]),
+                               "block_levels": tuple(c.get("block_levels") or ()),
+                               "slow_blocks": tuple(c.get("slow_blocks") or ())})
                      for c in d.get("cpus", [])]
         d["slow"] = [SlowCore(**{**s, "cpus": tuple(s["cpus"]), "siblings": tuple(s["siblings"]),
                                  "ratio_ci": CI.from_dict(s["ratio_ci"])}) for s in d.get("slow", [])]
         d["disturbances"] = [Disturbance(**{**x, "rounds": tuple(x["rounds"])})
                              for x in d.get("disturbances", [])]
+        d["timeline"] = Timeline.from_dict(d["timeline"]) if d.get("timeline") else None
         return cls(**d)
 
 
@@ -165,17 +173,32 @@ def compose_verdict(result: "CoresResult") -> str:
         return "no run finished"
     if not any(r.runs for r in result.cpus):
         return f"every run failed ({', '.join(f'{k}: {v}' for k, v in result.failures.items())})"
-    hib, metric = result.higher_is_better, result.metric
+    hib, metric, tl = result.higher_is_better, result.metric, result.timeline
+    over = _over(tl)
     parts = [f"slow core {s.core} (CPUs {format_cpulist(list(s.cpus))}): {metric} "
              f"{change_text(as_change(s.ratio, hib), as_change_ci(s.ratio_ci, hib))} vs the rest, "
-             f"p = {s.p_adjusted:.2g} (sign test, Holm), slower in {s.slower_rounds} of {s.rounds} rounds"
-             for s in result.slow]
-    if not result.slow:
+             f"p = {s.p_adjusted:.2g} ({_test_name(tl)}, Holm), slower in {s.slower_rounds} of {s.rounds} rounds"
+             + (f" and {over}" if over else "") for s in result.slow]
+    unresolved = [r for r in result.cpus if r.verdict == "unresolved"]
+    if not result.slow and unresolved:
+        parts.append("no CPU is shown to be persistently slower: " + ", ".join(
+            f"CPU {r.cpu} ({metric} {as_change(r.ratio, hib):+.1%})" for r in unresolved)
+            + f" slower than the rest {over or 'throughout'}, but {tl.why if tl and tl.why else 'the scan cannot tell'}")
+    elif not result.slow:
         if result.mde is not None and result.mde != float("inf"):
             parts.append(f"no CPU is persistently slower than the rest by {result.mde:.1%} or more, the "
                          "smallest slowdown this scan detects (>= 90% of simulated scans under its noise)")
         else:
             parts.append(f"no CPU is persistently slower than the rest that this scan could see: {result.mde_why}")
+    elif unresolved:
+        parts.append(", ".join(f"CPU {r.cpu}" for r in unresolved) + f" also slower {over or 'throughout'}, but "
+                     + (tl.why if tl and tl.why else "the scan cannot tell"))
+    for r in result.cpus:
+        if r.verdict == "contention" and tl is not None:
+            lv = [r.block_levels[b] for b in r.slow_blocks if r.block_levels[b] is not None]
+            there = f"; {metric} {as_change(1 + max(lv), hib):+.1%} there" if lv else ""
+            parts.append(f"CPU {r.cpu} slower than the rest only in {tl.block_text(r.slow_blocks)}{there}: "
+                         "contention in that stretch, not a slow core")
     rows = {r.cpu: r for r in result.cpus}
     for x in result.disturbances:
         if not x.intermittent:
@@ -188,4 +211,18 @@ def compose_verdict(result: "CoresResult") -> str:
     failed = [r.cpu for r in result.cpus if r.verdict == "failed"]
     if failed:
         parts.append(f"CPUs {format_cpulist(failed)}: every run failed, not tested")
+    if result.speeds:
+        parts.append(result.speeds)
     return "; ".join(parts)
+
+
+def _test_name(tl: Timeline | None) -> str:
+    return f"t-test on its {len(tl.blocks)} block levels" if tl is not None and len(tl.blocks) > 1 else "sign test"
+
+
+def _over(tl: Timeline | None) -> str:
+    """'in each of 3 blocks over 64 s': the time a claim spans."""
+    if tl is None or len(tl.blocks) < 2:
+        return ""
+    span = f" over {tl.span_s:.0f} s" if tl.span_s == tl.span_s else ""
+    return f"in each of {len(tl.blocks)} blocks{span}"

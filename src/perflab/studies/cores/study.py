@@ -1,25 +1,33 @@
 """Is one CPU of this machine persistently slower than the others? (seed 001: one core 12% slower)
 
-Design: rounds. Sequential (default, seed 001's method): the workload runs pinned to each CPU in
-turn, in an order shuffled anew each round. Concurrent (``concurrent``): one copy on every CPU at
-once per round, released by a gate, as a farm node runs. Each round is a block: every CPU's cost
-(wall seconds, or 1/metric for a higher-is-better metric) is divided by the median of the other
-CPUs in the same round, so drift of the machine between rounds cancels.
-Analysis (stats.blocked): Friedman's test over the rounds says whether any CPU differs; per CPU a
-one-sided sign test of the share of rounds in which it was slower than the rest against 1/2
-(detect.py: valid on skewed noise, where Wilcoxon's signed-rank test is not), Holm-corrected
-over the CPUs. Slow = significant, median ratio >= 1 + min_effect, and persistent:
-no more than (1 - ``persistence``) of its rounds *back at the others' level* (studies.cores.detect:
-clearly below its own level and not a fast outlier), so noise that flips a round below 1 does not
-break it. A significant CPU with more such rounds is intermittent, named with the rounds it was
-slow in. Rounds whose ratio is an outlier (modified Z on the log-ratios with the pooled noise
-scale, |Z| > 3.5) are reported as disturbance, not as a slow CPU. The smallest detectable
-slowdown is simulated under the scan's own noise with the same rule (detect.detectable).
-Adaptive stop after min_rounds: every CPU's ratio CI within ``precision`` and the smallest
-detectable slowdown at most ``target`` (2 x min_effect: the median must reach min_effect, so a CPU
-exactly at it is called slow only half the time); else rounds or max_time. Medians are shown in the
-workload's primary metric, in its own direction; the verdict is composed from the rows
-(result.compose_verdict).
+Design: rounds in time blocks. Sequential (default, seed 001's method): the workload runs pinned
+to each CPU in turn, in an order shuffled anew each round. Concurrent (``concurrent``): one copy
+on every CPU at once per round, released by a gate, as a farm node runs. Each round is a block
+of the comparison: every CPU's cost (wall seconds, or 1/metric for a higher-is-better metric) is
+divided by the median of the other CPUs in the same round, so drift between rounds cancels.
+Where run times have two speeds that alternate within CPUs (a vCPU's host state), each cost is
+first divided by its speed mode's factor (speeds.py), so CPUs are compared within a speed.
+The rounds are spread over time in ``blocks`` (default 3) whose starts are at least ``span``
+seconds apart first to last (default 60 s; the scan waits between blocks where the rounds take
+less): a vCPU's speed is a state that holds for seconds, and only blocks further apart than it
+holds are independent evidence (timeline.py).
+Analysis (analysis.py): per CPU a t-test of its block levels (each block's median ratio) against
+log(1 + min_effect) with the block-to-block spread pooled over the CPUs, Holm-corrected (one block: the one-sided
+sign test over rounds, detect.py). Slow = significant, median ratio >= 1 + min_effect, slower in
+every block (above the rest, and not below min_effect and clearly below its own mean level;
+with many blocks, all but 1 - persistence of them), persistent over rounds (no more
+than 1 - ``persistence`` of its rounds back at the others' level, detect.round_sets), and the
+scan spans more time than the machine's per-CPU slowness holds (round-to-round and
+block-to-block correlation, timeline.hold); else *unresolved*, named with what to do. A CPU
+clearly slow in some blocks only is *contention* in those stretches, with their times; a
+significant CPU back at the others' level in many rounds is *intermittent*; outlier rounds are
+*disturbance*. The smallest detectable slowdown is simulated under the scan's own noise with the
+same test (detect.block_detectable). Adaptive stop in the first block after ceil(min_rounds /
+blocks) rounds: every CPU's ratio CI within ``precision`` and the round rule's detectable
+slowdown at most ``target`` (2 x min_effect); the other blocks then run as many rounds (equal
+blocks weigh equally); else each block its share of ``rounds``, or max_time. Medians are
+shown in the workload's primary metric, in its own direction; the verdict is composed from the
+rows (result.compose_verdict).
 """
 
 from __future__ import annotations
@@ -35,15 +43,12 @@ from perflab.model import RunResult, RunSpec, Workload
 from perflab.platform.machine import Machine
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
-from perflab.stats import CI, holm
-from perflab.stats.blocked import friedman, loo_log_ratios
-from perflab.stats.modes import detect_modes
+from perflab.stats.blocked import loo_log_ratios
 from perflab.studies.base import StudyConfig
-from perflab.studies.cores.counters import COUNTER_EVENTS, per_cpu_counters
-from perflab.studies.cores.detect import (allowed, detectable, noise_scale, round_sets, row_cis,
-                                          sign_greater)
-from perflab.studies.cores.result import (CoresResult, CpuRow, Disturbance, as_change, as_change_ci,
-                                          compose_verdict, slow_cores)
+from perflab.studies.cores import analysis
+from perflab.studies.cores.counters import COUNTER_EVENTS
+from perflab.studies.cores.detect import row_cis
+from perflab.studies.cores.result import CoresResult
 from perflab.studies.instances.placement import usable_cpus
 
 NAME = "cores"
@@ -66,6 +71,8 @@ class CoresConfig(StudyConfig):
     seed: int = 0
     timeout: float | None = None  # per run
     counters: bool = False  # perf stat cycles/instructions per run: IPC and effective GHz per CPU
+    blocks: int = 3  # time blocks the rounds are spread over
+    span: float = 60.0  # seconds from the first block's start to the last's, at least (waits if need be)
 
     decoders = {"workload": Workload.from_dict}
 
@@ -74,78 +81,128 @@ class CoresConfig(StudyConfig):
         """The slowdown the adaptive stop waits to be able to detect (module docstring)."""
         return 2 * self.min_effect
 
+    @property
+    def blocks_used(self) -> int:
+        """--blocks, but no more than rounds / 2 (a block has at least 2 rounds)."""
+        return max(1, min(self.blocks, self.rounds // 2))
+
+    @property
+    def span_used(self) -> float:
+        """The span the scan waits for: --span, but at most 3/4 of --max-time."""
+        return min(self.span, 0.75 * self.max_time)
+
     def __post_init__(self) -> None:
         if not 2 <= self.min_rounds <= self.rounds:
             raise PerflabError(f"need 2 <= --min-rounds ({self.min_rounds}) <= --rounds ({self.rounds})")
         if not 0.5 < self.persistence <= 1:
             raise PerflabError(f"persistence {self.persistence} must be in (0.5, 1]")
+        if self.blocks < 1:
+            raise PerflabError(f"--blocks {self.blocks} must be 1 or more")
+        if not self.span >= 0:
+            raise PerflabError(f"--span {self.span} must be 0 or more seconds")
 
 
 Config = CoresConfig
 
 
-def plan(config: CoresConfig, machine: Machine, round_: int = 0) -> list[RunSpec]:
+def plan(config: CoresConfig, machine: Machine, round_: int = 0, block: int = 0) -> list[RunSpec]:
     """One round: a run pinned to every scanned CPU, in this round's shuffled order."""
     order = select_cpus(machine.topology, config.cpus, config.physical)
     random.Random(f"{config.seed}:{round_}").shuffle(order)
-    return [_spec(config, cpu, round_) for cpu in order]
+    return [_spec(config, cpu, round_, block) for cpu in order]
 
 
-def _spec(config: CoresConfig, cpu: int, round_: int) -> RunSpec:
-    return config.workload.spec(cpus=(cpu,), timeout=config.timeout, params={"cpu": cpu, "round": round_},
+def _spec(config: CoresConfig, cpu: int, round_: int, block: int = 0) -> RunSpec:
+    params = {"cpu": cpu, "round": round_} if round_ < 0 else {"cpu": cpu, "round": round_, "block": block}
+    return config.workload.spec(cpus=(cpu,), timeout=config.timeout, params=params,
                                 perf_events=COUNTER_EVENTS if config.counters else None)
 
 
+def _clock(session: Any):
+    """The executor's clock in seconds (virtual under the mock), else the monotonic clock."""
+    now = getattr(getattr(session, "executor", None), "now_ns", None)
+    return (lambda: now() / 1e9) if now is not None else time.monotonic
+
+
+def _wait(session: Any, seconds: float) -> None:
+    wait = getattr(getattr(session, "executor", None), "wait", None)
+    (wait or time.sleep)(seconds)
+
+
 def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
-    """Run rounds until the verdict is precise enough, every run stored as it completes."""
+    """Run blocks of rounds until the verdict is precise enough, every run stored as it completes."""
     import numpy as np
 
     cpus = select_cpus(machine.topology, config.cpus, config.physical)
     for w in range(config.warmup):
         session.warmup(_spec(config, cpus[w % len(cpus)], -1))
-    started = time.monotonic()
+    clock = _clock(session)
+    started = clock()
     runs: list[tuple[dict, RunResult]] = []
     dcols: list = []  # per round: every CPU's log-ratio to the others (in `cpus` order), or NaN
     ok_any = False
     index = {c: i for i, c in enumerate(cpus)}
     stopped = "rounds"
-    for rnd in range(config.rounds):
-        specs = plan(config, machine, rnd)
-        done: list[tuple[RunSpec, RunResult]] = []
-        if time.monotonic() - started > config.max_time:
-            stopped = "max-time"
-        elif config.concurrent:
-            done = list(zip(specs, session.run_concurrent(specs, rep=rnd).results))
-        else:
-            for spec in specs:
-                if time.monotonic() - started > config.max_time:
-                    stopped = "max-time"
-                    break
-                done.append((spec, session.run(spec, rep=rnd)))
-        column = np.full((len(cpus), 1), np.nan)
-        for spec, res in done:
-            runs.append((dict(spec.params), res))
-            column[index[spec.params["cpu"]], 0] = cost_of(config.workload, res)[0] or np.nan
-        if stopped == "max-time":
-            break
-        ok_any = ok_any or bool((~np.isnan(column)).any())
-        dcols.append(loo_log_ratios(column)[:, 0])
-        precise, mde = _progress(dcols, config)
-        session.say(f"round {rnd + 1}: widest ratio CI half-width {_pct(precise)} (stop at {config.precision:.1%}), "
-                    f"detectable slowdown {_pct(mde)} (stop at {config.target:.1%})")
-        if rnd >= 1 and not ok_any:
-            stopped = "failures"
-            break
-        if rnd + 1 >= config.min_rounds and precise <= config.precision and mde <= config.target:
-            stopped = "precision"
-            break
+    nb = config.blocks_used
+    bounds = [round(config.rounds * b / nb) for b in range(nb + 1)]
+    least = math.ceil(config.min_rounds / nb)
+    rnd = 0
+    per_block = config.rounds  # set by the first block: the blocks are equal, so equally weighed
+    for blk in range(nb):
+        first = rnd
+        if blk and stopped == "rounds":
+            due = started + blk * config.span_used / max(nb - 1, 1) - clock()
+            replaying = getattr(session, "stored", lambda *a, **k: False)(_spec(config, cpus[0], rnd, blk), rnd)
+            if due > 0 and not replaying:
+                session.say(f"block {blk + 1} of {nb}: waiting {due:.0f} s so the blocks span "
+                            f"{config.span_used:.0f} s (--span)")
+                _wait(session, due)
+        while stopped == "rounds" and rnd - first < min(bounds[blk + 1] - bounds[blk], per_block):
+            specs = plan(config, machine, rnd, blk)
+            done: list[tuple[RunSpec, RunResult]] = []
+            if clock() - started > config.max_time:
+                stopped = "max-time"
+            elif config.concurrent:
+                done = list(zip(specs, session.run_concurrent(specs, rep=rnd).results))
+            else:
+                for spec in specs:
+                    if clock() - started > config.max_time:
+                        stopped = "max-time"
+                        break
+                    done.append((spec, session.run(spec, rep=rnd)))
+            column = np.full((len(cpus), 1), np.nan)
+            for spec, res in done:
+                runs.append((dict(spec.params), res))
+                column[index[spec.params["cpu"]], 0] = cost_of(config.workload, res)[0] or np.nan
+            if stopped == "max-time":
+                break
+            rnd += 1
+            ok_any = ok_any or bool((~np.isnan(column)).any())
+            dcols.append(loo_log_ratios(column)[:, 0])
+            precise, mde = _progress(dcols, config)
+            session.say(f"block {blk + 1}, round {rnd}: widest ratio CI half-width {_pct(precise)} (stop at "
+                        f"{config.precision:.1%}), detectable slowdown {_pct(mde)} (stop at {config.target:.1%})")
+            if rnd >= 2 and not ok_any:
+                stopped = "failures"
+            elif (blk == 0 and rnd >= least and precise <= config.precision and mde <= config.target):
+                break
+        if blk == 0:
+            per_block = max(rnd, least)
+    if stopped == "rounds" and per_block < min(b - a for a, b in zip(bounds, bounds[1:])):
+        stopped = "precision"
     result = analyse(config, runs, machine.topology)
-    result.stopped, result.elapsed_s = stopped, time.monotonic() - started
+    result.stopped, result.elapsed_s = stopped, clock() - started
     load = (machine.metadata or {}).get("loadavg") or [0.0]
     ncpu = len(machine.topology.cpus) or 1
     if load[0] > 0.5 * ncpu:
         result.notes.append(f"load average {load[0]:.1f} on {ncpu} CPUs at the start: other work competes, "
                             "and a CPU it is pinned to looks slow; rerun on a quiet machine to confirm")
+    if config.blocks_used < config.blocks:
+        result.notes.append(f"{config.blocks_used} blocks, not --blocks {config.blocks}: a block needs at least "
+                            f"2 of the --rounds {config.rounds}")
+    if config.span_used < config.span and nb > 1:
+        result.notes.append(f"blocks spread over {config.span_used:.0f} s, not --span {config.span:g}: "
+                            f"at most 3/4 of --max-time {config.max_time:g}")
     if stopped in ("rounds", "max-time") and (result.mde is None or result.mde > config.target):
         limit = f"--max-time {config.max_time:g}" if stopped == "max-time" else f"--rounds {config.rounds}"
         result.notes.append(f"stopped at {limit} before the scan could detect a {config.target:.1%} "
@@ -154,8 +211,8 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
 
 
 def _progress(dcols: list, config: CoresConfig) -> tuple[float, float]:
-    """(widest ratio CI half-width, smallest detectable slowdown) from the per-round log-ratio
-    columns so far (each computed once, when its round ends)."""
+    """(widest ratio CI half-width, the round rule's smallest detectable slowdown) from the
+    per-round log-ratio columns so far (each computed once, when its round ends)."""
     import numpy as np
 
     d = np.stack(dcols, axis=1)
@@ -163,30 +220,8 @@ def _progress(dcols: list, config: CoresConfig) -> tuple[float, float]:
     if any(c.level == 0 or c.low != c.low for c in cis):
         return math.inf, math.inf
     widest = max((math.exp(c.high) - math.exp(c.low)) / 2 for c in cis)
-    mde, _ = _detectable(d, config)
+    mde, _ = analysis.detectable_of(d, config)
     return widest, mde
-
-
-def _detectable(d, config: CoresConfig) -> tuple[float, str]:
-    """(smallest slowdown the rule detects under the noise of d, why it is inf when it is):
-    detect.detectable on the residuals of every CPU's log-ratios around its own median."""
-    import numpy as np
-
-    live = d[~np.isnan(d).all(axis=1)]
-    n = int(np.median((~np.isnan(live)).sum(axis=1))) if live.size else 0
-    m = max(live.shape[0], 1)
-    sigma = noise_scale(live) if live.size else math.nan
-    if sigma != sigma:
-        return math.inf, "no noise estimate (fewer than 2 CPUs with successful runs in a round)"
-    resid = (live - np.nanmedian(live, axis=1, keepdims=True)).ravel()
-    mde = detectable(resid, n, m, sigma, config.alpha, config.min_effect, config.persistence, config.seed)
-    if mde != math.inf:
-        return mde, ""
-    if 0.5 ** n > config.alpha / m:
-        return mde, (f"too few rounds ({n}): even a CPU slower in every round cannot reach Holm's "
-                     f"alpha/{m} = {config.alpha / m:.2g} (2^-{n} = {0.5 ** n:.2g}); raise --rounds")
-    return mde, (f"too noisy ({sigma:.1%} round-to-round): not even +300% is called slow in 90% of "
-                 "simulated scans; raise --rounds or quiet the machine")
 
 
 def _pct(x: float) -> str:
@@ -243,140 +278,5 @@ def select_cpus(topology: Topology, cpus: tuple[int, ...] | None, physical: bool
 
 def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
             topology: Topology | None = None) -> CoresResult:
-    """The verdict from stored runs ((params, result) pairs): per-round ratios, tests, disturbance."""
-    import numpy as np
-
-    wl = config.workload
-    cpus = sorted({int(p["cpu"]) for p, _ in runs})
-    rounds = sorted({int(p["round"]) for p, _ in runs if int(p["round"]) >= 0})
-    ci_, ri = {c: i for i, c in enumerate(cpus)}, {r: i for i, r in enumerate(rounds)}
-    cost = np.full((len(cpus), len(rounds)), np.nan)
-    rows = {c: _row(c, topology) for c in cpus}
-    res = CoresResult(mode="concurrent" if config.concurrent else "sequential", unit=unit_of(wl),
-                      metric=wl.primary_metric or "time",
-                      higher_is_better=wl.primary_metric is not None and wl.higher_is_better, rounds=len(rounds))
-    for params, result in runs:
-        cpu, rnd = int(params["cpu"]), int(params["round"])
-        if rnd < 0:
-            continue
-        value, why = cost_of(wl, result)
-        res.runs += 1
-        if value is None:
-            rows[cpu].failed += 1
-            res.failed += 1
-            res.failures[why or "failed"] = res.failures.get(why or "failed", 0) + 1
-        else:
-            rows[cpu].runs += 1
-            cost[ci_[cpu], ri[rnd]] = value
-    d = loo_log_ratios(cost)
-    sigma = noise_scale(d)
-    # medians and CIs in the metric's own values (the CI of 1/cost is 1/the CI of cost, swapped)
-    shown = 1.0 / cost if res.higher_is_better else cost
-    value_cis, d_cis = row_cis(shown), row_cis(d)
-    res.noise = None if sigma != sigma else sigma
-    scale = sigma if sigma == sigma and sigma > 0 else math.inf  # no noise: no outliers
-    tested: list[tuple[CpuRow, dict[str, tuple[int, ...]]]] = []
-    for cpu in cpus:
-        row, x, dr = rows[cpu], shown[ci_[cpu]], d[ci_[cpu]]
-        if row.runs == 0:
-            row.verdict = "failed"
-            continue
-        row.median, row.ci = float(np.median(x[~np.isnan(x)])), value_cis[ci_[cpu]]
-        have = ~np.isnan(dr)
-        if have.any():
-            rnds = tuple(rounds[i] for i in np.flatnonzero(have))
-            tested.append((row, _test(row, dr[have], rnds, d_cis[ci_[cpu]], scale, config, res.higher_is_better)))
-        else:
-            row.verdict = "not tested"  # never ran in a round with another CPU
-    for (row, sets), p in zip(tested, holm([r.p_value for r, _ in tested])):
-        row.p_adjusted = p
-        _classify(row, sets, config)
-        if row.verdict in ("intermittent", "disturbed"):
-            sel = [d[ci_[row.cpu], ri[r]] for r in row.disturbed]
-            res.disturbances.append(Disturbance(row.cpu, row.disturbed, math.exp(float(np.median(sel))),
-                                                row.verdict == "intermittent"))
-    res.cpus = [rows[c] for c in cpus]
-    res.slow = slow_cores(res.cpus)
-    live = [ci_[c] for c in cpus if rows[c].runs]
-    if len(live) >= 2:
-        stat, p, n = friedman(cost[live])
-        res.friedman = {"statistic": stat, "p_value": p, "rounds": n, "cpus": len(live)}
-    if tested:
-        res.mde, res.mde_why = _detectable(d, config)
-    else:
-        res.mde_why = "no CPU could be tested (fewer than 2 CPUs with successful runs in a round)"
-    _modes(res, cost, ci_)
-    if config.counters:
-        per_cpu_counters(res, [(int(p["cpu"]), r.counters) for p, r in runs
-                               if int(p["round"]) >= 0 and cost_of(wl, r)[0] is not None])
-    res.verdict = compose_verdict(res)
-    return res
-
-
-def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float, config: CoresConfig,
-          higher_is_better: bool) -> dict[str, tuple[int, ...]]:
-    """Fill a CPU's ratio, change, rounds and p-value from its per-round log-ratios; return its
-    round sets (detect.round_sets) as round numbers."""
-    import numpy as np
-
-    level = float(np.median(vals))
-    row.ratio, row.ratio_ci = math.exp(level), CI(math.exp(c.low), math.exp(c.high), c.level)
-    row.change = as_change(row.ratio, higher_is_better)
-    row.change_ci = as_change_ci(row.ratio_ci, higher_is_better) if c.level > 0 else None
-    row.rounds, row.slower_rounds = int(vals.size), int((vals > 0).sum())
-    sets = round_sets(vals, level, scale, config.min_effect)
-    row.normal = tuple(r for r, k in zip(rnds, sets["normal"]) if k)
-    kept = vals[~sets["extra"]]
-    row.p_value = sign_greater(int((kept > 0).sum()), int(kept.size))
-    return {k: tuple(r for r, b in zip(rnds, mask) if b) for k, mask in sets.items()}
-
-
-def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], config: CoresConfig) -> None:
-    """slow, intermittent, disturbed or not significant, from the tested row (module docstring)."""
-    big = row.ratio >= 1 + config.min_effect
-    significant = row.p_adjusted < config.alpha and big
-    # persistent unless clearly back at the others' level in more rounds than persistence allows:
-    # rounds that noise flipped below 1 are not evidence of that (detect.round_sets)
-    persistent = len(row.normal) <= allowed(row.rounds, config.persistence)
-    if significant and persistent:
-        row.verdict = "slow"
-        row.disturbed = sets["extra"]  # what came on top of its slowness
-    elif significant or (big and 2 * len(sets["clear"]) > row.rounds):
-        # slower in most rounds, clearly back at the others' level in others; or clearly slower
-        # (each round an outlier on its own) in most rounds, which noise alone does not do
-        row.verdict = "intermittent"
-        row.slow_rounds = row.disturbed = sets["high"]  # the rounds nearer its slow level than the others'
-    elif sets["clear"]:
-        row.verdict, row.disturbed = "disturbed", sets["clear"]
-    else:
-        row.verdict = "not significant"
-
-
-def _row(cpu: int, topology: Topology | None) -> CpuRow:
-    """A CPU's table row with its place in the topology (its own core where that is unknown)."""
-    info = next((c for c in topology.cpus if c.id == cpu), None) if topology is not None else None
-    return CpuRow(cpu, info.socket, info.core, info.node, tuple(info.siblings)) if info else CpuRow(cpu, 0, cpu, 0, (cpu,))
-
-
-def _modes(res: CoresResult, cost, ci_: dict[int, int]) -> None:
-    """Run times at several speeds (stats.modes on every successful run's cost), reported when
-    the speeds alternate within CPUs: modes that only separate CPUs are the per-CPU verdict's."""
-    import numpy as np
-
-    cells = np.argwhere(~np.isnan(cost))
-    if cells.shape[0] < 10:
-        return
-    modes = detect_modes(cost[~np.isnan(cost)])
-    res.modes = modes.as_dict()
-    if not modes.multimodal:
-        return
-    mixed = 0
-    for row in res.cpus:
-        mine = [lab for (i, _), lab in zip(cells, modes.labels) if i == ci_[row.cpu]]
-        if mine:
-            row.mode_shares = tuple(mine.count(k) / len(mine) for k in range(len(modes.modes)))
-            mixed += sum(s > 0 for s in row.mode_shares) > 1
-    if mixed < 2:
-        res.modes["multimodal"] = False
-        for row in res.cpus:
-            row.mode_shares = ()
+    """The verdict from stored runs ((params, result) pairs): analysis.py."""
+    return analysis.analyse(config, runs, topology, cost_of, unit_of(config.workload))

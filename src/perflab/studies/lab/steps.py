@@ -119,11 +119,13 @@ def run_step(ctx: LabContext) -> Step:
 @step("cores")
 def cores_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
-    # Quick: 16 rounds at most, stopping from 8 once a 4 % slowdown is detectable. 6 rounds could
-    # answer nothing on 2 CPUs: the sign test's smallest p is 2^-n, Holm's bar alpha/2, and one
-    # disturbed round left out leaves 2^-5 above it ("not even +300% is called slow").
+    # Quick: 16 rounds at most, stopping from 8 once a 4 % slowdown is detectable (6 rounds
+    # answered nothing on 2 CPUs); its 3 blocks 10 s apart, where the default 60 s span would make
+    # the scan wait for half a minute (capped at 3/4 of max_time): the quick lab says "scan
+    # longer" where a CPU is slow in every block of so short a span, not "slow core".
     config = cores.CoresConfig(workload=ctx.workload, rounds=16 if q else 30, min_rounds=8,
-                               max_time=40 if q else 600, seed=ctx.config.seed)
+                               max_time=40 if q else 600, seed=ctx.config.seed,
+                               **({"span": 10.0} if q else {}))
     return Step(cores, config)
 
 
