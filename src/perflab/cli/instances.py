@@ -15,7 +15,7 @@ from perflab.cli.common import (
     study_output_options,
     target_options,
 )
-from perflab.cli.options import Count, CountList, Duration
+from perflab.cli.options import Count, CountList, Duration, tune_options, tune_requested
 from perflab.errors import PerflabError
 from perflab.platform.host import capture
 from perflab.platform.sysfs import Root
@@ -52,6 +52,7 @@ MAX_COPIES = 65536
 @energy_option
 @target_options
 @study_output_options
+@tune_options
 def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only, root_dir, seed, timeout,
             energy_source, workload_name, config_path, shell, command_args, db_url, json_path):
     """How many concurrent copies give the most throughput, and where should they run?
@@ -85,5 +86,7 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
     machine = capture()
     instances.design(config, machine.topology)  # bad input fails here, before a campaign opens
     meter = open_energy(energy_source, console)
+    # Tuned, the copies may use only the benchmark CPUs: the study captures the machine once it
+    # runs inside their cpuset (its allowed CPUs are then those), and plans on that.
     run_and_render(instances, config, console, lambda res, console: render(res, console, workload.name),
-                   db_url, json_path, machine=machine, energy=meter)
+                   db_url, json_path, machine=None if tune_requested() else machine, energy=meter)
