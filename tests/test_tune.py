@@ -348,8 +348,9 @@ def test_tune_twice_says_already_and_reset_restores_the_first_values(tmp_path, c
 
 
 @pytest.mark.parametrize("study", [("variants", "--source", "{src}", "--variant", "O2=-O2", "--", "{exe}"),
-                                   ("profile", "--", "true"), ("instances", "--n", "1", "--", "true")])
-def test_variants_profile_and_instances_take_tune_and_refuse_it_without_root(capsys, monkeypatch, tmp_path, study):
+                                   ("profile", "--", "true"), ("instances", "--n", "1", "--", "true"),
+                                   ("lab", "--quick", "--studies", "run")])
+def test_variants_profile_instances_and_lab_take_tune_and_refuse_it_without_root(capsys, monkeypatch, tmp_path, study):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     (tmp_path / "t.c").write_text("int main(void) { return 0; }\n")
     name = study[0]

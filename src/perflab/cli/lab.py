@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from perflab.cli.common import check_metrics, make_console, store_option
-from perflab.cli.options import MetricChoice, OutputDir, metric_choice, primary_metric_options
+from perflab.cli.options import MetricChoice, OutputDir, metric_choice, primary_metric_options, tune_options, tuned_study
 from perflab.errors import PerflabError
 
 
@@ -26,6 +26,7 @@ from perflab.errors import PerflabError
 @click.option("--seed", default=1, show_default=True, help="Seed for every shuffled order.")
 @primary_metric_options
 @store_option
+@tune_options
 @click.argument("workload_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
 def command(workload: str | None, config_path: str | None, quick: bool, out_dir: str, resume: bool,
             studies: str | None, seed: int, db_url: str | None, workload_args: tuple[str, ...]) -> None:
@@ -59,7 +60,8 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
     config = replace(config, primary_metric=choice.name, higher_is_better=choice.higher_is_better)
     console = make_console()
     metrics.reset_ledger()
-    with open_store(db_url) as store, default_executor() as executor:
+    with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
+            open_store(db_url) as store, default_executor() as executor:
         console.print(f"perflab lab: results in {store.display}", highlight=False)
         with LabDisplay(console) as display:
             if resume:

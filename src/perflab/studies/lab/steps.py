@@ -31,6 +31,7 @@ from perflab.measure.window import Window
 from perflab.studies.cores import study as cores
 from perflab.studies.instances import study as instances
 from perflab.studies.instances.optimum import MIN_ROUNDS
+from perflab.studies.instances.placement import usable_cpus
 from perflab.studies.micro import study as mi
 from perflab.studies.profile import study as profile
 from perflab.studies.frontend import study as fe
@@ -119,6 +120,11 @@ def run_step(ctx: LabContext) -> Step:
 @step("cores")
 def cores_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
+    usable = usable_cpus(ctx.machine.topology)
+    if len(usable) < 2:
+        # a 1-CPU machine, or a tuned lab whose benchmark cpuset holds one CPU
+        raise Unsupported(f"one usable CPU ({', '.join(map(str, usable)) or 'none'}): the scan compares "
+                          "CPUs with each other")
     # Quick: 16 rounds at most, stopping from 8 once a 4 % slowdown is detectable (6 rounds
     # answered nothing on 2 CPUs); its 3 blocks 10 s apart, where the default 60 s span would make
     # the scan wait for half a minute (capped at 3/4 of max_time): the quick lab says "scan
