@@ -31,7 +31,6 @@ from perflab.measure.window import Window
 from perflab.studies.cores import study as cores
 from perflab.studies.instances import study as instances
 from perflab.studies.instances.optimum import MIN_ROUNDS
-from perflab.studies.instances.placement import usable_cpus
 from perflab.studies.micro import study as mi
 from perflab.studies.profile import study as profile
 from perflab.studies.frontend import study as fe
@@ -120,7 +119,7 @@ def run_step(ctx: LabContext) -> Step:
 @step("cores")
 def cores_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
-    usable = usable_cpus(ctx.machine.topology)
+    usable = sorted(os.sched_getaffinity(0))  # as the instances step counts them
     if len(usable) < 2:
         # a 1-CPU machine, or a tuned lab whose benchmark cpuset holds one CPU
         raise Unsupported(f"one usable CPU ({', '.join(map(str, usable)) or 'none'}): the scan compares "
