@@ -26,8 +26,8 @@ from tests.conftest import _stored_runs
 ASLR, RATE = "proc/sys/kernel/randomize_va_space", "proc/sys/kernel/perf_event_max_sample_rate"
 LIVE = Root("/")
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not os.access("/proc/sys/kernel/randomize_va_space", os.W_OK),
-                                reason="changes the live machine: needs root")
+pytestmark = [pytest.mark.serial, pytest.mark.skipif(os.geteuid() != 0 or not os.access("/proc/sys/kernel/randomize_va_space", os.W_OK),
+                                reason="changes the live machine: needs root")]
 
 
 def _raw(rel: str) -> bytes:

@@ -192,7 +192,7 @@ assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 # The schema at SCHEMA_VERSION as SQLite holds it after MIGRATIONS (the ALTERed columns where the
 # migrations appended them), applied to a new file by store/lite.py with the standard library's
-# sqlite3: importing SQLAlchemy and replaying five migrations cost a first `perflab run` ~110 ms.
+# sqlite3: importing SQLAlchemy and replaying every migration cost a first `perflab run` ~110 ms.
 # tests/test_store_lite.py checks that both give the same tables, columns, indexes and keys.
 SQLITE_SCHEMA = (
     """CREATE TABLE schema_version (
@@ -237,6 +237,12 @@ SQLITE_SCHEMA = (
     FOREIGN KEY(campaign_id) REFERENCES campaigns (id) ON DELETE CASCADE,
     FOREIGN KEY(host_id) REFERENCES hosts (id))""",
     "CREATE INDEX ix_baseline_saves_name ON baseline_saves (name)",
+    """CREATE TABLE run_summaries (
+    id INTEGER NOT NULL, campaign_id INTEGER NOT NULL, quantity VARCHAR(200) NOT NULL, label TEXT,
+    n INTEGER NOT NULL, median FLOAT NOT NULL, ci95_low FLOAT, ci95_high FLOAT, ci975_low FLOAT,
+    ci975_high FLOAT,
+    PRIMARY KEY (id), FOREIGN KEY(campaign_id) REFERENCES campaigns (id) ON DELETE CASCADE)""",
+    "CREATE INDEX ix_run_summaries_campaign_id ON run_summaries (campaign_id)",
 )
 
 
