@@ -107,18 +107,7 @@ def detectable(resid, n: int, m: int, scale: float, alpha: float, min_effect: fl
     def share(x: float) -> float:
         return float(called_slow(math.log1p(x) + e, scale, alpha / max(m, 1), min_effect, persistence).mean())
 
-    if share(TOP) < DETECT:
-        return math.inf
-    if share(min_effect) >= DETECT:  # nothing below min_effect is called slow
-        return min_effect
-    lo, hi = math.log1p(min_effect), math.log1p(TOP)
-    while hi - lo > 0.001:
-        mid = (lo + hi) / 2
-        if share(math.expm1(mid)) >= DETECT:
-            hi = mid
-        else:
-            lo = mid
-    return math.expm1(hi)
+    return smallest_detected(share, min_effect)
 
 
 def noise_scale(d) -> float:
@@ -195,6 +184,13 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
         every = short.sum(axis=1) <= allowed(blocks, persistence)
         return float(((np.median(lv, axis=1) - math.log1p(min_effect) >= crit) & every).mean())
 
+    return smallest_detected(share, min_effect)
+
+
+def smallest_detected(share, min_effect: float) -> float:
+    """The smallest slowdown whose simulated scans are called slow in at least DETECT of them:
+    bisection on log(1 + slowdown) between min_effect (nothing below it is called slow) and TOP,
+    to 0.1 %; inf where even TOP is not."""
     if share(TOP) < DETECT:
         return math.inf
     if share(min_effect) >= DETECT:
