@@ -54,7 +54,11 @@ def test_two_speeds_are_named_not_called_outliers_or_noise():
     assert f"'two': two speeds, not outliers: {fast['share']:.0%} of runs at " in text
     assert "outliers (modified Z-score" not in text and "noisy" not in text
     v = verdict(res)
-    assert "two speeds (two " in v and "every comparison with it rest on the mix of speeds" in v
+    assert "two speeds (two " in v and "its median rests on the mix of speeds" in v
+    # 'one' ran at the fast speed only: compared with 'two's fast runs, not with its mixture
+    assert "one: compared within the fast speed only" in v and "made within each speed" in v
+    assert one.relative["speeds"].startswith("compared within the fast speed only")
+    assert 0.97 < one.relative["ratio"] < 1.03 and not one.relative["significant"]
     back = RunStudyResult.from_dict(json.loads(json.dumps(res.as_dict())))
     assert back.benchmarks[0].modes["modes"][1]["share"] == pytest.approx(slow["share"])
 
