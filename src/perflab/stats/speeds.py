@@ -26,16 +26,23 @@ campaign to campaign: more runs do not remove it. ``within_speeds(a, b)`` remove
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from perflab.stats.modes import Modes, detect_modes
+from perflab.stats.outliers import mad_outliers
+from perflab.stats.shift import ratio_ci
+from perflab.stats.stratified import stratified_ratio_ci, van_elteren
 
 METHOD_TWO = ("within two speeds (stats.modes on the pooled runs, B aligned on A): van Elteren's "
               "stratified rank-sum test, stratified Hodges-Lehmann ratio")
 METHOD_ONE = "one speed: Mann-Whitney test, Hodges-Lehmann ratio with Moses' interval"
 MIN_IN_SPEED = 3  # fewer runs of a side at a speed and that speed adds little to the comparison
 MODES_MIN_N = 10  # stats.modes reports one mode below this many runs (pooled)
+# A refit moves a speed's cut by less than this log shift's worth: not worth a second mixture fit
+# (a fit is ~10-30 ms, and `perflab compare` makes one per point and measure)
+REFIT = 0.01
 NAMES = ("fast", "slow")  # by the log values: 'fast' is the lower (for a time; for a rate, lower)
 
 
@@ -101,6 +108,15 @@ class WithinSpeeds:
                 "undecided": self.undecided, "method": self.method, "line": self.line()}
 
 
+def worth_looking(values: Sequence[float], cv: float = 0.05) -> bool:
+    """Whether a sample could hide two speeds worth a mixture fit: 5 or more positive values with
+    a coefficient of variation above ``cv`` or a modified Z-score outlier (Iglewicz & Hoaglin);
+    a quiet sample cannot, and skipping it keeps numpy and scipy unloaded."""
+    if len(values) < 5 or not all(0 < v < math.inf for v in values):
+        return False
+    return statistics.stdev(values) / statistics.fmean(values) > cv or bool(mad_outliers(values))
+
+
 def _hl(a: Sequence[float], b: Sequence[float]) -> float:
     """Hodges-Lehmann log shift of B against A (median of the pairwise log ratios)."""
     import numpy as np
@@ -111,8 +127,6 @@ def _hl(a: Sequence[float], b: Sequence[float]) -> float:
 
 def _stratified_shift(a, b, la, lb) -> float:
     """The stratified Hodges-Lehmann log shift over the speeds both sides reached."""
-    from perflab.stats.stratified import stratified_ratio_ci
-
     strata = [([x for x, k in zip(a, la) if k == s], [x for x, k in zip(b, lb) if k == s]) for s in (0, 1)]
     strata = [(x, y) for x, y in strata if x and y]
     if not strata:
@@ -146,6 +160,8 @@ def assign(a: Sequence[float], b: Sequence[float]) -> tuple[Modes | None, list[i
     if not fit.multimodal:
         return _one_side(a, b) or none
     refined = _stratified_shift(a, b, la, lb)
+    if abs(refined - shift) < REFIT:
+        return fit, la, lb, shift
     again = fit_at(refined)
     if again[0].multimodal and _shared(again[1], again[2]):
         (fit, la, lb), shift = again, refined
@@ -173,6 +189,33 @@ def _shared(la: Sequence[int], lb: Sequence[int]) -> bool:
     return bool(set(la) & set(lb))
 
 
+def same_speed(a: Sequence[float], b: Sequence[float]) -> tuple[list[bool], Modes | None]:
+    """For pairs (a_i, b_i) taken together (one round): whether each pair's two runs fell at the
+    same speed (assign()'s speeds of the pooled runs), and the fit (None at one speed: every pair
+    kept). A paired test on the kept pairs compares like with like and keeps what pairing removes
+    (drift between rounds); a pair across the speeds holds the gap between them, not the change."""
+    fit, la, lb, _ = assign(a, b)
+    if fit is None:
+        return [True] * len(a), None
+    return [x == y for x, y in zip(la, lb)], fit
+
+
+def paired_line(kept: Sequence[bool]) -> str:
+    """'paired within speeds: 23 of 30 rounds had both runs at one speed' ('' when all were)."""
+    if all(kept):
+        return ""
+    return (f"paired within speeds: {sum(kept)} of {len(kept)} rounds had both runs at one speed "
+            "(the others are left out: they hold the gap between the speeds)")
+
+
+def _mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney p (scipy, as stats.comparison.mann_whitney; 1 where all tie)."""
+    from scipy.stats import mannwhitneyu
+
+    p = float(mannwhitneyu(b, a, alternative="two-sided").pvalue)
+    return 1.0 if p != p else p
+
+
 def _median(xs: Sequence[float]) -> float:
     s = sorted(xs)
     m = len(s) // 2
@@ -184,8 +227,6 @@ def within_speeds(a: Sequence[float], b: Sequence[float], level: float = 0.95, l
     """B against A, within each speed where the pooled runs have two (module docstring).
     ``look=False``: the caller knows there is one speed (numpy stays unloaded for few runs);
     ``with_p=False``: p is nan at one speed (scipy stays unloaded)."""
-    from perflab.stats.shift import ratio_ci
-
     a, b = tuple(float(x) for x in a), tuple(float(x) for x in b)
     if not a or not b or not all(0 < x < math.inf for x in (*a, *b)):
         raise ValueError("within_speeds needs positive, finite values on both sides")
@@ -194,9 +235,7 @@ def within_speeds(a: Sequence[float], b: Sequence[float], level: float = 0.95, l
         ratio, ci = ratio_ci(b, a, level=level)
         p = math.nan
         if with_p:
-            from perflab.stats.comparison import mann_whitney
-
-            _, p = mann_whitney(b, a)
+            p = _mann_whitney_p(a, b)
         whole = Speed("one", a, b, 1.0, _median(a + b))
         return WithinSpeeds((whole,), ratio, ci.low, ci.high, ci.level, p, modes=None)
     n = len(a) + len(b)
@@ -212,8 +251,6 @@ def within_speeds(a: Sequence[float], b: Sequence[float], level: float = 0.95, l
         return WithinSpeeds(tuple(speeds), math.nan, math.nan, math.nan, 0.0, 1.0, tuple(notes),
                             "A and B ran at different speeds throughout: a change cannot be told "
                             "from a change of speed; interleave their runs", fit)
-    from perflab.stats.stratified import stratified_ratio_ci, van_elteren
-
     ratio, lo, hi, achieved = stratified_ratio_ci(used, level=level)
     _, p = van_elteren(used)
     undecided = _confounded(speeds, ratio)

@@ -18,6 +18,7 @@ import statistics
 
 from perflab.stats import mad_outliers
 from perflab.stats.interval import median_ci
+from perflab.stats.judge import stratified_min_detectable, stratified_runs_needed
 from perflab.stats.modes import CAUSE, detect_modes
 from perflab.stats.shift import runs_to_reach
 from perflab.stats.speeds import within_speeds
@@ -131,7 +132,8 @@ def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str 
                       "speeds": w.line(), "method": w.method}
         pair = f"'{b.command}' against '{ref.command}'"
         if w.two:
-            warnings.append(f"{pair}: {w.line()}" + "".join(f"; {n}" for n in w.notes))
+            warnings.append(f"{pair}: {w.line()}" + "".join(f"; {n}" for n in w.notes)
+                            + _resolution(w, level, up or down, len(xs)))
         if w.undecided:
             warnings.append(f"{pair}: {w.undecided}, so neither is called better")
         elif w.level < level - 1e-9:
@@ -139,6 +141,21 @@ def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str 
                             f"cannot reach {level:.1%} confidence (at most {w.level:.0%}), so neither "
                             f"is called better; give at least {runs_to_reach(level)} runs each")
     return warnings
+
+
+def _resolution(w, level: float, called: bool, runs: int) -> str:
+    """Where a comparison within two speeds called nothing: the smallest difference its runs see
+    with 80 % power and the runs a command that would see MIN_EFFECT (stats.judge's rule on the
+    speeds' own spread)."""
+    if called or not w.strata:
+        return ""
+    seen = stratified_min_detectable(w.strata, 1 - level)
+    # runs at each speed in equal numbers a side; a command's runs are their sum over the speeds
+    need = stratified_runs_needed(w.strata, MIN_EFFECT, 1 - level) * len(w.strata)
+    if need <= runs:
+        return ""
+    return (f"; these runs see a difference of {seen:.1%} or more (80 % power); about {need} runs "
+            f"each (--runs {need}) would see {MIN_EFFECT:.0%}")
 
 
 def _measured(measure: str) -> str:
