@@ -163,25 +163,44 @@ def assign(a: Sequence[float], b: Sequence[float]) -> tuple[Modes | None, list[i
     if abs(refined - shift) < REFIT:
         return fit, la, lb, shift
     again = fit_at(refined)
-    if again[0].multimodal and _shared(again[1], again[2]):
+    # The refit is kept only where every side keeps each speed it had: a refit that empties a
+    # side's speed has followed a stray first estimate (a loaded machine's tail), not the speeds.
+    if again[0].multimodal and all(set(new) >= set(old) for new, old in ((again[1], la), (again[2], lb))):
         (fit, la, lb), shift = again, refined
     return fit, la, lb, shift
 
 
 def _one_side(a: Sequence[float], b: Sequence[float]):
     """Where the pooled runs show one speed but one side alone shows two (the other side's runs
-    filling the valley between them): that side's speeds, the other side wholly at the speed its
-    median is nearer (stats.judge.align's rule); None where neither side alone shows two."""
+    filling the valley between them, or a loaded machine's tail blurring it): that side's speeds.
+    The other side, where its runs spread no wider than twice the spread within a speed, ran at one
+    speed and goes wholly to the speed its median is nearer (stats.judge.align's rule; _confounded
+    then says whether that speed is near enough); a side spread wider spans the speeds, and each of
+    its runs goes to the speed it is nearer (the cut half-way between their medians, log scale).
+    None where neither side alone shows two."""
     fits = [detect_modes(x) if len(x) >= MODES_MIN_N else None for x in (a, b)]
     two = [f is not None and f.multimodal for f in fits]
     if two[0] == two[1]:
         return None
     k = 0 if two[0] else 1
-    fit, other = fits[k], (b, a)[k]
-    centre = math.log(_median(other))
-    near = min((0, 1), key=lambda i: abs(centre - math.log(fit.modes[i].center)))
-    own, rest = list(fit.labels), [near] * len(other)
+    fit, mixed, other = fits[k], (a, b)[k], (b, a)[k]
+    within = _spread(*[[x for x, lab in zip(mixed, fit.labels) if lab == m] for m in (0, 1)])
+    lo, hi = fit.modes[0].center, fit.modes[1].center
+    if _spread(other) <= 2 * within:
+        centre = math.log(_median(other))
+        near = min((0, 1), key=lambda i: abs(centre - math.log((lo, hi)[i])))
+        rest = [near] * len(other)
+    else:
+        cut = math.sqrt(lo * hi)
+        rest = [int(x > cut) for x in other]
+    own = list(fit.labels)
     return (fit, own, rest, 0.0) if k == 0 else (fit, rest, own, 0.0)
+
+
+def _spread(*samples: Sequence[float]) -> float:
+    """Pooled SD of the log values about each sample's median: 1.4826 x MAD (as stats.judge)."""
+    dev = sorted(abs(math.log(x) - math.log(_median(s))) for s in samples if s for x in s)
+    return 1.4826 * _median(dev) if dev else 0.0
 
 
 def _shared(la: Sequence[int], lb: Sequence[int]) -> bool:
