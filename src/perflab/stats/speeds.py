@@ -76,6 +76,7 @@ class WithinSpeeds:
     level: float  # the interval's achieved level
     p: float  # two-sided
     notes: tuple[str, ...] = ()  # a speed left out or thin, and what it would take
+    z: float = math.nan  # van Elteren's Z of B above A (two speeds; nan at one)
     undecided: str = ""  # why no comparison can be made ('' when it was)
     modes: Modes | None = field(default=None, repr=False, compare=False)
 
@@ -101,6 +102,10 @@ class WithinSpeeds:
                     "the other speed holds runs of one side only")
         return ("compared within two speeds: "
                 + " and ".join(f"{s.share:.0%}" for s in self.speeds) + " of runs")
+
+    def greater_p(self) -> float:
+        """One-sided p of "B tends to be larger than A" from van Elteren's Z (two speeds only)."""
+        return 0.5 * math.erfc(self.z / math.sqrt(2)) if self.z == self.z else math.nan
 
     def as_dict(self) -> dict:
         return {"speeds": [s.as_dict() for s in self.speeds], "ratio": self.ratio, "low": self.low,
@@ -267,13 +272,13 @@ def within_speeds(a: Sequence[float], b: Sequence[float], level: float = 0.95, l
     notes = _notes(speeds, n)
     used = [(s.a, s.b) for s in speeds if s.usable]
     if not used:  # each side at its own speed: assign() would have aligned them into one
-        return WithinSpeeds(tuple(speeds), math.nan, math.nan, math.nan, 0.0, 1.0, tuple(notes),
+        return WithinSpeeds(tuple(speeds), math.nan, math.nan, math.nan, 0.0, 1.0, tuple(notes), math.nan,
                             "A and B ran at different speeds throughout: a change cannot be told "
                             "from a change of speed; interleave their runs", fit)
     ratio, lo, hi, achieved = stratified_ratio_ci(used, level=level)
-    _, p = van_elteren(used)
+    z, p = van_elteren(used)
     undecided = _confounded(speeds, ratio)
-    return WithinSpeeds(tuple(speeds), ratio, lo, hi, achieved, p, tuple(notes), undecided, fit)
+    return WithinSpeeds(tuple(speeds), ratio, lo, hi, achieved, p, tuple(notes), z, undecided, fit)
 
 
 def _notes(speeds: list[Speed], n: int) -> list[str]:
