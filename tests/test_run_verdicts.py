@@ -206,3 +206,19 @@ def test_harness_prints_a_line_per_noise_model_and_command_count():
         for k in (5, 8):
             assert any(ln.startswith(f"verdict-check: run-{name}-{k}-commands false_positive=") and
                        "sample_fastest_false_positive=" in ln for ln in lines), name
+
+
+def test_commands_at_two_speeds_are_compared_within_them_and_the_output_asks_for_runs():
+    from perflab.checks import run_check
+
+    # The two-speed model (1.48x, 40 % slow in stretches): 3 % found within the speeds at 80 runs
+    found = run_check.study("two-speed", 2, 0.03, seed=3, runs=80)
+    rel = found.benchmarks[1].relative
+    assert rel["verdict"] == "slower" and rel["speeds"].startswith("compared within two speeds: ")
+    assert rel["low"] <= 1.03 <= rel["high"] and "van Elteren" in rel["method"]
+    assert any(w.startswith("'c1' against 'c0': compared within two speeds") for w in found.warnings)
+    # equal commands at about 30 runs: nothing called, and the runs that would see 1 % asked for
+    null = run_check.study("two-speed", 2, 0.0, seed=4)
+    assert not run_check.called(null)
+    asked = run_check.asked(null)
+    assert asked is not None and asked > null.benchmarks[1].n
