@@ -192,6 +192,10 @@ def test_two_speeds_are_named_in_the_row_and_the_verdict(store):
     assert "2 speeds" in wall.verdict_cell and "two speeds" in res.verdict
     assert "B: 2 modes" in res.verdict
     assert res.as_dict()["rows"][0]["modes_b"]["multimodal"] is True
+    # A ran at the fast speed only: compared with B's runs at that speed, not with B's mixture
+    assert "compared within the fast speed only (80% of runs)" in res.verdict
+    assert wall.speeds is not None and [len(s.b) for s in wall.speeds.speeds] == [12, 8]
+    assert not wall.significant and res.as_dict()["rows"][0]["speeds"]["line"] == wall.speeds.line()
 
 
 # ---- intervals at their real level, the footnote, the headline ----------------------------------

@@ -54,7 +54,11 @@ def test_two_speeds_are_named_not_called_outliers_or_noise():
     assert f"'two': two speeds, not outliers: {fast['share']:.0%} of runs at " in text
     assert "outliers (modified Z-score" not in text and "noisy" not in text
     v = verdict(res)
-    assert "two speeds (two " in v and "every comparison with it rest on the mix of speeds" in v
+    assert "two speeds (two " in v and "its median rests on the mix of speeds" in v
+    # 'one' ran at the fast speed only: compared with 'two's fast runs, not with its mixture
+    assert "one: compared within the fast speed only" in v and "made within each speed" in v
+    assert one.relative["speeds"].startswith("compared within the fast speed only")
+    assert 0.97 < one.relative["ratio"] < 1.03 and not one.relative["significant"]
     back = RunStudyResult.from_dict(json.loads(json.dumps(res.as_dict())))
     assert back.benchmarks[0].modes["modes"][1]["share"] == pytest.approx(slow["share"])
 
@@ -202,3 +206,19 @@ def test_harness_prints_a_line_per_noise_model_and_command_count():
         for k in (5, 8):
             assert any(ln.startswith(f"verdict-check: run-{name}-{k}-commands false_positive=") and
                        "sample_fastest_false_positive=" in ln for ln in lines), name
+
+
+def test_commands_at_two_speeds_are_compared_within_them_and_the_output_asks_for_runs():
+    from perflab.checks import run_check
+
+    # The two-speed model (1.48x, 40 % slow in stretches): 3 % found within the speeds at 80 runs
+    found = run_check.study("two-speed", 2, 0.03, seed=3, runs=80)
+    rel = found.benchmarks[1].relative
+    assert rel["verdict"] == "slower" and rel["speeds"].startswith("compared within two speeds: ")
+    assert rel["low"] <= 1.03 <= rel["high"] and "van Elteren" in rel["method"]
+    assert any(w.startswith("'c1' against 'c0': compared within two speeds") for w in found.warnings)
+    # equal commands at about 30 runs: nothing called, and the runs that would see 1 % asked for
+    null = run_check.study("two-speed", 2, 0.0, seed=4)
+    assert not run_check.called(null)
+    asked = run_check.asked(null)
+    assert asked is not None and asked > null.benchmarks[1].n

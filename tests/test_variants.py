@@ -30,7 +30,9 @@ from perflab.checks.noise import MODELS
 from perflab.checks.variants_check import NoisyMachine, rates, sim_config, verdict_check
 from perflab.studies.variants.result import BuildInfo, VariantsResult
 
-KERNELS = Path(vs.__file__).resolve().parents[2] / "kernels" / "linkorder"
+import perflab.kernels
+
+KERNELS = Path(perflab.kernels.__file__).resolve().parent / "linkorder"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
 

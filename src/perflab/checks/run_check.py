@@ -13,6 +13,11 @@ The rule before (each command against the sample-fastest: the reference chosen b
 ``against_fastest``: at 5 and 8 equal commands it called one "slower" in 7.2 % and 9.8 % of
 trials under a 5 % label (tests/test_run_reference.py shows this harness catches it).
 
+Under two speeds each comparison is made within the speeds (stats.speeds); where it calls
+nothing, the output asks for the runs that would see 1 % (``--runs N``). ``rates_asked`` is the
+user who then reruns with them: a fresh campaign of the machine, its verdict taken
+(``run-two-speed-K-commands-asked``: false positives over both campaigns, detection of the 2 %).
+
 ``trial(slower, seed, runs=...)`` is the two-command check of before (``run-compare``), and
 ``--runs 1`` / ``--runs 3`` on equal commands, where no interval can reach 95 %: before perflab
 refused to call a difference there, equal commands were called different in 72 % of 200 trials
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 from perflab.checks.noise import MODELS
 from perflab.measure.executor import MockExecutor
@@ -39,6 +45,7 @@ from perflab.studies.run.result import RunStudyResult
 BASE_S = 0.1
 PLANTED = 0.02
 COMMANDS = (5, 8)
+ASKED_SHARE = 4  # the 'asked' rows run 1/4 of the trials: each reruns with hundreds of runs
 MACHINE = Machine(Topology((), (), (), ()), {"hostname": "sim"})
 
 
@@ -55,10 +62,12 @@ def _noisy(model: str, slower: float, rng: random.Random) -> MockExecutor:
     return ex
 
 
-def study(model: str, k: int, slower: float, seed: int) -> RunStudyResult:
-    """One `perflab run` of k commands c0..c{k-1} (c0 the reference) under ``model``."""
-    rng = random.Random(f"{model}-{k}-{slower}-{seed}")
-    cfg = run.RunConfig(commands=tuple(run.Command(f"c{i}", (f"c{i}",)) for i in range(k)), seed=seed)
+def study(model: str, k: int, slower: float, seed: int, runs: int | None = None) -> RunStudyResult:
+    """One `perflab run` of k commands c0..c{k-1} (c0 the reference) under ``model``; ``runs``:
+    --runs (a fresh campaign of the machine), else hyperfine's rule."""
+    rng = random.Random(f"{model}-{k}-{slower}-{seed}" + (f"-{runs}" if runs else ""))
+    cfg = run.RunConfig(commands=tuple(run.Command(f"c{i}", (f"c{i}",)) for i in range(k)), seed=seed,
+                        runs=runs)
     with open_store(":memory:") as store:
         return run_study(run, cfg, store, _noisy(model, slower, rng), machine=MACHINE)
 
@@ -93,6 +102,27 @@ def rates(model: str, k: int, trials: int, seed: int = 0) -> tuple[float, float,
     det = sum(called(study(model, k, PLANTED, seed + i)).get("c1") == "slower"
               for i in range(trials)) / trials
     return fp, before, det
+
+
+def asked(result: RunStudyResult) -> int | None:
+    """The most runs the output asks for (--runs N in a comparison within two speeds), or None."""
+    asks = [int(m) for w in result.warnings for m in re.findall(r"\(--runs (\d+)\)", w)]
+    return max(asks) if asks else None
+
+
+def rates_asked(model: str, k: int, trials: int, seed: int = 0) -> tuple[float, float]:
+    """The user who reruns with the runs the output asks for where it called nothing: (false
+    positives on k equal commands over both campaigns, detection of the planted 2 %)."""
+    def outcome(slower: float, i: int) -> dict[str, str]:
+        first = study(model, k, slower, seed + i)
+        verdicts = called(first)
+        n = asked(first)
+        if (slower and "c1" in verdicts) or (not slower and verdicts) or n is None:
+            return verdicts
+        return called(study(model, k, slower, seed + i, runs=n))
+    fp = sum(bool(outcome(0.0, i)) for i in range(trials)) / trials
+    det = sum(outcome(PLANTED, i).get("c1") == "slower" for i in range(trials)) / trials
+    return fp, det
 
 
 def _executor(slower: float, rng: random.Random) -> MockExecutor:
@@ -133,4 +163,10 @@ def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
             fp, before, det = rates(name, k, runs, seed)
             lines.append(f"verdict-check: run-{name}-{k}-commands false_positive={fp:.3f} "
                          f"detection={det:.3f} runs={runs} sample_fastest_false_positive={before:.3f}")
+    for k in COMMANDS:
+        # the runs the output asks for are hundreds: a quarter of the trials keeps this row's time
+        few = max(1, runs // ASKED_SHARE)
+        fp, det = rates_asked("two-speed", k, few, seed)
+        lines.append(f"verdict-check: run-two-speed-{k}-commands-asked false_positive={fp:.3f} "
+                     f"detection={det:.3f} runs={few}")
     return lines

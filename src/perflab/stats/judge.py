@@ -6,9 +6,10 @@
   first step over the m gated tests); infinite when even complete separation of the runs
   cannot give an exact Mann-Whitney p below a (2 / C(n_a + n_b, n_a): 2 runs a side reach 0.33,
   3 reach 0.1). Above the threshold the gate cannot pass: "too few runs".
-* Two speeds (stats.modes): like is compared with like, a mode of A with the mode of B at the
-  same speed; one side at one speed is compared with the other side's nearer mode, unless it is
-  so far from both that a change cannot be told from a change of speed (inconclusive).
+* Two speeds (stats.speeds, found in the pooled runs with B aligned on A): like is compared with
+  like, A's runs at a speed with B's at the same speed; one side at one speed is compared with the
+  other side's runs at the speed it matches, unless it is so far from both that a change cannot
+  be told from a change of speed (inconclusive).
 * Drift (Kalibera & Jones: the campaign median as the unit): over the baseline's saves at its
   current level (within twice the threshold of the newest), the variance of a campaign median
   is half the variance of successive differences about their mean (a steady trend, such as a
@@ -30,6 +31,7 @@ from typing import Sequence
 
 from perflab.stats.describe import median
 from perflab.stats.modes import detect_modes
+from perflab.stats.speeds import within_speeds
 
 MIN_SAVES = 3  # successive differences about their mean need three campaign medians
 MODES_MIN_N = 10  # stats.modes reports one mode below this many runs
@@ -152,32 +154,14 @@ def modes(values: Sequence[float]):
 
 def align(a: Sequence[float], b: Sequence[float]) -> tuple[list[Pair], object, object, str]:
     """Like-with-like pairs, the modes of each side (None when not looked for), and why the
-    comparison is inconclusive ('' when it is not)."""
+    comparison is inconclusive ('' when it is not): the speeds of stats.speeds (found in the
+    pooled runs, B aligned on A), a pair for each speed both sides reached."""
     ma, mb = modes(a), modes(b)
-    two_a, two_b = bool(ma and ma.multimodal), bool(mb and mb.multimodal)
-    if not (two_a or two_b):
+    found = within_speeds(a, b, with_p=False)
+    if not found.two:
         return [Pair("", tuple(a), tuple(b))], ma, mb, ""
-
-    def split(values: Sequence[float], m) -> list[tuple[float, ...]]:
-        return [tuple(v for v, lab in zip(values, m.labels) if lab == k) for k in (0, 1)]
-
-    if two_a and two_b:
-        (fa, sa), (fb, sb) = split(a, ma), split(b, mb)
-        return [Pair("fast mode", fa, fb), Pair("slow mode", sa, sb)], ma, mb, ""
-    one, two, m2 = (b, a, ma) if two_a else (a, b, mb)
-    parts = split(two, m2)
-    centre = math.log(median(one))
-    dist = [abs(centre - math.log(median(p))) for p in parts]
-    k = 0 if dist[0] <= dist[1] else 1
-    gap = abs(math.log(m2.modes[1].center / m2.modes[0].center))
-    if dist[k] > gap / 3:
-        side = "A" if two_a else "B"
-        return [Pair("", tuple(a), tuple(b))], ma, mb, (
-            f"{side} runs at two speeds and the other side at one between them: a change cannot be "
-            "told from a change of speed; rerun both with more runs")
-    label = ("fast" if k == 0 else "slow") + " mode"
-    pair = Pair(label, parts[k], tuple(b)) if two_a else Pair(label, tuple(a), parts[k])
-    return [pair], ma, mb, ""
+    pairs = [Pair(f"{s.name} mode", s.a, s.b) for s in found.speeds if s.usable]
+    return pairs, ma, mb, found.undecided
 
 
 @dataclass(frozen=True)

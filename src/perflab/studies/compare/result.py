@@ -43,6 +43,7 @@ class CompareRow:
     modes_b: Any = None
     counted: bool = False  # judged as a count (judge.counted_test), not by ranks
     detectable: float | None = None  # smallest change seen at 80 % power (replicate campaigns)
+    speeds: Any = None  # stats.speeds.WithinSpeeds where compared within two speeds
 
     @property
     def untested(self) -> bool:
@@ -92,7 +93,8 @@ class CompareRow:
                 "counted": self.counted, "tested": not self.untested, "detectable": self.detectable,
                 "higher_is_better": self.direction, "verdict": self.verdict_cell, "overall": self.overall,
                 "modes_a": self.modes_a.as_dict() if self.modes_a is not None else None,
-                "modes_b": self.modes_b.as_dict() if self.modes_b is not None else None}
+                "modes_b": self.modes_b.as_dict() if self.modes_b is not None else None,
+                "speeds": self.speeds.as_dict() if self.speeds is not None else None}
 
 
 @dataclass
@@ -155,7 +157,15 @@ class CompareResult:
                     "show they are equal, only that these runs cannot tell them apart.")
         two = top if top is not None and top.bimodal else next(
             (r for r in self.rows if r.measure == self.primary and r.bimodal), None)
-        if two is not None:
+        within = top if top is not None and top.speeds is not None else next(
+            (r for r in self.rows if r.measure == self.primary and r.speeds is not None), None)
+        if within is not None:
+            named = f" has two speeds ({within.modes_text()});" if within.bimodal else ":"
+            text += (f" {what} of {within.key}{named} {within.speeds.line()} (runs at each speed against "
+                     "runs at the same speed; the mixture's median moves with the share of runs at "
+                     "each speed, this comparison does not)"
+                     + (f"; {within.speeds.undecided}" if within.speeds.undecided else "") + ".")
+        elif two is not None:
             text += (f" {what} of {two.key} has two speeds ({two.modes_text()}): its median "
                      f"moves with the share of runs at each speed{_per_mode(two)}, so B/A rests on "
                      "which speed the runs hit as much as on the code.")

@@ -30,6 +30,7 @@ from perflab.platform.tune import state as tune_state
 from perflab.stats import median
 from perflab.stats.modes import detect_modes
 from perflab.stats.shift import ratio_ci
+from perflab.stats.speeds import within_speeds, worth_looking
 from perflab.stats.stratified import pooled_ratio, stratified_ratio_ci, van_elteren
 from perflab.studies.compare import counted as counting
 from perflab.studies.compare import replicated
@@ -87,6 +88,7 @@ def compare_measurements(
         notes.append(f"matched the only command of each campaign: '{ta[ka]}' (A) with '{tb[kb]}' (B)")
         sb, ta, tb = {ka: sb[kb]}, {ka: tb[kb]}, {ka: tb[kb]}
     small = 0
+    split: dict = {}  # (point, measure) -> its speeds' strata where compared within two
     zero: dict[str, list[str]] = {}
     rank = interval == "rank"
     for key in sorted(set(sa) & set(sb), key=lambda k: ta[k]):
@@ -111,10 +113,15 @@ def compare_measurements(
                 continue
             small += min(len(a), len(b)) < MIN_N_FOR_CI
             if rank:
-                ratio, ci = ratio_ci(b, a, level=1 - alpha)
-                _, p = stats.mann_whitney(b, a)
+                # Like with like: within each speed where the pooled runs have two (stats.speeds).
+                w = within_speeds(a, b, level=1 - alpha, look=modes and (worth_looking(a) or worth_looking(b)))
                 row = CompareRow(ta[key], measure, len(a), len(b), stats.median(a), stats.median(b),
-                                 ratio, ci.low, ci.high, p, level=ci.level)
+                                 w.ratio, w.low, w.high, 1.0 if w.undecided else w.p, level=w.level)
+                if w.two:
+                    row.speeds = w
+                    split[(key, measure)] = w.strata
+                    notes.extend(f"{measure_title(measure)} of {ta[key]}: {n}"
+                                 for n in (*w.notes, *([w.undecided] if w.undecided else [])))
             else:
                 c = stats.compare(b, a, alpha=alpha, confidence=1 - alpha, seed=seed)
                 row = CompareRow(ta[key], measure, len(a), len(b), stats.median(a),
@@ -129,7 +136,7 @@ def compare_measurements(
         where = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
         notes.append(f"{measure_title(measure)} left out at {where}: a run or median of 0 on a side "
                      "has no ratio (e.g. the user time of a command that only waits)")
-    overall = _overall_rows(sa, sb, rows, alpha, seed, rank, notes)
+    overall = _overall_rows(sa, sb, rows, alpha, seed, rank, notes, split)
     # Two families, each Holm-corrected at alpha/2 when both exist (Bonferroni across the two,
     # so the chance of any false alarm stays below alpha): the shift across all points, which
     # finds an effect every point shares, and each point on its own, which finds where it is.
@@ -176,7 +183,8 @@ def _two_speeds(values: Sequence[float]) -> Any:
 
 
 def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed: int,
-                  rank: bool = False, notes: list[str] | None = None) -> list[CompareRow]:
+                  rank: bool = False, notes: list[str] | None = None,
+                  split: dict | None = None) -> list[CompareRow]:
     """One row per measure across every matched point (van Elteren), where there are several."""
     keys = sorted(set(sa) & set(sb), key=str)
     if len(keys) < 2:
@@ -186,6 +194,10 @@ def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed
         strata = [(sa[k][measure], sb[k][measure]) for k in keys if measure in sa[k] and measure in sb[k]]
         if len(strata) < 2:
             continue
+        if split:
+            # a point compared within two speeds is two strata: like with like across the points too
+            strata = [s for k in keys if measure in sa[k] and measure in sb[k]
+                      for s in split.get((k, measure), [(sa[k][measure], sb[k][measure])])]
         all_a = [x for a, _ in strata for x in a]
         all_b = [x for _, b in strata for x in b]
         if all(counting.is_counted(measure, a, b) for a, b in strata):

@@ -18,7 +18,9 @@ noise it picked an N past the CPU count in 122 of 200 campaigns. The rule, in tw
    (Maurer, Hothorn & Lehmacher 1995), so a 256-CPU scan with 5 rounds can still tell N = 1
    from the best.
 
-Each test carries the ratio of the two points (exp of the Hodges-Lehmann shift of the logs) and
+Two speeds (stats.speeds): where the pooled rounds of the two points run at two speeds, each
+test is van Elteren's within the speeds (one-sided, from its Z) instead of Mann-Whitney's on the
+mixture. Each test carries the ratio of the two points (exp of the Hodges-Lehmann shift of the logs) and
 Moses' interval at its achieved level (``stats.shift.ratio_ci``, 90 % asked: the two-sided
 interval that matches a one-sided test at 0.05). A point with fewer than ``MIN_ROUNDS`` rounds
 (too few for any such test to reach alpha) is left out of the ranking; a scan with none left has
@@ -34,6 +36,7 @@ from typing import Any, Mapping, Sequence
 
 from perflab.stats import CI, holm, median
 from perflab.stats.shift import ratio_ci, u_cdf, u_cdf_exact
+from perflab.stats.speeds import within_speeds, worth_looking
 
 ALPHA = 0.05
 RATIO_LEVEL = 0.90
@@ -99,6 +102,16 @@ class Choice:
     reason: str = ""
 
 
+def greater(a: Sequence[float], b: Sequence[float]) -> float:
+    """One-sided p of "a tends to be larger than b", like with like: where the pooled rounds run
+    at two speeds (stats.speeds), van Elteren's test within the speeds; else mw_greater."""
+    if worth_looking(a) or worth_looking(b):
+        w = within_speeds(b, a, with_p=False)
+        if w.two and not w.undecided and w.strata:
+            return w.greater_p()
+    return mw_greater(a, b)
+
+
 def _step(kind: str, n: int, against: int, xs: Mapping[int, Sequence[float]], p: float, q: float,
           alpha: float) -> Step:
     ratio, ci = ratio_ci(xs[n], xs[against], RATIO_LEVEL)
@@ -130,7 +143,7 @@ def choose(samples: Mapping[int, Sequence[float]], capacity: int | None, alpha: 
     pool = inside or past
     if inside and past:
         ref = top(inside)
-        ps = [mw_greater(xs[n], xs[ref]) for n in past]
+        ps = [greater(xs[n], xs[ref]) for n in past]
         past_steps = [_step("past", n, ref, xs, p, q, alpha) for n, p, q in zip(past, ps, holm(ps))]
         steps += past_steps
         gainers = [s.n for s in past_steps if s.significant]
@@ -149,7 +162,7 @@ def choose(samples: Mapping[int, Sequence[float]], capacity: int | None, alpha: 
     optimum = best
     below_said = ""
     for n in (c for c in pool if c < best):
-        p = mw_greater(xs[best], xs[n])
+        p = greater(xs[best], xs[n])
         s = _step("below", n, best, xs, p, p, alpha)
         steps.append(s)
         if not s.significant:

@@ -18,8 +18,10 @@ import statistics
 
 from perflab.stats import mad_outliers
 from perflab.stats.interval import median_ci
+from perflab.stats.judge import stratified_min_detectable, stratified_runs_needed
 from perflab.stats.modes import CAUSE, detect_modes
-from perflab.stats.shift import ratio_ci, runs_to_reach
+from perflab.stats.shift import runs_to_reach
+from perflab.stats.speeds import within_speeds
 from perflab.studies.run.result import Benchmark
 
 CV_WARN = 0.05
@@ -116,18 +118,44 @@ def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str 
             warnings.append(f"'{b.command}': {measure} has values <= 0, so no ratio to the reference: "
                             "rank by a positive metric")
             continue
-        ratio, ci = ratio_ci(xs, ref_m, level=level)
-        reached = ci.level >= level - 1e-9
-        up = reached and ci.low > 1.0 and ratio >= 1 + MIN_EFFECT
-        down = reached and ci.high < 1.0 and ratio <= 1 / (1 + MIN_EFFECT)
-        b.relative = {"ratio": ratio, "low": ci.low, "high": ci.high, "level": ci.level, "target": level,
+        # Like with like: where the two samples run at two speeds, within each speed (stats.speeds);
+        # only a sample that looks noisy is looked at (a quiet one keeps numpy unloaded).
+        w = within_speeds(ref_m, xs, level=level, with_p=False,
+                          look=two_speeds_tested(xs) or two_speeds_tested(ref_m))
+        ratio = w.ratio
+        reached = w.level >= level - 1e-9 and not w.undecided
+        up = reached and w.low > 1.0 and ratio >= 1 + MIN_EFFECT
+        down = reached and w.high < 1.0 and ratio <= 1 / (1 + MIN_EFFECT)
+        b.relative = {"ratio": ratio, "low": w.low, "high": w.high, "level": w.level, "target": level,
                       "significant": up or down, "reference": False,
-                      "verdict": None if not (up or down) else _word(up, measure, higher)}
-        if not reached:
-            warnings.append(f"'{b.command}' against '{ref.command}': {len(xs)} and {len(ref_m)} runs "
-                            f"cannot reach {level:.1%} confidence (at most {ci.level:.0%}), so neither "
+                      "verdict": None if not (up or down) else _word(up, measure, higher),
+                      "speeds": w.line(), "method": w.method}
+        pair = f"'{b.command}' against '{ref.command}'"
+        if w.two:
+            warnings.append(f"{pair}: {w.line()}" + "".join(f"; {n}" for n in w.notes)
+                            + _resolution(w, level, up or down, len(xs)))
+        if w.undecided:
+            warnings.append(f"{pair}: {w.undecided}, so neither is called better")
+        elif w.level < level - 1e-9:
+            warnings.append(f"{pair}: {len(xs)} and {len(ref_m)} runs "
+                            f"cannot reach {level:.1%} confidence (at most {w.level:.0%}), so neither "
                             f"is called better; give at least {runs_to_reach(level)} runs each")
     return warnings
+
+
+def _resolution(w, level: float, called: bool, runs: int) -> str:
+    """Where a comparison within two speeds called nothing: the smallest difference its runs see
+    with 80 % power and the runs a command that would see MIN_EFFECT (stats.judge's rule on the
+    speeds' own spread)."""
+    if called or not w.strata:
+        return ""
+    seen = stratified_min_detectable(w.strata, 1 - level)
+    # runs at each speed in equal numbers a side; a command's runs are their sum over the speeds
+    need = stratified_runs_needed(w.strata, MIN_EFFECT, 1 - level) * len(w.strata)
+    if need <= runs:
+        return ""
+    return (f"; these runs see a difference of {seen:.1%} or more (80 % power); about {need} runs "
+            f"each (--runs {need}) would see {MIN_EFFECT:.0%}")
 
 
 def _measured(measure: str) -> str:

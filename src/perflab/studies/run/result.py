@@ -179,12 +179,16 @@ def verdict(result: RunStudyResult) -> str:
         if same:
             text += (f", not shown to differ from it: {', '.join(same)} (Mann-Whitney's interval "
                      "holds 1, or the difference is under 1 %; this does not show they are equal)")
+    within = [b for b in rest if b.relative.get("speeds")]
+    for b in within:
+        text += f"; {b.command}: {b.relative['speeds']}"
     two = [b for b in ok if b.modes]
     if two:
         speeds = "; ".join(f"{b.command} " + ", ".join(
             f"{m['share']:.0%} at {m['center']:.3g}" for m in b.modes["modes"]) for b in two)
-        text += (f"; two speeds ({speeds}): its median and every comparison with it rest on the mix "
-                 "of speeds in these runs, which the machine chose, not the command")
+        text += (f"; two speeds ({speeds}): its median rests on the mix of speeds in these runs, "
+                 "which the machine chose, not the command"
+                 + (", the comparisons do not: they are made within each speed" if within else ""))
     failed = [b.command for b in result.benchmarks if not b.summary]
     if failed:
         text += f"; every run of {', '.join(failed)} failed"

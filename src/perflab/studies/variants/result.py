@@ -38,7 +38,8 @@ class Comparison:
     effect: float  # Cliff's delta, variant vs baseline
     significant: bool
     higher_is_better: bool
-    pairs: int = 0  # rounds in which both the variant and the baseline ran successfully
+    pairs: int = 0  # rounds paired: both ran successfully (and, under two speeds, at one speed)
+    speeds: str = ""  # stats.speeds.paired_line where rounds across two speeds were left out
 
     @property
     def better(self) -> bool | None:
@@ -56,7 +57,8 @@ class Comparison:
         else:
             word = "faster" if self.better else "slower"
         return (f"{LABELS.get(self.quantity, self.quantity)} {pct(self.ratio)} [{pct(self.ci.low)}, "
-                f"{pct(self.ci.high)}] ({self.ci.label()}), {word} (Holm p={self.p:.2g})")
+                f"{pct(self.ci.high)}] ({self.ci.label()}), {word} (Holm p={self.p:.2g})"
+                + (f"; {self.speeds}" if self.speeds else ""))
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -65,7 +67,7 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Comparison":
-        return cls(**{**d, "ci": CI.from_dict(d["ci"])})
+        return cls(**{**d, "ci": CI.from_dict(d["ci"]), "speeds": d.get("speeds", "")})
 
 
 def pct(ratio: float) -> str:

@@ -30,6 +30,7 @@ from perflab.kernels.variants import BuildTarget, Variant, VariantBuild, resolve
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
 from perflab.stats import cliffs_delta, holm, median, median_ci
 from perflab.stats.shift import paired_ratio_ci
+from perflab.stats.speeds import paired_line, same_speed, worth_looking
 from perflab.studies.cost.energy import events_metric, run_joules, summarise
 from perflab.studies.variants.counts import COUNT_RUNS, analyse_counts, counts_verdict
 from perflab.studies.variants.result import (
@@ -238,12 +239,22 @@ def _compare(q: str, higher: bool, a: dict[int, float], b: dict[int, float], lev
     if len(rounds) < 2:
         return None
     xa, xb = [a[r] for r in rounds], [b[r] for r in rounds]
+    if min(xa + xb) <= 0:
+        return None  # a zero or negative value: no ratio to speak of
+    speeds = ""
+    if worth_looking(xa) or worth_looking(xb):
+        # Like with like: a round whose two runs fell at different speeds holds the gap between
+        # the speeds, not the change (stats.speeds); only rounds at one speed are paired.
+        kept, _ = same_speed(xa, xb)
+        if sum(kept) >= 2 and not all(kept):
+            speeds = paired_line(kept)
+            xa, xb = [x for x, k in zip(xa, kept) if k], [x for x, k in zip(xb, kept) if k]
     try:
         ratio, ci, p = paired_ratio_ci(xa, xb, level)
-    except ValueError:  # a zero or negative value: no ratio to speak of
+    except ValueError:
         return None
     return Comparison(q, ratio, ci, p_raw=p, p=1.0, effect=cliffs_delta(xa, xb), significant=False,
-                      higher_is_better=higher, pairs=len(rounds))
+                      higher_is_better=higher, pairs=len(xa), speeds=speeds)
 
 
 def analyse(config: VariantsConfig, runs: Sequence[Any],
