@@ -201,7 +201,7 @@ EXAMPLES += [
         Line("perflab footprint --db fp.db -- ./prog")], setup=PROG_C),
     Example("faults", "README.md", [
         Line("perflab cores --rounds 2 --min-rounds 2 -- false", matching(r"^perflab: error")),
-        Line("timeout -s TERM 5 perflab instances -w minihlt-quick --n 1,2,3,4 --policy none",
+        Line("timeout -s TERM 5 perflab instances -w minihlt-quick --n 1,2,3,4 --policy none --reps 20",
              matching(r"^perflab: interrupted")),
         Line("perflab resume | tail -1"),
         Line("perflab cores --cpus 999 -- true"),
