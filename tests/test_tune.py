@@ -48,11 +48,19 @@ def snapshot(top: pathlib.Path) -> dict[str, bytes]:
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
+    # One knob a line, unwrapped: a pytest-xdist worker has COLUMNS=80, and rich wraps there.
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "400"
     try:
         main(list(args))
         code = 0
     except SystemExit as exc:
         code = int(exc.code or 0)
+    finally:
+        if old is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = old
     out, err = capsys.readouterr()
     return code, out, err
 
