@@ -187,14 +187,15 @@ def test_postgres_down_past_the_retry_budget_shards_and_collect_merges(farm, tmp
 @pytest.mark.postgres
 @pytest.mark.serial  # a planted slow node or core must bind: alone on the machine
 def test_cores_fleet_lists_each_hosts_slow_cores(farm, postgres_url, tmp_path):
-    """cores --concurrent on every node: each host's own verdict on its CPUs, listed per host."""
+    """cores --concurrent on every node: each host's own verdict on its CPUs, listed per host
+    (--span 0: the blocks run back to back, as this test judges the listing, not the scan)."""
     from perflab.store import open_store
     from perflab.studies.cores.result import CoresResult
 
     conf, _ = farm
     env = _env(conf, tmp_path)
     perflab(["fleet", "submit", "cores", "--nodes", "4", "--db", postgres_url, "--", "cores", "--concurrent",
-             "--rounds", "4", "--min-rounds", "2", "--", "true"], env, tmp_path)
+             "--rounds", "4", "--min-rounds", "2", "--span", "0", "--", "true"], env, tmp_path)
     _wait_idle(env, limit=240)
     rep = _report("cores", db=postgres_url, env=env, cwd=tmp_path)
     assert "slow_cores" in rep and len(rep["hosts"]) == 4
