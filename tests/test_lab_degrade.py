@@ -100,8 +100,8 @@ def test_the_lab_settings_let_every_study_answer(quick, ncpu, monkeypatch):
     assert inst.ns[0] == 1 and inst.ns[-1] == 2 * ncpu and len(inst.ns) <= (3 if quick or ncpu < 4 else 7)
     assert inst.reps >= MIN_ROUNDS == min_rounds() and 1 / math.comb(2 * inst.reps, inst.reps) < 0.05
     cores = steps.cores_step(ctx).config
-    # a CPU slower in every round (sign test, smallest p 2^-n) passes Holm's alpha/ncpu with two
-    # rounds left out as disturbed; 6 rounds quick could not on 2 CPUs with one left out
+    # the round rule (--blocks 1: a sign test, smallest p 2^-n) still passes Holm's alpha/ncpu with
+    # two rounds left out as disturbed; 6 rounds quick could not on 2 CPUs with one left out
     assert 0.5 ** (cores.rounds - 2) < cores.alpha / ncpu
     wl = SimpleNamespace(name="minihlt", argv=("minihlt", "--events", "20"), metrics=(), shell=False)
     ctx.workload = wl

@@ -145,7 +145,7 @@ def assign(a: Sequence[float], b: Sequence[float]) -> tuple[Modes | None, list[i
 
     First the runs as they are: where a side ran at one speed it is compared with the other side's
     runs at the speed it matches (the smaller change, as stats.judge.align did). Where the two
-    'speeds' are the two sides (no speed holds runs of both), that is a change, and the speeds are
+    'speeds' are the two sides (no speed holds two runs of each), that is a change, and the speeds are
     looked for again with B moved onto A by its whole-sample Hodges-Lehmann ratio. Then once more
     with B moved by the stratified ratio, so that a speed is cut at the same place on both sides."""
     n = len(a) + len(b)
