@@ -299,8 +299,10 @@ def test_energy_per_event_can_be_gated(tmp_path):
 def test_baseline_save_on_a_study_other_than_run_then_gate_against_it(tmp_path):
     # A cores scan saved as baseline 'nightly', then the next scan gated against it: same study,
     # same machine, so the gate compares per-CPU times and passes (nothing changed but noise).
-    # 5 rounds: at 3 no rank test can reach alpha over three gated tests (the gate says UNSURE).
-    scan = ["cores", "--rounds", "5", "--min-rounds", "5"]
+    # 12 rounds: at 3 no rank test can reach alpha over the gated tests (the gate says UNSURE),
+    # and at 5 a sleep's two speeds (10 pooled runs are enough to see them) split a CPU's runs
+    # 2 and 3 a side, too few for either speed; at 12 one speed always holds enough of both.
+    scan = ["cores", "--rounds", "12", "--min-rounds", "12", "--span", "0"]
     first = perflab(*scan, "--baseline-save", "nightly", "--", "sleep", "0.01", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "baseline 'nightly' -> campaign 1" in first.stderr
