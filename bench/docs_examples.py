@@ -477,6 +477,89 @@ EXAMPLES += [
         Line("perflab profile --pid $! --children --log fjob.log --event 2000 --annotate 0 --threshold 4")],
         setup=MINIHLT_O2, cleanup=KILL_JOBS),
 ]
+
+EXAMPLES += [
+    Example("lab-resume", "docs/lab.md", [
+        Line("perflab lab --quick --studies run,cores --db lab.db --out out > lab.log 2>&1 &"),
+        Line("until [ \"$(sqlite3 lab.db 'select count(*) from measurements' 2>/dev/null || echo 0)\" -ge 5 ]; "
+             "do sleep 0.1; done", shown=False),
+        Line("kill -9 %1                     # after 5 measurements were stored", without(r"Killed")),
+        Line("sqlite3 lab.db 'select id, study, name, status, parent_id from campaigns'", without(r"Killed")),
+        Line("perflab lab --resume --db lab.db", without(r"Killed"))]),
+    Example("lab-quick", "docs/lab.md", [Line("bench/lab_quick.sh")], in_repo=True),
+]
+
+CGR = "perflab run --instrument cachegrind --runs 2"
+EXAMPLES += [
+    Example("instrument-gate", "docs/instrument.md", [
+        Line("gcc -O1 -DLOOPS=200000 -o work work.c"),
+        Line(f"{CGR} --baseline-save main -- ./work", matching(r"^perflab: baseline")),
+        Line("gcc -O1 -DLOOPS=202200 -o work work.c"),
+        Line(f"{CGR} --baseline main --fail-if 'instructions>+0.5%' --fail-if 'estimated_cycles>+1%' -- ./work",
+             matching(r"^(pass|FAIL|UNSURE) (instructions|estimated)", r"^gate: "))], setup=WORK_C),
+    Example("instrument-compare", "docs/instrument.md", [
+        Line("gcc -O1 -DLOOPS=200000 -o work work.c && " + CGR + " -- ./work > /dev/null"),
+        Line("gcc -O1 -DLOOPS=201100 -o work work.c && " + CGR + " -- ./work > /dev/null"),
+        Line("perflab compare 1 2")], setup=WORK_C),
+]
+
+FPS_TOML = r"""cat > perflab.toml <<'TOML'
+[workload.enc]
+command = "echo fps=$FPS"
+shell = true
+metrics = ['fps=(?P<fps>[\d.]+)']
+primary_metric = "fps"
+higher_is_better = true
+TOML
+"""
+EXAMPLES += [
+    Example("compare-metric", "docs/compare.md", [
+        Line("cat perflab.toml"),
+        Line("FPS=100 perflab run -w enc --runs 6 > /dev/null; FPS=150 perflab run -w enc --runs 6 > /dev/null"),
+        Line("perflab compare 1 2"),
+        Line("perflab compare 1 2 --json - | python3 -c 'import json, sys; "
+             "print(json.dumps(next(r for r in json.load(sys.stdin)[\"rows\"] if r[\"measure\"] == \"metric:fps\")))'")],
+        setup=FPS_TOML),
+    Example("compare-two-speeds", "docs/compare.md", [
+        Line("perflab run --runs 30 --command-name job -- bash -c 'sleep 0.05' > /dev/null"),
+        Line("perflab run --runs 30 --command-name job -- bash -c "
+             "'if [ $((RANDOM % 5)) -lt 2 ]; then sleep 0.1; else sleep 0.05; fi' > /dev/null"),
+        Line("perflab compare 1 2")]),
+    Example("compare-instances", "docs/compare.md", [
+        Line("perflab instances --max 2 -- sleep 0.05 > /dev/null; perflab instances --max 2 -- sleep 0.1 > /dev/null"),
+        Line("perflab compare 1 2", matching(r"^(┏|┃|┡|└|verdict|significant|note)", r"^│ all", rows=1))]),
+]
+
+TOPOS = ("mkdir -p tests/data/topologies && cp {root}/tests/data/topologies/64amd64-4s2n4ca2co.tar.bz2 "
+         "{root}/tests/data/topologies/48amd64-4pa2n6c-sparse.tar.bz2 tests/data/topologies/\n")
+EXAMPLES += [
+    Example("machine-fixture", "docs/machine.md", [
+        Line("mkdir -p topo", block=1),
+        Line("tar xjf tests/data/topologies/64amd64-4s2n4ca2co.tar.bz2 -C topo", block=1),
+        Line("perflab machine --root topo/64amd64-4s2n4ca2co", head_tail(40, 0), block=1),
+        Line("tar xjf tests/data/topologies/48amd64-4pa2n6c-sparse.tar.bz2 -C topo     "
+             "# unpacks 48amd64-4d2n6c-sparse/", block=2),
+        Line("perflab machine --root topo/48amd64-4d2n6c-sparse --json | jq -c .topology.counts", block=2)],
+        setup=TOPOS),
+]
+
+EXAMPLES += [
+    Example("baseline-fresh", "docs/baseline.md", [
+        Line("for s in 0.100 0.101 0.102; do perflab run --runs 12 -n work --baseline-save main -- sleep $s > /dev/null; "
+             "done", block=1),
+        Line("perflab run --runs 12 -n work -- sleep 0.110 > /dev/null", block=1),
+        Line("perflab baseline show main", block=1),
+        Line("perflab baseline set main 4 --fresh", block=1),
+        Line("perflab baseline show main", block=1),
+        Line("perflab baseline show release-1.0", block=2),
+        Line("perflab baseline set main 99", block=2)]),
+    Example("baseline-cores", "docs/baseline.md", [
+        Line("perflab cores --rounds 3 --min-rounds 3 --span 0 --baseline-save nightly -- sleep 0.01",
+             matching(r"^perflab: baseline")),
+        Line("perflab cores --rounds 3 --min-rounds 3 --span 0 -- sleep 0.01 > /dev/null"),
+        Line("perflab compare --baseline nightly 2 --fail-if 'median>+400%'",
+             matching(r"^(pass|FAIL|UNSURE) wall time \[s\] of (all|cpu=0)", r"^gate: "))]),
+]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
 

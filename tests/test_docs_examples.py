@@ -53,10 +53,18 @@ def test_records_hold_verdicts_not_failures():
     # A record of a crash would make the page show one: every record has its verdict line and no traceback.
     verdict = {"cores": r"^verdict: ", "instances": r"^answer: ", "variants": r"^verdict: ", "cost": r"^best: |cheapest",
                "profile-pid": r"^recording 1/1: attached", "fleet": r"^│ node-2 .*│ done", "encoder": r"^│ encoder",
-               "machine": r"^│ m32"}
+               "machine": r"^│ m32", "ci": r"^gate: FAIL", "ci-unsure": r"^gate: UNSURE", "frontend": r"^verdict: ",
+               "frontend-cachegrind": r"^verdict: ", "report": r"^report: ", "fleet-pg": r"^(no slow host|slow hosts)",
+               "fleet-shard": r"^(no slow host|slow hosts)", "fleet-offline": r"^│ 1 +│ done .*edge-1",
+               "cores-default": r"^verdict: ", "cores-competitor": r"^verdict: ", "variants-cmake": r"^verdict: ",
+               "variants-pgo": r"^verdict: ", "variants-tie": r"^verdict: ", "lab-resume": r"studies done in",
+               "profile-callgrind": r"changed most: .*FieldMap::field"}
     for e in docs_examples.EXAMPLES:
         text = docs_examples.record_path(e.name).read_text()
         assert "Traceback" not in text, f"docs/examples/{e.name}.txt shows a crash"
+        # A shell step that went wrong (a kill with nothing to kill, a missing program) is not an example.
+        assert not re.search(r"^(bash: .*(command not found|No such file)|.*kill: usage)", text, flags=re.M), (
+            f"docs/examples/{e.name}.txt shows a shell step that failed")
         if e.name in verdict:
             assert "perflab: error:" not in text, f"docs/examples/{e.name}.txt shows a failure"
             assert re.search(verdict[e.name], text, flags=re.M), f"docs/examples/{e.name}.txt has no {verdict[e.name]!r}"
