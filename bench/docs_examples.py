@@ -560,6 +560,38 @@ EXAMPLES += [
         Line("perflab compare --baseline nightly 2 --fail-if 'median>+400%'",
              matching(r"^(pass|FAIL|UNSURE) wall time \[s\] of (all|cpu=0)", r"^gate: "))]),
 ]
+
+COIN = ("perflab run --runs 30 -n coin -n steady --json r.json "
+        "\"sh -c 'if [ \\$(( \\$(od -An -N1 -tu1 /dev/urandom) % 2 )) = 0 ]; then sleep 0.05; else sleep 0.08; fi'\" "
+        "\"sh -c 'od -An -N1 -tu1 /dev/urandom >/dev/null; sleep 0.065'\"")
+EXAMPLES += [
+    Example("run-two-speeds", "docs/run.md", [Line(COIN), Line("jq -r .verdict r.json")]),
+    Example("run-score", "docs/run.md", [Line(
+        "perflab run --runs 10 --metric 'score=(?P<score>[0-9.]+)' --primary-metric score -n fast -n slow "
+        "\"sh -c 'sleep 0.2; echo score=100'\" \"sh -c 'sleep 0.3; echo score=150'\"")]),
+    Example("run-limits", "docs/run.md", [
+        Line("perflab run --precision 1% --max-runs 12 -n jitter -- "
+             "sh -c 'sleep 0.0$(( $(od -An -N1 -tu1 /dev/urandom) % 5 + 2 ))'", matching(r"^warning: 'jitter': --precision")),
+        Line("perflab run --runs 5 --max-runs 3 -- true; echo $?"),
+        Line("perflab run --reference nope 'sleep 0.1' 'sleep 0.2'")]),
+    Example("run-energy", "docs/run.md", [
+        Line("perflab run --energy auto --runs 5 -w minihlt-quick", matching(r"^energy:", r"^(┏|┃|┡|└|│)", r"^perflab: ")),
+        Line("perflab run --energy rapl --runs 5 -- sleep 0.1; echo $?")]),
+    Example("run-sleep", "docs/run.md", [Line("perflab run --runs 30 -- sleep 0.01")]),
+    Example("run-ignore-failure", "docs/run.md", [Line(
+        "perflab run --runs 10 --ignore-failure 'sleep 0.02' 'sh -c \"sleep 0.01; exit 3\"' 'sleep 0.01'",
+        matching(r"^(┏|┃|┡|└|│|ranked|  \d|warning: 'sh -c|perflab: results)"))]),
+]
+
+EXAMPLES += [
+    Example("instances-default", "docs/instances.md", [
+        Line("perflab instances -w minihlt-quick --json i.json", without(r"^round \d+/\d+ done$"))]),
+    Example("instances-one-round", "docs/instances.md", [
+        Line("perflab instances -w minihlt-quick --n 1,2,3 --policy none --reps 1", without(r"^round \d+/\d+ done$"))]),
+    Example("instances-fork", "docs/instances.md", [
+        Line("perflab instances -w minihlt --fork-master --n 2 --policy none --reps 10 -- --events 20",
+             from_match(r"^fork-master at equal work"))]),
+]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
 
