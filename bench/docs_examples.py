@@ -428,10 +428,10 @@ EXAMPLES += [
         Line("cp tests/data/fmsum/fmsum.c ."),
         Line("perflab variants --source fmsum.c -V base=-O0 -V O2=-O2 -V O3=-O3 --baseline base -- {exe} 100000",
              without(r"^round \d+"))], setup=FMSUM),
-    Example("cores-default", "docs/cores.md", [Line("perflab cores -w minihlt-quick", without(r"^round \d+:"))]),
+    Example("cores-default", "docs/cores.md", [Line("perflab cores -w minihlt-quick", without(r"^(block \d+, )?round \d+:"))]),
     Example("cores-competitor", "docs/cores.md", [
         Line("timeout 20 chrt -f 1 taskset -c 1 python3 duty40.py & perflab cores -w minihlt-quick",
-             without(r"^round \d+:"))],
+             without(r"^(block \d+, )?round \d+:"))],
         # The page's python block is the competitor: the code shown is the code run.
         setup="awk '/^```python/{f=1;next} f&&/^```/{exit} f' {root}/docs/cores.md > duty40.py", cleanup="wait"),
 ]
@@ -591,6 +591,12 @@ EXAMPLES += [
     Example("instances-fork", "docs/instances.md", [
         Line("perflab instances -w minihlt --fork-master --n 2 --policy none --reps 10 -- --events 20",
              from_match(r"^fork-master at equal work"))]),
+]
+
+EXAMPLES += [
+    Example("profile-stripped", "docs/profile.md", [
+        Line("g++ -std=c++17 -O2 -s -o minihlt-stripped src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("perflab profile --annotate 0 -- ./minihlt-stripped --events 20 --static-mb 16")], setup=MINIHLT_SRC),
 ]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
