@@ -478,6 +478,12 @@ EXAMPLES += [
         setup=MINIHLT_O2, cleanup=KILL_JOBS),
 ]
 
+def lab_summary(lines: list[str]) -> list[str]:
+    """A lab's progress lines, '...' for each study's own output, then the closing summary."""
+    end = next((i for i, line in enumerate(lines) if re.match(r"^ *perflab lab: (?!results)", line)), len(lines))
+    return [*matching(r"^(perflab lab: results|\[\d+/\d+\] )")(lines[:end]), *lines[end:]]
+
+
 EXAMPLES += [
     Example("lab-resume", "docs/lab.md", [
         Line("perflab lab --quick --studies run,cores --db lab.db --out out > lab.log 2>&1 &"),
@@ -485,7 +491,7 @@ EXAMPLES += [
              "do sleep 0.1; done", shown=False),
         Line("kill -9 %1                     # after 5 measurements were stored", without(r"Killed")),
         Line("sqlite3 lab.db 'select id, study, name, status, parent_id from campaigns'", without(r"Killed")),
-        Line("perflab lab --resume --db lab.db", without(r"Killed"))]),
+        Line("perflab lab --resume --db lab.db", lab_summary)]),
     Example("lab-quick", "docs/lab.md", [Line("bench/lab_quick.sh")], in_repo=True),
 ]
 
