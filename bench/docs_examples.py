@@ -604,6 +604,29 @@ EXAMPLES += [
         Line("g++ -std=c++17 -O2 -s -o minihlt-stripped src/perflab/kernels/minihlt/*.cpp -lm"),
         Line("perflab profile --annotate 0 -- ./minihlt-stripped --events 20 --static-mb 16")], setup=MINIHLT_SRC),
 ]
+
+EXAMPLES += [
+    Example("results-died", "docs/results.md", [
+        Line("perflab run --runs 200 -- sleep 0.01 > /dev/null 2>&1 &"),
+        Line("sleep 0.3; perflab run --runs 1000 -- sleep 0.01 > /dev/null 2>&1 &"),
+        Line("sleep 1.2; kill -9 %1", without(r"Killed")),
+        Line("perflab results", without(r"Killed")),
+        Line("perflab resume 2; echo $?"),
+        Line("perflab resume | tail -1")], cleanup="kill %2; wait"),
+]
+
+ENGINE = r"""cat > engine.sh <<'SH'
+# a stand-in chess engine: its result, then its speed, which changes run to run
+echo "bestmove e2e4"
+echo "nodes 1000 nps $(( $(date +%N) / 1000 + 300000000 ))"
+SH
+"""
+EXAMPLES += [
+    Example("bundle-mismatch", "docs/bundle.md", [
+        Line("cat engine.sh"),
+        Line("perflab bundle -o b.tgz -- sh engine.sh > /dev/null"),
+        Line("perflab bundle verify b.tgz; echo $?")], setup=ENGINE),
+]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
 
