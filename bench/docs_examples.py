@@ -36,7 +36,7 @@ def everything(lines: list[str]) -> list[str]:
 
 
 def head_tail(h: int, t: int) -> Callable[[list[str]], list[str]]:
-    return lambda lines: lines if len(lines) <= h + t else [*lines[:h], "...", *lines[-t:]]
+    return lambda lines: lines if len(lines) <= h + t else [*lines[:h], "...", *lines[len(lines) - t:]]
 
 
 def matching(*patterns: str, rows: int = 0) -> Callable[[list[str]], list[str]]:
