@@ -58,7 +58,9 @@ def test_records_hold_verdicts_not_failures():
                "fleet-shard": r"^(no slow host|slow hosts)", "fleet-offline": r"^│ 1 +│ done .*edge-1",
                "cores-default": r"^verdict: ", "cores-competitor": r"^verdict: ", "variants-cmake": r"^verdict: ",
                "variants-pgo": r"^verdict: ", "variants-tie": r"^verdict: ", "lab-resume": r"studies done in",
-               "profile-callgrind": r"changed most: .*FieldMap::field"}
+               "profile-callgrind": r"FieldMap::field.* changed most: ", "bundle-mismatch": r"^MISMATCH",
+               "results-died": r"^│ +1 │ run +│ died", "lab-quick": r"^  micro .* done",
+               "instances-default": r"^answer: ", "instances-fork": r"^verdict: "}
     for e in docs_examples.EXAMPLES:
         text = docs_examples.record_path(e.name).read_text()
         assert "Traceback" not in text, f"docs/examples/{e.name}.txt shows a crash"
@@ -66,7 +68,9 @@ def test_records_hold_verdicts_not_failures():
         assert not re.search(r"^(bash: .*(command not found|No such file)|.*kill: usage)", text, flags=re.M), (
             f"docs/examples/{e.name}.txt shows a shell step that failed")
         if e.name in verdict:
-            assert "perflab: error:" not in text, f"docs/examples/{e.name}.txt shows a failure"
+            # These two show an error on purpose: a task's log after the store was lost, a resume refused.
+            if e.name not in {"fleet-shard", "results-died"}:
+                assert "perflab: error:" not in text, f"docs/examples/{e.name}.txt shows a failure"
             assert re.search(verdict[e.name], text, flags=re.M), f"docs/examples/{e.name}.txt has no {verdict[e.name]!r}"
 
 
