@@ -627,6 +627,14 @@ EXAMPLES += [
         Line("perflab bundle -o b.tgz -- sh engine.sh", matching(r"^(wrote|perflab: error)")),
         Line("perflab bundle verify b.tgz; echo $?")], setup=ENGINE),
 ]
+
+EXAMPLES += [
+    Example("results-list", "docs/results.md", [
+        Line("perflab cores --rounds 3 --min-rounds 3 --span 0 -- sleep 0.01 > /dev/null"),
+        Line("for i in $(seq 8); do perflab run --runs 10 -- sleep 0.06 > /dev/null; done"),
+        Line("perflab results --last 3"),
+        Line("perflab results 1")]),
+]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
 
