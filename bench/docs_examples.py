@@ -635,6 +635,28 @@ EXAMPLES += [
         Line("perflab results --last 3"),
         Line("perflab results 1")]),
 ]
+
+RND_C = r"""cat > rnd.c <<'CSRC'
+#include <stdio.h>
+int main(void) {
+    unsigned char b = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) { if (fread(&b, 1, 1, f) != 1) b = 0; fclose(f); }
+    volatile unsigned long s = 0;
+    for (unsigned long i = 0; i < 1000UL * b; i++) s += i * i;
+    printf("%d events\n", 100);
+    return 0;
+}
+CSRC
+"""
+EXAMPLES += [
+    Example("instrument-rnd", "docs/instrument.md", [
+        Line("cat rnd.c"),
+        Line("gcc -O1 -o rnd rnd.c"),
+        Line("perflab run --instrument cachegrind --runs 3 -- ./rnd",
+             matching(r"^│ \./rnd +│ (instructions|estimated_cycles|i1_misses) ", r"^(not )?deterministic"))],
+        setup=RND_C),
+]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
 
