@@ -6,8 +6,12 @@ Each example is a few shell lines run as a reader would paste them, in one bash 
 the PATH, COLUMNS=1000 so that no verdict line wraps. The whole output is recorded in
 docs/examples/NAME.txt; the fenced block after `<!-- example: NAME -->` in the page is then
 rewritten from the record (each line's output cut by its `show` rule, '...' where lines are left
-out). tests/test_docs_examples.py fails when a page no longer shows what its record holds, or a
-record no longer holds the commands below.
+out). An example told in several blocks of its page, one shell session with prose between, gives
+each line a `block` and marks the blocks `<!-- example: NAME.1 -->`, `NAME.2`, ...; a step the
+page does not show (a wait for a batch job) is `shown=False`. tests/test_docs_examples.py fails
+when a page no longer shows what its record holds, or a record no longer holds the commands below.
+The fleet examples start their own Slurm (scripts/slurm-local) and PostgreSQL (scripts/pg-local)
+and need root.
 
     .venv/bin/python bench/docs_examples.py              # every example (several minutes)
     .venv/bin/python bench/docs_examples.py cores cost   # these
