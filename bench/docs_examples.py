@@ -6,8 +6,12 @@ Each example is a few shell lines run as a reader would paste them, in one bash 
 the PATH, COLUMNS=1000 so that no verdict line wraps. The whole output is recorded in
 docs/examples/NAME.txt; the fenced block after `<!-- example: NAME -->` in the page is then
 rewritten from the record (each line's output cut by its `show` rule, '...' where lines are left
-out). tests/test_docs_examples.py fails when a page no longer shows what its record holds, or a
-record no longer holds the commands below.
+out). An example told in several blocks of its page, one shell session with prose between, gives
+each line a `block` and marks the blocks `<!-- example: NAME.1 -->`, `NAME.2`, ...; a step the
+page does not show (a wait for a batch job) is `shown=False`. tests/test_docs_examples.py fails
+when a page no longer shows what its record holds, or a record no longer holds the commands below.
+The fleet examples start their own Slurm (scripts/slurm-local) and PostgreSQL (scripts/pg-local)
+and need root.
 
     .venv/bin/python bench/docs_examples.py              # every example (several minutes)
     .venv/bin/python bench/docs_examples.py cores cost   # these
@@ -36,7 +40,7 @@ def everything(lines: list[str]) -> list[str]:
 
 
 def head_tail(h: int, t: int) -> Callable[[list[str]], list[str]]:
-    return lambda lines: lines if len(lines) <= h + t else [*lines[:h], "...", *lines[-t:]]
+    return lambda lines: lines if len(lines) <= h + t else [*lines[:h], "...", *lines[len(lines) - t:]]
 
 
 def matching(*patterns: str, rows: int = 0) -> Callable[[list[str]], list[str]]:
@@ -66,6 +70,7 @@ class Line:
     shell: str  # as the reader pastes it
     show: Callable[[list[str]], list[str]] = everything
     shown: bool = True  # False: a step run but not printed on the page (a wait)
+    block: int = 0  # an example told in several blocks of its page: <!-- example: NAME.BLOCK --> (from 1)
 
 
 @dataclass
@@ -272,7 +277,7 @@ EXAMPLES += [
     Example("cores-counters", "docs/cores.md", [
         Line("perflab cores -w minihlt-quick --counters --rounds 6", without(r"^round \d+:|^results: "))]),
     Example("results-journal", "docs/results.md", [
-        Line("for i in 1 2 3; do perflab run --runs 400 -- sleep 0.005 > /dev/null 2>&1 & done; "
+        Line("for i in 1 2 3; do perflab run --runs 2000 -- sleep 0.005 > /dev/null 2>&1 & done; "
              "sleep 3; kill -9 $(jobs -p); wait", without(r"Killed")),
         Line("perflab results", matching(r"^│ +\d", r"^note: ")),
         Line("perflab resume 2 | tail -1"),
@@ -292,6 +297,369 @@ EXAMPLES += [
         Line(r"perflab run --runs 3 -w enc --metric 'frames=(?P<frames>\d+)' --primary-metric frames --higher-is-better",
              matching(r"^│ enc ", r"^warning: metric regex")),
         Line("perflab run --runs 3 -w enc --primary-metric nps")], setup=ENC_TOML),
+]
+
+GATE = r"^(pass|FAIL|UNSURE|info|gate:|perflab: (warning|wrote|baseline))"
+CI_TOML = "mkdir -p docs/ci-example && cp {root}/docs/ci-example/* docs/ci-example/\n"
+EXAMPLES += [
+    # docs/ci.md's pipeline run by hand: one session told in four blocks.
+    Example("ci", "docs/ci.md", [
+        Line("mkdir ci-demo && cp docs/ci-example/perflab.toml docs/ci-example/trigger.c ci-demo/ && cd ci-demo",
+             block=1),
+        Line("cat perflab.toml", block=1),
+        Line("perflab run --workload trigger --runs 20 --baseline-save main", block=2),
+        Line("perflab run --workload trigger --runs 20 --baseline main --fail-if 'median>+3%' --fail-if 'user>+3%' "
+             "--fail-if 'events_per_s<-3%'", matching(GATE), block=3),
+        Line("echo $?", block=3),
+        Line("sed -i 's/define WORK_PER_EVENT 1000000/define WORK_PER_EVENT 1080000/' trigger.c", block=4),
+        Line("perflab run --workload trigger --runs 20 --baseline main --fail-if 'median>+3%' --fail-if 'user>+3%' "
+             "--fail-if 'events_per_s<-3%' --junit gate.xml --gate-markdown gate.md --gate-json gate.json",
+             matching(GATE), block=4),
+        Line("echo $?", block=4),
+        Line("cat gate.md", block=5),
+        Line("grep -c '<testcase' gate.xml; grep -o '<failure message=\"[^\"]*\"' gate.xml", block=6)],
+        setup=CI_TOML),
+    Example("ci-unsure", "docs/ci.md", [
+        Line("perflab run --runs 2 -n work --baseline-save main -- sleep 0.05", matching(r"^perflab: baseline")),
+        Line("perflab run --runs 2 -n work --baseline main -- sleep 0.1", matching(GATE)),
+        Line("echo $?")]),
+    Example("ci-ratchet", "docs/ci.md", [
+        Line("perflab run --runs 12 -n work --baseline-save main -- sleep 0.100 > /dev/null"),
+        Line("for s in 0.1030 0.1061 0.1093 0.1126 0.1159 0.1194; do "
+             "perflab run --runs 12 -n work --baseline main --baseline-save main -- sleep $s > out.txt 2>&1; "
+             "echo \"sleep $s exit $?: $(grep -E '^(pass|FAIL|UNSURE) wall' out.txt)\"; done")]),
+    Example("frontend", "docs/frontend.md", [
+        Line("perflab frontend --db fe.db", without(r"^\d+/\d+ runs$"))]),
+    Example("frontend-cachegrind", "docs/frontend.md", [
+        Line("perflab frontend --instrument cachegrind --max-size 1M --db fe.db")]),
+    Example("report", "docs/report.md", [
+        Line("perflab lab --quick --db lab.db --out out", matching(r"studies done in", r"^report: ")),
+        Line("perflab report --db lab.db -o r.html"),
+        Line("perflab report --db lab.db -o r.md"),
+        Line("head -12 r.md")]),
+    Example("report-journal", "docs/report.md", [
+        Line("perflab run --runs 3000 -- sleep 0.005 > /dev/null 2>&1 & sleep 3; kill -9 $!; wait", without(r"Killed")),
+        Line("perflab report 1 -o r.md")]),
+]
+
+
+def fleet_wait(name: str, db: str) -> str:
+    """A hidden step: wait until no slot of fleet NAME is pending or running."""
+    return (f"for i in $(seq 120); do perflab fleet status {name} --db {db} | grep -q 'pending\\|running' "
+            "|| break; sleep 5; done")
+
+
+def slot_running(job: str) -> str:
+    """A hidden step: wait until Slurm runs array task JOB, then 2 s into it."""
+    return f"for i in $(seq 240); do squeue -h -o '%i %T' | grep -q '^{job} RUNNING' && break; sleep 0.5; done; sleep 2"
+
+
+SLURM_PG = ("mkdir -p scripts && cp {root}/scripts/slurm-local {root}/scripts/pg-local scripts/\n")
+SLURM_PG_STOP = ("scripts/slurm-local stop $PWD/cluster >/dev/null 2>&1; "
+                 "scripts/pg-local stop $PWD/pg >/dev/null 2>&1")
+EXAMPLES += [
+    Example("fleet-pg", "docs/fleet.md", [
+        Line("scripts/slurm-local start $PWD/cluster", block=1),
+        Line("export SLURM_CONF=$PWD/cluster/slurm.conf", block=1),
+        Line("DB=$(scripts/pg-local start $PWD/pg --password hunter2); echo $DB", block=1),
+        Line("perflab fleet submit farm --nodes 3 --host-label node --db $DB -- run -w minihlt-quick --runs 20",
+             block=2),
+        Line("perflab fleet status farm --db $DB", block=2),
+        Line(slot_running("1_1"), shown=False),
+        Line("scancel 1_1", block=3),
+        Line("for i in $(seq 60); do squeue -h -o %i | grep -q '^1_1$' || break; sleep 1; done", shown=False),
+        Line("perflab fleet status farm --db $DB", block=3),
+        Line("perflab fleet resubmit farm --missing --db $DB", block=3),
+        Line(fleet_wait("farm", "$DB"), shown=False),
+        Line("perflab fleet status farm --db $DB", block=3),
+        Line("perflab fleet report farm --db $DB --json farm.json --html farm.html", block=3),
+        Line("grep -rl hunter2 perflab-fleet farm.json farm.html; echo $?", block=3)],
+        setup=SLURM_PG, cleanup=SLURM_PG_STOP),
+    Example("fleet-offline", "docs/fleet.md", [
+        Line("perflab fleet submit offline --nodes 2 --host-label edge --shards $PWD/shards --db fleet.db -- "
+             "run --runs 5 -- sleep 0.05"),
+        Line(fleet_wait("offline", "fleet.db"), shown=False),
+        Line("perflab fleet status offline --db fleet.db"),
+        Line("perflab fleet collect offline --from $PWD/shards --db fleet.db"),
+        Line("perflab fleet collect offline --from $PWD/shards --db fleet.db"),
+        Line("perflab fleet status offline --db fleet.db")],
+        setup=SLURM_PG + "scripts/slurm-local start $PWD/cluster > /dev/null\nexport SLURM_CONF=$PWD/cluster/slurm.conf\n",
+        cleanup=SLURM_PG_STOP),
+    Example("fleet-shard", "docs/fleet.md", [
+        Line("export PERFLAB_DB_RETRY_S=3"),
+        Line("DB=$(scripts/pg-local start $PWD/pg)"),
+        Line("perflab fleet submit farm --nodes 2 --host-label node --db $DB -- run --runs 8 --command-name nap -- "
+             "sleep 0.3"),
+        Line(slot_running("1_1").replace("sleep 2", "sleep 1"), shown=False),
+        Line("scripts/pg-local stop $PWD/pg"),
+        Line("for i in $(seq 120); do [ -z \"$(squeue -h)\" ] && break; sleep 1; done", shown=False),
+        Line("tail -qn1 perflab-fleet/farm/*.out"),
+        Line("scripts/pg-local start $PWD/pg"),
+        Line("perflab fleet status farm --db $DB"),
+        Line("perflab fleet collect farm --db $DB"),
+        Line("perflab fleet collect farm --db $DB"),
+        Line("perflab fleet report farm --db $DB")],
+        setup=SLURM_PG + "scripts/slurm-local start $PWD/cluster > /dev/null\nexport SLURM_CONF=$PWD/cluster/slurm.conf\n",
+        cleanup=SLURM_PG_STOP),
+]
+
+FMSUM = "mkdir -p tests/data && cp -r {root}/tests/data/fmsum tests/data/\n"
+BROKEN = FMSUM + ("cp -r tests/data/fmsum fmsum && cp -r fmsum broken && "
+                  "echo 'int main(void) { return undefined_thing; }' > broken/fmsum.c\n")
+EXAMPLES += [
+    Example("variants-abi", "docs/variants.md", [Line(
+        "perflab variants --db doc.db -w minihlt --build make --matrix abi=m64,m32,mx32 --events 30 --static-mb 60",
+        without(r"^round \d+"))]),
+    Example("variants-cmake", "docs/variants.md", [Line(
+        "perflab variants -w minihlt --build cmake -V O3-native='-O3 -march=native' -V lto='-O2 -flto' "
+        "-V pgo='-O2 pgo' -V fastmath='-O2 -ffast-math' --events 30 --static-mb 60", without(r"^round \d+"))]),
+    Example("variants-pgo", "docs/variants.md", [
+        Line("cp -r tests/data/fmsum . && echo 3000 > train.txt", block=1),
+        Line("perflab variants --db doc.db --config fmsum/perflab.toml -V pgo='-O2 pgo' --train '{exe} -f train.txt' "
+             "--metric 'checksum: (?P<checksum>\\S+)' --json fm.json -- {exe} 20000", without(r"^round \d+"), block=1),
+        Line("python3 -c 'import json; print(json.dumps(json.load(open(\"fm.json\"))[\"variants\"][1]"
+             "[\"comparisons\"][\"wall_s\"]))'", block=2)], setup=FMSUM),
+    Example("variants-linkorder", "docs/variants.md", [Line("perflab variants --link-order-demo")]),
+    Example("variants-cachegrind", "docs/variants.md", [
+        Line("perflab variants --source sum.c -V O0='-O0' -V O3='-O3' --rounds 10 --instrument cachegrind -- '{exe}'",
+             from_match(r"variants vs baseline"))], setup=SUM_C),
+    Example("variants-bad", "docs/variants.md", [
+        Line("perflab variants --build 'make CC={cc} -j{jobs}' --src fmsum --exe fmsum -V O3=-O3 -- {exe}"),
+        Line("perflab variants --build 'make -C {src} CFLAGS={cflgs}' --src fmsum --exe fmsum -V O3=-O3 -- {exe}"),
+        Line("perflab variants --build make --src broken --exe fmsum -V O3=-O3 -- {exe}"),
+        Line("perflab variants --build cmake --src broken --exe fmsum -V O3=-O3 -- {exe}")], setup=BROKEN),
+    Example("variants-tie", "docs/variants.md", [
+        Line("cp tests/data/fmsum/fmsum.c ."),
+        Line("perflab variants --source fmsum.c -V base=-O0 -V O2=-O2 -V O3=-O3 --baseline base -- {exe} 100000",
+             without(r"^round \d+"))], setup=FMSUM),
+    Example("cores-default", "docs/cores.md", [Line("perflab cores -w minihlt-quick", without(r"^(block \d+, )?round \d+:"))]),
+    Example("cores-competitor", "docs/cores.md", [
+        Line("timeout 20 chrt -f 1 taskset -c 1 python3 duty40.py & perflab cores -w minihlt-quick",
+             without(r"^(block \d+, )?round \d+:"))],
+        # The page's python block is the competitor: the code shown is the code run.
+        setup="awk '/^```python/{f=1;next} f&&/^```/{exit} f' {root}/docs/cores.md > duty40.py", cleanup="wait"),
+]
+MINIHLT_SRC = "mkdir -p src/perflab/kernels && cp -r {root}/src/perflab/kernels/minihlt src/perflab/kernels/\n"
+CG = "perflab profile --instrument callgrind"
+EXAMPLES += [
+    Example("profile-callgrind", "docs/profile.md", [
+        Line("mkdir plain planted", block=1),
+        Line("cp src/perflab/kernels/minihlt/*.cpp src/perflab/kernels/minihlt/*.h plain/", block=1),
+        Line("cp plain/* planted/", block=1),
+        Line("sed -i 's/^void FieldMap::field(const double p\\[3\\], double out\\[3\\]) const {$/&\\n    "
+             "for (volatile int planted = 0; planted < 40; planted = planted + 1) {}/' planted/field.cpp", block=1),
+        Line("g++ -std=c++17 -O1 -g -o minihlt plain/*.cpp -lm", block=1),
+        Line("g++ -std=c++17 -O1 -g -o minihlt-planted planted/*.cpp -lm", block=1),
+        Line(f"{CG} --repeat 2 --threshold 2 -- ./minihlt --events 1 --static-mb 1", block=2),
+        Line(f"{CG} --repeat 2 --threshold 2 -- ./minihlt-planted --events 1 --static-mb 1", head_tail(0, 2),
+             block=2),
+        Line("perflab profile diff 1 2 --top 5", block=2),
+        Line(f"{CG} --event 1 --repeat 5 --threshold 4 -- ./minihlt --events 3 --static-mb 1", block=3),
+        Line(f"{CG} --event 1 --repeat 5 --threshold 4 -- ./minihlt-planted --events 3 --static-mb 1",
+             head_tail(0, 2), block=3),
+        Line("perflab profile diff 4 5 --top 6", block=3),
+        Line(f"{CG} --event 1 --repeat 5 --threshold 4 -- ./minihlt --events 3 --static-mb 1", head_tail(0, 2),
+             block=3),
+        Line("perflab profile diff 4 7 --top 4", block=3),
+        Line("perflab profile diff 4 7 --top 1 --min-effect 2", block=4)], setup=MINIHLT_SRC),
+]
+
+# A job perflab attaches to: minihlt copied out of the build cache, as docs/profile.md shows.
+MINIHLT_O2 = "cp $(perflab workload path minihlt) minihlt-O2\n"
+KILL_JOBS = "for p in $(jobs -p); do pkill -P $p; kill $p; done 2>/dev/null; wait"
+EXAMPLES += [
+    Example("profile-pid-annotate", "docs/profile.md", [
+        Line("./minihlt-O2 --events 1000000 --seconds 120 > job.log &"),
+        Line("sleep 1", shown=False),
+        Line("tail -1 job.log"),
+        Line("perflab profile --pid $! --log job.log --start 'start processing event #300\\b' "
+             "--stop 'done processing event #319\\b' --annotate 2 --threshold 3")],
+        setup=MINIHLT_O2, cleanup=KILL_JOBS),
+    Example("profile-fork", "docs/profile.md", [
+        Line("./minihlt-O2 --fork 2 --events 1000000 --seconds 120 > fjob.log &"),
+        Line("perflab profile --pid $! --log fjob.log --event 1000 --annotate 0"),
+        Line("perflab profile --pid $! --children --log fjob.log --event 2000 --annotate 0 --threshold 4")],
+        setup=MINIHLT_O2, cleanup=KILL_JOBS),
+]
+
+def lab_summary(lines: list[str]) -> list[str]:
+    """A lab's progress lines, '...' for each study's own output, then the closing summary."""
+    end = next((i for i, line in enumerate(lines) if re.match(r"^ *perflab lab: (?!results)", line)), len(lines))
+    return [*matching(r"^(perflab lab: results|\[\d+/\d+\] )")(lines[:end]), *lines[end:]]
+
+
+EXAMPLES += [
+    Example("lab-resume", "docs/lab.md", [
+        Line("perflab lab --quick --studies run,cores --db lab.db --out out > lab.log 2>&1 &"),
+        Line("until [ \"$(sqlite3 lab.db 'select count(*) from measurements' 2>/dev/null || echo 0)\" -ge 5 ]; "
+             "do sleep 0.1; done", shown=False),
+        Line("kill -9 %1                     # after 5 measurements were stored", without(r"Killed")),
+        Line("sqlite3 lab.db 'select id, study, name, status, parent_id from campaigns'", without(r"Killed")),
+        Line("perflab lab --resume --db lab.db", lab_summary)]),
+    Example("lab-quick", "docs/lab.md", [Line("bench/lab_quick.sh")], in_repo=True),
+]
+
+CGR = "perflab run --instrument cachegrind --runs 2"
+EXAMPLES += [
+    Example("instrument-gate", "docs/instrument.md", [
+        Line("gcc -O1 -DLOOPS=200000 -o work work.c"),
+        Line(f"{CGR} --baseline-save main -- ./work", matching(r"^perflab: baseline")),
+        Line("gcc -O1 -DLOOPS=202200 -o work work.c"),
+        Line(f"{CGR} --baseline main --fail-if 'instructions>+0.5%' --fail-if 'estimated_cycles>+1%' -- ./work",
+             matching(r"^(pass|FAIL|UNSURE) (instructions|estimated)", r"^gate: "))], setup=WORK_C),
+    Example("instrument-compare", "docs/instrument.md", [
+        Line("gcc -O1 -DLOOPS=200000 -o work work.c && " + CGR + " -- ./work > /dev/null"),
+        Line("gcc -O1 -DLOOPS=201100 -o work work.c && " + CGR + " -- ./work > /dev/null"),
+        Line("perflab compare 1 2")], setup=WORK_C),
+]
+
+FPS_TOML = r"""cat > perflab.toml <<'TOML'
+[workload.enc]
+command = "echo fps=$FPS"
+shell = true
+metrics = ['fps=(?P<fps>[\d.]+)']
+primary_metric = "fps"
+higher_is_better = true
+TOML
+"""
+EXAMPLES += [
+    Example("compare-metric", "docs/compare.md", [
+        Line("cat perflab.toml"),
+        Line("FPS=100 perflab run -w enc --runs 6 > /dev/null; FPS=150 perflab run -w enc --runs 6 > /dev/null"),
+        Line("perflab compare 1 2"),
+        Line("perflab compare 1 2 --json - | python3 -c 'import json, sys; "
+             "print(json.dumps(next(r for r in json.load(sys.stdin)[\"rows\"] if r[\"measure\"] == \"metric:fps\")))'")],
+        setup=FPS_TOML),
+    Example("compare-two-speeds", "docs/compare.md", [
+        Line("perflab run --runs 30 --command-name job -- bash -c 'sleep 0.05' > /dev/null"),
+        Line("perflab run --runs 30 --command-name job -- bash -c "
+             "'if [ $((RANDOM % 5)) -lt 2 ]; then sleep 0.1; else sleep 0.05; fi' > /dev/null"),
+        Line("perflab compare 1 2")]),
+    Example("compare-instances", "docs/compare.md", [
+        Line("perflab instances --max 2 -- sleep 0.05 > /dev/null; perflab instances --max 2 -- sleep 0.1 > /dev/null"),
+        Line("perflab compare 1 2", matching(r"^(┏|┃|┡|└|verdict|significant|note)", r"^│ all", rows=1))]),
+]
+
+TOPOS = ("mkdir -p tests/data/topologies && cp {root}/tests/data/topologies/64amd64-4s2n4ca2co.tar.bz2 "
+         "{root}/tests/data/topologies/48amd64-4pa2n6c-sparse.tar.bz2 tests/data/topologies/\n")
+EXAMPLES += [
+    Example("machine-fixture", "docs/machine.md", [
+        Line("mkdir -p topo", block=1),
+        Line("tar xjf tests/data/topologies/64amd64-4s2n4ca2co.tar.bz2 -C topo", block=1),
+        Line("perflab machine --root topo/64amd64-4s2n4ca2co", head_tail(40, 0), block=1),
+        Line("tar xjf tests/data/topologies/48amd64-4pa2n6c-sparse.tar.bz2 -C topo     "
+             "# unpacks 48amd64-4d2n6c-sparse/", block=2),
+        Line("perflab machine --root topo/48amd64-4d2n6c-sparse --json | jq -c .topology.counts", block=2)],
+        setup=TOPOS),
+]
+
+EXAMPLES += [
+    Example("baseline-fresh", "docs/baseline.md", [
+        Line("for s in 0.100 0.101 0.102; do perflab run --runs 12 -n work --baseline-save main -- sleep $s > /dev/null; "
+             "done", block=1),
+        Line("perflab run --runs 12 -n work -- sleep 0.110 > /dev/null", block=1),
+        Line("perflab baseline show main", block=1),
+        Line("perflab baseline set main 4 --fresh", block=1),
+        Line("perflab baseline show main", block=1),
+        Line("perflab baseline show release-1.0", block=2),
+        Line("perflab baseline set main 99", block=2)]),
+    Example("baseline-cores", "docs/baseline.md", [
+        Line("perflab cores --rounds 3 --min-rounds 3 --span 0 --baseline-save nightly -- sleep 0.01",
+             matching(r"^perflab: baseline")),
+        Line("perflab cores --rounds 3 --min-rounds 3 --span 0 -- sleep 0.01 > /dev/null"),
+        Line("perflab compare --baseline nightly 2 --fail-if 'median>+400%'",
+             matching(r"^(pass|FAIL|UNSURE) wall time \[s\] of (all|cpu=0)", r"^gate: "))]),
+]
+
+COIN = ("perflab run --runs 30 -n coin -n steady --json r.json "
+        "\"sh -c 'if [ \\$(( \\$(od -An -N1 -tu1 /dev/urandom) % 2 )) = 0 ]; then sleep 0.05; else sleep 0.08; fi'\" "
+        "\"sh -c 'od -An -N1 -tu1 /dev/urandom >/dev/null; sleep 0.065'\"")
+EXAMPLES += [
+    Example("run-two-speeds", "docs/run.md", [Line(COIN), Line("jq -r .verdict r.json")]),
+    Example("run-score", "docs/run.md", [Line(
+        "perflab run --runs 10 --metric 'score=(?P<score>[0-9.]+)' --primary-metric score -n fast -n slow "
+        "\"sh -c 'sleep 0.2; echo score=100'\" \"sh -c 'sleep 0.3; echo score=150'\"")]),
+    Example("run-limits", "docs/run.md", [
+        Line("perflab run --precision 1% --max-runs 12 -n jitter -- "
+             "sh -c 'sleep 0.0$(( $(od -An -N1 -tu1 /dev/urandom) % 5 + 2 ))'", matching(r"^warning: 'jitter': --precision")),
+        Line("perflab run --runs 5 --max-runs 3 -- true; echo $?"),
+        Line("perflab run --reference nope 'sleep 0.1' 'sleep 0.2'")]),
+    Example("run-energy", "docs/run.md", [
+        Line("perflab run --energy auto --runs 5 -w minihlt-quick", matching(r"^energy:", r"^(┏|┃|┡|└|│)", r"^perflab: ")),
+        Line("perflab run --energy rapl --runs 5 -- sleep 0.1; echo $?")]),
+    Example("run-sleep", "docs/run.md", [Line("perflab run --runs 30 -- sleep 0.01")]),
+    Example("run-ignore-failure", "docs/run.md", [Line(
+        "perflab run --runs 10 --ignore-failure 'sleep 0.02' 'sh -c \"sleep 0.01; exit 3\"' 'sleep 0.01'",
+        matching(r"^(┏|┃|┡|└|│|ranked|  \d|warning: 'sh -c|perflab: results)"))]),
+]
+
+EXAMPLES += [
+    Example("instances-default", "docs/instances.md", [
+        Line("perflab instances -w minihlt-quick --json i.json", without(r"^round \d+/\d+ done$"))]),
+    Example("instances-one-round", "docs/instances.md", [
+        Line("perflab instances -w minihlt-quick --n 1,2,3 --policy none --reps 1", without(r"^round \d+/\d+ done$"))]),
+    Example("instances-fork", "docs/instances.md", [
+        Line("perflab instances -w minihlt --fork-master --n 2 --policy none --reps 10 -- --events 20",
+             from_match(r"^fork-master at equal work"))]),
+]
+
+EXAMPLES += [
+    Example("profile-stripped", "docs/profile.md", [
+        Line("g++ -std=c++17 -O2 -s -o minihlt-stripped src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("perflab profile --annotate 0 -- ./minihlt-stripped --events 20 --static-mb 16")], setup=MINIHLT_SRC),
+]
+
+EXAMPLES += [
+    Example("results-died", "docs/results.md", [
+        Line("perflab run --runs 200 -- sleep 0.01 > /dev/null 2>&1 &"),
+        Line("sleep 0.3; perflab run --runs 1000 -- sleep 0.01 > /dev/null 2>&1 &"),
+        Line("sleep 1.2; kill -9 %1", without(r"Killed")),
+        Line("perflab results", without(r"Killed")),
+        Line("perflab resume 2; echo $?"),
+        Line("perflab resume | tail -1")], cleanup="kill %2; wait"),
+]
+
+ENGINE = r"""cat > engine.sh <<'SH'
+# a stand-in chess engine: its result, then its speed, which changes run to run
+echo "bestmove e2e4"
+echo "nodes 1000 nps $(( $(date +%N) / 1000 + 300000000 ))"
+SH
+"""
+EXAMPLES += [
+    Example("bundle-mismatch", "docs/bundle.md", [
+        Line("cat engine.sh"),
+        Line("perflab bundle -o b.tgz -- sh engine.sh", matching(r"^(wrote|perflab: error)")),
+        Line("perflab bundle verify b.tgz; echo $?")], setup=ENGINE),
+]
+
+EXAMPLES += [
+    Example("results-list", "docs/results.md", [
+        Line("perflab cores --rounds 3 --min-rounds 3 --span 0 -- sleep 0.01 > /dev/null"),
+        Line("for i in $(seq 8); do perflab run --runs 10 -- sleep 0.06 > /dev/null; done"),
+        Line("perflab results --last 3"),
+        Line("perflab results 1")]),
+]
+
+RND_C = r"""cat > rnd.c <<'CSRC'
+#include <stdio.h>
+int main(void) {
+    unsigned char b = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) { if (fread(&b, 1, 1, f) != 1) b = 0; fclose(f); }
+    volatile unsigned long s = 0;
+    for (unsigned long i = 0; i < 1000UL * b; i++) s += i * i;
+    printf("%d events\n", 100);
+    return 0;
+}
+CSRC
+"""
+EXAMPLES += [
+    Example("instrument-rnd", "docs/instrument.md", [
+        Line("cat rnd.c"),
+        Line("gcc -O1 -o rnd rnd.c"),
+        Line("perflab run --instrument cachegrind --runs 3 -- ./rnd",
+             matching(r"^│ \./rnd +│ (instructions|estimated_cycles|i1_misses) ", r"^(not )?deterministic"))],
+        setup=RND_C),
 ]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
@@ -313,8 +681,14 @@ def read_record(name: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def shown_block(example: Example) -> list[str]:
-    """The page's block for an example, cut from its record."""
+def split_mark(mark: str) -> tuple[str, int]:
+    """'ci.2' -> ('ci', 2); 'cores' -> ('cores', 0)."""
+    name, _, block = mark.partition(".")
+    return name, int(block) if block else 0
+
+
+def shown_block(example: Example, block: int = 0) -> list[str]:
+    """The page's block for an example (or for one of its blocks), cut from its record."""
     record = read_record(example.name)
     lines = [ln for ln in example.lines if ln.shown]
     if [s for s, _ in record] != [ln.shell for ln in lines]:
@@ -322,6 +696,8 @@ def shown_block(example: Example) -> list[str]:
                          f"regenerate it ({' '.join(['.venv/bin/python bench/docs_examples.py', example.name])})")
     out: list[str] = []
     for ln, (shell, output) in zip(lines, record):
+        if block and ln.block != block:
+            continue
         out.append(f"$ {shell}")
         out.extend(ln.show(output))
     return out
@@ -351,7 +727,8 @@ def run(example: Example) -> None:
     env.pop("PERFLAB_DB", None)
     script = ["set +e", example.setup.replace("{root}", str(ROOT))]
     for i, ln in enumerate(example.lines):
-        script.append(f"echo '{MARK} {i}'")
+        # The mark keeps the last command's exit status: a line `echo $?` shows the one before it.
+        script.append(f"__rc=$?; echo '{MARK} {i}'; (exit $__rc)")
         script.append(ln.shell if ln.shell.rstrip().endswith("&") else f"{ln.shell} 2>&1")
     script.append(f"echo '{MARK} end'")
     script.append(example.cleanup)
@@ -382,11 +759,12 @@ def run(example: Example) -> None:
 # --- pages ----------------------------------------------------------------------------------------
 
 def marked_blocks(text: str) -> list[tuple[str, int, int]]:
-    """(name, first line, end line) of the fenced block after each `<!-- example: NAME -->`."""
+    """(mark, first line, end line) of the fenced block after each `<!-- example: NAME -->` or
+    `<!-- example: NAME.BLOCK -->`."""
     lines = text.splitlines()
     out = []
     for i, line in enumerate(lines):
-        m = re.fullmatch(r"<!-- example: ([\w-]+) -->", line.strip())
+        m = re.fullmatch(r"<!-- example: ([\w-]+(?:\.\d+)?) -->", line.strip())
         if not m:
             continue
         start = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
@@ -399,9 +777,10 @@ def rewrite_pages() -> None:
     for page in sorted({e.page for e in EXAMPLES}):
         path = ROOT / page
         lines = path.read_text().splitlines()
-        for name, start, end in reversed(marked_blocks(path.read_text())):
+        for mark, start, end in reversed(marked_blocks(path.read_text())):
+            name, block = split_mark(mark)
             if record_path(name).exists():
-                lines[start:end] = shown_block(BY_NAME[name])
+                lines[start:end] = shown_block(BY_NAME[name], block)
         path.write_text("\n".join(lines) + "\n")
 
 
