@@ -18,9 +18,10 @@ campaign to campaign: more runs do not remove it. ``within_speeds(a, b)`` remove
    ``MIN_IN_SPEED`` runs is kept (it adds little) and named with the runs that would give it that
    many at its share. Where one side runs at one speed, the other at two, and the change against
    the shared speed is over a third of the gap between the speeds, a change cannot be told from a
-   change of speed: ``undecided`` says so and the comparison is not made, unless the occupancy
-   settles it: a side wholly at one speed is matched to the speed at which all its runs falling
-   is OCCUPANCY_RATIO times likelier, given the other side's share there (hypergeometric).
+   change of speed: ``undecided`` says so and the comparison is not made; so too where the
+   two-speed side reached the one-speed side's speed fewer than ``MIN_IN_SPEED`` times (a few
+   runs a loaded machine slowed can make such a 'speed') and the change against its other speed
+   is over a third of the gap.
 
 ``line()`` says which was done: "compared within two speeds: 31 % and 69 % of runs".
 """
@@ -45,10 +46,6 @@ MODES_MIN_N = 10  # stats.modes reports one mode below this many runs (pooled)
 # A refit moves a speed's cut by less than this log shift's worth: not worth a second mixture fit
 # (a fit is ~10-30 ms, and `perflab compare` makes one per point and measure)
 REFIT = 0.01
-# A side wholly at one speed is matched to the speed that makes its occupancy this many times
-# likelier than the other (a likelihood ratio Jeffreys calls strong); nearer it, _confounded's
-# rule on the size of the change decides.
-OCCUPANCY_RATIO = 20.0
 NAMES = ("fast", "slow")  # by the log values: 'fast' is the lower (for a time; for a rate, lower)
 
 
@@ -146,49 +143,6 @@ def _stratified_shift(a, b, la, lb) -> float:
 
 
 def assign(a: Sequence[float], b: Sequence[float]) -> tuple[Modes | None, list[int], list[int], float]:
-    """(the pooled fit, each run of A's speed, each run of B's speed, the log shift B was moved by),
-    found by _assign; then a side found wholly at one speed is moved to the other where the
-    occupancy makes that far likelier (_by_occupancy)."""
-    fit, la, lb, shift = _assign(a, b)
-    if fit is None:
-        return fit, la, lb, shift
-    moved = _by_occupancy(la, lb)
-    if moved is None:
-        return fit, la, lb, shift
-    la, lb = moved
-    return fit, la, lb, _stratified_shift(a, b, la, lb)
-
-
-def _occupancy(la: Sequence[int], lb: Sequence[int]) -> tuple[int, float, float] | None:
-    """Where one side ran wholly at one speed and the other at both: (that side, 0 for A; the
-    chance that all its runs fell at the speed it was matched to; the chance at the other speed),
-    were every run drawn from one machine's shares of the two (the hypergeometric probability of
-    the one-sided Fisher exact test, given the pooled count at each speed); None elsewhere."""
-    for side, (x, y) in enumerate(((la, lb), (lb, la))):
-        if len(set(x)) == 1 and len(set(y)) == 2:
-            s, n = x[0], len(x) + len(y)
-            here, there = (math.comb(len(x) + y.count(k), len(x)) / math.comb(n, len(x)) for k in (s, 1 - s))
-            return side, here, there
-    return None
-
-
-def _by_occupancy(la: Sequence[int], lb: Sequence[int]) -> tuple[list[int], list[int]] | None:
-    """The labels with the one-speed side moved to the other speed where that matching is
-    OCCUPANCY_RATIO times likelier (None where it is not): a baseline at 21 ms with 2 of 15 runs
-    at 31 ms under load, against a candidate whose 15 runs all took 31 ms, is a candidate 50 %
-    slower (all 15 at a speed the baseline reached 2 times in 15: p 9e-7), not the same code at
-    the baseline's slow speed; B wholly fast against A 40 % slow stays matched (p 0.002 there
-    against 2e-5 at the slow speed)."""
-    occ = _occupancy(la, lb)
-    if occ is None or occ[2] <= OCCUPANCY_RATIO * occ[1]:
-        return None
-    side, _, _ = occ
-    x = la if side == 0 else lb
-    moved = [1 - x[0]] * len(x)
-    return (moved, list(lb)) if side == 0 else (list(la), moved)
-
-
-def _assign(a: Sequence[float], b: Sequence[float]) -> tuple[Modes | None, list[int], list[int], float]:
     """(the pooled fit, each run of A's speed, each run of B's speed, the log shift B was moved by):
     0 fast, 1 slow; the fit is None and every label 0 where the pooled runs have one speed.
 
@@ -353,14 +307,26 @@ def _confounded(speeds: list[Speed], ratio: float) -> str:
     the other at both, and the change against the shared speed over a third of the gap."""
     if all(s.usable for s in speeds) or not math.isfinite(ratio):
         return ""
-    occ = _occupancy([0] * len(speeds[0].a) + [1] * len(speeds[1].a), [0] * len(speeds[0].b) + [1] * len(speeds[1].b))
-    if occ is not None and occ[1] > OCCUPANCY_RATIO * occ[2]:
-        return ""  # the other matching is far less likely: the one made is not in doubt
     fast, slow = speeds
     both = [(f, sl) for f, sl in ((fast.a, slow.a), (fast.b, slow.b)) if f and sl]
     if not both:
         return ""
     gap = abs(math.log(_median(both[0][1]) / _median(both[0][0])))
+    # The speed the one-speed side was matched to, and the other side's runs there: where they
+    # are fewer than MIN_IN_SPEED, that 'speed' may be a few runs a loaded machine slowed (2 of a
+    # baseline's 15 `sleep 0.02` at 31 ms under a load of 12, against `sleep 0.03`), and the
+    # whole change, measured against the speed where the two-speed side mostly ran, is in doubt.
+    shared = next(s for s in speeds if s.usable)
+    other = next(s for s in speeds if not s.usable)
+    x_is_b = not other.b  # the one-speed side: no runs at the other speed
+    thin = len(shared.a) if x_is_b else len(shared.b)  # the two-speed side's runs where X ran
+    # B/A against the two-speed side's other speed: what the change would be were X there
+    alt = (_median(shared.b) / _median(other.a)) if x_is_b else (_median(other.b) / _median(shared.a))
+    if thin < MIN_IN_SPEED and abs(math.log(alt)) > gap / 3:
+        one, two = ("B", "A") if x_is_b else ("A", "B")
+        return (f"{one} ran wholly at the {shared.name} speed, which {two} reached only {thin} "
+                f"time{'s' * (thin != 1)}: a change of {alt:.3g}x against {two}'s {other.name} "
+                "speed cannot be told from a change of speed; rerun both with their runs interleaved")
     if abs(math.log(ratio)) <= gap / 3:
         return ""
     return (f"one side ran at one speed, {ratio:.3g}x the other's nearer speed, which ran at two "

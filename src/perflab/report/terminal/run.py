@@ -104,6 +104,8 @@ def render(result: RunStudyResult, console: Any) -> None:
                 what = r["verdict"]
             elif too_few_runs(r):
                 what = "too few runs to tell (see the warning)"
+            elif r.get("undecided"):
+                what = "cannot be told from a change of speed (see the warning)"
             else:
                 what = "not shown to differ (the interval holds 1, or under 1 %)"
             console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({r['level']:.1%} CI, "

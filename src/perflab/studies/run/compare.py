@@ -129,7 +129,7 @@ def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str 
         b.relative = {"ratio": ratio, "low": w.low, "high": w.high, "level": w.level, "target": level,
                       "significant": up or down, "reference": False,
                       "verdict": None if not (up or down) else _word(up, measure, higher),
-                      "speeds": w.line(), "method": w.method}
+                      "speeds": w.line(), "method": w.method, "undecided": w.undecided}
         pair = f"'{b.command}' against '{ref.command}'"
         if w.two:
             warnings.append(f"{pair}: {w.line()}" + "".join(f"; {n}" for n in w.notes)

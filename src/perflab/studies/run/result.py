@@ -173,7 +173,11 @@ def verdict(result: RunStudyResult) -> str:
             if hits:
                 text += f", {word}: " + "; ".join(hits)
         few = [b.command for b in rest if too_few_runs(b.relative)]
-        same = [b.command for b in rest if not b.relative.get("significant") and b.command not in few]
+        open_ = [b.command for b in rest if b.relative.get("undecided") and b.command not in few]
+        same = [b.command for b in rest if not b.relative.get("significant") and b.command not in few + open_]
+        if open_:
+            text += (f", cannot be told from it: {', '.join(open_)} (one ran at one speed between the "
+                     "other's two: a difference cannot be told from a change of speed)")
         if few:
             text += f", too few runs to tell from it: {', '.join(few)} (no interval reaches the level needed)"
         if same:
