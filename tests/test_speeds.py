@@ -6,7 +6,7 @@ import random
 import pytest
 
 from perflab.stats.shift import ratio_ci
-from perflab.stats.speeds import MIN_IN_SPEED, assign, within_speeds
+from perflab.stats.speeds import MIN_IN_SPEED, assign, same_speed, within_speeds
 from perflab.stats.stratified import stratified_ratio_ci, van_elteren
 
 
@@ -121,3 +121,18 @@ def test_a_side_wholly_at_a_speed_the_other_reached_twice_is_undecided():
     # three runs of A there make it a speed: B is compared with them
     w = within_speeds(_sample(21, 12, 0, 0.0211) + _sample(22, 3, 0, 0.0316), b)
     assert not w.undecided and w.ratio == pytest.approx(1.0, abs=0.02)
+
+
+def test_pairs_at_one_speed_are_found_on_each_sides_own_levels():
+    # base 0.100 s against a build at 0.028 s, each run slow (1.5x) at random: the kept rounds are
+    # those whose two runs fell at the same speed, and their ratio is the builds' 0.28
+    rng = random.Random(3)
+    fa = [1.5 if rng.random() < 0.4 else 1.0 for _ in range(18)]
+    fb = [1.5 if rng.random() < 0.4 else 1.0 for _ in range(18)]
+    a = [0.100 * f * rng.lognormvariate(0, 0.01) for f in fa]
+    b = [0.028 * f * rng.lognormvariate(0, 0.01) for f in fb]
+    kept, fit = same_speed(a, b)
+    assert fit is not None and kept == [x == y for x, y in zip(fa, fb)] and not all(kept)
+    assert all(0.27 < y / x < 0.29 for x, y, k in zip(a, b, kept) if k)
+    # one side at one speed: no round can be told apart, every one is kept
+    assert same_speed(a, [0.028] * 18) == ([True] * 18, None)
