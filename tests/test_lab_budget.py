@@ -73,7 +73,8 @@ def test_the_steps_take_their_rounds_from_the_budget(monkeypatch):
     said: list[str] = []
     ctx = SimpleNamespace(config=SimpleNamespace(quick=False, seed=1, order=tuple(ORDER)), notes=[],
                           session=SimpleNamespace(say=said.append), minihlt=True, seconds=2.5,
-                          workload=Workload(name="minihlt", argv=("minihlt", "--events", "200")),
+                          workload=Workload(name="minihlt", argv=("minihlt", "--events", "200"),
+                                            fork_arg=("--fork", "{n}", "--first", "{first}", "--events", "{events}")),
                           deadline=1000.0 + 600.0)  # a budget of 600 s
     cores = steps.cores_step(ctx).config
     assert 8 <= cores.rounds < 30  # 30 rounds of 2 CPUs at 2.5 s (150 s) do not fit beside the rest
@@ -89,12 +90,15 @@ def test_the_steps_take_their_rounds_from_the_budget(monkeypatch):
     assert steps.cores_step(ctx).config.rounds == 30
     assert steps.variants_step(ctx).config.rounds == 18
     assert steps.frontend_step(ctx).config.points_per_octave == 2
+    assert steps.instances_step(ctx).config.fork_master
     # with nothing left, the fewest that still answer, and the quick sweeps
     ctx.deadline = now[0]
     assert steps.cores_step(ctx).config.rounds == 8
     assert steps.variants_step(ctx).config.rounds == 8
     assert steps.frontend_step(ctx).config.points_per_octave == 1
     assert steps.micro_step(ctx).config.scale == 0.1
+    inst = steps.instances_step(ctx).config  # still the rounds an optimum needs, without the extras
+    assert inst.reps == 5 and inst.ns == (1, 2, 4) and not inst.fork_master
     # a quick lab has no budget: its fixed settings
     ctx.config.quick, ctx.deadline = True, None
     assert steps.cores_step(ctx).config.rounds == 16

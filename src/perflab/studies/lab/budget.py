@@ -68,8 +68,8 @@ def items(order: list[str], seconds: float, ncpu: int, instance_points: Mapping[
           variants: int, cores_alpha: float, variants_alpha: float) -> dict[str, Item]:
     """The Items of the studies in ``order`` for a workload of ``seconds`` a run on ``ncpu`` CPUs.
 
-    ``instance_points``: the instances scan's sets of N, by name ("few", "full"), each as the
-    copies' run-lengths of one round (sum over N of ceil(N / ncpu), fork-master points included).
+    ``instance_points``: one round of the instances scan in workload run-lengths, "few" (its
+    fewest N) and "full" (the thorough scan), each the sum over its points of ceil(copies / ncpu).
     """
     out: dict[str, Item] = {}
     for name in order:
@@ -80,7 +80,7 @@ def items(order: list[str], seconds: float, ncpu: int, instance_points: Mapping[
             least = max(8, least_sign_rounds(cores_alpha, ncpu, left_out=2))
             out[name] = Item(0.0, ncpu * seconds, least, max(least, 30))
         elif name == "instances":
-            # MIN_ROUNDS rounds a point always; the longer scan (more N) is its one extra "round"
+            # MIN_ROUNDS rounds a point always; the thorough scan is its one extra "round"
             few, full = instance_points["few"], instance_points["full"]
             reps = max(5, MIN_ROUNDS)
             out[name] = Item(reps * few * seconds, reps * (full - few) * seconds, 0, 1 if full > few else 0)

@@ -119,6 +119,21 @@ def _ns(ncpu: int, quarters: tuple[int, ...]) -> tuple[int, ...]:
 FEW_N, MORE_N = (4, 8), (1, 2, 3, 4, 6, 8)  # instances' N, in quarters of the usable CPUs
 
 
+def _forks(ctx: LabContext) -> bool:
+    return ctx.workload is not None and "{events}" in (ctx.workload.fork_arg or ())
+
+
+def _instance_rounds(ctx: LabContext, ncpu: int) -> dict[str, int]:
+    """Workload run-lengths of one round of the instances scan: "few" (N = 1, the CPUs, twice
+    them, each placement policy), "full" (more N on 4 CPUs or more, and the fork-master
+    comparison: one master with N workers, bound and not, about one run-length a point)."""
+    machine = getattr(ctx, "machine", None)
+    policies = len(instances.default_policies(machine.topology)[0]) if machine is not None else 2
+    few = policies * sum(-(-n // ncpu) for n in _ns(ncpu, FEW_N))
+    more = _ns(ncpu, MORE_N if ncpu >= 4 else FEW_N)
+    return {"few": few, "full": policies * sum(-(-n // ncpu) for n in more) + 2 * len(more) * _forks(ctx)}
+
+
 def planned(ctx: LabContext, name: str) -> int | None:
     """This study's rounds from the lab's time budget (budget.allot over the studies still to
     run, with the time really left), or None where the lab has no budget (quick)."""
@@ -127,10 +142,8 @@ def planned(ctx: LabContext, name: str) -> int | None:
     order = list(ctx.config.order)
     order = order[order.index(name):] if name in order else [name]
     ncpu = len(os.sched_getaffinity(0))
-    fork = 2 if ctx.workload is not None and "{events}" in (ctx.workload.fork_arg or ()) else 0
-    points = {k: sum(-(-n // ncpu) + fork for n in _ns(ncpu, q)) for k, q in (("few", FEW_N), ("full", MORE_N))}
     seconds = workload_seconds(ctx) if ctx.workload is not None else 1.0
-    items = budget.items(order, seconds, ncpu, points, variants=len(VARIANTS),
+    items = budget.items(order, seconds, ncpu, _instance_rounds(ctx, ncpu), variants=len(VARIANTS),
                          cores_alpha=cores.CoresConfig.alpha, variants_alpha=vs.VariantsConfig.alpha)
     rounds = budget.allot(items, ctx.deadline - time.monotonic())[name]
     ctx.session.say(f"{name}: {rounds} (budget: {ctx.deadline - time.monotonic():.0f} s left for "
@@ -144,10 +157,11 @@ def run_step(ctx: LabContext) -> Step:
     assert wl is not None
     q = ctx.config.quick
     # The full lab within a budget: the run study's precision goal stops it first where it can; its
-    # runs are the lab's first measure of the workload, so its share is a fifth of the time left.
+    # runs are the lab's first measure of the workload (its 10 runs come first), so its share is
+    # an eighth of the time left.
     max_time = 20 if q else 120
     if ctx.deadline is not None:
-        max_time = max(10, min(max_time, int((ctx.deadline - time.monotonic()) / 5)))
+        max_time = max(10, min(max_time, int((ctx.deadline - time.monotonic()) / 8)))
     config = run_mod.RunConfig(
         commands=(run_mod.Command(wl.name, tuple(wl.argv), wl.shell),), metrics=wl.metrics,
         primary_metric=wl.primary_metric,
@@ -198,11 +212,12 @@ def instances_step(ctx: LabContext) -> Step:
     # also a quarter, a half, three quarters and 1.5 times the CPUs (at most seven N, where the
     # default scan has 14 on 64 CPUs). On 2 CPUs the full scan drops N = 3: 1, 2, 4 at 5 rounds
     # cost about what 1-4 at 3 rounds did (2-3 s a copy of the full minihlt).
-    # Within the full lab's budget, the longer scan where its share allows it.
-    longer = not q and ncpu >= 4 and planned(ctx, "instances") != 0
-    ns = _ns(ncpu, MORE_N if longer else FEW_N)
+    # Within the full lab's budget, the longer scan and the fork-master comparison where its
+    # share allows them; the quick lab compares fork masters at its few N.
+    thorough = q or planned(ctx, "instances") != 0
+    ns = _ns(ncpu, MORE_N if thorough and not q and ncpu >= 4 else FEW_N)
     config = instances.InstancesConfig(workload=wl, ns=ns, reps=max(5, MIN_ROUNDS),
-                                       fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
+                                       fork_master=thorough and _forks(ctx), seed=ctx.config.seed)
     return Step(instances, config)
 
 
