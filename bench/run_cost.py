@@ -131,6 +131,10 @@ def main() -> None:
     print(f"  hyperfine -N / floor {ratio(hf, floor):.2f}; perflab run / floor {ratio(pl, floor):.2f}; "
           f"perflab run / hyperfine -N {ratio(pl, hf):.2f} (medians of the ratios within a round; "
           f"floor: the cheaper C loop of the round)")
+    half = 0.5 * med(hf)
+    where = "below" if half < med(floor) else "above"
+    print(f"  half of hyperfine -N's cost, {half * 1e6:.0f} us, is {where} the floor's {med(floor) * 1e6:.0f} us; "
+          f"perflab run {'meets' if ratio(pl, hf) <= 0.5 else 'misses'} 0.5x hyperfine -N")
 
 
 if __name__ == "__main__":
