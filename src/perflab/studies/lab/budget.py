@@ -53,6 +53,17 @@ def allot(items: Mapping[str, Item], left: float) -> dict[str, int]:
         if room[k] > 0:
             extra = int(math.floor(min(1.0, spare / total) * room[k] / it.per_round + 1e-9))
             rounds[k] = it.least + min(extra, it.most - it.least)
+    # What the shares' rounding left over: one more round at a time, in turn, where it fits
+    # (a study's one "round" may be a whole sweep, which no share of a tight budget reaches).
+    left_over = left - sum(it.cost(rounds[k]) for k, it in items.items())
+    grew = True
+    while grew:
+        grew = False
+        for k, it in items.items():
+            if rounds[k] < it.most and it.per_round <= left_over + 1e-9:
+                rounds[k] += 1
+                left_over -= it.per_round
+                grew = True
     return rounds
 
 
