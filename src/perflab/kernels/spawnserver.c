@@ -131,6 +131,7 @@ int main(void) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) return 0; /* died before the prctl took effect */
     int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    for (int fd = 3; fd <= 5; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC); /* the command gets them as 1, 2 */
     char *buf = NULL;
     char *journal_path = NULL;
     int journal = -1;
@@ -217,6 +218,9 @@ int main(void) {
                 if (*c == ',') c++;
             }
         }
+        /* the child changes directory only where it must: not into the one the server is in */
+        char here[4096];
+        int cd = f_cwd[0] && !(getcwd(here, sizeof here) && strcmp(here, f_cwd) == 0);
         int capture = atoi(f_capture);
         long count = atol(f_count);
         if (count < 1) count = 1;
@@ -240,15 +244,14 @@ int main(void) {
             if (pin && sched_setaffinity(0, sizeof set, &set) != 0) {
                 child_err = errno; child_stage = 1; _exit(127);
             }
-            if (f_cwd[0] && chdir(f_cwd) != 0) { child_err = errno; child_stage = 2; _exit(127); }
+            if (cd && chdir(f_cwd) != 0) { child_err = errno; child_stage = 2; _exit(127); }
             /* no stdin file: /dev/null, opened once by the server (fd 6, close-on-exec) */
             int in = f_stdin[0] ? open(f_stdin, O_RDONLY) : null_in;
             if (in < 0) { child_err = errno; child_stage = 3; _exit(127); }
             dup2(in, 0);
             if (in != null_in) close(in);
             dup2(capture ? 3 : 5, 1);
-            dup2(4, 2);
-            close(3); close(4); close(5);
+            dup2(4, 2); /* fds 3-5 are close-on-exec: exec closes them, no call here */
             if (resolved) execve(exe, argv, envp);
             execvpe(argv[0], argv, envp);
             child_err = errno;
