@@ -15,6 +15,8 @@ import pytest
 from perflab.model import Workload
 from perflab.studies.lab import budget, steps
 from perflab.studies.lab.budget import Item, allot
+from perflab.studies.lab.study import _median_wall
+from perflab.studies.run.result import Benchmark, RunStudyResult
 
 ORDER = ["run", "cores", "instances", "variants", "profile", "frontend", "micro"]
 
@@ -117,3 +119,18 @@ def test_a_bad_budget_is_one_line_before_anything_runs(tmp_path, args, line):
                        text=True, timeout=120, cwd=tmp_path)
     assert (p.returncode, p.stdout, p.stderr) == (2, "", line)
     assert not (tmp_path / "l.db").exists()
+
+
+def test_the_workload_time_is_the_run_studys_median_else_one_stored_run():
+    bench = Benchmark(command="w", params={}, summary={"median": 2.5, "n": 10})
+    assert _median_wall(RunStudyResult([bench])) == 2.5
+    assert _median_wall(None) is None and _median_wall(RunStudyResult([])) is None
+    ran: list[str] = []
+
+    def run(spec, rep=0):
+        ran.append(spec.label)
+        return SimpleNamespace(wall_ns=3_000_000_000)
+
+    ctx = SimpleNamespace(seconds=None, workload=Workload(name="w", argv=("w",)), session=SimpleNamespace(run=run))
+    assert steps.workload_seconds(ctx) == 3.0 and steps.workload_seconds(ctx) == 3.0
+    assert ran == ["budget-probe"]  # once, through the session (stored, read back on resume)
