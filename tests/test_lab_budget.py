@@ -134,3 +134,12 @@ def test_the_workload_time_is_the_run_studys_median_else_one_stored_run():
     ctx = SimpleNamespace(seconds=None, workload=Workload(name="w", argv=("w",)), session=SimpleNamespace(run=run))
     assert steps.workload_seconds(ctx) == 3.0 and steps.workload_seconds(ctx) == 3.0
     assert ran == ["budget-probe"]  # once, through the session (stored, read back on resume)
+
+
+@pytest.mark.parametrize("left", [350.0, 500.0, 700.0])
+def test_no_study_is_left_a_round_short_that_would_fit(left):
+    its = _items(2.5)
+    rounds = allot(its, left)
+    spare = left - _cost(its, rounds)
+    assert spare >= -1e-6
+    assert not [k for k, it in its.items() if rounds[k] < it.most and it.per_round <= spare]
