@@ -145,9 +145,11 @@ def planned(ctx: LabContext, name: str) -> int | None:
     seconds = workload_seconds(ctx) if ctx.workload is not None else 1.0
     items = budget.items(order, seconds, ncpu, _instance_rounds(ctx, ncpu), variants=len(VARIANTS),
                          cores_alpha=cores.CoresConfig.alpha, variants_alpha=vs.VariantsConfig.alpha)
-    rounds = budget.allot(items, ctx.deadline - time.monotonic())[name]
-    ctx.session.say(f"{name}: {rounds} (budget: {ctx.deadline - time.monotonic():.0f} s left for "
-                    f"{', '.join(order)}; {seconds:.2f} s a run)")
+    left = ctx.deadline - time.monotonic()
+    rounds = budget.allot(items, left)[name]
+    it = items[name]
+    ctx.session.say(f"budget: {name} gets {rounds} of {it.least}-{it.most} (rounds, or 1 for its full "
+                    f"settings); {left:.0f} s left for {', '.join(order)}, {seconds:.2f} s a run")
     return rounds
 
 
