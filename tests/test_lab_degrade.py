@@ -47,7 +47,7 @@ def test_without_perf_or_valgrind_the_profile_is_skipped_with_what_to_install(tm
 
 def _ctx(quick: bool = True) -> SimpleNamespace:
     said: list[str] = []
-    return SimpleNamespace(config=SimpleNamespace(quick=quick, seed=1), notes=[],
+    return SimpleNamespace(config=SimpleNamespace(quick=quick, seed=1), notes=[], deadline=None, seconds=None,
                            session=SimpleNamespace(say=said.append), said=said)
 
 

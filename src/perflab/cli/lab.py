@@ -23,13 +23,17 @@ from perflab.errors import PerflabError
 @click.option("--resume", is_flag=True,
               help="Carry on the newest unfinished lab from the store without repeating stored runs.")
 @click.option("--studies", metavar="LIST", help="Comma-separated subset, e.g. run,cores,variants.")
+@click.option("--budget", type=float, metavar="S",
+              help="Seconds the full lab's studies may take (default 540); each study gets its share "
+                   "of what is left, never fewer rounds than it needs to answer.")
 @click.option("--seed", default=1, show_default=True, help="Seed for every shuffled order.")
 @primary_metric_options
 @store_option
 @tune_options
 @click.argument("workload_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
 def command(workload: str | None, config_path: str | None, quick: bool, out_dir: str, resume: bool,
-            studies: str | None, seed: int, db_url: str | None, workload_args: tuple[str, ...]) -> None:
+            studies: str | None, budget: float | None, seed: int, db_url: str | None,
+            workload_args: tuple[str, ...]) -> None:
     """Build the workload, run the default studies, write the report.
 
     Default studies: run, cores, instances, variants, profile (of the slowest event), frontend,
@@ -47,8 +51,12 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
     from perflab.studies.lab import study as lab
     from perflab.studies.lab.steps import lab_workload
 
+    if budget is not None and not 0 < budget < float("inf"):
+        raise PerflabError(f"--budget must be a number of seconds above 0, got {budget:g}")
+    if budget is not None and quick:
+        raise PerflabError("--budget is the full lab's: the quick lab has fixed settings; drop --quick or --budget")
     config = lab.LabConfig(workload=workload, config_path=config_path, quick=quick, out_dir=out_dir,
-                           seed=seed, workload_args=tuple(workload_args), studies=tuple(s.strip() for s in (studies or "").split(",") if s.strip()))
+                           budget=budget, seed=seed, workload_args=tuple(workload_args), studies=tuple(s.strip() for s in (studies or "").split(",") if s.strip()))
     lab.plan(config)  # unknown study names fail here, before anything is built
     choice = metric_choice()
     if resume and choice != MetricChoice():

@@ -130,6 +130,8 @@ int main(void) {
     pid_t parent = getppid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) return 0; /* died before the prctl took effect */
+    int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    for (int fd = 3; fd <= 5; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC); /* the command gets them as 1, 2 */
     char *buf = NULL;
     char *journal_path = NULL;
     int journal = -1;
@@ -216,14 +218,18 @@ int main(void) {
                 if (*c == ',') c++;
             }
         }
+        /* the child changes directory only where it must: not into the one the server is in */
+        char here[4096];
+        int cd = f_cwd[0] && !(getcwd(here, sizeof here) && strcmp(here, f_cwd) == 0);
         int capture = atoi(f_capture);
         long count = atol(f_count);
         if (count < 1) count = 1;
         for (long run = 0; run < count; run++) {
-        /* each run's output alone in the memfds (the command's fds share these offsets) */
-        if (capture) { ftruncate(3, 0); lseek(3, 0, SEEK_SET); }
-        ftruncate(4, 0);
-        lseek(4, 0, SEEK_SET);
+        /* each run's output alone in the memfds (the command's fds share these offsets); an
+         * empty one (a quiet command) needs no truncation: one fstat instead of two calls */
+        struct stat mst;
+        if (capture && (fstat(3, &mst) != 0 || mst.st_size != 0)) { ftruncate(3, 0); lseek(3, 0, SEEK_SET); }
+        if (fstat(4, &mst) != 0 || mst.st_size != 0) { ftruncate(4, 0); lseek(4, 0, SEEK_SET); }
 
         /* vfork child: only syscalls and exec; failures go back through shared memory. */
         volatile int child_err = 0;
@@ -232,21 +238,20 @@ int main(void) {
         pid_t pid = vfork();
         if (pid == 0) {
             setpgid(0, 0);
+            /* ignored dispositions survive exec; caught ones (SIGTERM, SIGHUP) are reset by it */
             signal(SIGPIPE, SIG_DFL);
             signal(SIGINT, SIG_DFL);
-            signal(SIGTERM, SIG_DFL);
-            signal(SIGHUP, SIG_DFL);
             if (pin && sched_setaffinity(0, sizeof set, &set) != 0) {
                 child_err = errno; child_stage = 1; _exit(127);
             }
-            if (f_cwd[0] && chdir(f_cwd) != 0) { child_err = errno; child_stage = 2; _exit(127); }
-            int in = open(f_stdin[0] ? f_stdin : "/dev/null", O_RDONLY);
+            if (cd && chdir(f_cwd) != 0) { child_err = errno; child_stage = 2; _exit(127); }
+            /* no stdin file: /dev/null, opened once by the server (fd 6, close-on-exec) */
+            int in = f_stdin[0] ? open(f_stdin, O_RDONLY) : null_in;
             if (in < 0) { child_err = errno; child_stage = 3; _exit(127); }
             dup2(in, 0);
-            if (in != 0) close(in);
+            if (in != null_in) close(in);
             dup2(capture ? 3 : 5, 1);
-            dup2(4, 2);
-            close(3); close(4); close(5);
+            dup2(4, 2); /* fds 3-5 are close-on-exec: exec closes them, no call here */
             if (resolved) execve(exe, argv, envp);
             execvpe(argv[0], argv, envp);
             child_err = errno;

@@ -2,8 +2,9 @@
 
 Quick mode keeps every study but shrinks it (a 20-event minihlt, fewer N and sizes, fewer rounds
 where a study can still answer with them) so the whole lab finishes in a few minutes on a 2-CPU
-machine; the default is thorough. Each study gets at least the rounds its test needs to reach an
-answer (tests/test_lab_degrade.py), and a study whose tool is missing makes do or is skipped.
+machine; the default is thorough within a time budget (budget.py: before each study, its share of
+the time left, in rounds). Each study gets at least the rounds its test needs to reach an answer
+(tests/test_lab_degrade.py), and a study whose tool is missing makes do or is skipped.
 A step returns the study module and its config; lab runs it as a child campaign through
 ``run_study``.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Callable
@@ -34,6 +36,7 @@ from perflab.studies.instances.optimum import MIN_ROUNDS
 from perflab.studies.micro import study as mi
 from perflab.studies.profile import study as profile
 from perflab.studies.frontend import study as fe
+from perflab.studies.lab import budget
 from perflab.studies.variants import study as vs
 
 
@@ -45,6 +48,8 @@ class LabContext:
     workload: Workload | None = None
     minihlt: bool = False
     notes: list[str] = field(default_factory=list)
+    deadline: float | None = None  # time.monotonic() by which the studies should be done (budget)
+    seconds: float | None = None  # the workload's seconds a run (the run study's median, else one run)
 
 
 @dataclass
@@ -97,11 +102,68 @@ def prepare(ctx: LabContext) -> None:
     ctx.session.say(f"workload: {ctx.workload.name}: {' '.join(ctx.workload.argv)}")
 
 
+def workload_seconds(ctx: LabContext) -> float:
+    """The workload's seconds a run: the run study's median, else one run of it (stored in the
+    lab campaign, so a resumed lab reads it back)."""
+    if ctx.seconds is None:
+        assert ctx.workload is not None
+        result = ctx.session.run(ctx.workload.spec(label="budget-probe", timeout=600))
+        ctx.seconds = result.wall_ns / 1e9
+    return ctx.seconds
+
+
+def _ns(ncpu: int, quarters: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted({1} | {max(1, ncpu * k // 4) for k in quarters}))
+
+
+FEW_N, MORE_N = (4, 8), (1, 2, 3, 4, 6, 8)  # instances' N, in quarters of the usable CPUs
+
+
+def _forks(ctx: LabContext) -> bool:
+    return ctx.workload is not None and "{events}" in (ctx.workload.fork_arg or ())
+
+
+def _instance_rounds(ctx: LabContext, ncpu: int) -> dict[str, int]:
+    """Workload run-lengths of one round of the instances scan: "few" (N = 1, the CPUs, twice
+    them, each placement policy), "full" (more N on 4 CPUs or more, and the fork-master
+    comparison: one master with N workers, bound and not, about one run-length a point)."""
+    machine = getattr(ctx, "machine", None)
+    policies = len(instances.default_policies(machine.topology)[0]) if machine is not None else 2
+    few = policies * sum(-(-n // ncpu) for n in _ns(ncpu, FEW_N))
+    more = _ns(ncpu, MORE_N if ncpu >= 4 else FEW_N)
+    return {"few": few, "full": policies * sum(-(-n // ncpu) for n in more) + 2 * len(more) * _forks(ctx)}
+
+
+def planned(ctx: LabContext, name: str) -> int | None:
+    """This study's rounds from the lab's time budget (budget.allot over the studies still to
+    run, with the time really left), or None where the lab has no budget (quick)."""
+    if ctx.deadline is None:
+        return None
+    order = list(ctx.config.order)
+    order = order[order.index(name):] if name in order else [name]
+    ncpu = len(os.sched_getaffinity(0))
+    seconds = workload_seconds(ctx) if ctx.workload is not None else 1.0
+    items = budget.items(order, seconds, ncpu, _instance_rounds(ctx, ncpu), variants=len(VARIANTS),
+                         cores_alpha=cores.CoresConfig.alpha, variants_alpha=vs.VariantsConfig.alpha)
+    left = ctx.deadline - time.monotonic()
+    rounds = budget.allot(items, left)[name]
+    it = items[name]
+    ctx.session.say(f"budget: {name} gets {rounds} of {it.least}-{it.most} (rounds, or 1 for its full "
+                    f"settings); {left:.0f} s left for {', '.join(order)}, {seconds:.2f} s a run")
+    return rounds
+
+
 @step("run")
 def run_step(ctx: LabContext) -> Step:
     wl = ctx.workload
     assert wl is not None
     q = ctx.config.quick
+    # The full lab within a budget: the run study's precision goal stops it first where it can; its
+    # runs are the lab's first measure of the workload (its 10 runs come first), so its share is
+    # an eighth of the time left.
+    max_time = 20 if q else 120
+    if ctx.deadline is not None:
+        max_time = max(10, min(max_time, int((ctx.deadline - time.monotonic()) / 8)))
     config = run_mod.RunConfig(
         commands=(run_mod.Command(wl.name, tuple(wl.argv), wl.shell),), metrics=wl.metrics,
         primary_metric=wl.primary_metric,
@@ -110,7 +172,7 @@ def run_step(ctx: LabContext) -> Step:
         # machine whose runs spread by more than the sample's range allows (the median's CI of 10
         # runs spans the 2nd to the 9th), and the lab warned of its own setting.
         warmup=1, runs=10 if q else None, precision=None if q else 0.02,
-        min_runs=10, max_runs=None if q else 40, max_time=20 if q else 120,
+        min_runs=10, max_runs=None if q else 40, max_time=max_time,
         seed=ctx.config.seed, workload=wl.name, env=tuple((wl.env or {}).items()), cwd=wl.cwd,
     )
     return Step(run_mod, config)
@@ -131,6 +193,12 @@ def cores_step(ctx: LabContext) -> Step:
     config = cores.CoresConfig(workload=ctx.workload, rounds=16 if q else 30, min_rounds=8,
                                max_time=40 if q else 600, seed=ctx.config.seed,
                                **({"span": 10.0} if q else {}))
+    rounds = planned(ctx, "cores")
+    if rounds is not None:
+        # its blocks no further apart than its rounds take, so the scan never waits for the span
+        took = rounds * len(usable) * workload_seconds(ctx)
+        config = replace(config, rounds=rounds, min_rounds=min(8, rounds), span=min(config.span, took),
+                         max_time=max(60.0, 2 * took))
     return Step(cores, config)
 
 
@@ -146,10 +214,12 @@ def instances_step(ctx: LabContext) -> Step:
     # also a quarter, a half, three quarters and 1.5 times the CPUs (at most seven N, where the
     # default scan has 14 on 64 CPUs). On 2 CPUs the full scan drops N = 3: 1, 2, 4 at 5 rounds
     # cost about what 1-4 at 3 rounds did (2-3 s a copy of the full minihlt).
-    quarters = (4, 8) if q or ncpu < 4 else (1, 2, 3, 4, 6, 8)
-    ns = tuple(sorted({1} | {max(1, ncpu * k // 4) for k in quarters}))
+    # Within the full lab's budget, the longer scan and the fork-master comparison where its
+    # share allows them; the quick lab compares fork masters at its few N.
+    thorough = q or planned(ctx, "instances") != 0
+    ns = _ns(ncpu, MORE_N if thorough and not q and ncpu >= 4 else FEW_N)
     config = instances.InstancesConfig(workload=wl, ns=ns, reps=max(5, MIN_ROUNDS),
-                                       fork_master="{events}" in (wl.fork_arg or ()), seed=ctx.config.seed)
+                                       fork_master=thorough and _forks(ctx), seed=ctx.config.seed)
     return Step(instances, config)
 
 
@@ -164,14 +234,15 @@ def variants_step(ctx: LabContext) -> Step:
     args = tuple(wl0.argv[1:])
     wl = Workload(name="minihlt", argv=("{exe}", *args), metrics=wl0.metrics,
                   primary_metric="events_per_s", checksum_metric="checksum")
-    specs = ["m64-O2=-m64 -O2", "m32-O2=-m32 -msse2 -mfpmath=sse -O2", "mx32-O2=-mx32 -O2",
-             "O3-native=-m64 -O3 -march=native", "lto=-m64 -O2 -flto", "pgo=-m64 -O2 pgo"]
-    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(parse_variant(s) for s in specs),
-                               baseline="m64-O2", rounds=8 if q else vs.DEFAULT_ROUNDS, warmup=1,
+    rounds = None if q else planned(ctx, "variants")
+    config = vs.VariantsConfig(target=target, workload=wl, variants=tuple(parse_variant(s) for s in VARIANTS),
+                               baseline="m64-O2", rounds=8 if q else rounds or vs.DEFAULT_ROUNDS, warmup=1,
                                seed=ctx.config.seed, train_argv=("{exe}", *args, "--seed", "12345"))
     return Step(vs, config)
 
 
+VARIANTS = ("m64-O2=-m64 -O2", "m32-O2=-m32 -msse2 -mfpmath=sse -O2", "mx32-O2=-mx32 -O2",
+            "O3-native=-m64 -O3 -march=native", "lto=-m64 -O2 -flto", "pgo=-m64 -O2 pgo")
 _DONE = re.compile(r"done processing event #(\d+) in ([\d.]+) ms")
 
 
@@ -231,7 +302,8 @@ def profile_step(ctx: LabContext) -> Step:
 
 @step("frontend")
 def frontend_step(ctx: LabContext) -> Step:
-    q = ctx.config.quick
+    # within the full lab's budget, the quick sweep where the full one does not fit
+    q = ctx.config.quick or planned(ctx, "frontend") == 0
     config = fe.FrontendConfig(min_bytes=16 << 10, max_bytes=(2 << 20) if q else (4 << 20),
                                points_per_octave=1 if q else 2, iters=1_000_000 if q else 2_000_000,
                                reps=10, perf_span=not q, seed=ctx.config.seed)
@@ -240,7 +312,7 @@ def frontend_step(ctx: LabContext) -> Step:
 
 @step("micro")
 def micro_step(ctx: LabContext) -> Step:
-    q = ctx.config.quick
+    q = ctx.config.quick or planned(ctx, "micro") == 0
     # The I/O benchmarks write a temporary file: keep it out of the user's working directory.
     # 10 rounds even when quick: with fewer no difference can pass Holm over 13 operations.
     config = mi.MicroConfig(reps=10, scale=0.1 if q else 1.0, io_dir=tempfile.gettempdir(),

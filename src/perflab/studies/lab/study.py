@@ -25,6 +25,7 @@ from perflab.model import RunSpec
 from perflab.platform.machine import Machine
 from perflab.studies import run_study, study_module
 from perflab.studies.base import StudyConfig
+from perflab.studies.lab.budget import FULL_BUDGET
 from perflab.studies.lab.steps import STEPS, LabContext, Step, prepare
 from perflab.studies.session import Session
 
@@ -44,6 +45,7 @@ class LabConfig(StudyConfig):
     workload_args: tuple[str, ...] = ()  # appended to the workload's argv (perflab lab -- ARGS)
     primary_metric: str | None = None  # --primary-metric over the workload's (checked by the CLI)
     higher_is_better: bool | None = None  # --higher-is-better / --lower-is-better
+    budget: float | None = None  # the full lab's seconds for its studies (None: budget.FULL_BUDGET)
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -132,12 +134,17 @@ def execute(config: LabConfig, session: Session, machine: Machine) -> LabResult:
     children = {c.name: c for c in session.store.campaigns(parent_id=session.campaign_id)}
     result = LabResult(out_dir=config.out_dir, workload=ctx.workload.name)
     t0 = time.monotonic()
+    if not config.quick:
+        # a resumed lab gives the studies still to run the whole budget again
+        ctx.deadline = t0 + (config.budget if config.budget is not None else FULL_BUDGET)
     hooks = session.progress
     for index, name in enumerate(config.order):
         if hasattr(hooks, "begin"):
             hooks.begin(name, index, len(config.order))  # type: ignore[attr-defined]
         outcome = _child(ctx, name, children.get(name))
         result.steps.append(outcome)
+        if name == "run" and ctx.seconds is None:
+            ctx.seconds = _median_wall(outcome.result)
         if hasattr(hooks, "end"):
             hooks.end(name, outcome)  # type: ignore[attr-defined]
     result.seconds = round(time.monotonic() - t0, 1)
@@ -177,6 +184,13 @@ def _child(ctx: LabContext, name: str, child: Any) -> Outcome:
     runs = store.campaign(cid).n_measurements if cid is not None else 0
     return Outcome(name, status, cid, round(time.monotonic() - s0, 1), runs, replayed,
                    note="; ".join(ctx.notes[said:]), result=res)
+
+
+def _median_wall(result: Any) -> float | None:
+    """The run study's median wall seconds of the workload (None where it has none)."""
+    benches = getattr(result, "benchmarks", None) or []
+    summary = benches[0].summary if benches else None
+    return summary["median"] if summary and summary.get("median") else None
 
 
 def _load(name: str, child: Any) -> Any:
