@@ -16,13 +16,13 @@ per-component variances let one component collapse onto a few nearly equal runs 
 likelihood). Without the ex-Gaussian, a skewed single speed (a minimum plus an exponential tail,
 checks/noise.py's 'skewed') was called two modes in 14 % of samples at n = 30: two Gaussians fit
 a bulk and its tail better than one. Where that rule says one speed, two speeds with a tail are
-tried (``_tailed``): a mixture of two ex-Gaussians with a common sigma and tau, against the better
-single-speed model by BIC (5 parameters), the speeds 2.5 of a speed's whole SD and 5 % apart, the
-smaller holding 10 % of the runs and 3, and the runs in the middle third between the two peaks at
-most half as many as about either peak. A loaded machine's delays smear each speed into a skewed
-hump: two Gaussians fit that worse than one ex-Gaussian, and this VM's 30/48 ms command (under
-load 5-9) was called one speed with a tail in every try. False alarms and detection under every
-model of checks/noise.py: checks/modes_check.py (figures in docs/run.md).
+tried (``_tailed``, 20 runs or more): a mixture of two ex-Gaussians with a common sigma and tau,
+against the better single-speed model by BIC (5 parameters), the speeds 2.5 of a speed's whole
+SD and 5 % apart, the smaller holding 10 % of the runs and 3, and the runs in the middle third
+between the two peaks at most half as many as about either peak. A loaded machine's delays
+smear each speed into a skewed hump: two Gaussians fit that worse than one ex-Gaussian, and this
+VM's 30/48 ms command (under load 5-9) was called one speed with a tail in every try. False
+alarms and detection under every model of checks/noise.py: checks/modes_check.py (figures in docs/run.md).
 
 ``cause()`` says in one line what commonly makes run times bimodal.
 """
@@ -36,6 +36,9 @@ from typing import Sequence
 METHOD = ("2-component Gaussian mixture on log times (EM, common variance), or two ex-Gaussians (two "
           "speeds with a common tail), vs 1 Gaussian and vs an ex-Gaussian (one speed with a tail) by "
           "BIC; modes >= 2.5 SD and >= 5% apart, smaller mode >= 10% of runs")
+# Two speeds with a tail have five parameters: on fewer runs a spike of equal times and a few
+# strays fit them (12 runs of a command cycling 80..120 ms beside a steady 100 ms did)
+TAILED_MIN_N = 20
 CAUSE = ("common causes of run times at two speeds: a virtual CPU sharing a host core with another "
          "tenant (steal time), CPU frequency changes (turbo, power capping, thermal), or another "
          "process taking turns on the same CPU")
@@ -236,7 +239,7 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
         return _modes(vals, labels, min(gain, one_bic - (-2 * ll2 + 4 * log_n)), sep)
     # Two speeds each with a tail (a loaded machine's delays smear each speed into a skewed hump:
     # two Gaussians fit that worse than one ex-Gaussian, and the plain rule said one speed).
-    if not tailed:
+    if not tailed or n < TAILED_MIN_N:
         return Modes(_one(vals).modes, n, min(gain, one_bic - (-2 * ll2 + 4 * log_n)), sep, tuple([0] * n))
     found = _tailed(x, min(mu1, mu2), max(mu1, mu2), math.sqrt(var), one_bic, min_bic_gain,
                     min_separation, max(3, min_share * n), min_gap)
