@@ -21,7 +21,7 @@ against the better single-speed model by BIC (5 parameters), the speeds 2.5 of a
 SD and 5 % apart, the smaller holding 10 % of the runs and 3, and the runs in the middle third
 between the two peaks at most half as many as about either peak. A loaded machine's delays
 smear each speed into a skewed hump: two Gaussians fit that worse than one ex-Gaussian, and this
-VM's 30/48 ms command (under load 5-9) was called one speed with a tail in every try. False
+VM's 30/48 ms command under load was called one speed with a tail, and run compared mixtures. False
 alarms and detection under every model of checks/noise.py: checks/modes_check.py (figures in docs/run.md).
 
 ``cause()`` says in one line what commonly makes run times bimodal.
