@@ -204,6 +204,7 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
     t0 = now()
     first = True
     together: bool | None = None  # decided where the first command would stop (interleave_note)
+    stop_round = 0
     while active:
         order = list(active)
         if len(order) > 1:
