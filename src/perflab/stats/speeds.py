@@ -82,6 +82,8 @@ class WithinSpeeds:
     z: float = math.nan  # van Elteren's Z of B above A (two speeds; nan at one)
     undecided: str = ""  # why no comparison can be made ('' when it was)
     modes: Modes | None = field(default=None, repr=False, compare=False)
+    labels: tuple[tuple[int, ...], tuple[int, ...]] = field(default=((), ()), repr=False, compare=False)
+    # each run's speed (0 fast, 1 slow), A's and B's, in input order; empty at one speed
 
     @property
     def two(self) -> bool:
@@ -287,11 +289,12 @@ def within_speeds(a: Sequence[float], b: Sequence[float], level: float = 0.95, l
     if not used:  # each side at its own speed: assign() would have aligned them into one
         return WithinSpeeds(tuple(speeds), math.nan, math.nan, math.nan, 0.0, 1.0, tuple(notes), math.nan,
                             "A and B ran at different speeds throughout: a change cannot be told "
-                            "from a change of speed; interleave their runs", fit)
+                            "from a change of speed; interleave their runs", fit, (tuple(la), tuple(lb)))
     ratio, lo, hi, achieved = stratified_ratio_ci(used, level=level)
     z, p = van_elteren(used)
     undecided = _confounded(speeds, ratio)
-    return WithinSpeeds(tuple(speeds), ratio, lo, hi, achieved, p, tuple(notes), z, undecided, fit)
+    return WithinSpeeds(tuple(speeds), ratio, lo, hi, achieved, p, tuple(notes), z, undecided, fit,
+                        (tuple(la), tuple(lb)))
 
 
 def _notes(speeds: list[Speed], n: int) -> list[str]:

@@ -86,7 +86,12 @@ def render_diff(result: ProfileDiffResult, console: Any) -> None:
         t.add_row(*cells)
     console.print(t)
     na, nb = result.n_recordings
-    if na > 1 or nb > 1:
+    if result.speeds:
+        console.print(f"samples are means per recording at the same mix of speeds ({na} and {nb} "
+                      f"recordings; {escape(result.speeds['line'])})")
+        for note in result.speeds.get("notes") or ():
+            console.print(f"warning: {escape(note)}")
+    elif na > 1 or nb > 1:
         console.print(f"samples are means per recording ({na} and {nb} recordings)")
     if result.tested:  # untested, the verdict itself says so in its one line
         console.print(escape(result.test_note) + (" (* differs)" if result.differing else ""))

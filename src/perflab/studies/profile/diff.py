@@ -10,7 +10,9 @@ compared between the sides by Welch's t-test (recordings of two runs are not pai
 p-values are Holm-corrected over every function compared (those holding >= 0.5 % of the period,
 at most 30), at alpha = 1 - level. A share is what a code change moves; the total period also
 moves with the machine (drift between the two campaigns, two speeds, load), which scales every
-function alike and leaves shares alone, so the total is shown but not tested. With fewer
+function alike and leaves shares alone, so the total is shown but not tested; where the
+recordings' totals show two speeds (stats.speeds, as run, compare and gate), each side's mean is
+taken at the same mix of speeds (studies/profile/speeds.py) and the verdict says so. With fewer
 recordings no test is possible: the table is descriptive, and the verdict says so in one line.
 checks/profile_diff_check.py shows the false differences and the detection under checks/noise.py.
 
@@ -38,6 +40,7 @@ from perflab.studies.profile.counts import (
 from perflab.studies.profile.parse import (
     DiffRow, Profile, aggregate, diff_profiles, mean_profile, profile_from_dict, read_samples,
 )
+from perflab.studies.profile.speeds import standardised
 
 NAME = "profile_diff"
 MIN_TEST_RECORDINGS = 3  # per side: Welch's t needs a variance on each side; 2 give 1 df
@@ -118,6 +121,9 @@ class ProfileDiffResult:
     a_totals: list[float] = field(default_factory=list)  # callgrind: Ir of each recording
     b_totals: list[float] = field(default_factory=list)
     campaign_id: int | None = None
+    # two speeds in the recordings' totals: the periods are means at the pooled mix of speeds
+    # (studies/profile/speeds.py): its line, shares, recordings per speed, notes
+    speeds: dict | None = None
 
     @property
     def extra_fraction(self) -> float:
@@ -212,6 +218,8 @@ class ProfileDiffResult:
             return self._count_verdict()
         total = (f"{self.b_label} has {self.extra_fraction:+.1%} {self.event} period per recording "
                  f"over {self.a_label}")
+        if self.speeds:
+            total += f" ({self.speeds['line']}; each side's mean at the same mix of speeds)"
         if not self.tested:
             top = (f"; the largest share of the extra in {self.rows[0].symbol} "
                    f"({self.rows[0].share_of_extra:.1%})" if self.rows else "")
@@ -295,7 +303,9 @@ def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
                            "a diff needs both sides recorded with the same event (--perf-event)")
     event = a.event or b.event or "unknown event"
     pa, pb = a.profiles, b.profiles
-    ma, mb = mean_profile(pa), mean_profile(pb)
+    # like with like: two speeds in the recordings' totals give each side's mean at one mix of them
+    std = standardised(pa, pb)
+    ma, mb = (std.a, std.b) if std else (mean_profile(pa), mean_profile(pb))
     swapped = ma.period > mb.period
     if swapped:
         a, b, pa, pb, ma, mb = b, a, pb, pa, mb, ma
@@ -304,7 +314,7 @@ def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
     tests = share_tests(pa, pb, alpha) if min(len(pa), len(pb)) >= MIN_TEST_RECORDINGS else []
     rows = [r for r in rows if r.share_of_extra >= config.threshold][: config.top]
     return ProfileDiffResult(a.label, b.label, event, unit_of(event), ma.period, mb.period, swapped,
-                             rows, (len(pa), len(pb)), alpha, tests)
+                             rows, (len(pa), len(pb)), alpha, tests, speeds=std.as_dict(swapped) if std else None)
 
 
 def shares(profiles: Sequence[Profile], symbols: Sequence[str]) -> list[list[float]]:

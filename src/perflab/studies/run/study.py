@@ -3,6 +3,8 @@ and relative speed, every run stored as it completes.
 
 Scheduling: warm-up runs first, then rounds; each round runs every still-active benchmark once,
 in an order shuffled per round (seeded), so slow drift of the machine hits all commands alike.
+Where the first rounds show two speeds, no command runs on alone after another stopped: every
+one runs in every round to the last one's stop (studies/run/order.py), so all meet the same speeds.
 A benchmark stops after ``runs`` runs, or (adaptive ``precision``) when the CI of its median lies
 within +-precision of the median, bounded by min/max runs and max time. A failed run stops the
 study unless ``ignore_failure``; it is stored either way and left out of every statistic.
@@ -28,6 +30,7 @@ from perflab.studies import instrument
 from perflab.studies.cost.energy import events_metric, summarise
 from perflab.studies.run.compare import (CV_WARN, compare, precise, precision_missed, ranked_values, ranking,
                                          two_speeds, two_speeds_line)
+from perflab.studies.run.order import interleave_note, rounds_ahead, two_speeds_seen
 from perflab.studies.run.result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.session import Session
 from perflab.stats import mad_outliers
@@ -200,6 +203,8 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
     stopped = "runs" if config.runs is not None else "precision" if config.precision else "time-budget"
     t0 = now()
     first = True
+    together: bool | None = None  # decided where the first command would stop (interleave_note)
+    stop_round = 0
     while active:
         order = list(active)
         if len(order) > 1:
@@ -209,7 +214,7 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
             # One command and nothing between its runs: the rounds up to the next decision go
             # back to back (session.run_many): each run journalled before the next starts, stored
             # a group at a time.
-            count = (_rounds_ahead(config, reps[i], target.get(i), walls[i], (now() - t0) / 1e9)
+            count = (rounds_ahead(config, reps[i], target.get(i), walls[i], (now() - t0) / 1e9)
                      if len(order) == 1 and prepare is None else 1)
             if count == 1 and not session.stored(spec, reps[i]):
                 _run_prepare(session, prepare)
@@ -241,36 +246,26 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
                 still.append(i)
             elif n < target[i]:
                 still.append(i)
+        if together is None and still and len(still) < len(active):
+            # Here one command would stop and the others go on alone, in a block: where the
+            # first rounds show two speeds, every command runs to the last one's stop instead.
+            together = two_speeds_seen([walls[i] for i in range(len(specs))])
+            if together:
+                stop_round = min(reps[i] for i in active)
+        if together and still:
+            still = [i for i in active if config.max_runs is None or reps[i] < config.max_runs]
         active = still
         if active and config.max_time is not None and (now() - t0) / 1e9 >= config.max_time:
             if all(reps[i] >= 2 for i in active):
                 stopped = "max-time"
                 break
     result = analyse(config, runs, stopped_by=stopped)
+    if together:
+        result.warnings.insert(0, interleave_note(stop_round, [b.n for b in result.benchmarks]))
     result.instrument = instrument.with_executor(result.instrument, session.executor)
     if getattr(session.executor, "live", False):  # the mock plays no machine
         result.warnings.extend(_machine_notes(before, _cpu_times()))
     return result
-
-
-MAX_BATCH = 512  # bounds what a journal holds and how far a --max-time check can lag
-
-
-def _rounds_ahead(config: RunConfig, done: int, target: int | None, walls: list[float],
-                  elapsed_s: float) -> int:
-    """How many rounds of a lone command can run before the stop rule could say stop: the runs
-    left to a known target (and --max-runs), as many as fit in what is left of --max-time at
-    the median run time so far; 1 while a rule looks at every run (--precision) or the target
-    is not known yet (hyperfine's rule sets it from the first run)."""
-    if target is None or (config.precision is not None and config.runs is None):
-        return 1
-    left = target - done
-    if config.max_runs is not None:
-        left = min(left, config.max_runs - done)
-    if config.max_time is not None:
-        typical = statistics.median(walls) if walls else config.max_time
-        left = min(left, int(max(0.0, config.max_time - elapsed_s) / max(typical, 1e-6)))
-    return max(1, min(left, MAX_BATCH))
 
 
 def _cpu_times(root: Root = Root("/")) -> list[int] | None:
