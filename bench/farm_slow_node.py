@@ -92,6 +92,7 @@ def main() -> int:
     d = Path(tempfile.mkdtemp(prefix="perflab-farm-bench-"))
     counts = {True: 0, False: 0}
     noted = 0
+    loads: list[float] = []
     t0 = time.monotonic()
     conf = start(d / "cluster")
     env = {**os.environ, "SLURM_CONF": conf, "PYTHONPATH": str(ROOT / "src"), "PERFLAB_CACHE": str(d / "cache")}
@@ -117,18 +118,25 @@ def main() -> int:
                 med = {h["host"]: h["headline"]["median"] for h in rep["hosts"]}
                 ratio = med["node2"] / statistics.median(v for k, v in med.items() if k != "node2")
                 counts[slow] += named == ["node2"] if slow else bool(named)
+                tt = rep["platforms"][0].get("time_test") or {}
+                judged = (f"{tt.get('blocks')} blocks of a {tt['window']['seconds']} s common window"
+                          if tt.get("mode") == "together" else
+                          f"apart, detectable {tt.get('detectable_slowdown', float('nan')):.0%}"
+                          if tt.get("mode") == "apart" else "whole campaigns")
+                loads.append(os.getloadavg()[0])
                 print(f"{'planted' if slow else 'null'} {i + 1}: slow hosts {named or 'none'}; node2 at {ratio:.2f} "
                       f"of the others' median; runs {min(h['headline']['n'] for h in rep['hosts'])}-"
-                      f"{max(h['headline']['n'] for h in rep['hosts'])} a node"
+                      f"{max(h['headline']['n'] for h in rep['hosts'])} a node; judged on {judged}"
                       + ("; report: not measured at the same time" if apart else "")
-                      + f"; {time.monotonic() - t1:.0f} s", flush=True)
+                      + f"; load {loads[-1]:.1f}; {time.monotonic() - t1:.0f} s", flush=True)
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not stop the stop
         subprocess.run([str(SCRIPT), "stop", str(d / "cluster")], capture_output=True, timeout=60)
     how = "one node at a time (--max-parallel 1)" if one else "all four at once"
     print(f"farm-slow-node, {how}: found {counts[True]} of {reps} (node2 at 70 % of its twins' speed, alone), "
           f"false alarms {counts[False]} of {reps} (no plant); reports noting disjoint windows {noted} of "
-          f"{2 * reps}; {time.monotonic() - t0:.0f} s")
+          f"{2 * reps}; load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f}; "
+          f"{time.monotonic() - t0:.0f} s")
     return 0
 
 
