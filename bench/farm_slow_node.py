@@ -15,16 +15,18 @@ plant-free repetition names any; it checks that each measured the 4 nodes, each 
 prints node2's median against the other three's.
 
 Two ways to run the nodes:
-- at once (the default): 30 runs a node, the four tasks sharing this 2-CPU machine; the slow node
-  ends a few runs after its twins, alone on the machine and faster, which shrinks its measured
-  gap a little (a fixed time per node instead was no cure: the node that started first, alone,
-  planned its runs by a machine its twins had not loaded yet and ran on 13 s past them);
+- at once (the default): 60 runs a node, the four tasks sharing this 2-CPU machine. The report
+  compares runs of the same time (the window the nodes ran in together, in time blocks), so the
+  slow node's runs after its twins had ended (alone on the machine, faster), and a node whose
+  whole job ran before Slurm had started the others', are left out of the comparison; with 30
+  runs that window is ~10 s, about as long as one node's share of the CPUs holds, and the report
+  then judges a node against its peers' spread (see docs/fleet.md);
 - --max-parallel 1: one node at a time, 12 runs each; the nodes then run in different minutes of
-  the machine, and the report says so (the bench counts the repetitions whose report carried
-  that note).
+  the machine, the report judges each node's level against its peers' (measured apart) and says
+  what that costs (the bench counts the repetitions whose report carried that note).
 Goal: found in >= 9 of 10, quiet in >= 9 of 10.
 Usage: bench/farm_slow_node.py [REPS] [--max-parallel 1] [--runs N]   (default 10 repetitions,
-30 runs a node at once, 12 one at a time; needs root and Slurm)
+60 runs a node at once, 12 one at a time; needs root and Slurm)
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def main() -> int:
         if args[i + 1:i + 2] != ["1"]:
             raise SystemExit(usage)
         del args[i:i + 2]
-    runs = "12" if one else "30"
+    runs = "12" if one else "60"
     if "--runs" in args:
         i = args.index("--runs")
         if not args[i + 1:i + 2] or not args[i + 1].isdigit():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,7 +42,7 @@ def test_planted_slow_host_found_alone():
     assert _slow(tests) == ["node2"]
     assert times["A"].mode == "together" and len(times["A"].blocks) >= 3
     t = next(t for t in tests if t.member == "node2")
-    assert 0.65 < t.ratio < 0.75 and t.high < 1 and t.blocks_below == len(t.block_ratios)
+    assert 0.65 < t.ratio < 0.75 and t.high < 1 and t.parts_below == len(t.part_ratios) == 3
 
 
 def test_null_quiet_and_busy_in_one_block_not_slow():
@@ -59,7 +60,7 @@ def test_null_quiet_and_busy_in_one_block_not_slow():
     tests, times = slow_by_time({"A": busy})
     assert _slow(tests) == []
     t = next(t for t in tests if t.member == "node3")
-    assert t.block_ratios[0] < 0.7 and t.blocks_below < len(t.block_ratios)
+    assert t.block_ratios[0] < 0.7 and t.part_ratios[0] < 0.9 and t.parts_below < len(t.part_ratios)
 
 
 def test_tail_runs_alone_not_counted():
@@ -76,6 +77,18 @@ def test_tail_runs_alone_not_counted():
     t = next(t for t in tests if t.member == "node4")
     assert t.outside >= len(late.values) - 1 and 0.9 < t.ratio < 1.1
     assert times["A"].window[1] <= 20.0
+
+
+def test_a_host_that_ran_alone_before_the_others_is_left_out():
+    rng = np.random.default_rng(9)
+    # node1's job started 10 s before the others and finished alone (fast): the other three ran
+    # together, and node2 among them is slow.
+    g = {f"node{i}": _host(rng, 10.5, 30, speed=0.7 if i == 2 else 1.0, load=_load) for i in range(2, 5)}
+    g["node1"] = _host(rng, 0, 9.5, speed=1.5)
+    tests, times = slow_by_time({"A": g})
+    assert times["A"].mode == "together" and times["A"].left_out == ["node1"]
+    assert _slow(tests) == ["node2"]
+    assert next(t for t in tests if t.member == "node1").level is None  # not tested
 
 
 def test_apart_names_the_cost_and_finds_only_a_large_gap():
@@ -105,3 +118,106 @@ def test_too_few_members_or_runs():
     with pytest.raises(ValueError):
         slow_by_time({}, alpha=0)
     assert math.isfinite(judge_group({f"n{i}": _host(rng, 0, 10) for i in range(3)})[0]["n0"][0])
+
+
+# --- the report on a store: runs placed on one time axis by each node's clock offset ---------
+
+def _store_fleet(store, tmp_path, hosts: dict, offsets: bool = True):
+    """A fleet of `run` tasks; ``hosts``: name -> TimedRuns in seconds after 1_700_000_000 (wall). Each node's runs are
+    stored on its own monotonic clock (wall minus an offset hours apart per node) with the offset
+    as the campaign label a fleet task records; without ``offsets`` the runs carry no start time."""
+    from datetime import datetime, timezone
+
+    from perflab.fleet import state
+    from perflab.model import RunResult
+
+    fleet = state.create(store, "farm", {"study": "run", "slots": [str(i) for i in range(len(hosts))],
+                                         "log_dir": str(tmp_path), "job_name": "j", "shards": False})
+    c = store.t["campaigns"]
+    for slot, (name, r) in enumerate(hosts.items()):
+        hid = store.add_host({"hostname": name, "cpu_model": "EPYC", "mem_total_bytes": 64 * 2**30,
+                              "kernel": {"release": "6.1.0"}}, {"sockets": [0], "cores": list(range(8))})
+        offset = 1_600_000_000 + 3600 * slot  # wall minus this node's monotonic clock, seconds
+        labels = {"fleet": "farm", "fleet_slot": str(slot), "slurm_node": name}
+        if offsets:
+            labels["clock_offset_ns"] = str(offset * 10**9)
+        cid = store.start_campaign("run", {"commands": ["w"]}, host_id=hid, labels=labels)
+        for i, (s, e, v) in enumerate(zip(r.starts, r.ends, r.values)):
+            mono = (lambda t: int((1_700_000_000 + t - offset) * 1e9)) if offsets else (lambda t: 0)
+            store.add_measurement(cid, RunResult(wall_ns=int(1e9 / v), user_s=0.1, sys_s=0.0, maxrss_kb=1, minflt=0,
+                                                 majflt=0, nvcsw=0, nivcsw=0, exit_code=0, start_ns=mono(s),
+                                                 end_ns=mono(e), metrics={"events_per_s": v}), {}, rep=i, label="w")
+        store.finish_campaign(cid, "done", summary={"benchmarks": [{"command": "w"}]})
+        when = [datetime.fromtimestamp(1_700_000_000 + t, timezone.utc) for t in (min(r.starts), max(r.ends))]
+        with store.engine.begin() as conn:
+            conn.execute(c.update().where(c.c.id == cid).values(started=when[0], finished=when[1]))
+    return fleet
+
+
+class _NoBatch:
+    def queued(self, jobs):
+        return {}
+
+    def status(self, jobs):
+        return {}
+
+    def log_path(self, log_dir, job_name, job):
+        return Path(log_dir) / f"{job_name}-{job}.out"
+
+
+def _hosts_at_once(rng, slow: str | None, tail: bool):
+    g = {f"node{i}": _host(rng, 0.3 * i, 30, speed=0.7 if f"node{i}" == slow else 1.0, load=_load)
+         for i in range(1, 5)}
+    if tail:  # node4 goes on alone for 40 s at 0.4: whole campaigns name it
+        late = _host(rng, 30, 70, speed=0.4)
+        r = g["node4"]
+        g["node4"] = TimedRuns([*r.starts, *late.starts], [*r.ends, *late.ends], [*r.values, *late.values])
+    return {k: TimedRuns([s + 1_000 for s in r.starts], [e + 1_000 for e in r.ends], r.values) for k, r in g.items()}
+
+
+def test_report_compares_runs_of_the_same_time(tmp_path):
+    from perflab.fleet.report import build
+    from perflab.store import open_store
+
+    rng = np.random.default_rng(7)
+    with open_store(str(tmp_path / "f.db")) as store:
+        fleet = _store_fleet(store, tmp_path, _hosts_at_once(rng, "node2", tail=True))
+        rep = build(store, fleet, _NoBatch())
+    (plat,) = rep["platforms"]
+    assert [s["host"] for s in rep["slow_hosts"]] == ["node2"]
+    assert plat["time_test"]["mode"] == "together" and plat["time_test"]["blocks"] >= 3
+    assert plat["time_note"].startswith("compared on runs of the same time") and "not compared" in plat["time_note"]
+    ev = rep["slow_hosts"][0]["evidence"]
+    assert "in each third of the window they ran in together" in ev and "Holm-corrected over 4 hosts" in ev
+    assert set(plat["time_test"]["block_ratios"]) == {"node1", "node2", "node3", "node4"}
+
+
+def test_report_without_run_times_compares_whole_campaigns(tmp_path):
+    from perflab.fleet.report import build
+    from perflab.store import open_store
+
+    rng = np.random.default_rng(7)
+    with open_store(str(tmp_path / "f.db")) as store:
+        fleet = _store_fleet(store, tmp_path, _hosts_at_once(rng, None, tail=True), offsets=False)
+        rep = build(store, fleet, _NoBatch())
+    (plat,) = rep["platforms"]
+    # The tail alone, counted: node4 named, as the pooled runs test does without times.
+    assert "time_test" not in plat and [s["host"] for s in rep["slow_hosts"]] == ["node4"]
+
+
+def test_report_one_node_at_a_time_says_what_it_costs(tmp_path):
+    from perflab.fleet.report import build
+    from perflab.store import open_store
+
+    rng = np.random.default_rng(8)
+    speed = {1: 1.0, 2: 0.7, 3: 1.15, 4: 0.9}
+    g = {f"node{i}": _host(rng, 1_000 + 15 * i, 1_010 + 15 * i, speed=speed[i]) for i in range(1, 5)}
+    with open_store(str(tmp_path / "f.db")) as store:
+        fleet = _store_fleet(store, tmp_path, g)
+        rep = build(store, fleet, _NoBatch())
+    (plat,) = rep["platforms"]
+    assert plat["same_time"] is False and plat["time_test"]["mode"] == "apart"
+    note = plat["time_note"]
+    assert note.startswith("not measured at the same time: 4 of 4 hosts") and "judged apart" in note
+    assert f"about {plat['time_test']['detectable_slowdown']:.0%} to name one" in note
+    assert rep["slow_hosts"] == []  # 30 % below, among peers 25 % apart in their own windows

@@ -93,10 +93,13 @@ def _figures(store, done: list, method: str) -> tuple[dict, bool, Any]:
 def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effect: float,
               mode: str | None = None) -> str:
     if mode == "together":
-        rs = t.block_ratios
-        test = (f"below the median of its {peers} peers of its platform in {t.blocks_below} of {len(rs)} time "
-                f"blocks of the window they all ran in (block ratios {min(rs):.2f}-{max(rs):.2f}); one-sided "
-                f"t-test over the blocks, Holm-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha})")
+        rs, parts = t.block_ratios, ", ".join(f"{r:.2f}" for r in t.part_ratios)
+        against = ("against the spread of its peers' levels, which differed for the whole window by more than "
+                   "their blocks vary" if t.held else "over the blocks")
+        test = (f"below the median of its {peers} peers of its platform in each third of the window they ran in "
+                f"together ({parts}) and in {t.blocks_below} of {len(rs)} time blocks (block ratios "
+                f"{min(rs):.2f}-{max(rs):.2f}); one-sided t-test {against}, Holm-corrected over {tested} hosts "
+                f"(p {t.p_adjusted:.2g} < {alpha})")
     elif mode == "apart":
         test = (f"its level against the levels of {peers} peers of its platform measured in other windows "
                 f"(prediction t-test, Holm-corrected over {tested} hosts, p {t.p_adjusted:.2g} < {alpha}); part "
@@ -227,7 +230,10 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             gt = time_of[key]
             outside = sum(t.outside for t in tests if t.group == key)
             plat["time_test"] = time_summary(gt)
-            plat["time_note"] = time_note(gt, outside) or plat["time_note"]
+            note = time_note(gt, outside)
+            if note and times.get(key, {}).get("head"):
+                note = f"{times[key]['head']}; {note}"
+            plat["time_note"] = note or plat["time_note"]
             if gt.mode == "together":
                 plat["time_test"]["block_ratios"] = {t.member: [round(r, 4) for r in t.block_ratios]
                                                      for t in tests if t.group == key and t.block_ratios}

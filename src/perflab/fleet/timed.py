@@ -80,6 +80,7 @@ def time_summary(gt: GroupTime) -> dict[str, Any]:
         out["window"] = {"start": _hms(gt.window[0]), "end": _hms(gt.window[1]),
                          "seconds": round(gt.window[1] - gt.window[0], 1)}
         out["blocks"] = len(gt.blocks)
+        out["left_out"] = list(gt.left_out)
     if gt.df is not None:
         out["df"] = gt.df
     if gt.detectable is not None:
@@ -93,9 +94,11 @@ def time_note(gt: GroupTime, outside: int) -> str | None:
         w = gt.window
         tail = (f"; {outside} run(s) outside it (a host still running after a peer had ended, or "
                 "started before one began) not compared") if outside else ""
-        return (f"compared on runs of the same time: the window all hosts ran in ({_hms(w[0])}-{_hms(w[1])}, "
-                f"{w[1] - w[0]:.0f} s) in {len(gt.blocks)} blocks, each host against its peers' median in "
-                f"each block; slow only if below them in every block{tail}")
+        alone = (f"; {', '.join(gt.left_out)} ran outside that window (before the others started or after "
+                 "they ended) and is not compared" if gt.left_out else "")
+        return (f"compared on runs of the same time: the window the hosts ran in together ({_hms(w[0])}-"
+                f"{_hms(w[1])}, {w[1] - w[0]:.0f} s) in {len(gt.blocks)} blocks, each host against its peers' "
+                f"median in each block; slow only if below them in each third of it{tail}{alone}")
     if gt.mode == "apart":
         cost = (f"{gt.detectable:.0%}" if gt.detectable is not None and gt.detectable == gt.detectable
                 else "unknown")

@@ -14,10 +14,16 @@ itself. So, per group:
   the d_b around each member's own mean pooled over the members (one-way ANOVA's error
   variance; not robust, so one block of contention widens it for all: conservative), or where
   larger the variance of a block median that the runs inside the cells give; degrees of freedom
-  (m - 1)(B - 1) (the differences of m members to their peers share m - 1 per block). **Holm**
+  (m - 1)(B - 1) (the differences of m members to their peers share m - 1 per block). Where the
+  member's peers' means differ by more than their blocks vary (F test at 5 %: states of the
+  machine that held for the whole window, e.g. one node's share of the CPUs), the member's mean
+  may carry such a state as well: its SE is then the SD of its peers' means, df m - 2 (a random
+  host-in-window effect; a window longer than such states hold is what removes it). **Holm**
   over every member tested. Slow: Holm p < alpha, the ratio exp(mean d) at most 1 - min_effect,
-  its t interval below 1, and below its peers in **every** block: a member busy in one block only
-  is not slow, and a run after the window (a tail run alone) counts for nothing.
+  its t interval below 1, and below its peers in **every** third of the window (its median
+  there against its peers' medians; thirds, not blocks, because a block median of two or three
+  runs flips with one lucky run): a member busy in one stretch only is not slow, and a run after
+  the window (a tail run alone) counts for nothing.
 - **apart** (the windows do not all overlap, e.g. one node at a time): no run of one member has a
   peer's run of the same time, so a member's level (the median of its log values) is judged
   against the spread of its peers' levels, which carries whatever changed between their windows:
@@ -38,6 +44,7 @@ from perflab.stats.peers import PeerTest
 
 MAX_BLOCKS = 8
 MIN_RUNS = 2  # runs of every member in every block (a block median of 2 is their mean)
+PARTS = 3  # the window's parts a slow member is below its peers in, every one
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,10 @@ class TimedTest(PeerTest):
 
     block_ratios: tuple[float, ...] = ()
     blocks_below: int = 0
+    part_ratios: tuple[float, ...] = ()  # per third of the window: the persistence rule
+    parts_below: int = 0
     outside: int = 0  # runs outside the common window, not compared
+    held: bool = False  # its peers' levels differed for the whole window: judged against that spread
 
 
 @dataclass
@@ -68,6 +78,7 @@ class GroupTime:
     df: float | None = None
     detectable: float | None = None  # apart: the smallest slowdown the test can name (fraction)
     why: str = ""
+    left_out: list[str] = field(default_factory=list)  # together: ran outside the window the others shared
 
 
 def _pooled(d, cells_var):
@@ -110,8 +121,25 @@ def _blocks(runs: Mapping[str, TimedRuns], lo: float, hi: float, max_blocks: int
     return 0, {k: np.where((m >= lo) & (m <= hi), 0, -1) for k, m in mids.items()}
 
 
+def _most_together(starts: dict[str, float], ends: dict[str, float]) -> set[str]:
+    """The most members whose run windows share a stretch of time (the longest such stretch among
+    sets of that size): those running at the latest start of some member, a member that started
+    before all of them or ran alone after them left out."""
+    best: tuple[int, float] = (0, -math.inf)
+    out: set[str] = set(starts)
+    for t in sorted(set(starts.values())):
+        here = {k for k in starts if starts[k] <= t < ends[k]}
+        if not here:
+            continue
+        score = (len(here), min(ends[k] for k in here) - t)
+        if score > best:
+            best, out = score, here
+    return out
+
+
 def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min_runs: int = MIN_RUNS):
-    """(per member (mean log difference, its SE, df, block diffs, outside) or None, GroupTime) for one group."""
+    """(per member (mean log difference, its SE, df, block diffs, part diffs, runs outside, states held),
+    GroupTime)."""
     import numpy as np
 
     names = [k for k, r in runs.items() if len(r.values) >= 2]
@@ -119,10 +147,16 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
         return {}, GroupTime("untested", why=f"{len(names)} member(s) with runs: a member needs 2 peers")
     starts = {k: float(np.min(runs[k].starts)) for k in names}
     ends = {k: float(np.max(runs[k].ends)) for k in names}
-    lo, hi = max(starts.values()), min(ends.values())
-    if hi > lo:
+    together = _most_together(starts, ends)
+    left_out = [k for k in names if k not in together]
+    lo, hi = max(starts[k] for k in together), min(ends[k] for k in together)
+    if hi > lo and len(together) >= 3:
+        everyone = names
+        names = [k for k in names if k in together]
         b, idx = _blocks({k: runs[k] for k in names}, lo, hi, max_blocks, min_runs)
-        if b >= 2:
+        if b < 2:
+            names = everyone
+        else:
             logs = {k: np.log(np.asarray(runs[k].values, float)) for k in names}
             level = np.array([[np.median(logs[k][idx[k] == j]) for j in range(b)] for k in names])
             cvar = np.array([[_cell_var(logs[k][idx[k] == j]) for j in range(b)] for k in names])
@@ -135,14 +169,32 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
             var, df = _pooled(d, cells)
             se = math.sqrt(var / b)
             width = (hi - lo) / b
-            out = {k: (float(d[i].mean()), se, df, tuple(float(x) for x in d[i]),
-                       int(np.count_nonzero(idx[k] < 0))) for i, k in enumerate(names)}
+            # The persistence rule on coarser parts (thirds) of the window: a block median of two
+            # or three runs flips with one lucky run; a third's median of a dozen does not.
+            parts = min(PARTS, b)
+            part_of = {k: np.where(idx[k] >= 0, idx[k] * parts // b, -1) for k in names}
+            plevel = np.array([[np.median(logs[k][part_of[k] == j]) for j in range(parts)] for k in names])
+            pd = plevel - np.array([np.median(np.delete(plevel, i, axis=0), axis=0) for i in range(m)])
+            # States that hold for the whole window: the peers' means differ by more than their
+            # blocks vary (F test, 5 %). A member's own mean then carries such a state too, and is
+            # judged against the peers' spread (a random host-in-window effect, df m - 2).
+            means = d.mean(axis=1)
+            from scipy import stats as st
+
+            f_crit = float(st.f.ppf(0.95, m - 2, df)) if m > 2 else math.inf
+            out = {}
+            for i, k in enumerate(names):
+                spread = float(np.var(np.delete(means, i), ddof=1))
+                held = spread > f_crit * se * se
+                out[k] = (float(means[i]), math.sqrt(spread) if held else se, float(m - 2) if held else df,
+                          tuple(float(x) for x in d[i]), tuple(float(x) for x in pd[i]),
+                          int(np.count_nonzero(idx[k] < 0)), held)
             return out, GroupTime("together", (lo, hi), [(lo + j * width, lo + (j + 1) * width) for j in range(b)],
-                                  df)
-        why = (f"the common window ({hi - lo:.1f} s) holds fewer than {2 * min_runs} runs of some member: "
-               "too few for 2 time blocks; the members were judged as if apart")
+                                  df, left_out=left_out)
+        why = (f"the common window ({hi - lo:.1f} s) holds fewer than {2 * min_runs} runs of one of them: "
+               "too few for 2 time blocks")
     else:
-        why = "the members' run windows do not all overlap"
+        why = "their run windows do not all overlap"
     # Apart: a member's level against the spread of its peers' levels (window effects included).
     from scipy import stats as st
 
@@ -155,7 +207,7 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
         sd = float(np.std(p, ddof=1))
         sds.append(sd)
         se = sd * math.sqrt(1.0 + 1.0 / k_peers)
-        out[k] = (level[k] - float(p.mean()), se, float(k_peers - 1), (), 0)
+        out[k] = (level[k] - float(p.mean()), se, float(k_peers - 1), (), (), 0, False)
     tq = float(st.t.ppf(1.0 - 0.05 / len(names), k_peers - 1))
     detectable = 1.0 - math.exp(-tq * float(np.median(sds)) * math.sqrt(1.0 + 1.0 / k_peers))
     return out, GroupTime("apart", df=float(k_peers - 1), detectable=detectable, why=why)
@@ -187,20 +239,22 @@ def slow_by_time(
             if name not in res or not (res[name][1] > 0 and res[name][2] >= 1):
                 raw.append((TimedTest(name, group, int(vals.size), med, None, None, None, None, None, None), None))
                 continue
-            mean, se, df, diffs, outside = res[name]
+            mean, se, df, diffs, pdiffs, outside, held = res[name]
             p = float(st.t.cdf(mean / se, df))
             tq = float(st.t.ppf(1.0 - (1.0 - confidence) / 2.0, df))
             ratio = math.exp(mean)
             raw.append((TimedTest(name, group, int(vals.size), med, med / ratio, ratio, math.exp(mean - tq * se),
                                   math.exp(mean + tq * se), confidence, p,
                                   block_ratios=tuple(math.exp(x) for x in diffs),
-                                  blocks_below=sum(1 for x in diffs if x < 0), outside=outside), p))
+                                  blocks_below=sum(1 for x in diffs if x < 0),
+                                  part_ratios=tuple(math.exp(x) for x in pdiffs),
+                                  parts_below=sum(1 for x in pdiffs if x < 0), outside=outside, held=held), p))
     tested = [(i, p) for i, (_, p) in enumerate(raw) if p is not None]
     adjusted = holm([p for _, p in tested])
     out = [t for t, _ in raw]
     for (i, _), pa in zip(tested, adjusted):
         t = out[i]
-        every = times[t.group].mode != "together" or t.blocks_below == len(t.block_ratios)
+        every = times[t.group].mode != "together" or t.parts_below == len(t.part_ratios)
         slow = (pa < alpha and t.high is not None and t.high < 1.0 and t.ratio <= 1.0 - min_effect and every)
         out[i] = TimedTest(**{**t.__dict__, "p_adjusted": pa, "slow": slow})
     return out, times
