@@ -111,10 +111,11 @@ def test_too_few_members_or_runs():
     rng = np.random.default_rng(6)
     res, gt = judge_group({"a": _host(rng, 0, 10), "b": _host(rng, 0, 10)})
     assert res == {} and gt.mode == "untested"
-    # Overlap of 1 s: too short for 2 blocks of 3 runs each; judged as if apart, and said so.
+    # Overlap of 1 s: too short for 2 blocks of 2 runs each; the runs inside it, pooled, and said so.
     g = {f"n{i}": _host(rng, 9.0 * (i > 1) + 0.01 * i, 10 + 9.0 * (i > 1)) for i in range(1, 5)}
     _, gt = judge_group(g)
-    assert gt.mode == "apart" and "too few for 2 time blocks" in gt.why
+    assert gt.mode == "window" and "too few runs of one of them for 2 time blocks" in gt.why
+    assert all(2 <= len(v) <= 2 for v in gt.window_values.values()) and gt.outside["n1"] >= 15
     with pytest.raises(ValueError):
         slow_by_time({}, alpha=0)
     assert math.isfinite(judge_group({f"n{i}": _host(rng, 0, 10) for i in range(3)})[0]["n0"][0])
@@ -219,5 +220,18 @@ def test_report_one_node_at_a_time_says_what_it_costs(tmp_path):
     assert plat["same_time"] is False and plat["time_test"]["mode"] == "apart"
     note = plat["time_note"]
     assert note.startswith("not measured at the same time: 4 of 4 hosts") and "judged apart" in note
-    assert f"about {plat['time_test']['detectable_slowdown']:.0%} to name one" in note
+    assert f"{plat['time_test']['detectable_slowdown']:.0%} to name one" in note
     assert rep["slow_hosts"] == []  # 30 % below, among peers 25 % apart in their own windows
+
+
+def test_a_window_too_short_for_blocks_compares_the_runs_inside_it():
+    rng = np.random.default_rng(10)
+
+    def host(period, speed):
+        s = np.arange(10) * period
+        return TimedRuns(s.tolist(), (s + 0.95 * period).tolist(), (speed * np.exp(rng.normal(0, 0.03, 10))).tolist())
+
+    # node2 at a fifth of its twins' speed: its twins' 10 runs are over after its second run.
+    tests, times = slow_by_time({"A": {"node1": host(0.1, 10), "node2": host(0.5, 2), "node3": host(0.1, 10)}})
+    assert times["A"].mode == "window" and times["A"].outside["node2"] == 8
+    assert _slow(tests) == ["node2"] and next(t for t in tests if t.member == "node2").outside == 8

@@ -100,6 +100,9 @@ def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effec
                 f"together ({parts}) and in {t.blocks_below} of {len(rs)} time blocks (block ratios "
                 f"{min(rs):.2f}-{max(rs):.2f}); one-sided t-test {against}, Holm-corrected over {tested} hosts "
                 f"(p {t.p_adjusted:.2g} < {alpha})")
+    elif mode == "window":
+        test = (f"Mann-Whitney U of its runs inside the window its platform ran in together against its {peers} "
+                f"peers' runs there, Holm-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha})")
     elif mode == "apart":
         test = (f"its level against the levels of {peers} peers of its platform measured in other windows "
                 f"(prediction t-test, Holm-corrected over {tested} hosts, p {t.p_adjusted:.2g} < {alpha}); part "
@@ -203,7 +206,7 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
     mode = {g: time_of[g].mode for g in time_of} if judged is not None else {}
     for t in sorted((t for t in tests if t.slow), key=lambda t: t.ratio):
         apart = apart_from(t.member, windows[t.group]) if not times[t.group]["same_time"] else 0
-        if mode.get(t.group) in ("together", "apart"):
+        if mode.get(t.group) in ("together", "window", "apart"):
             apart = 0  # its evidence says how time entered the comparison
         slow.append({
             "host": t.member, "platform": t.group, "ratio": t.ratio,
@@ -230,7 +233,7 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             gt = time_of[key]
             outside = sum(t.outside for t in tests if t.group == key)
             plat["time_test"] = time_summary(gt)
-            note = time_note(gt, outside)
+            note = time_note(gt, outside, [t.member for t in tests if t.group == key and t.held])
             if note and times.get(key, {}).get("head"):
                 note = f"{times[key]['head']}; {note}"
             plat["time_note"] = note or plat["time_note"]

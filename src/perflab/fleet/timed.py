@@ -88,23 +88,32 @@ def time_summary(gt: GroupTime) -> dict[str, Any]:
     return out
 
 
-def time_note(gt: GroupTime, outside: int) -> str | None:
+def time_note(gt: GroupTime, outside: int, held: list[str]) -> str | None:
     """One line under the platform: what the comparison kept to, or what measuring apart cost."""
-    if gt.mode == "together":
+    if gt.mode in ("together", "window"):
         w = gt.window
         tail = (f"; {outside} run(s) outside it (a host still running after a peer had ended, or "
                 "started before one began) not compared") if outside else ""
         alone = (f"; {', '.join(gt.left_out)} ran outside that window (before the others started or after "
                  "they ended) and is not compared" if gt.left_out else "")
-        return (f"compared on runs of the same time: the window the hosts ran in together ({_hms(w[0])}-"
-                f"{_hms(w[1])}, {w[1] - w[0]:.0f} s) in {len(gt.blocks)} blocks, each host against its peers' "
-                f"median in each block; slow only if below them in each third of it{tail}{alone}")
+        window = f"the window the hosts ran in together ({_hms(w[0])}-{_hms(w[1])}, {w[1] - w[0]:.0f} s)"
+        if gt.mode == "window":
+            return (f"compared on runs of the same time: {window}, each host's runs there against its peers' "
+                    f"({gt.why}, so a moment of load on one node is not told from the node: more runs give "
+                    f"blocks){tail}{alone}")
+        states = (f"; {', '.join(held)}: its peers' levels differed for the whole window by more than their "
+                  "blocks vary (the machine's states lasted as long as the window), so it was judged against "
+                  "that spread; a longer measurement (more runs) tells a node from such a state"
+                  if held else "")
+        return (f"compared on runs of the same time: {window} in {len(gt.blocks)} blocks, each host against "
+                f"its peers' median in each block; slow only if below them in each third of it"
+                f"{tail}{alone}{states}")
     if gt.mode == "apart":
-        cost = (f"{gt.detectable:.0%}" if gt.detectable is not None and gt.detectable == gt.detectable
-                else "unknown")
+        d = gt.detectable
+        cost = ("unknown" if d is None or d != d else "more than 99%" if d > 0.99 else f"about {d:.0%}")
         return (f"judged apart ({gt.why}): no run of a host has a peer's run of the same time, so each "
                 "host's level is judged against how far its peers' levels differ, and those differences "
                 "include whatever changed between their windows; with these hosts it takes a slowdown of "
-                f"about {cost} to name one. Measure the hosts at the same time (no --max-parallel) to "
+                f"{cost} to name one. Measure the hosts at the same time (no --max-parallel) to "
                 "compare them run for run")
     return None

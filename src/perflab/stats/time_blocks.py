@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from perflab.stats.comparison import holm
-from perflab.stats.peers import PeerTest
+from perflab.stats.peers import PeerTest, slow_members
 
 MAX_BLOCKS = 8
 MIN_RUNS = 2  # runs of every member in every block (a block median of 2 is their mean)
@@ -79,6 +79,9 @@ class GroupTime:
     detectable: float | None = None  # apart: the smallest slowdown the test can name (fraction)
     why: str = ""
     left_out: list[str] = field(default_factory=list)  # together: ran outside the window the others shared
+    # window: each member's values inside the window, and how many runs it had outside
+    window_values: dict[str, list[float]] = field(default_factory=dict, repr=False)
+    outside: dict[str, int] = field(default_factory=dict)
 
 
 def _pooled(d, cells_var):
@@ -154,6 +157,13 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
         everyone = names
         names = [k for k in names if k in together]
         b, idx = _blocks({k: runs[k] for k in names}, lo, hi, max_blocks, min_runs)
+        if b < 2 and all(np.count_nonzero(idx[k] >= 0) >= 2 for k in names):
+            # Too short for blocks, long enough for runs: the runs inside the window, pooled.
+            return {}, GroupTime(
+                "window", (lo, hi), why=(f"the window they ran in together ({hi - lo:.1f} s) holds too few runs "
+                                         f"of one of them for 2 time blocks of {min_runs}"),
+                left_out=left_out, outside={k: int(np.count_nonzero(idx[k] < 0)) for k in names},
+                window_values={k: np.asarray(runs[k].values, float)[idx[k] >= 0].tolist() for k in names})
         if b < 2:
             names = everyone
         else:
@@ -233,6 +243,19 @@ def slow_by_time(
     for group, members in groups.items():
         res, gt = judge_group(members, max_blocks, min_runs)
         times[group] = gt
+        if gt.mode == "window":
+            # Runs inside the window, each member's against its peers' pooled (perflab.stats.peers),
+            # its p-value corrected with every other member's below.
+            for t in slow_members({group: gt.window_values}, alpha=alpha, min_effect=min_effect,
+                                  confidence=confidence):
+                raw.append((TimedTest(**{**t.__dict__, "p_adjusted": None, "slow": False},
+                                      outside=gt.outside.get(t.member, 0)), t.p_value))
+            for name in members:
+                if name not in gt.window_values:
+                    vals = np.asarray(members[name].values, float)
+                    raw.append((TimedTest(name, group, int(vals.size), float(np.median(vals)) if vals.size
+                                          else math.nan, None, None, None, None, None, None), None))
+            continue
         for name, r in members.items():
             vals = np.asarray(r.values, float)
             med = float(np.median(vals)) if vals.size else math.nan
