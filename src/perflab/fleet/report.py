@@ -233,6 +233,11 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             gt = time_of[key]
             outside = sum(t.outside for t in tests if t.group == key)
             plat["time_test"] = time_summary(gt)
+            plat["slow_test"] = {
+                "together": "each host against its peers on runs of the same time (time blocks)",
+                "window": "each host's runs against its peers' runs of the same time (pooled)",
+                "apart": "each host's level against its peers' levels, measured apart",
+            }.get(gt.mode, plat["slow_test"])
             note = time_note(gt, outside, [t.member for t in tests if t.group == key and t.held])
             if note and times.get(key, {}).get("head"):
                 note = f"{times[key]['head']}; {note}"
