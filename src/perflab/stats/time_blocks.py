@@ -5,8 +5,10 @@ each moment; compared on whole campaigns, a member whose runs went on after its 
 finished (alone, faster) or that met a busy minute its peers missed differs by the time, not by
 itself. So, per group:
 
-- **together** (the members' run windows overlap): only runs whose midpoint lies in the common
-  window (the latest first start to the earliest last end) count; the window is cut into B
+- **together** (at least 3 members ran at once): the most members whose run windows share a
+  stretch of time are compared, the others left out (a job that ran before the rest started);
+  only runs whose midpoint lies in their common window (the latest first start to the earliest
+  last end among them) count; the window is cut into B
   blocks of equal time (at most ``max_blocks``, every member with at least ``min_runs`` runs in
   every block). A member's level in a block is the median of its log values there; its
   difference d_b is that level minus the median of its peers' levels in the same block. Per
@@ -24,11 +26,14 @@ itself. So, per group:
   there against its peers' medians; thirds, not blocks, because a block median of two or three
   runs flips with one lucky run): a member busy in one stretch only is not slow, and a run after
   the window (a tail run alone) counts for nothing.
+- **window** (the common window holds too few runs of a member for 2 blocks): the runs inside
+  it, each member's against its peers' pooled (perflab.stats.peers: Mann-Whitney U), its p-value
+  in the same Holm correction.
 - **apart** (the windows do not all overlap, e.g. one node at a time): no run of one member has a
   peer's run of the same time, so a member's level (the median of its log values) is judged
   against the spread of its peers' levels, which carries whatever changed between their windows:
   a prediction t-test (mean of k peer levels, their SD, df k - 1) with Holm. It takes a large
-  gap to clear that with few peers; ``apart_detectable`` is the smallest slowdown it can name.
+  gap to clear that with few peers; ``GroupTime.detectable`` is the smallest slowdown it can name.
 
 What it does not show: that unflagged members are equal, or why a member is slow.
 """
