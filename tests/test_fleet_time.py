@@ -235,3 +235,19 @@ def test_a_window_too_short_for_blocks_compares_the_runs_inside_it():
     tests, times = slow_by_time({"A": {"node1": host(0.1, 10), "node2": host(0.5, 2), "node3": host(0.1, 10)}})
     assert times["A"].mode == "window" and times["A"].outside["node2"] == 8
     assert _slow(tests) == ["node2"] and next(t for t in tests if t.member == "node2").outside == 8
+
+
+def test_states_that_hold_for_the_whole_window_are_not_a_slow_node():
+    from perflab.fleet.timed import time_note
+
+    rng = np.random.default_rng(11)
+    # Each node keeps its own share of the CPUs for the whole 20 s (+12 %, -12 %, +3 %, +8 %),
+    # with little noise from block to block: a within-window test alone would name node2.
+    share = {1: 1.12, 2: 0.88, 3: 1.03, 4: 1.08}
+    g = {f"node{i}": _host(rng, 0, 20, speed=share[i], noise=0.02) for i in range(1, 5)}
+    tests, times = slow_by_time({"A": g})
+    t = next(t for t in tests if t.member == "node2")
+    assert t.held and not t.slow and t.ratio < 0.9 and t.parts_below == 3
+    assert _slow(tests) == []
+    note = time_note(times["A"], 0, ["node2"])
+    assert "node2: its peers' levels differed for the whole window" in note and "more runs" in note

@@ -238,7 +238,11 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
                 "window": "each host's runs against its peers' runs of the same time (pooled)",
                 "apart": "each host's level against its peers' levels, measured apart",
             }.get(gt.mode, plat["slow_test"])
-            note = time_note(gt, outside, [t.member for t in tests if t.group == key and t.held])
+            # Named only where it decided: a host above its peers is not slow either way, and a
+            # twin of a slow node sees its peers differ because of that node.
+            held = [t.member for t in tests if t.group == key and t.held and t.ratio is not None
+                    and t.ratio <= 1.0 - min_effect and not t.slow]
+            note = time_note(gt, outside, held)
             if note and times.get(key, {}).get("head"):
                 note = f"{times[key]['head']}; {note}"
             plat["time_note"] = note or plat["time_note"]
