@@ -117,6 +117,14 @@ def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effec
             f"{min_effect:.0%}")
 
 
+def _peers(tests: list, groups: dict, group: str, mode: dict) -> int:
+    """How many peers a host of ``group`` was compared with: the hosts tested beside it where the
+    time judgement left some out (a host that ran before the others started), else all."""
+    if mode.get(group):
+        return sum(1 for t in tests if t.group == group and t.level is not None) - 1
+    return len(groups[group]) - 1
+
+
 def _by_time(store, done: list, groups: dict, owner: dict) -> dict | None:
     """Each platform's hosts as runs on one time axis (fleet/timed.py), or None where a compared
     host's runs carry no times (the pooled runs test then compares whole campaigns)."""
@@ -213,7 +221,8 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             "ci": {"low": t.low, "high": t.high, "level": round(t.level, 4)},
             "median": t.median, "peers_median": t.peers_median, "n": t.n,
             "p_value": t.p_value, "p_adjusted": t.p_adjusted, "correction": "Holm" if by_runs else "Bonferroni",
-            "evidence": _evidence(t, by_runs, len(groups[t.group]) - 1, tested, alpha, min_effect, mode.get(t.group))
+            "evidence": _evidence(t, by_runs, _peers(tests, groups, t.group, mode), tested, alpha, min_effect,
+                                  mode.get(t.group))
             + (f"; measured in a window disjoint from {apart} of its {len(groups[t.group]) - 1} peers', so "
                "part of the difference may be the time, not the node" if apart else ""),
         })

@@ -152,7 +152,7 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
 
     names = [k for k, r in runs.items() if len(r.values) >= 2]
     if len(names) < 3:
-        return {}, GroupTime("untested", why=f"{len(names)} member(s) with runs: a member needs 2 peers")
+        return {}, GroupTime("untested", why=f"{len(names)} with 2 runs or more: each needs 2 peers")
     starts = {k: float(np.min(runs[k].starts)) for k in names}
     ends = {k: float(np.max(runs[k].ends)) for k in names}
     together = _most_together(starts, ends)
