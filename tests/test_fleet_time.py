@@ -81,9 +81,9 @@ def test_tail_runs_alone_not_counted():
 
 def test_a_host_that_ran_alone_before_the_others_is_left_out():
     rng = np.random.default_rng(9)
-    # node1's job started 10 s before the others and finished alone (fast): the other three ran
+    # node1's job started 10 s before the others and finished alone (fast): the other four ran
     # together, and node2 among them is slow.
-    g = {f"node{i}": _host(rng, 10.5, 30, speed=0.7 if i == 2 else 1.0, load=_load) for i in range(2, 5)}
+    g = {f"node{i}": _host(rng, 10.5, 30, speed=0.7 if i == 2 else 1.0, load=_load) for i in range(2, 6)}
     g["node1"] = _host(rng, 0, 9.5, speed=1.5)
     tests, times = slow_by_time({"A": g})
     assert times["A"].mode == "together" and times["A"].left_out == ["node1"]
@@ -252,3 +252,42 @@ def test_states_that_hold_for_the_whole_window_are_not_a_slow_node():
     assert _slow(tests) == []
     note = time_note(times["A"], 0, ["node2"])
     assert "node2: its peers' levels differed for the whole window" in note and "more runs" in note
+
+
+def _states(rng, until, hold, sd):
+    """One node's share of the machine: a level that holds for Exp(hold) seconds, then moves."""
+    cuts, levels, t = [0.0], [rng.normal(0, sd)], 0.0
+    while t < until:
+        t += rng.exponential(hold)
+        cuts.append(t)
+        levels.append(rng.normal(0, sd))
+    cuts_a, levels_a = np.array(cuts), np.array(levels)
+    return lambda x: float(np.exp(levels_a[np.searchsorted(cuts_a, x, side="right") - 1]))
+
+
+def _stateful_host(rng, start, length, speed, hold=5.0, sd=0.1, noise=0.15):
+    state = _states(rng, start + length + 5, hold, sd)
+    t, s, e, v = start, [], [], []
+    while t < start + length:
+        val = speed * state(t) * math.exp(rng.normal(0, noise))
+        d = 0.4 / val * speed  # a run takes longer where the node gets less of the machine
+        s.append(t)
+        e.append(t + d)
+        v.append(val)
+        t += d + 0.05
+    return TimedRuns(s, e, v)
+
+
+def test_per_node_states_that_hold_for_seconds_keep_the_false_alarm_rate():
+    # The model of a shared machine: each node's share holds ~5 s (10 % SD) and moves, runs vary
+    # 15 %, a 25 s window. A slow host is named in few null platforms; the planted host at 70 %
+    # is found in some (this model is unkinder than the 2-CPU VM, where 60 runs found it 10 of 10).
+    rng = np.random.default_rng(12)
+    false = found = 0
+    for _ in range(100):
+        g = {f"n{i}": _stateful_host(rng, rng.uniform(0, 1), 25, 1.0) for i in range(4)}
+        false += bool(_slow(slow_by_time({"A": g})[0]))
+        g = {f"n{i}": _stateful_host(rng, rng.uniform(0, 1), 25, 0.7 if i == 1 else 1.0) for i in range(4)}
+        found += _slow(slow_by_time({"A": g})[0]) == ["n1"]
+    assert false <= 10, false
+    assert found >= 15, found

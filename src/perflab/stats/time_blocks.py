@@ -16,11 +16,12 @@ itself. So, per group:
   the d_b around each member's own mean pooled over the members (one-way ANOVA's error
   variance; not robust, so one block of contention widens it for all: conservative), or where
   larger the variance of a block median that the runs inside the cells give; degrees of freedom
-  (m - 1)(B - 1) (the differences of m members to their peers share m - 1 per block). Where the
-  member's peers' means differ by more than their blocks vary (F test at 5 %: states of the
-  machine that held for the whole window, e.g. one node's share of the CPUs), the member's mean
-  may carry such a state as well: its SE is then the SD of its peers' means, df m - 2 (a random
-  host-in-window effect; a window longer than such states hold is what removes it). **Holm**
+  (m - 1)(B - 1) (the differences of m members to their peers share m - 1 per block), both
+  scaled by the blocks' lag-1 autocorrelation (states longer than a block). Where the member's
+  peers' means differ by more than that SE (states of the machine that held for the whole
+  window, e.g. one node's share of the CPUs), the member's mean may carry such a state as well:
+  its SE is then the SD of its peers' means, df m - 2 (a random host-in-window effect; a window
+  longer than such states hold is what removes it). **Holm**
   over every member tested. Slow: Holm p < alpha, the ratio exp(mean d) at most 1 - min_effect,
   its t interval below 1, and below its peers in **every** third of the window (its median
   there against its peers' medians; thirds, not blocks, because a block median of two or three
@@ -99,6 +100,17 @@ def _pooled(d, cells_var):
     df = (m - 1) * (b - 1)
     between = float((resid ** 2).sum() / (m * (b - 1)))
     return max(between, float(np.mean(cells_var))), df
+
+
+def _block_rho(d) -> float:
+    """Pooled lag-1 autocorrelation of each member's block differences about its own mean, bias
+    corrected by 1/B, in [0, 0.9]."""
+    e = d - d.mean(axis=1, keepdims=True)
+    den = float((e * e).sum())
+    if den <= 0 or d.shape[1] < 3:
+        return 0.0
+    r = float((e[:, :-1] * e[:, 1:]).sum()) / den + 1.0 / d.shape[1]
+    return min(0.9, max(0.0, r))
 
 
 def _cell_var(logs) -> float:
@@ -182,7 +194,14 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
             # peers' (a median's variance, pi/2 / (m-1) of one cell's, as for the runs inside).
             cells = cvar * (1.0 + math.pi / 2.0 / (m - 1))
             var, df = _pooled(d, cells)
-            se = math.sqrt(var / b)
+            # States that hold longer than a block make neighbouring blocks alike: the mean of B
+            # blocks then varies as that of fewer. The pooled lag-1 autocorrelation of the block
+            # residuals (+1/B: residuals about their own mean lean negative) inflates the variance
+            # (1 + rho) / (1 - rho) and shrinks the degrees of freedom alike (AR(1) effective size).
+            rho = _block_rho(d)
+            inflate = (1.0 + rho) / (1.0 - rho)
+            df = max(1.0, df / inflate)
+            se = math.sqrt(var / b * inflate)
             width = (hi - lo) / b
             # The persistence rule on coarser parts (thirds) of the window: a block median of two
             # or three runs flips with one lucky run; a third's median of a dozen does not.
@@ -190,17 +209,18 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
             part_of = {k: np.where(idx[k] >= 0, idx[k] * parts // b, -1) for k in names}
             plevel = np.array([[np.median(logs[k][part_of[k] == j]) for j in range(parts)] for k in names])
             pd = plevel - np.array([np.median(np.delete(plevel, i, axis=0), axis=0) for i in range(m)])
-            # States that hold for the whole window: the peers' means differ by more than their
-            # blocks vary (F test, 5 %). A member's own mean then carries such a state too, and is
-            # judged against the peers' spread (a random host-in-window effect, df m - 2).
+            # States that hold for the whole window (one node's share of the CPUs): the peers'
+            # means then differ by more than their blocks vary, and the member's own mean may carry
+            # such a state too. So a member is judged against the larger of the two: the block
+            # noise of its mean, or the spread of its peers' means (a random host-in-window
+            # effect, df m - 2). No pre-test picks one: a threshold above 1 left a state that
+            # three peers happened to show little of to the block noise alone (10-20 % false
+            # alarms in a model of per-node states holding 5-30 s, 0-7 % with this rule).
             means = d.mean(axis=1)
-            from scipy import stats as st
-
-            f_crit = float(st.f.ppf(0.95, m - 2, df)) if m > 2 else math.inf
             out = {}
             for i, k in enumerate(names):
                 spread = float(np.var(np.delete(means, i), ddof=1))
-                held = spread > f_crit * se * se
+                held = spread > se * se
                 out[k] = (float(means[i]), math.sqrt(spread) if held else se, float(m - 2) if held else df,
                           tuple(float(x) for x in d[i]), tuple(float(x) for x in pd[i]),
                           int(np.count_nonzero(idx[k] < 0)), held)
