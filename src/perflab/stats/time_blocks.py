@@ -209,19 +209,27 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
             part_of = {k: np.where(idx[k] >= 0, idx[k] * parts // b, -1) for k in names}
             plevel = np.array([[np.median(logs[k][part_of[k] == j]) for j in range(parts)] for k in names])
             pd = plevel - np.array([np.median(np.delete(plevel, i, axis=0), axis=0) for i in range(m)])
-            # States that hold for the whole window (one node's share of the CPUs): the peers'
-            # means then differ by more than their blocks vary, and the member's own mean may carry
-            # such a state too. So a member is judged against the larger of the two: the block
-            # noise of its mean, or the spread of its peers' means (a random host-in-window
-            # effect, df m - 2). No pre-test picks one: a threshold above 1 left a state that
-            # three peers happened to show little of to the block noise alone (10-20 % false
-            # alarms in a model of per-node states holding 5-30 s, 0-7 % with this rule).
+            # States that hold for the whole window (one node's share of the CPUs): the member's
+            # own mean may carry one, which its blocks cannot show. Its variance is the block
+            # noise of its mean plus the spread of its peers' means (their states, and their
+            # block noise once more: conservative), with Satterthwaite's degrees of freedom. No
+            # pre-test chooses between the two (in a model of per-node states holding 2-30 s, an
+            # F test at 5 % choosing left 4-20 % of null platforms with a false slow host).
             means = d.mean(axis=1)
+            # The peers' spread from their own levels: a per-block reference shifts every peer
+            # alike, so the variance of their mean levels is that of their differences to any
+            # reference without the member (whose slowness would otherwise move theirs).
+            own = level.mean(axis=1)
             out = {}
             for i, k in enumerate(names):
-                spread = float(np.var(np.delete(means, i), ddof=1))
-                held = spread > se * se
-                out[k] = (float(means[i]), math.sqrt(spread) if held else se, float(m - 2) if held else df,
+                # Its difference is to the median of m - 1 peers: a state of theirs moves that
+                # reference too (a median's variance, pi/2 / (m - 1) of one's), as in a prediction.
+                spread = float(np.var(np.delete(own, i), ddof=1)) * (1.0 + math.pi / 2.0 / (m - 1))
+                held = spread > se * se  # the peers' states weigh more than the block noise
+                a = se * se
+                tot = a + spread
+                dfs = tot * tot / (a * a / df + spread * spread / (m - 2))
+                out[k] = (float(means[i]), math.sqrt(tot), dfs,
                           tuple(float(x) for x in d[i]), tuple(float(x) for x in pd[i]),
                           int(np.count_nonzero(idx[k] < 0)), held)
             return out, GroupTime("together", (lo, hi), [(lo + j * width, lo + (j + 1) * width) for j in range(b)],
