@@ -280,8 +280,9 @@ def _stateful_host(rng, start, length, speed, hold=5.0, sd=0.1, noise=0.15):
 
 def test_per_node_states_that_hold_for_seconds_keep_the_false_alarm_rate():
     # The model of a shared machine: each node's share holds ~5 s (10 % SD) and moves, runs vary
-    # 15 %, a 25 s window. A slow host is named in few null platforms; the planted host at 70 %
-    # is found in some (this model is unkinder than the 2-CPU VM, where 60 runs found it 10 of 10).
+    # 15 %, a 25 s window. A slow host is named in few null platforms (4 of 100 with this seed),
+    # the planted host at 70 % in most (71 of 100). In this model, judging on the block noise
+    # alone named a null host in 17 of 100 platforms, choosing by an F test in 13.
     rng = np.random.default_rng(12)
     false = found = 0
     for _ in range(100):
@@ -289,5 +290,5 @@ def test_per_node_states_that_hold_for_seconds_keep_the_false_alarm_rate():
         false += bool(_slow(slow_by_time({"A": g})[0]))
         g = {f"n{i}": _stateful_host(rng, rng.uniform(0, 1), 25, 0.7 if i == 1 else 1.0) for i in range(4)}
         found += _slow(slow_by_time({"A": g})[0]) == ["n1"]
-    assert false <= 10, false
-    assert found >= 15, found
+    assert false <= 8, false
+    assert found >= 55, found

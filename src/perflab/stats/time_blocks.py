@@ -17,11 +17,12 @@ itself. So, per group:
   variance; not robust, so one block of contention widens it for all: conservative), or where
   larger the variance of a block median that the runs inside the cells give; degrees of freedom
   (m - 1)(B - 1) (the differences of m members to their peers share m - 1 per block), both
-  scaled by the blocks' lag-1 autocorrelation (states longer than a block). Where the member's
-  peers' means differ by more than that SE (states of the machine that held for the whole
-  window, e.g. one node's share of the CPUs), the member's mean may carry such a state as well:
-  its SE is then the SD of its peers' means, df m - 2 (a random host-in-window effect; a window
-  longer than such states hold is what removes it). **Holm**
+  scaled by the blocks' lag-1 autocorrelation (states longer than a block). A state of the
+  machine that holds for the whole window (one node's share of the CPUs) moves a member's mean
+  without showing in its blocks: the variance of its mean is that block noise plus the spread of
+  its peers' mean levels (a random member-in-window effect, their block noise counted again:
+  conservative), Satterthwaite's degrees of freedom; a window longer than such states hold is
+  what shrinks it. **Holm**
   over every member tested. Slow: Holm p < alpha, the ratio exp(mean d) at most 1 - min_effect,
   its t interval below 1, and below its peers in **every** third of the window (its median
   there against its peers' medians; thirds, not blocks, because a block median of two or three
@@ -71,7 +72,7 @@ class TimedTest(PeerTest):
     part_ratios: tuple[float, ...] = ()  # per third of the window: the persistence rule
     parts_below: int = 0
     outside: int = 0  # runs outside the common window, not compared
-    held: bool = False  # its peers' levels differed for the whole window: judged against that spread
+    held: bool = False  # its peers' spread weighed more than its block noise in its standard error
 
 
 @dataclass
