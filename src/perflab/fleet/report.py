@@ -94,8 +94,8 @@ def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effec
               mode: str | None = None) -> str:
     if mode == "together":
         rs, parts = t.block_ratios, ", ".join(f"{r:.2f}" for r in t.part_ratios)
-        against = ("against the spread of its peers' levels, which differed for the whole window by more than "
-                   "the noise of its blocks" if t.held else "over the blocks")
+        against = ("over the blocks, its standard error their noise plus the spread of its peers' levels"
+                   + (" (the larger part: states that lasted the window)" if t.held else ""))
         test = (f"below the median of its {peers} peers of its platform in each third of the window they ran in "
                 f"together ({parts}) and in {t.blocks_below} of {len(rs)} time blocks (block ratios "
                 f"{min(rs):.2f}-{max(rs):.2f}); one-sided t-test {against}, Holm-corrected over {tested} hosts "

@@ -101,9 +101,9 @@ def time_note(gt: GroupTime, outside: int, held: list[str]) -> str | None:
                     f"({gt.why}, so a moment of load on one node is not told from the node: more runs give "
                     f"blocks){tail}{alone}")
         states = (f"; {', '.join(held)}: its peers' levels differed for the whole window by more than the "
-                  "noise of its blocks (the machine's states may last as long as the window), so it was judged "
-                  "against that spread; a longer measurement (more runs) tells a node from such a state"
-                  if held else "")
+                  "noise of its blocks (the machine's states may last as long as the window), and that spread "
+                  "set most of its standard error; a longer measurement (more runs) tells a node from such a "
+                  "state" if held else "")
         return (f"compared on runs of the same time: {window} in {len(gt.blocks)} blocks, each host against "
                 f"its peers' median in each block; slow only if below them in each third of it"
                 f"{tail}{alone}{states}")
