@@ -19,8 +19,9 @@ Two ways to run the nodes:
   compares runs of the same time (the window the nodes ran in together, in time blocks), so the
   slow node's runs after its twins had ended (alone on the machine, faster), and a node whose
   whole job ran before Slurm had started the others', are left out of the comparison; with 30
-  runs that window is ~10 s, about as long as one node's share of the CPUs holds, and the report
-  then judges a node against its peers' spread (see docs/fleet.md);
+  runs that window is ~10 s, about as long as one node's share of the CPUs may hold, and the
+  report's standard error then carries its peers' spread more than their blocks' noise (see
+  docs/fleet.md);
 - --max-parallel 1: one node at a time, 12 runs each; the nodes then run in different minutes of
   the machine, the report judges each node's level against its peers' (measured apart) and says
   what that costs (the bench counts the repetitions whose report carried that note).
