@@ -15,16 +15,19 @@ plant-free repetition names any; it checks that each measured the 4 nodes, each 
 prints node2's median against the other three's.
 
 Two ways to run the nodes:
-- at once (the default): 30 runs a node, the four tasks sharing this 2-CPU machine; the slow node
-  ends a few runs after its twins, alone on the machine and faster, which shrinks its measured
-  gap a little (a fixed time per node instead was no cure: the node that started first, alone,
-  planned its runs by a machine its twins had not loaded yet and ran on 13 s past them);
+- at once (the default): 60 runs a node, the four tasks sharing this 2-CPU machine. The report
+  compares runs of the same time (the window the nodes ran in together, in time blocks), so the
+  slow node's runs after its twins had ended (alone on the machine, faster), and a node whose
+  whole job ran before Slurm had started the others', are left out of the comparison; with 30
+  runs that window is ~10 s, about as long as one node's share of the CPUs may hold, and the
+  report's standard error then carries its peers' spread more than their blocks' noise (see
+  docs/fleet.md);
 - --max-parallel 1: one node at a time, 12 runs each; the nodes then run in different minutes of
-  the machine, and the report says so (the bench counts the repetitions whose report carried
-  that note).
+  the machine, the report judges each node's level against its peers' (measured apart) and says
+  what that costs (the bench counts the repetitions whose report carried that note).
 Goal: found in >= 9 of 10, quiet in >= 9 of 10.
 Usage: bench/farm_slow_node.py [REPS] [--max-parallel 1] [--runs N]   (default 10 repetitions,
-30 runs a node at once, 12 one at a time; needs root and Slurm)
+60 runs a node at once, 12 one at a time; needs root and Slurm)
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ def main() -> int:
         if args[i + 1:i + 2] != ["1"]:
             raise SystemExit(usage)
         del args[i:i + 2]
-    runs = "12" if one else "30"
+    runs = "12" if one else "60"
     if "--runs" in args:
         i = args.index("--runs")
         if not args[i + 1:i + 2] or not args[i + 1].isdigit():
@@ -92,6 +95,7 @@ def main() -> int:
     d = Path(tempfile.mkdtemp(prefix="perflab-farm-bench-"))
     counts = {True: 0, False: 0}
     noted = 0
+    loads: list[float] = []
     t0 = time.monotonic()
     conf = start(d / "cluster")
     env = {**os.environ, "SLURM_CONF": conf, "PYTHONPATH": str(ROOT / "src"), "PERFLAB_CACHE": str(d / "cache")}
@@ -117,18 +121,25 @@ def main() -> int:
                 med = {h["host"]: h["headline"]["median"] for h in rep["hosts"]}
                 ratio = med["node2"] / statistics.median(v for k, v in med.items() if k != "node2")
                 counts[slow] += named == ["node2"] if slow else bool(named)
+                tt = rep["platforms"][0].get("time_test") or {}
+                judged = (f"{tt.get('blocks')} blocks of a {tt['window']['seconds']} s common window"
+                          if tt.get("mode") == "together" else
+                          f"apart, detectable {tt.get('detectable_slowdown', float('nan')):.0%}"
+                          if tt.get("mode") == "apart" else "whole campaigns")
+                loads.append(os.getloadavg()[0])
                 print(f"{'planted' if slow else 'null'} {i + 1}: slow hosts {named or 'none'}; node2 at {ratio:.2f} "
                       f"of the others' median; runs {min(h['headline']['n'] for h in rep['hosts'])}-"
-                      f"{max(h['headline']['n'] for h in rep['hosts'])} a node"
+                      f"{max(h['headline']['n'] for h in rep['hosts'])} a node; judged on {judged}"
                       + ("; report: not measured at the same time" if apart else "")
-                      + f"; {time.monotonic() - t1:.0f} s", flush=True)
+                      + f"; load {loads[-1]:.1f}; {time.monotonic() - t1:.0f} s", flush=True)
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not stop the stop
         subprocess.run([str(SCRIPT), "stop", str(d / "cluster")], capture_output=True, timeout=60)
     how = "one node at a time (--max-parallel 1)" if one else "all four at once"
     print(f"farm-slow-node, {how}: found {counts[True]} of {reps} (node2 at 70 % of its twins' speed, alone), "
           f"false alarms {counts[False]} of {reps} (no plant); reports noting disjoint windows {noted} of "
-          f"{2 * reps}; {time.monotonic() - t0:.0f} s")
+          f"{2 * reps}; load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f}; "
+          f"{time.monotonic() - t0:.0f} s")
     return 0
 
 

@@ -208,7 +208,8 @@ def collect(name, shard_dir, db_url) -> None:
               callback=_finite,
               help="A slow host is at least this much below its peers' median.")
 @click.option("--test", "method", type=click.Choice(["auto", "runs", "medians"]), default="auto", show_default=True,
-              help="How hosts are compared: every run (Mann-Whitney U, Holm), their medians (sign test, "
+              help="How hosts are compared: every run (runs of the same time in time blocks, t-test over "
+                   "the blocks, Holm; Mann-Whitney U where runs carry no times), their medians (sign test, "
                    "Bonferroni), or runs up to 1,000,000 values in all and medians beyond.")
 def report(name, db_url, json_path, html_path, alpha, min_effect, method) -> None:
     """Hosts by platform, each platform's throughput, slow nodes, failed and missing nodes."""

@@ -19,10 +19,12 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.fleet import state
-from perflab.fleet.headline import campaign_runs, host_data, host_summaries, platform_key, platform_of
+from perflab.fleet.headline import _selection, campaign_runs, host_data, host_summaries, platform_key, platform_of
+from perflab.fleet.timed import time_note, time_summary, timed_runs
 from perflab.fleet.timing import apart_from, one_per_node, platform_windows
 from perflab.stats.peer_medians import MemberSummary, slow_by_medians
 from perflab.stats.peers import median_ci, slow_members
+from perflab.stats.time_blocks import slow_by_time
 
 # Values a report ranks in memory (the runs test peaked at 412 MiB for 1.8 million values and 2 GiB
 # for 10 million); a larger fleet is compared by its hosts' medians. 1,000 hosts x 1,000 runs
@@ -88,8 +90,24 @@ def _figures(store, done: list, method: str) -> tuple[dict, bool, Any]:
     return data, False, lambda camp: campaign_runs(store, camp, metric, labels)
 
 
-def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effect: float) -> str:
-    if by_runs:
+def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effect: float,
+              mode: str | None = None) -> str:
+    if mode == "together":
+        rs, parts = t.block_ratios, ", ".join(f"{r:.2f}" for r in t.part_ratios)
+        against = ("over the blocks, its standard error their noise plus the spread of its peers' levels"
+                   + (" (the larger part: states that lasted the window)" if t.held else ""))
+        test = (f"below the median of its {peers} peers of its platform in each third of the window they ran in "
+                f"together ({parts}) and in {t.blocks_below} of {len(rs)} time blocks (block ratios "
+                f"{min(rs):.2f}-{max(rs):.2f}); one-sided t-test {against}, Holm-corrected over {tested} hosts "
+                f"(p {t.p_adjusted:.2g} < {alpha})")
+    elif mode == "window":
+        test = (f"Mann-Whitney U of its runs inside the window its platform ran in together against its {peers} "
+                f"peers' runs there, Holm-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha})")
+    elif mode == "apart":
+        test = (f"its level against the levels of {peers} peers of its platform measured in other windows "
+                f"(prediction t-test, Holm-corrected over {tested} hosts, p {t.p_adjusted:.2g} < {alpha}); part "
+                "of the difference may be the time, not the node")
+    elif by_runs:
         test = (f"Mann-Whitney U against {peers} peers of its platform, Holm-corrected over {tested} hosts "
                 f"(p {t.p_adjusted:.2g} < {alpha})")
     else:
@@ -97,6 +115,31 @@ def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effec
                 f"platform, Bonferroni-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha})")
     return (f"{test}; throughput {1 - t.ratio:.1%} below the peers' median, beyond the minimum effect "
             f"{min_effect:.0%}")
+
+
+def _peers(tests: list, groups: dict, group: str, mode: dict) -> int:
+    """How many peers a host of ``group`` was compared with: the hosts tested beside it where the
+    time judgement left some out (a host that ran before the others started), else all."""
+    if mode.get(group):
+        return sum(1 for t in tests if t.group == group and t.level is not None) - 1
+    return len(groups[group]) - 1
+
+
+def _by_time(store, done: list, groups: dict, owner: dict) -> dict | None:
+    """Each platform's hosts as runs on one time axis (fleet/timed.py), or None where a compared
+    host's runs carry no times (the pooled runs test then compares whole campaigns)."""
+    if done[0].study not in ("run", "cores"):
+        return None
+    metric, labels = _selection(store, done)
+    runs = timed_runs(store, [owner[(g, h)] for g, hs in groups.items() for h in hs], metric, labels)
+    out: dict = {}
+    for g, hs in groups.items():
+        for h in hs:
+            r = runs.get(owner[(g, h)].id)
+            if r is None:
+                return None
+            out.setdefault(g, {})[h] = r
+    return out
 
 
 def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect: float = 0.03,
@@ -141,6 +184,7 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             entry["headline"] = hd.headline if hd else None
             if hd and by_runs and hd.values:
                 groups.setdefault(key, {})[host] = hd.values
+                owner[(key, host)] = camp
             elif hd and not by_runs and hd.summary is not None:
                 r = hd.summary
                 groups.setdefault(key, {})[host] = MemberSummary(r.n, r.median, *(r.ci975 or (None, None)))
@@ -155,8 +199,11 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             entry["error"] = s.reason
             entry["log"] = s.log
         hosts.append(entry)
+    judged = _by_time(store, done, groups, owner) if by_runs and groups else None
     if not groups:
         tests = []
+    elif judged is not None:
+        tests, time_of = slow_by_time(judged, alpha=alpha, min_effect=min_effect)
     elif by_runs:
         tests = slow_members(groups, alpha=alpha, min_effect=min_effect)
     else:
@@ -164,14 +211,18 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
     tested = sum(1 for t in tests if t.level is not None)
     slow = []
     times = {key: platform_windows(w) for key, w in windows.items()}
+    mode = {g: time_of[g].mode for g in time_of} if judged is not None else {}
     for t in sorted((t for t in tests if t.slow), key=lambda t: t.ratio):
         apart = apart_from(t.member, windows[t.group]) if not times[t.group]["same_time"] else 0
+        if mode.get(t.group) in ("together", "window", "apart"):
+            apart = 0  # its evidence says how time entered the comparison
         slow.append({
             "host": t.member, "platform": t.group, "ratio": t.ratio,
             "ci": {"low": t.low, "high": t.high, "level": round(t.level, 4)},
             "median": t.median, "peers_median": t.peers_median, "n": t.n,
             "p_value": t.p_value, "p_adjusted": t.p_adjusted, "correction": "Holm" if by_runs else "Bonferroni",
-            "evidence": _evidence(t, by_runs, len(groups[t.group]) - 1, tested, alpha, min_effect)
+            "evidence": _evidence(t, by_runs, _peers(tests, groups, t.group, mode), tested, alpha, min_effect,
+                                  mode.get(t.group))
             + (f"; measured in a window disjoint from {apart} of its {len(groups[t.group]) - 1} peers', so "
                "part of the difference may be the time, not the node" if apart else ""),
         })
@@ -187,6 +238,26 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
         plat["not_tested"] = [t.member for t in tests if t.group == key and t.level is None]
         plat["same_time"] = times.get(key, {}).get("same_time", True)
         plat["time_note"] = times.get(key, {}).get("note")
+        if judged is not None and key in time_of:
+            gt = time_of[key]
+            outside = sum(t.outside for t in tests if t.group == key)
+            plat["time_test"] = time_summary(gt)
+            plat["slow_test"] = {
+                "together": "each host against its peers on runs of the same time (time blocks)",
+                "window": "each host's runs against its peers' runs of the same time (pooled)",
+                "apart": "each host's level against its peers' levels, measured apart",
+            }.get(gt.mode, plat["slow_test"])
+            # Named only where it decided: a host above its peers is not slow either way, and a
+            # twin of a slow node sees its peers differ because of that node.
+            held = [t.member for t in tests if t.group == key and t.held and t.ratio is not None
+                    and t.ratio <= 1.0 - min_effect and not t.slow]
+            note = time_note(gt, outside, held)
+            if note and times.get(key, {}).get("head"):
+                note = f"{times[key]['head']}; {note}"
+            plat["time_note"] = note or plat["time_note"]
+            if gt.mode == "together":
+                plat["time_test"]["block_ratios"] = {t.member: [round(r, 4) for r in t.block_ratios]
+                                                     for t in tests if t.group == key and t.block_ratios}
     rep = {"fleet": fleet.name, "hosts": hosts, "platforms": list(platforms.values()),
            "slow_hosts": slow, "missing": missing}
     if fleet.study == "cores":

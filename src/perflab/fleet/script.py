@@ -65,6 +65,11 @@ def write_script(spec: TaskSpec) -> str:
         "  export PERFLAB_NODE_FEATURES",
         "fi",
         'echo "perflab fleet: slot $PERFLAB_FLEET_SLOT on ${SLURMD_NODENAME:-$(hostname)} (job ${SLURM_JOB_ID:-?})"',
+        # The node's wall clock minus its monotonic clock (what each run's start is on): the
+        # report puts the runs of every node on one time axis, to compare runs of the same time.
+        f"PERFLAB_CLOCK_OFFSET_NS=$({q(spec.python)} -c "
+        "'import time; print(time.time_ns() - time.monotonic_ns())' 2>/dev/null || true)",
+        "export PERFLAB_CLOCK_OFFSET_NS",
     ]
     if spec.bundle:
         lines += [

@@ -36,12 +36,13 @@ def platform_windows(windows: dict[str, tuple[datetime, datetime | None]]) -> di
     order = sorted(spans, key=lambda h: spans[h][0])
     named = ", ".join(f"{h} {_hm(spans[h][0])}-{_hm(spans[h][1])}" for h in order[:_LISTED])
     more = f" and {len(order) - _LISTED} more" if len(order) > _LISTED else ""
-    note = (f"not measured at the same time: {len(apart)} of {len(spans)} hosts ran in a window disjoint "
-            f"from a peer's ({named}{more}); a difference between them includes whatever changed between "
+    head = (f"not measured at the same time: {len(apart)} of {len(spans)} hosts ran in a window disjoint "
+            f"from a peer's ({named}{more})")
+    note = (f"{head}; a difference between them includes whatever changed between "
             "those windows (other load on a machine the nodes share, cooling, shared storage), which the "
             "test cannot tell from the node; measured at once (no --max-parallel) that part falls on every "
             "host alike")
-    return {"same_time": False, "apart": apart, "note": note}
+    return {"same_time": False, "apart": apart, "note": note, "head": head}
 
 
 def apart_from(host: str, windows: dict[str, tuple[datetime, datetime | None]]) -> int:

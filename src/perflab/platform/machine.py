@@ -31,6 +31,7 @@ BATCH_ENV = {
     "SLURM_ARRAY_TASK_ID": "slurm_array_task_id",
     "SLURMD_NODENAME": "slurm_node",
     "PERFLAB_NODE_FEATURES": "slurm_features",
+    "PERFLAB_CLOCK_OFFSET_NS": "clock_offset_ns",  # wall minus monotonic clock: runs' start_ns to wall time
 }
 
 
