@@ -718,7 +718,7 @@ EXAMPLES += [
         Line("perflab run -- sim-not-installed --events 5")], setup=DOC_TOML + BAD_TOML),
     Example("workload-mycflags", "docs/workload.md", [
         Line("perflab variants --build make --src tests/data/mycflags --exe prog -V o2='-O2' -V pgo='pgo -O2' -r 3 "
-             "-- '{exe}' 100000", matching(r"^(o2|pgo): ", r"^  pgo: ", r"^verdict: "))],
+             "-- '{exe}' 100000", matching(r"^(o2|pgo): built", r"^  pgo: ", r"^verdict: "))],
         setup="mkdir -p tests/data && cp -r {root}/tests/data/mycflags tests/data/\n"),
     Example("workload-lua", "docs/workload.md", [
         Line("perflab run --db lua.db -r 10 -w luabench", block=1),
