@@ -661,6 +661,122 @@ EXAMPLES += [
              matching(r"^│ \./rnd +│ (instructions|estimated_cycles|i1_misses) ", r"^(not )?deterministic"))],
         setup=RND_C),
 ]
+
+def elide_sources(lines: list[str]) -> list[str]:
+    """minihlt's source paths as '.../FILE': where the package is installed is the reader's own."""
+    return [re.sub(r"\S*/src/perflab/kernels/minihlt/", ".../", line) for line in lines]
+
+
+# docs/workload.md: its first toml block is the perflab.toml these examples run with (count, gz).
+DOC_TOML = ("awk '/^```toml/{f=1;next} f&&/^```/{exit} f' {root}/docs/workload.md > perflab.toml\n"
+            "mkdir -p src run && cat > src/count.c <<'CSRC'\n"
+            "#include <stdio.h>\n#include <stdlib.h>\n"
+            "int main(int argc, char **argv) {\n"
+            "    long n = argc > 1 ? atol(argv[1]) : 1000;\n"
+            "    volatile long items = 0;\n"
+            "    for (long i = 0; i < n; i++) items = items + 1;\n"
+            "    printf(\"items: %ld\\n\", (long)items);\n"
+            "    return 0;\n}\nCSRC\n")
+NEVER_TOML = r"""cat > never.toml <<'TOML'
+[workload.enc]
+command = "echo fps= 181.5 frames=100"
+shell = true
+metrics = ['FPS: (?P<fps>[\d.]+)']
+primary_metric = "fps"
+TOML
+"""
+BAD_TOML = r"""cat > bad.toml <<'TOML'
+[workload.bad]
+command = "true"
+metrics = ['rate: (?P<r>[0-9.]+']
+TOML
+"""
+# Lua 5.4.4 as the page says: the upstream tarball of Debian's source package (apt-get source, with a
+# deb-src line of its own so the system's apt set-up is left alone; $LUA_TARBALL skips the download),
+# built once; bench.lua and the luabench workload are the page's own lua and toml blocks.
+LUA_SRC = r"""if [ -n "$LUA_TARBALL" ]; then cp "$LUA_TARBALL" .; else
+mkdir -p apt/lists/partial
+echo 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main' > apt/src.list
+APT="-o Dir::Etc::SourceList=$PWD/apt/src.list -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists=$PWD/apt/lists"
+apt-get $APT -qq update && apt-get $APT -qq source --download-only lua5.4 > /dev/null 2>&1; fi
+tar xzf lua5.4_5.4.4.orig.tar.gz && mv lua-5.4.4 lua && make -C lua > /dev/null 2>&1
+awk '/^```lua/{f=1;next} f&&/^```/{exit} f' {root}/docs/workload.md > bench.lua
+awk '/^```toml/{f=1;b="";next} f&&/^```/{if(b~/workload.luabench/)printf "%s",b;f=0;next} f{b=b $0 "\n"}' {root}/docs/workload.md > perflab.toml
+"""
+LUA_V = "perflab variants --db lua.db -w luabench --build {build} --src lua --exe src/lua -V o2='-O2' -V o3='-O3' " \
+        "-V pgo='pgo -O2' --baseline o2"
+EXAMPLES += [
+    Example("workload-never", "docs/workload.md", [
+        Line(r"perflab run --runs 3 --metric 'fps=(?P<fps>\d+)' --metric 'q=(?P<q>\S+)' -- sh -c 'echo frame=10 q=n/a'",
+             matching(r"^warning: metric regex")),
+        Line("cat never.toml"),
+        Line("perflab run --runs 3 -w enc --config never.toml; echo $?")], setup=NEVER_TOML),
+    Example("workload-bad", "docs/workload.md", [
+        Line("cat bad.toml"),
+        Line("perflab workload list --config bad.toml; echo $?"),
+        Line("perflab workload path nope"),
+        Line("perflab run -- sim-not-installed --events 5")], setup=DOC_TOML + BAD_TOML),
+    Example("workload-mycflags", "docs/workload.md", [
+        Line("perflab variants --build make --src tests/data/mycflags --exe prog -V o2='-O2' -V pgo='pgo -O2' -r 3 "
+             "-- '{exe}' 100000", matching(r"^(o2|pgo): built", r"^  pgo: ", r"^verdict: "))],
+        setup="mkdir -p tests/data && cp -r {root}/tests/data/mycflags tests/data/\n"),
+    Example("workload-lua", "docs/workload.md", [
+        Line("perflab run --db lua.db -r 10 -w luabench", block=1),
+        Line("make -C lua clean > /dev/null && make -C lua MYCFLAGS=-O0 > /dev/null", block=2),
+        Line("perflab run --db lua.db -r 10 -w luabench > /dev/null", block=2),
+        Line("perflab compare --db lua.db 1 2", block=2),
+        Line(LUA_V.format(build="make"), without(r"^round \d+"), block=3),
+        Line(LUA_V.format(build="'make -C {src} CC={cc} MYCFLAGS={cflags} MYLDFLAGS={ldflags} -j{jobs}'"),
+             matching(r"^(o2|o3|pgo): built", r"^o3: score", r"^verdict: "), block=4)], setup=LUA_SRC),
+    # An empty build cache of its own, so the first build is a real one on every rerun.
+    Example("workload-cmds", "docs/workload.md", [
+        Line("perflab workload list", block=1),
+        Line("export PERFLAB_CACHE=$PWD/cache      # an empty build cache", block=2),
+        Line("perflab workload build count", block=2),
+        Line("perflab workload build count", block=2),
+        Line('perflab workload build minihlt --cflags "-O3 -march=native"', elide_sources, block=2),
+        Line("perflab workload path minihlt", block=3),
+        Line("perf stat -e task-clock $(perflab workload path minihlt) --events 20 2>&1 > /dev/null | "
+             "grep -E 'task-clock|elapsed'", block=3),
+        Line("perflab workload path gz", block=3)], setup=DOC_TOML),
+    Example("minihlt-abi", "docs/minihlt.md", [
+        Line('/usr/bin/time -f "maxrss %M KB" $(perflab workload path minihlt) --events 1 2>&1 | tail -1', block=1),
+        Line('/usr/bin/time -f "maxrss %M KB" $(perflab workload path minihlt --cflags "-O2 -m32 -msse2 -mfpmath=sse") '
+             '--events 1 2>&1 | tail -1', block=1),
+        Line("perflab workload build minihlt", elide_sources, block=2),
+        Line("perflab workload path minihlt", block=2),
+        Line('$(perflab workload path minihlt --cflags "-O2 -mx32") --events 1; echo $?', block=3)]),
+    Example("minihlt-builds", "docs/minihlt.md", [Line("bench/minihlt_builds.sh 10", from_match(r"^events/s"))],
+            in_repo=True),
+    Example("cost-campaign", "docs/cost.md", [
+        Line("perflab instances --energy auto -w minihlt-quick --n 1,2 --policy none", matching(r"^(energy|answer):")),
+        Line("cat p.toml"),
+        Line("perflab cost p.toml; echo $?"),
+        Line("sed -i '/power_from_campaign/d' p.toml"),
+        Line("perflab cost p.toml")], setup=r"""cat > p.toml <<'TOML'
+[requirement]
+target_events_per_s = 700000
+power_envelope_kw = 200
+currency = "CHF"
+
+[[platform]]
+name = "this VM"
+sockets = 1
+tdp_w = 85
+throughput_from_campaign = 1
+power_from_campaign = 1
+prices = { board = 400, memory = 600, psu = 150, cpu = 670, chassis = 300 }
+
+[[platform]]
+name = "E5-2630 v3"
+sockets = 2
+tdp_w = 85
+throughput_per_node = 986
+measured_power_w = 265
+prices = { board = 400, memory = 600, psu = 150, cpu = 670, chassis = 300 }
+TOML
+"""),
+]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
 

@@ -60,7 +60,10 @@ def test_records_hold_verdicts_not_failures():
                "variants-pgo": r"^verdict: ", "variants-tie": r"^verdict: ", "lab-resume": r"studies done in",
                "profile-callgrind": r"FieldMap::field.* changed most: ", "bundle-mismatch": r"^MISMATCH",
                "results-died": r"^│ +1 │ run +│ died", "lab-quick": r"^  micro .* done",
-               "instances-default": r"^answer: ", "instances-fork": r"^verdict: "}
+               "instances-default": r"^answer: ", "instances-fork": r"^verdict: ",
+               "workload-lua": r"^verdict: fastest: ", "workload-mycflags": r"^  pgo: flags passed as MYCFLAGS",
+               "workload-cmds": r"^cached:  no", "minihlt-abi": r"^maxrss \d+ KB",
+               "minihlt-builds": r"^checksum identical across builds: yes"}
     for e in docs_examples.EXAMPLES:
         text = docs_examples.record_path(e.name).read_text()
         assert "Traceback" not in text, f"docs/examples/{e.name}.txt shows a crash"
