@@ -11,7 +11,7 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.store import open_store
-from perflab.studies.cost.study import load_platforms, run_cost
+from perflab.studies.cost.study import load_platforms, render, run_cost
 
 TOML = """
 [requirement]
@@ -90,6 +90,11 @@ def test_no_platform_fits(tmp_path):
     with open_store(str(tmp_path / "s.db")) as store:
         res = run_cost(load_platforms(str(f)), store)
     assert res.best is None and res.why.startswith("no platform fits: the least power-hungry, C, needs 4.8 kW")
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    render(res, console)
+    assert console.export_text().count("no platform fits") == 1  # said once, not "fits. no platform fits"
 
 
 def test_seed_example_picks_e5_2630(tmp_path):
@@ -130,7 +135,7 @@ def test_campaign_must_be_instances(tmp_path):
 def test_report_cost_plot_reads_the_stored_summary(tmp_path):
     """The envelope line and the red/green marks come from the keys the study really stores."""
     from perflab.report.sections import cost_points
-    from perflab.studies.cost.study import load_platforms, run_cost
+    from perflab.studies.cost.study import load_platforms, render, run_cost
     from perflab.store import open_store
 
     example = Path(__file__).resolve().parent.parent / "src/perflab/examples/seed004-platforms.toml"

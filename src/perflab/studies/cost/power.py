@@ -43,7 +43,7 @@ def campaign_power(store: Any, campaign_id: int, name: str) -> tuple[float, str]
             kinds.add("node meter" if "ipmi:node" in measured[0].energy else "RAPL only, undercounts the node")
     if not watts:
         raise PerflabError(f"platform {name}: campaign {campaign_id} measured no energy at its optimum "
-                           f"({n} copies); rerun perflab instances where an energy source exists "
+                           f"({n} cop{'y' if n == 1 else 'ies'}); rerun perflab instances where an energy source exists "
                            "(--energy), or give measured_power_w")
     watts.sort()
     mid = len(watts) // 2

@@ -333,7 +333,8 @@ def render(result: CostResult, console: Any) -> None:
                   f"{c.node_power_w:,.0f}" + _power_mark(c.power_source),
                   f"{c.total_power_kw:,.1f}", fits, f"{c.cost_per_event_s:.2f}", f"{c.watts_per_event_s:.3f}")
     console.print(t)
-    console.print(("best: " + result.best if result.best else "no platform fits") + f". {result.why}")
+    # the reason of "no platform fits" begins with those words itself
+    console.print(f"best: {result.best}. {result.why}" if result.best else result.why)
     console.print("(est.) = 1.6 x TDP x sockets, an estimate within 5 % of measured nodes; (RAPL) = CPU packages and DRAM "
                   "measured by a campaign, which undercounts the node; others measured at the node."
                   + (f"  Plot: {result.plot}" if result.plot else "") + f"  Campaign {result.campaign_id}.")
