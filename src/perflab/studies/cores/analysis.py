@@ -85,12 +85,14 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
         kept[i, [ri[r] for r in sets["extra"]]] = np.nan
         tested.append((row, sets, i))
     lv, lv_all = timeline.levels(kept, blocks), timeline.levels(d, blocks)
-    margin, res.block_margin = _margin(lv, kept, blocks, times, rounds, config)
-    bps, _, s_block, df = timeline.block_test(lv, kept, blocks, margin)
+    bps, _, s_block, df = timeline.block_test(lv, kept, blocks, math.log1p(config.min_effect))
     multi = lv.shape[1] >= 2
+    # the block test where the scan shows CPU states that hold; where it shows none, rounds are
+    # independent draws and the round rule's sign test (exact, no symmetry assumed) is the test
+    res.block_margin = multi and _states_hold(bps, lv, kept, blocks, times, rounds, config)
     for row, _, i in tested:
         row.block_levels = tuple(None if v != v else float(math.expm1(v)) for v in lv_all[i])
-        if multi:
+        if res.block_margin:
             row.p_value = bps[i]
     m = len(tested)
     for (row, _, _), p in zip(tested, holm([r.p_value for r, _, _ in tested])):
@@ -111,7 +113,7 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
         stat, p, n = friedman(normed[live])
         res.friedman = {"statistic": stat, "p_value": p, "rounds": n, "cpus": len(live)}
     if tested:
-        res.mde, res.mde_why = (_block_detectable(lv, s_block, df, config, m, margin) if multi
+        res.mde, res.mde_why = (_block_detectable(lv, s_block, df, config, m) if res.block_margin
                                 else detectable_of(d, config))
     else:
         res.mde_why = "no CPU could be tested (fewer than 2 CPUs with successful runs in a round)"
@@ -202,24 +204,18 @@ def _row(cpu: int, topology: Topology | None) -> CpuRow:
     return CpuRow(cpu, info.socket, info.core, info.node, tuple(info.siblings)) if info else CpuRow(cpu, 0, cpu, 0, (cpu,))
 
 
-def _margin(lv, kept, blocks, times, rounds, config: Any) -> tuple[float, bool]:
-    """(the block test's margin, whether it is min_effect): log(1 + min_effect) where the scan
-    shows per-CPU states that hold (its round-to-round correlation, or its block-to-block rank
-    correlation over the CPUs the test with that margin does not find, is significant:
-    timeline.hold); 0 where it shows none (module docstring of timeline.py)."""
+def _states_hold(ps, lv, kept, blocks, times, rounds, config: Any) -> bool:
+    """Does the scan show per-CPU states that hold: its round-to-round correlation, or its
+    block-to-block rank correlation over the CPUs the block test (p-values ps) does not find, is
+    significant (timeline.hold)? Where too little to tell, taken as yes."""
     import numpy as np
 
-    margin = math.log1p(config.min_effect)
-    if lv.shape[1] < 2:
-        return margin, True
-    ps = timeline.block_test(lv, kept, blocks, margin)[0]
     found = [i for i, p in enumerate(holm(ps)) if p < config.alpha]
     pre = timeline.hold(kept, blocks, times, lv, found, rounds)
-    held = pre.hold_s is not None or pre.held or pre.round_corr is None or bool(np.isnan(lv).all())
-    return (margin, True) if held else (0.0, False)
+    return pre.hold_s is not None or pre.held or pre.round_corr is None or bool(np.isnan(lv).all())
 
 
-def _block_detectable(lv, s_block: float, df: float, config: Any, m: int, margin: float) -> tuple[float, str]:
+def _block_detectable(lv, s_block: float, df: float, config: Any, m: int) -> tuple[float, str]:
     """(smallest slowdown the block test detects, why it is inf when it is)."""
     import numpy as np
 
@@ -227,7 +223,7 @@ def _block_detectable(lv, s_block: float, df: float, config: Any, m: int, margin
     mean = np.nanmean(np.where(np.isnan(lv).all(axis=1, keepdims=True), 0, lv), axis=1, keepdims=True)
     resid = (lv - mean).ravel()
     mde = block_detectable(resid, nb, s_block, df, config.alpha / max(m, 1), config.min_effect,
-                           config.persistence, config.seed, margin)
+                           config.persistence, config.seed)
     if mde != math.inf:
         return mde, ""
     if m < 2 or df <= 0:

@@ -155,14 +155,13 @@ def median_se(k: int) -> float:
 
 
 def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, min_effect: float,
-                     persistence: float, seed: int = 0, margin: float | None = None) -> float:
+                     persistence: float, seed: int = 0) -> float:
     """Smallest slowdown called slow in >= 90 % of simulated scans by the block test
     (timeline.block_test at Holm's first step, alpha already divided by the CPUs): ``blocks``
     block levels log(1 + x) + e, e resampled from the scan's block-level residuals (inflated by
     sqrt(B / (B - 1)): residuals around a CPU's own mean are that much narrower, plus normal
     jitter of 0.1 scale), judged with the scan's own pooled scale and degrees of freedom (the
-    median above ``margin``, log(1 + min_effect) unless given, by the t critical value, and at
-    least log(1 + min_effect)) and every block (but 1 - persistence
+    median above log(1 + min_effect) by the t critical value) and every block (but 1 - persistence
     of them) above 0 and not below min_effect and clearly below the mean;
     inf when +300 % is not."""
     import numpy as np
@@ -172,7 +171,6 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
     resid = resid[~np.isnan(resid)]
     if blocks < 2 or resid.size < 2 or not scale == scale or scale <= 0 or df <= 0:
         return math.inf
-    margin = math.log1p(min_effect) if margin is None else margin
     rng = np.random.default_rng(seed)
     e = rng.choice(resid, size=(TRIALS, blocks)) * math.sqrt(blocks / (blocks - 1))
     e += rng.normal(0.0, 0.1 * scale, size=(TRIALS, blocks))
@@ -184,8 +182,7 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
         low = math.log1p(min_effect)
         short = (lv <= 0) | ((lv < low) & (lv < mean[:, None] - BLOCK_DROP * scale))
         every = short.sum(axis=1) <= allowed(blocks, persistence)
-        med = np.median(lv, axis=1)
-        return float(((med - margin >= crit) & (med >= math.log1p(min_effect)) & every).mean())
+        return float(((np.median(lv, axis=1) - math.log1p(min_effect) >= crit) & every).mean())
 
     return smallest_detected(share, min_effect)
 

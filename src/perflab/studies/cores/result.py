@@ -90,8 +90,9 @@ class CoresResult:
     modes: dict[str, Any] | None = None  # stats.modes.Modes.as_dict() of the run costs (+ "normalised")
     speeds: str = ""  # which CPUs stayed at one speed for the whole scan (speeds.finding)
     timeline: Timeline | None = None  # the blocks, and how long the machine's per-CPU slowness held
-    # the block test's null: slower by min_effect at most (True: the scan showed states that hold)
-    # or not slower at all (False: rounds independent, the point estimate at least min_effect)
+    # the test behind p: the block test, whose null is slower by min_effect at most (True: the
+    # scan showed CPU states that hold), or the round rule's sign test over rounds (False: no
+    # state held from round to round; slower in every block is still asked)
     block_margin: bool = True
     runs: int = 0
     failed: int = 0
@@ -219,12 +220,12 @@ def compose_verdict(result: "CoresResult") -> str:
     return "; ".join(parts)
 
 
-def _test_name(tl: Timeline | None, margin: bool = False) -> str:
-    """The test behind a slow verdict; 'above --min-effect' where its null was slower by min_effect
-    at most (the scan showed CPU states that hold), not 'not slower'."""
+def _test_name(tl: Timeline | None, block: bool = True) -> str:
+    """The test behind a slow verdict: the block test where the scan showed CPU states that hold,
+    else the sign test over rounds."""
     if tl is None or len(tl.blocks) < 2:
         return "sign test"
-    return f"t-test on its {len(tl.blocks)} block levels" + (" above --min-effect" if margin else "")
+    return f"t-test on its {len(tl.blocks)} block levels" if block else "sign test over rounds, no state held"
 
 
 def _over(tl: Timeline | None) -> str:
