@@ -44,7 +44,10 @@ def test_sequential_competitor_on_a_two_speed_guest_is_found_at_12_rounds():
     assert [s.cpus for s in res.slow] == [(5,)]
     row = res.cpus[5]
     assert -0.25 < row.change < -0.15 and all(v is not None and v > 0.1 for v in row.block_levels)
-    assert res.modes["normalised"] and res.mde < 0.2  # not 130 %
+    # 12 rounds show no state that holds (round-to-round correlation 0.14, not significant over
+    # 144 pairs): the sign test over rounds decides, and its detectable slowdown is the round rule's
+    assert res.modes["normalised"] and res.block_margin is False and res.mde < 0.3  # not 130 %
+    assert any("below the" in n for n in res.notes) if res.mde > -row.change else True
     assert res.timeline.tells and res.timeline.span_s > 45
     assert {r.cpu for r in res.cpus if r.verdict in ("slow", "unresolved")} == {5}
 
