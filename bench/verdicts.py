@@ -4,7 +4,9 @@
 One line per check: `verdict-check: NAME false_positive=X detection=Y runs=N` (goal: false
 positives <= 0.05 and detection >= 0.90 at each study's default settings). Each harness lives in
 perflab.checks and documents its model (noise, drift, bursts, the planted effect).
-Usage: bench/verdicts.py [RUNS] [NAME ...]   (RUNS default 200; names filter the checks)
+Usage: bench/verdicts.py [RUNS] [NAME ...] [--models M,M]   (RUNS default 200; names filter the
+checks; --models runs the cores check under those noise models only, so that its models can run
+as separate processes)
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ CHECKS = {
 
 def main() -> int:
     args = sys.argv[1:]
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    models = None
+    if "--models" in args:
+        i = args.index("--models")
+        models = tuple(args[i + 1].split(","))
+        del args[i:i + 2]
     runs = int(args.pop(0)) if args and args[0].isdigit() else 200
     wanted = set(args) or set(CHECKS)
     for name, (module, func) in CHECKS.items():
@@ -41,7 +51,7 @@ def main() -> int:
             print(f"verdict-check: {name} not available ({exc})", flush=True)
             continue
         t0 = time.monotonic()
-        out = fn(runs=runs)
+        out = fn(runs=runs, models=models) if models and name == "cores" else fn(runs=runs)
         if isinstance(out, list):
             for line in out:
                 print(line, flush=True)

@@ -44,7 +44,10 @@ def test_sequential_competitor_on_a_two_speed_guest_is_found_at_12_rounds():
     assert [s.cpus for s in res.slow] == [(5,)]
     row = res.cpus[5]
     assert -0.25 < row.change < -0.15 and all(v is not None and v > 0.1 for v in row.block_levels)
-    assert res.modes["normalised"] and res.mde < 0.2  # not 130 %
+    # 12 rounds show no state that holds (round-to-round correlation 0.14, not significant over
+    # 144 pairs): the sign test over rounds decides, and its detectable slowdown is the round rule's
+    assert res.modes["normalised"] and res.block_margin is False and res.mde < 0.3  # not 130 %
+    assert any("below the" in n for n in res.notes) if res.mde > -row.change else True
     assert res.timeline.tells and res.timeline.span_s > 45
     assert {r.cpu for r in res.cpus if r.verdict in ("slow", "unresolved")} == {5}
 
@@ -134,3 +137,24 @@ def test_the_vcpu_model_reproduces_the_recorded_holding_times():
     stretches = [len(s) for row in fast for s in "".join("F" if f else "." for f in row).split(".") if s]
     assert 0.18 < share < 0.32 and 0.6 < np.mean(stretches) * 0.33 < 2.5  # recorded: 0.16-0.33, 0.8-1.1 s
     assert max(stretches) * 0.33 > 5  # a vCPU fast for a whole 5-10 s scan, as recorded
+
+
+def test_the_block_test_is_the_test_only_where_states_hold():
+    from perflab.checks.cores_check import campaign, timed_campaign
+
+    # a skewed single-speed machine: rounds are independent, the round rule's sign test decides
+    flat = campaign(4, {}, model="skewed")
+    assert flat.block_margin is False and not flat.timeline.held and flat.timeline.hold_s is None
+    # the vCPU guest: a CPU's level holds from round to round, the block test decides
+    guest = timed_campaign(4, concurrent=True)
+    assert guest.block_margin is True and guest.timeline.hold_s is not None
+    assert not [r.cpu for r in guest.cpus if r.verdict == "slow"]
+
+
+def test_a_5pct_slow_cpu_on_a_skewed_machine_is_found_by_the_sign_test():
+    from perflab.checks.cores_check import campaign, named
+
+    found = [campaign(s, {3: 1.05}, model="skewed") for s in range(10)]
+    assert sum(named(r) == {3: "slow"} for r in found) >= 8
+    assert all("sign test over rounds" in r.verdict for r in found if named(r) == {3: "slow"})
+    assert not any(named(campaign(100 + s, {}, model="skewed")) for s in range(5))

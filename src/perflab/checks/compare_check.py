@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 
-from perflab.checks.noise import MODELS, NoiseModel
+from perflab.checks.noise import MODELS, STUDY_MODELS, NoiseModel
 from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies.compare.study import CompareConfig, run_compare
@@ -100,7 +100,7 @@ def rates(model: NoiseModel, runs: int, seed: int = 0, per_campaign: int = RUNS)
 def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
     """One `verdict-check: compare-<model> ...` line per noise model of checks/noise.py."""
     lines = []
-    for name, model in MODELS.items():
+    for name, model in STUDY_MODELS.items():
         fp, det = rates(model, runs, seed)
         lines.append(f"verdict-check: compare-{name} false_positive={fp:.3f} detection={det:.3f} "
                      f"runs={runs}")

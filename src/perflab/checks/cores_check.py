@@ -222,7 +222,7 @@ def checks(runs: int = 200, seed: int = 0, models: tuple[str, ...] | None = None
     return out
 
 
-def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
-    """The lines bench/verdicts.py prints."""
+def verdict_lines(runs: int = 200, seed: int = 0, models: tuple[str, ...] | None = None) -> list[str]:
+    """The lines bench/verdicts.py prints (``models``: those of MODELS and TIMED_MODELS only)."""
     return [f"verdict-check: {name} false_positive={fp:.3f} detection={det:.3f} runs={n}"
-            for name, fp, det, n in checks(runs, seed)]
+            for name, fp, det, n in checks(runs, seed, models)]

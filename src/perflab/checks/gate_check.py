@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from perflab.checks.noise import MODELS
+from perflab.checks.noise import STUDY_MODELS
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunSpec
 from perflab.store import open_store
@@ -57,6 +57,7 @@ SETTINGS: dict[str, dict] = {
     "shift": dict(runs=10),  # one campaign a side: cannot meet the goal (docs/ci.md)
     "shift-history": dict(model="shift", runs=10, saves=20),
     "two-speed": dict(runs=40),
+    "vcpu-states": dict(runs=40),
     "skewed": dict(runs=30),
     "loaded": dict(runs=30),
 }
@@ -64,7 +65,7 @@ SETTINGS: dict[str, dict] = {
 
 def _campaign(store, host_id: int, level: float, cfg: SimConfig, rng: random.Random) -> int:
     """One stored `run` campaign of ``cfg.runs`` mock runs around ``level`` seconds."""
-    noise = MODELS[cfg.model].campaign(rng)
+    noise = STUDY_MODELS[cfg.model].campaign(rng)
     executor = MockExecutor(lambda spec: level * noise.factor())
     spec = RunSpec(argv=("work",), label="work")
     cid = store.start_campaign("run", {"commands": [{"name": "work"}]}, host_id=host_id)

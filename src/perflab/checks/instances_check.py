@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 
-from perflab.checks.noise import MODELS, Campaign
+from perflab.checks.noise import STUDY_MODELS, Campaign
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
 from perflab.platform.machine import Machine
@@ -112,7 +112,7 @@ def simulate(gain: float, seed: int, config: instances.InstancesConfig | None = 
     topology = two_node_topology()
     machine = Machine(topology=topology, metadata={"hostname": "sim"})
     cfg = config or instances.InstancesConfig(sim_workload(), fork_master=True, seed=seed)
-    campaign = MODELS[model].campaign(random.Random(seed * 7919 + 1))
+    campaign = STUDY_MODELS[model].campaign(random.Random(seed * 7919 + 1))
     ex = _executor(gain, campaign, len(topology.cpus))
     result = instances.execute(cfg, _Memory(ex), machine)
     assert result.fork_verdict is not None
@@ -143,7 +143,7 @@ def one_node_box(ncpu: int = BOX_CPUS) -> Topology:
 def simulate_optimum(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS) -> int | None:
     """One simulated default campaign on an ``ncpu`` box under a noise model; its optimum N."""
     rng = random.Random(seed * 7919 + 17)
-    campaign = MODELS[model].campaign(rng)
+    campaign = STUDY_MODELS[model].campaign(rng)
     ex = MockExecutor()
     hit: dict[tuple, float] = {}
 
@@ -171,10 +171,10 @@ def optimum_check(model: str, runs: int = 200, seed: int = 0) -> tuple[float, fl
 def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
     """The lines bench/verdicts.py prints: the optimum, then the fork verdict, under every model."""
     lines = []
-    for model in MODELS:
+    for model in STUDY_MODELS:
         fp, det = optimum_check(model, runs, seed)
         lines.append(f"verdict-check: instances-{model} false_positive={fp:.3f} detection={det:.3f} runs={runs}")
-    for model in MODELS:
+    for model in STUDY_MODELS:
         fp, det = verdict_check(runs, seed, quiet=True, model=model)
         lines.append(f"verdict-check: instances-fork-{model} false_positive={fp:.3f} detection={det:.3f} "
                      f"runs={runs}")

@@ -15,7 +15,8 @@ then refutes. Each model below is a factor on the true run time, built from what
 - ``burst``: (probability, slowdown): some rounds a background burst hits one CPU (the harness
   decides which CPU; ``burst_hits`` says whether this round is hit).
 
-``MODELS`` names the ones bench/verdicts.py runs every study under; a harness asks for a
+``MODELS`` names the whole-machine ones; ``STUDY_MODELS`` adds the per-vCPU guest in time
+(``VcpuStatesModel``), and is what bench/verdicts.py runs every study under; a harness asks for a
 ``Campaign`` (one campaign's level and state) and draws ``factor()`` per run.
 """
 
@@ -190,3 +191,8 @@ class VcpuCampaign:
 
 # Models with per-CPU states in time: harnesses that know each run's CPU and start time use them.
 TIMED_MODELS: dict[str, VcpuStatesModel] = {"vcpu-states": VcpuStatesModel()}
+
+# Every model a study's harness runs under: the whole-machine ones, and the guest of vcpu-states
+# as one vCPU sees it in time (``factor()``: CPU 0, 0.2 s a run), the machine a run, compare,
+# gate, variants or instances campaign on such a guest gets when it is not spread over CPUs.
+STUDY_MODELS: dict[str, NoiseModel | VcpuStatesModel] = {**MODELS, **TIMED_MODELS}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 
-from perflab.checks.noise import MODELS, NoiseModel
+from perflab.checks.noise import STUDY_MODELS, NoiseModel
 from perflab.studies.profile.diff import MIN_TEST_RECORDINGS, ProfileDiffConfig, ProfileDiffResult, Side, diff
 from perflab.studies.profile.parse import Function, Profile
 
@@ -81,7 +81,7 @@ def verdict_check(runs: int = 200, seed: int = 0, per_side: int = 5) -> list[str
     """One verdict-check line per noise model, at 5 recordings per side (3, the fewest that test,
     detect 60-85 %: docs/profile.md)."""
     lines = []
-    for name, model in MODELS.items():
+    for name, model in STUDY_MODELS.items():
         fp, det = rates(model, runs, per_side, seed)
         lines.append(f"verdict-check: profile-diff[{name}] false_positive={fp:.3f} detection={det:.3f} "
                      f"runs={runs} recordings={per_side}+{per_side}")

@@ -30,7 +30,7 @@ import math
 import random
 import re
 
-from perflab.checks.noise import MODELS
+from perflab.checks.noise import STUDY_MODELS
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunSpec
 from perflab.platform.machine import Machine
@@ -46,12 +46,13 @@ BASE_S = 0.1
 PLANTED = 0.02
 COMMANDS = (5, 8)
 ASKED_SHARE = 4  # the 'asked' rows run 1/4 of the trials: each reruns with hundreds of runs
+ASKED_MODELS = ("two-speed", "vcpu-states")  # the models at two speeds, where the output asks for runs
 MACHINE = Machine(Topology((), (), (), ()), {"hostname": "sim"})
 
 
 def _noisy(model: str, slower: float, rng: random.Random) -> MockExecutor:
     """A mock whose run of command 'c1' takes (1 + slower) times the others', times the noise."""
-    camp = MODELS[model].campaign(rng)
+    camp = STUDY_MODELS[model].campaign(rng)
     ex = MockExecutor()
 
     def seconds(spec: RunSpec) -> float:
@@ -158,15 +159,16 @@ def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
     for n in (1, 3):
         few = sum(trial(0.0, seed + 2 * runs + i, runs=n)[0] for i in range(runs)) / runs
         lines.append(f"verdict-check: run-compare-{n}-runs false_positive={few:.3f} runs={runs}")
-    for name in MODELS:
+    for name in STUDY_MODELS:
         for k in COMMANDS:
             fp, before, det = rates(name, k, runs, seed)
             lines.append(f"verdict-check: run-{name}-{k}-commands false_positive={fp:.3f} "
                          f"detection={det:.3f} runs={runs} sample_fastest_false_positive={before:.3f}")
-    for k in COMMANDS:
-        # the runs the output asks for are hundreds: a quarter of the trials keeps this row's time
-        few = max(1, runs // ASKED_SHARE)
-        fp, det = rates_asked("two-speed", k, few, seed)
-        lines.append(f"verdict-check: run-two-speed-{k}-commands-asked false_positive={fp:.3f} "
-                     f"detection={det:.3f} runs={few}")
+    for name in ASKED_MODELS:
+        for k in COMMANDS:
+            # the runs the output asks for are hundreds: a quarter of the trials keeps this row's time
+            few = max(1, runs // ASKED_SHARE)
+            fp, det = rates_asked(name, k, few, seed)
+            lines.append(f"verdict-check: run-{name}-{k}-commands-asked false_positive={fp:.3f} "
+                         f"detection={det:.3f} runs={few}")
     return lines

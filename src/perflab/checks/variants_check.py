@@ -6,6 +6,9 @@ some rounds slows the round's first run, a random variant by the shuffle). Null:
 differs; a false positive is a campaign whose verdict calls any variant faster or slower. Planted:
 one variant is 3 % faster; detected when the verdict names it the fastest. Tie: two variants are
 both 3 % faster; a false "fastest" is a campaign that names one of them instead of the tie.
+Under two speeds, where a campaign names no fastest variant its output asks for the rounds that
+would see 2 % (studies/variants/power.py); ``rates_asked`` is the user who then reruns with them
+(``variants[MODEL]-asked``: false positives over both campaigns, detection of the planted 3 %).
 ``bench/verdicts.py`` prints one line per model.
 """
 
@@ -14,13 +17,14 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from perflab.checks.noise import MODELS, NoiseModel
+from perflab.checks.noise import MODELS, STUDY_MODELS, NoiseModel
 from perflab.kernels.variants import BuildTarget, Variant
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, RunSpec, Workload
 from perflab.studies.variants.study import VariantsConfig, analyse, plan
 
 PLANTED = 1.03
+ASKED_MODELS = ("two-speed", "vcpu-states")  # the models at two speeds, where the output asks for rounds
 
 
 def sim_config(rounds: int | None = None, seed: int = 0) -> VariantsConfig:
@@ -76,10 +80,32 @@ def rates(runs: int = 200, seed: int = 0, rounds: int | None = None,
     return fp / runs, det / runs, split / runs
 
 
+def _found_asked(config: VariantsConfig, speedups: dict[str, float], rng: random.Random, model: NoiseModel,
+                 seed: int) -> tuple[bool, bool]:
+    """(any variant called different, 'lto' named the fastest) of a campaign at the default rounds
+    and, where it named no fastest and asked for rounds (--rounds N), of a fresh one at those."""
+    first = simulate(sim_config(seed=seed), speedups, rng, model)
+    called = any(c.significant for o in first.variants for q, c in o.comparisons.items() if q == first.primary)
+    if first.fastest is not None or first.rounds_needed is None or (called and not speedups):
+        return called, first.fastest == "lto"
+    again = simulate(sim_config(first.rounds_needed, seed=seed), speedups, rng, model)
+    called |= any(c.significant for o in again.variants for q, c in o.comparisons.items() if q == again.primary)
+    return called, again.fastest == "lto"
+
+
+def rates_asked(runs: int, seed: int = 0, model: NoiseModel = MODELS["two-speed"]) -> tuple[float, float]:
+    """The user who reruns with the rounds the output asks for where it named no fastest variant:
+    (false positives on the null over both campaigns, detection of the planted 3 %)."""
+    rng = random.Random(f"asked-{seed}")
+    fp = sum(_found_asked(sim_config(), {}, rng, model, seed + i)[0] for i in range(runs))
+    det = sum(_found_asked(sim_config(), {"lto": PLANTED}, rng, model, seed + i)[1] for i in range(runs))
+    return fp / runs, det / runs
+
+
 def verdict_check(runs: int = 200, seed: int = 0, rounds: int | None = None, echo: bool = True,
                   model: str = "quiet") -> tuple[float, float]:
     """(false-positive rate, detection rate) under one noise model."""
-    fp, det, split = rates(runs, seed, rounds, MODELS[model])
+    fp, det, split = rates(runs, seed, rounds, STUDY_MODELS[model])
     if echo:
         print(_line(model, fp, det, split, runs))
     return fp, det
@@ -91,8 +117,15 @@ def _line(model: str, fp: float, det: float, split: float, runs: int) -> str:
 
 
 def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
-    """One line per noise model for bench/verdicts.py, at the study's default rounds."""
-    return [_line(name, *rates(runs, seed, None, model), runs) for name, model in MODELS.items()]
+    """One line per noise model for bench/verdicts.py, at the study's default rounds; then, for
+    the models at two speeds, the user who reruns with the rounds the output asks for (half the
+    trials: each rerun is a campaign of 40-80 rounds)."""
+    lines = [_line(name, *rates(runs, seed, None, model), runs) for name, model in STUDY_MODELS.items()]
+    for name in ASKED_MODELS:
+        few = max(1, runs // 2)
+        fp, det = rates_asked(few, seed, STUDY_MODELS[name])
+        lines.append(f"verdict-check: variants[{name}]-asked false_positive={fp:.3f} detection={det:.3f} runs={few}")
+    return lines
 
 
 if __name__ == "__main__":

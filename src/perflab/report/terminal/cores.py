@@ -142,5 +142,5 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
                           highlight=False)
     for note in result.notes:
         console.print(f"note: {escape(note)}", highlight=False)
-    test = "block t-test" if by_block else "sign test"
+    test = "block t-test" if by_block and result.block_margin else "sign test"
     console.print(f"verdict: {escape(result.verdict)} (per-round ratios, {test} + Holm)", highlight=False)

@@ -87,9 +87,12 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
     lv, lv_all = timeline.levels(kept, blocks), timeline.levels(d, blocks)
     bps, _, s_block, df = timeline.block_test(lv, kept, blocks, math.log1p(config.min_effect))
     multi = lv.shape[1] >= 2
+    # the block test where the scan shows CPU states that hold; where it shows none, rounds are
+    # independent draws and the round rule's sign test (exact, no symmetry assumed) is the test
+    res.block_margin = multi and _states_hold(bps, lv, kept, blocks, times, rounds, config)
     for row, _, i in tested:
         row.block_levels = tuple(None if v != v else float(math.expm1(v)) for v in lv_all[i])
-        if multi:
+        if res.block_margin:
             row.p_value = bps[i]
     m = len(tested)
     for (row, _, _), p in zip(tested, holm([r.p_value for r, _, _ in tested])):
@@ -110,7 +113,7 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
         stat, p, n = friedman(normed[live])
         res.friedman = {"statistic": stat, "p_value": p, "rounds": n, "cpus": len(live)}
     if tested:
-        res.mde, res.mde_why = (_block_detectable(lv, s_block, df, config, m) if multi
+        res.mde, res.mde_why = (_block_detectable(lv, s_block, df, config, m) if res.block_margin
                                 else detectable_of(d, config))
     else:
         res.mde_why = "no CPU could be tested (fewer than 2 CPUs with successful runs in a round)"
@@ -199,6 +202,17 @@ def _row(cpu: int, topology: Topology | None) -> CpuRow:
     """A CPU's table row with its place in the topology (its own core where that is unknown)."""
     info = next((c for c in topology.cpus if c.id == cpu), None) if topology is not None else None
     return CpuRow(cpu, info.socket, info.core, info.node, tuple(info.siblings)) if info else CpuRow(cpu, 0, cpu, 0, (cpu,))
+
+
+def _states_hold(ps, lv, kept, blocks, times, rounds, config: Any) -> bool:
+    """Does the scan show per-CPU states that hold: its round-to-round correlation, or its
+    block-to-block rank correlation over the CPUs the block test (p-values ps) does not find, is
+    significant (timeline.hold)? Where too little to tell, taken as yes."""
+    import numpy as np
+
+    found = [i for i, p in enumerate(holm(ps)) if p < config.alpha]
+    pre = timeline.hold(kept, blocks, times, lv, found, rounds)
+    return pre.hold_s is not None or pre.held or pre.round_corr is None or bool(np.isnan(lv).all())
 
 
 def _block_detectable(lv, s_block: float, df: float, config: Any, m: int) -> tuple[float, str]:

@@ -90,6 +90,10 @@ class CoresResult:
     modes: dict[str, Any] | None = None  # stats.modes.Modes.as_dict() of the run costs (+ "normalised")
     speeds: str = ""  # which CPUs stayed at one speed for the whole scan (speeds.finding)
     timeline: Timeline | None = None  # the blocks, and how long the machine's per-CPU slowness held
+    # the test behind p: the block test, whose null is slower by min_effect at most (True: the
+    # scan showed CPU states that hold), or the round rule's sign test over rounds (False: no
+    # state held from round to round; slower in every block is still asked)
+    block_margin: bool = True
     runs: int = 0
     failed: int = 0
     failures: dict[str, int] = field(default_factory=dict)
@@ -177,7 +181,7 @@ def compose_verdict(result: "CoresResult") -> str:
     over = _over(tl)
     parts = [f"slow core {s.core} (CPUs {format_cpulist(list(s.cpus))}): {metric} "
              f"{change_text(as_change(s.ratio, hib), as_change_ci(s.ratio_ci, hib))} vs the rest, "
-             f"p = {s.p_adjusted:.2g} ({_test_name(tl)}, Holm), slower in {s.slower_rounds} of {s.rounds} rounds"
+             f"p = {s.p_adjusted:.2g} ({_test_name(tl, result.block_margin)}, Holm), slower in {s.slower_rounds} of {s.rounds} rounds"
              + (f" and {over}" if over else "") for s in result.slow]
     unresolved = [r for r in result.cpus if r.verdict == "unresolved"]
     if not result.slow and unresolved:
@@ -216,8 +220,12 @@ def compose_verdict(result: "CoresResult") -> str:
     return "; ".join(parts)
 
 
-def _test_name(tl: Timeline | None) -> str:
-    return f"t-test on its {len(tl.blocks)} block levels" if tl is not None and len(tl.blocks) > 1 else "sign test"
+def _test_name(tl: Timeline | None, block: bool = True) -> str:
+    """The test behind a slow verdict: the block test where the scan showed CPU states that hold,
+    else the sign test over rounds."""
+    if tl is None or len(tl.blocks) < 2:
+        return "sign test"
+    return f"t-test on its {len(tl.blocks)} block levels" if block else "sign test over rounds, no state held"
 
 
 def _over(tl: Timeline | None) -> str:

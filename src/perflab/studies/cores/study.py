@@ -12,7 +12,9 @@ seconds apart first to last (default 60 s; the scan waits between blocks where t
 less): a vCPU's speed is a state that holds for seconds, and only blocks further apart than it
 holds are independent evidence (timeline.py).
 Analysis (analysis.py): per CPU a t-test of its block levels (each block's median ratio) against
-log(1 + min_effect) with the block-to-block spread pooled over the CPUs, Holm-corrected (one block: the one-sided
+log(1 + min_effect) with the block-to-block spread pooled over the CPUs where the scan shows
+CPU states that hold, else (and with one block) the one-sided sign test over rounds (timeline.py,
+detect.py), Holm-corrected (one block: the one-sided
 sign test over rounds, detect.py). Slow = significant, median ratio >= 1 + min_effect, slower in
 every block (above the rest, and not below min_effect and clearly below its own mean level;
 with many blocks, all but 1 - persistence of them), persistent over rounds (no more

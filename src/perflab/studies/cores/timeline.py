@@ -7,8 +7,11 @@ rounds over time in blocks (``--blocks``, ``--span``), and:
 
 - ``levels``: a CPU's level in a block is the median of its per-round log-ratios there.
 - ``block_test``: per CPU a one-sided t-test of the median of its block levels (one block of
-  contention cannot carry it; its SD from ``median_se``) against log(1 + min_effect) (the null: slower by min_effect at most, so a level of the moment a few
-  per cent up in every block is not enough on its own), with
+  contention cannot carry it; its SD from ``median_se``) against log(1 + min_effect) (the null:
+  slower by min_effect at most, so a level of the moment a few per cent up in every block is not
+  enough on its own); the analysis uses it where the scan shows states that hold (``hold``:
+  round-to-round or block-to-block correlation), and the round rule's sign test where it shows
+  none (rounds are then independent draws), with
   the spread of block levels around each CPU's own mean pooled over the CPUs (one-way ANOVA's
   error variance, sum of squares over sum(blocks - 1); not robust, so a block of contention
   widens it for all: conservative), or where larger the variance of a block median that the

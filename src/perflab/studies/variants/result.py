@@ -157,6 +157,7 @@ class VariantsResult:
     cache_model: str = ""  # the caches simulated (platform/cache_model.py)
     count_ranking: dict[str, list[str]] = field(default_factory=dict)  # count -> variants, fewest first
     disagreements: list[str] = field(default_factory=list)  # where counts and time point opposite ways
+    rounds_needed: int | None = None  # compared within two speeds, none named: the rounds that would see 2 %
 
     def row(self, name: str) -> VariantOutcome:
         return next(v for v in self.variants if v.name == name)

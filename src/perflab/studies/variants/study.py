@@ -16,6 +16,7 @@ its time (studies/variants/counts.py).
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
@@ -32,6 +33,7 @@ from perflab.stats import cliffs_delta, holm, median, median_ci
 from perflab.stats.shift import paired_ratio_ci
 from perflab.stats.speeds import paired_line, same_speed, worth_looking
 from perflab.studies.cost.energy import events_metric, run_joules, summarise
+from perflab.studies.variants import power
 from perflab.studies.variants.counts import COUNT_RUNS, analyse_counts, counts_verdict
 from perflab.studies.variants.result import (
     BuildInfo, Comparison, Estimate, VariantOutcome, VariantsResult, candidates, leader_of, verdicts,
@@ -233,8 +235,9 @@ def _value(res: RunResult, quantity: str) -> float | None:
     return res.metrics.get(quantity)
 
 
-def _compare(q: str, higher: bool, a: dict[int, float], b: dict[int, float], level: float) -> Comparison | None:
-    """Variant vs baseline in the rounds where both ran: paired, so drift between rounds cancels."""
+def _pairs(a: dict[int, float], b: dict[int, float]) -> tuple[list[float], list[float], str, int] | None:
+    """(a's values, b's values, the speeds line, rounds where both ran) of the rounds paired:
+    those where both ran, and under two speeds only those whose two runs fell at one speed."""
     rounds = sorted(set(a) & set(b))
     if len(rounds) < 2:
         return None
@@ -249,6 +252,15 @@ def _compare(q: str, higher: bool, a: dict[int, float], b: dict[int, float], lev
         if sum(kept) >= 2 and not all(kept):
             speeds = paired_line(kept)
             xa, xb = [x for x, k in zip(xa, kept) if k], [x for x, k in zip(xb, kept) if k]
+    return xa, xb, speeds, len(rounds)
+
+
+def _compare(q: str, higher: bool, a: dict[int, float], b: dict[int, float], level: float) -> Comparison | None:
+    """Variant vs baseline in the rounds where both ran: paired, so drift between rounds cancels."""
+    paired = _pairs(a, b)
+    if paired is None:
+        return None
+    xa, xb, speeds, _ = paired
     try:
         ratio, ci, p = paired_ratio_ci(xa, xb, level)
     except ValueError:
@@ -327,10 +339,34 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
                             cache_model=config.cache_model)
     _contest(result, by_round, config.level)
     verdicts(result)
+    _rounds_asked(result, by_round, [o.name for o in others])
     if config.instrument:
         analyse_counts(result, simulated)
         result.verdict += counts_verdict(result)
     return result
+
+
+def _rounds_asked(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunResult]]],
+                  compared: Sequence[str]) -> None:
+    """Where the primary comparisons were paired within two speeds and no variant was named the
+    fastest: the rounds that would see power.RESOLUTION, in the verdict (power.py)."""
+    q, base = result.primary, result.baseline
+    within = [n for n in compared if q in result.row(n).comparisons and result.row(n).comparisons[q].speeds]
+    if result.fastest is not None or not within:
+        return
+    values = {n: {rnd: x for rnd, r in by_round[n] if r.ok and (x := _value(r, q)) is not None}
+              for n in [base, *compared]}
+    diffs, paired = [], []
+    for n in compared:
+        got = _pairs(values[n], values[base])
+        if got is not None:
+            xa, xb, _, both = got
+            diffs.append([math.log(x / y) for x, y in zip(xa, xb)])
+            paired.append(both)
+    sized = power.seen_and_needed(diffs, paired, result.alpha)
+    if sized is not None and sized[1] > result.rounds:
+        result.rounds_needed = sized[1]
+        result.verdict += "; " + power.sentence(*sized)
 
 
 def _ranking(metric: str | None, primary: str, higher: bool) -> str:
