@@ -231,7 +231,9 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
              and gap and _dip(x, mu1, mu2, var, w))
     if not tail_null:
         return _modes(vals, labels, gain, sep) if plain else Modes(_one(vals).modes, n, gain, sep, tuple([0] * n))
-    if not plain and not gap:
+    # Where neither rule can say two speeds, the ex-Gaussian is not fitted: it imports scipy
+    # (about 240 ms), which a noisy `perflab run --runs 10` paid for nothing.
+    if not plain and (not gap or not tailed or n < TAILED_MIN_N):
         return Modes(_one(vals).modes, n, gain, sep, tuple([0] * n))
     # Only now the ex-Gaussian (about 10 ms): a skewed single speed is the likeliest false alarm.
     one_bic = min(-2 * ll1 + 2 * log_n, -2 * _exgauss_loglik(x) + 3 * log_n)
