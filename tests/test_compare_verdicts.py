@@ -168,12 +168,12 @@ def test_a_level_shift_alone_is_called_a_difference_and_the_verdict_says_why(sto
 
 def test_harness_prints_one_line_per_noise_model(monkeypatch):
     from perflab.checks import compare_check
-    from perflab.checks.noise import MODELS
+    from perflab.checks.noise import STUDY_MODELS
 
     monkeypatch.setattr(compare_check, "rates", lambda model, runs, seed=0: (0.0, 1.0))
     monkeypatch.setattr(compare_check, "replicated_rates", lambda model, runs, seed=0: (0.0, 1.0))
     lines = compare_check.verdict_check(runs=3)
-    assert [ln.split()[1] for ln in lines] == [f"compare-{m}" for m in MODELS] + [
+    assert [ln.split()[1] for ln in lines] == [f"compare-{m}" for m in STUDY_MODELS] + [
         "compare-replicated-shift", "compare-replicated-loaded"]
 
 
