@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -58,13 +59,25 @@ def open_fast(url_or_path: str | None = None) -> "LiteStore | Store":
         conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     except sqlite3.Error:
         return _package.open_store(url_or_path)
-    try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == 0:
-            version = _create(conn)
-    except sqlite3.Error:
-        conn.close()
-        return _package.open_store(url_or_path)  # the full store says what is wrong in one line
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                version = _create(conn)
+            break
+        except sqlite3.OperationalError as exc:
+            # Two perflabs creating one new file: switching it to WAL takes the file alone, and
+            # there SQLite answers 'locked' at once instead of waiting out busy_timeout (one of
+            # two racing `perflab run`s failed so): wait, then read the version the other wrote.
+            if "locked" in str(exc) and time.monotonic() < deadline:
+                time.sleep(0.02)
+                continue
+            conn.close()
+            return _package.open_store(url_or_path)  # the full store says what is wrong in one line
+        except sqlite3.Error:
+            conn.close()
+            return _package.open_store(url_or_path)
     if version != SCHEMA_VERSION:
         conn.close()
         return _package.open_store(url_or_path)
