@@ -120,9 +120,15 @@ def _judge_line(line: GateLine, a: list[float], b: list[float], hist: list[list[
     for side, m in (("A", ma), ("B", mb)):
         if m is not None and m.multimodal:
             line.notes.append(f"two speeds in {side}: {m.line()}")
+    thin = [p for p in pairs if min(len(p.a), len(p.b)) < 2]
+    if thin and len(thin) == len(pairs):
+        why = why or f"the {thin[0].label} has fewer than 2 runs on a side: no test is possible"
+    elif thin:
+        # A speed one side reached once is left out: the other speed, tested, can see the change
+        # (a change of the code moves both speeds; _decide keeps the better-sampled one).
+        line.notes.append(", ".join(p.label for p in thin) + " left out: fewer than 2 runs on a side")
     for pair in pairs:
         if min(len(pair.a), len(pair.b)) < 2:
-            why = why or f"the {pair.label} has fewer than 2 runs on a side: no test is possible"
             continue
         if judge.counted(pair.a, pair.b):
             p, lo, hi, level, _ = judge.counted_test(pair.a, pair.b, alpha)
