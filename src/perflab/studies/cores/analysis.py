@@ -159,9 +159,12 @@ def _block_sets(lv, lv_all, s_block: float, df: float, config: Any, m: int) -> d
     # of them, as for rounds
     low = math.log1p(config.min_effect)
     short = sum(lv[b] <= 0 or (lv[b] < low and lv[b] < mean - drop) for b in have)
-    # a block whose every round was an outlier above its usual level says nothing of that level
+    # a block whose every round was an outlier above its usual level says nothing of that level;
+    # it is judged on all its rounds: slower there unless below min_effect (a CPU 10x slower
+    # beside a real-time competitor, its rounds outliers in a block, was called intermittent)
     gone = [b for b in range(lv.size) if lv[b] != lv[b] and lv_all[b] == lv_all[b]]
-    every = bool(have) and short + len(gone) <= allowed(len(have) + len(gone), config.persistence)
+    short += sum(lv_all[b] < low for b in gone)
+    every = bool(have) and short <= allowed(len(have) + len(gone), config.persistence)
     clear = []
     lv = lv_all  # contention is judged on every round, outliers included
     for b in sorted(have + gone):
