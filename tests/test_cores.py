@@ -411,13 +411,19 @@ def test_real_competitor_in_the_first_third_only_is_never_a_slow_core(spin, stor
     # The same real-time competitor on CPU 1, but only for the first 4 s of a scan whose 3 blocks
     # start 0, 10 and 20 s in: slower in the first block only, it is contention there (or not
     # seen, on a loaded machine), never a slow core.
-    competitor = subprocess.Popen(["timeout", "4", "chrt", "-f", "1", "taskset", "-c", "1", spin, "hog", "90"],
-                                  stdout=subprocess.DEVNULL)
-    try:
-        res = _run_real(_real(spin, rounds=18, min_rounds=18, span=20), store)
-    finally:
-        competitor.kill()
-        competitor.wait()
+    # Two tries, as for the null scan above: other work on this shared VM that lands on CPU 1 for
+    # the rest of the scan makes it slower in every block (6 % and 18 % in blocks 2 and 3 once,
+    # beside other builds), which is a slow CPU for that scan; twice in a row is not chance.
+    for attempt in range(2):
+        competitor = subprocess.Popen(["timeout", "4", "chrt", "-f", "1", "taskset", "-c", "1", spin, "hog",
+                                       "90"], stdout=subprocess.DEVNULL)
+        try:
+            res = _run_real(_real(spin, rounds=18, min_rounds=18, span=20), store)
+        finally:
+            competitor.kill()
+            competitor.wait()
+        if not res.slow:
+            break
     row = res.cpus[1]
     details = [(r.cpu, r.verdict, r.block_levels, r.p_adjusted) for r in res.cpus], res.verdict
     assert res.timeline is not None and len(res.timeline.blocks) == 3, details
