@@ -174,7 +174,7 @@ def test_harness_prints_one_line_per_noise_model(monkeypatch):
     monkeypatch.setattr(compare_check, "replicated_rates", lambda model, runs, seed=0: (0.0, 1.0))
     lines = compare_check.verdict_check(runs=3)
     assert [ln.split()[1] for ln in lines] == [f"compare-{m}" for m in STUDY_MODELS] + [
-        "compare-replicated-shift", "compare-replicated-loaded"]
+        "compare-replicated-shift", "compare-replicated-vcpu-states", "compare-replicated-loaded"]
 
 
 # ---- two speeds ---------------------------------------------------------------------------------

@@ -104,8 +104,10 @@ def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
         fp, det = rates(model, runs, seed)
         lines.append(f"verdict-check: compare-{name} false_positive={fp:.3f} detection={det:.3f} "
                      f"runs={runs}")
-    for name in ("shift", "loaded"):
-        fp, det = replicated_rates(MODELS[name], runs, seed)
+    # the models whose level moves between campaigns (another day; a vCPU's level of the moment)
+    # and a busy one: what replicate campaigns do where one a side cannot tell drift from a change
+    for name in ("shift", "vcpu-states", "loaded"):
+        fp, det = replicated_rates(STUDY_MODELS[name], runs, seed)
         lines.append(f"verdict-check: compare-replicated-{name} false_positive={fp:.3f} "
                      f"detection={det:.3f} runs={runs} campaigns={REPLICATES}x{REPLICATES} "
                      f"planted=+{100 * REPLICATED_PLANTED:.0f}%")
