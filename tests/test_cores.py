@@ -588,3 +588,13 @@ def test_real_counters_here_say_what_is_missing(spin, store):
         assert all(r.runs == 3 for r in res.cpus)
     if has:
         assert all(0.1 < r.ipc < 8 and 0.3 < r.ghz < 7 for r in res.cpus)
+
+
+def test_rounds_that_do_not_divide_into_blocks_are_all_run():
+    # --rounds 16 in 3 blocks is 5, 6 and 5 rounds: a first block that ran its 5 (no early stop
+    # at this noise) must not cap the second at 5, which ran 15 rounds and said "stopped at
+    # --rounds 16"
+    with open_store(":memory:") as s:
+        res, _ = study(s, CoresConfig(WL, rounds=16), noisy({}, sd=0.3))
+    assert res.rounds == 16 and res.stopped == "rounds", (res.rounds, res.stopped)
+    assert any("stopped at --rounds 16" in n for n in res.notes) or res.mde <= 0.05

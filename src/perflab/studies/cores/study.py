@@ -150,6 +150,7 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
     least = math.ceil(config.min_rounds / nb)
     rnd = 0
     per_block = config.rounds  # set by the first block: the blocks are equal, so equally weighed
+    early = False  # the first block stopped on precision
     for blk in range(nb):
         first = rnd
         if blk and stopped == "rounds":
@@ -187,10 +188,14 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
             if rnd >= 2 and not ok_any:
                 stopped = "failures"
             elif (blk == 0 and rnd >= least and precise <= config.precision and mde <= config.target):
+                early = True
                 break
-        if blk == 0:
+        if blk == 0 and early:
+            # only a first block cut short by precision sets the later ones' length: one that ran
+            # its share (5 of --rounds 16) must not cap a longer later share (6), or the scan
+            # runs 15 rounds and says it stopped at --rounds 16
             per_block = max(rnd, least)
-    if stopped == "rounds" and per_block < min(b - a for a, b in zip(bounds, bounds[1:])):
+    if stopped == "rounds" and early:
         stopped = "precision"
     result = analyse(config, runs, machine.topology)
     result.stopped, result.elapsed_s = stopped, clock() - started
