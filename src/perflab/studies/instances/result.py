@@ -156,6 +156,8 @@ class InstancesResult:
     memory: dict[str, Any] | None = None  # PSS per copy and per NUMA node at the optimum
     energy_source: str | None = None  # where the watts come from (None: not measured)
     energy_optimum_n: int | None = None  # fewest joules per unit of work (optimum policy)
+    rounds_needed: int | None = None  # two speeds, no gain past the CPU count: the rounds that would see one
+    asked: str = ""  # what the rounds can and cannot see at two speeds, and the rounds asked for
     campaign_id: int | None = None
 
     @property
@@ -167,6 +169,9 @@ class InstancesResult:
         """The answer in one sentence, with what it rests on (terminal and JSON both show it)."""
         if self.failed:
             return "none: every point failed (see the notes for why)"
+        return self._answer() + (f"; {self.asked}" if self.asked else "")
+
+    def _answer(self) -> str:
         if self.optimum_n is None:
             scan = max((s for s in self.scans if s.top_n is not None),
                        key=lambda s: next(p.throughput for p in s.points if p.n == s.top_n))
