@@ -51,13 +51,15 @@ class Seen:
 def two_speeds(points: Sequence[Sequence[float]]) -> Seen | None:
     """Two speeds in the rounds of a scan's points (module doc), or None where one is seen."""
     dist: list[float] = []
+    runs = 0
     for xs in points:
         if len(xs) < 2 or not all(0 < x < math.inf for x in xs):
             continue
         logs = sorted(math.log(x) for x in xs)
         m = _median(logs)
+        runs += len(logs)
         dist += [abs(x - m) for x in logs if x != m]  # the median itself says nothing
-    if len(dist) < 2 * MODES_MIN_N:
+    if len(dist) < MODES_MIN_N:
         return None
     # distances as factors above 1: stats.modes fits the log of positive values
     fit = detect_modes([math.exp(d) for d in dist])
@@ -65,7 +67,7 @@ def two_speeds(points: Sequence[Sequence[float]]) -> Seen | None:
         return None
     near = [d for d, lab in zip(dist, fit.labels) if lab == 0]
     spread = 1.4826 * _median(near) if near else 0.0
-    return Seen(fit.modes[1].share, spread, math.log(fit.modes[1].center))
+    return Seen(fit.modes[1].n / runs, spread, math.log(fit.modes[1].center))
 
 
 def rounds_needed(seen: Seen, past: int, alpha: float) -> int:
