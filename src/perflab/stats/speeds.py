@@ -8,7 +8,9 @@ campaign to campaign: more runs do not remove it. ``within_speeds(a, b)`` remove
    log values against one speed, and against one speed with a tail, by BIC), with B first moved
    onto A by the current estimate of the change (a whole-sample Hodges-Lehmann ratio, then the
    stratified one), so that a change between the sides is not taken for two speeds and a mode is
-   cut at the same place on both sides. Two passes.
+   cut at the same place on both sides. Two passes. Where the pooled runs show one speed but each
+   side alone shows two (a change between the sides about half the gap fills the valley: four
+   levels), the sides' speeds are matched in order and B is moved by their stratified ratio first.
 2. Each run is assigned its speed; the comparison is van Elteren's stratified rank-sum test with
    the speeds as strata (stats.stratified.van_elteren: the Wilcoxon statistics of the strata,
    each weighted 1/(n_k + 1)), and the effect is the stratified Hodges-Lehmann ratio B/A with the
