@@ -19,6 +19,7 @@ from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies.instances import power
 from perflab.studies.instances import study as instances
+from perflab.studies.instances.result import ForkRow, fork_verdict
 from perflab.studies.instances.study import InstancesConfig, InstancesResult
 
 
@@ -122,3 +123,40 @@ def test_two_speeds_seen_in_the_distances_from_each_points_median():
 def test_harness_user_who_reruns_with_the_rounds_asked():
     fp, det, mid = rates_asked("two-speed", runs=6, seed=5)
     assert fp <= 1 / 6 and det >= 4 / 6 and mid >= 10
+
+
+def _rows(across: bool, gain: float = 1.0):
+    """8 N x 5 paired ratios NUMA / no NUMA about ``gain`` (-8 %..+8 %); with ``across``, 2 pairs
+    in 5 whose two runs fell at different speeds, 1.48x apart (one each way)."""
+    rows = []
+    for n in range(8):
+        ratios = []
+        for rnd in range(5):
+            r = gain * (1 + 4 * (_jitter(rnd, n) - 1))
+            if across and rnd == (n % 5):
+                r *= 1.48
+            elif across and rnd == ((n + 2) % 5):
+                r /= 1.48
+            ratios.append(r)
+        rows.append(ForkRow(n + 1, 1.0, 1.0, None, None, ratios))
+    return rows
+
+
+def test_fork_pairs_across_two_speeds_ask_for_rounds_alike_in_text_and_json():
+    v = fork_verdict(_rows(across=True))
+    assert not v.significant and v.rounds_needed is not None and v.rounds_needed > 5
+    assert f"about {v.rounds_needed} rounds (--reps {v.rounds_needed}) would see 5%" in v.text
+    assert "40% of pairs across them" in v.text
+    d = json.loads(json.dumps(v.as_dict()))
+    assert d["rounds_needed"] == v.rounds_needed and d["text"] == v.text
+    res = InstancesResult("events/s", [1], [], None, None, None, fork=_rows(across=True), fork_verdict=v)
+    con = Console(record=True, width=400)
+    render(res, con, "mock")
+    assert f"verdict: {v.text}" in con.export_text()
+
+
+def test_fork_pairs_at_one_speed_ask_nothing():
+    v = fork_verdict(_rows(across=False))
+    assert not v.significant and v.rounds_needed is None and "--reps" not in v.text
+    assert fork_verdict(_rows(across=False, gain=1.05)).significant
+    assert power.fork_rounds([1.0, 1.5, 0.9], 1, 0.05) is None  # too few pairs to say

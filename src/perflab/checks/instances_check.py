@@ -48,6 +48,7 @@ EVENTS = 240
 EVENT_S = 0.01
 LOAD_S = 0.2
 ASKED_MODELS = ("two-speed", "vcpu-states")  # the models at two speeds, where the output asks for rounds
+FORK_ASKED_MODELS = ("two-speed", "loaded")  # where the fork verdict's detection at 5 rounds falls short
 
 
 def two_node_topology(cores_per_node: int = 4) -> Topology:
@@ -121,6 +122,27 @@ def simulate(gain: float, seed: int, config: instances.InstancesConfig | None = 
     result = instances.execute(cfg, _Memory(ex), machine)
     assert result.fork_verdict is not None
     return result.fork_verdict
+
+
+def fork_found_asked(gain: float, seed: int, model: str) -> tuple[bool, bool, int | None]:
+    """(a verdict of a difference, a verdict of a gain, rounds asked) of a default fork campaign
+    and, where it gave none and asked for rounds (--reps N), of a fresh one at those rounds."""
+    first = simulate(gain, seed, model=model)
+    if first.significant or first.rounds_needed is None:
+        return first.significant, first.significant and (first.gain or 0) > 1, None
+    cfg = instances.InstancesConfig(sim_workload(), fork_master=True, seed=seed, reps=first.rounds_needed)
+    again = simulate(gain, seed + 100_003, cfg, model=model)
+    return again.significant, again.significant and (again.gain or 0) > 1, first.rounds_needed
+
+
+def fork_rates_asked(model: str, runs: int, seed: int = 0) -> tuple[float, float, int]:
+    """The user who reruns the fork comparison with the rounds asked: (a difference called on the
+    null in either campaign, the planted gain found, the median of the rounds asked)."""
+    nulls = [fork_found_asked(0.0, seed + i, model) for i in range(runs)]
+    planted = [fork_found_asked(PLANTED_GAIN, seed + runs + i, model) for i in range(runs)]
+    asked = sorted(r for *_, r in nulls + planted if r is not None)
+    return (sum(x[0] for x in nulls) / runs, sum(x[1] for x in planted) / runs,
+            asked[len(asked) // 2] if asked else 0)
 
 
 def verdict_check(runs: int = 200, seed: int = 0, gain: float = PLANTED_GAIN, quiet: bool = False,
@@ -215,4 +237,15 @@ def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
         fp, det = verdict_check(runs, seed, quiet=True, model=model)
         lines.append(f"verdict-check: instances-fork-{model} false_positive={fp:.3f} detection={det:.3f} "
                      f"runs={runs}")
+    lines += fork_asked_lines(max(1, runs // 2), seed)
+    return lines
+
+
+def fork_asked_lines(runs: int, seed: int = 0) -> list[str]:
+    """The fork comparison's user who reruns with the rounds asked, where detection falls short."""
+    lines = []
+    for model in FORK_ASKED_MODELS:
+        fp, det, mid = fork_rates_asked(model, runs, seed)
+        lines.append(f"verdict-check: instances-fork-{model}-asked false_positive={fp:.3f} detection={det:.3f} "
+                     f"median_reps_asked={mid} runs={runs}")
     return lines

@@ -89,6 +89,30 @@ def sentence(seen: Seen, reps: int, need: int, past: bool = True) -> str:
             f"{what.format(RESOLUTION)} (80 % power)")
 
 
+def fork_rounds(ratios: Sequence[float], points: int, alpha: float) -> tuple[Seen, int] | None:
+    """(the speeds seen, rounds a point) where the fork-master's paired ratios NUMA / no NUMA fell
+    at two speeds: a pair whose two runs fell at different speeds holds the gap, not the gain,
+    and its sign is a coin's. The exact sign test over n pairs sees RESOLUTION with 80 % power
+    where n = ((z(1 - alpha / 2) / 2 + z(0.8) sqrt(p (1 - p))) / (p - 1/2))^2 (normal
+    approximation), p = (1 - h) Phi(log(1 + d) / s) + h / 2: h the share of pairs away from
+    the usual speed (two_speeds on the log ratios), s their spread within a speed. None at one
+    speed."""
+    seen = two_speeds([ratios])
+    if seen is None or seen.spread <= 0:
+        return None
+    q = NormalDist().cdf(math.log1p(RESOLUTION) / seen.spread)
+    p = (1 - seen.share) * q + seen.share / 2
+    za, zb = NormalDist().inv_cdf(1 - alpha / 2), NormalDist().inv_cdf(POWER)
+    n = ((za / 2 + zb * math.sqrt(p * (1 - p))) / (p - 0.5)) ** 2
+    return seen, math.ceil(n / max(points, 1))
+
+
+def fork_sentence(seen: Seen, need: int, rounds: int) -> str:
+    return (f"the paired rounds fell at two speeds about {math.exp(seen.gap):.2f}x apart ({seen.share:.0%} "
+            f"of pairs across them, which hold the gap, not the gain), and {rounds} rounds are too few to "
+            f"see past them; about {need} rounds (--reps {need}) would see {RESOLUTION:.0%} (80 % power)")
+
+
 def _below(n: int, p: float, k: int) -> float:
     """P(Binomial(n, p) < k)."""
     return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k))
