@@ -213,7 +213,7 @@ def _each_side(a: Sequence[float], b: Sequence[float], fit_at):
     """Where the pooled runs show one speed but each side alone shows two: the change between the
     sides fills the gap between the speeds (two speeds 1.48x apart times a 1.2x change are four
     levels about equally spaced, which one mixture does not split: 43 of 60 such pairs of 20
-    runs). Each side's slower speed is matched with the other's, B is moved onto A by the
+    runs). Each side's speeds are matched in order (lower with lower), B is moved onto A by the
     stratified ratio of those, and the speeds are looked for again in the pooled runs, so that a
     speed is cut at the same place on both sides; kept only where that fit finds two speeds and
     each side keeps both. None otherwise (one speed, as before)."""
