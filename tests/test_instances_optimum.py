@@ -193,5 +193,7 @@ def test_verdict_lines_name_every_model():
     lines = verdict_lines(runs=1)
     names = [line.split()[1] for line in lines]
     models = ("quiet", "shift", "two-speed", "skewed", "loaded", "vcpu-states")
-    assert names == [f"instances-{m}" for m in models] + [f"instances-fork-{m}" for m in models]
+    assert names == ([f"instances-{m}" for m in models] + ["instances-two-speed-asked", "instances-vcpu-states-asked"]
+                     + [f"instances-fork-{m}" for m in models]
+                     + ["instances-fork-two-speed-asked", "instances-fork-loaded-asked"])
     assert all(math.isfinite(float(line.split("false_positive=")[1].split()[0])) for line in lines)

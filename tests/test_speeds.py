@@ -136,3 +136,21 @@ def test_pairs_at_one_speed_are_found_on_each_sides_own_levels():
     assert all(0.27 < y / x < 0.29 for x, y, k in zip(a, b, kept) if k)
     # one side at one speed: no round can be told apart, every one is kept
     assert same_speed(a, [0.028] * 18) == ([True] * 18, None)
+
+
+def test_a_change_about_half_the_gap_between_the_speeds_is_split_on_each_sides_speeds():
+    # two speeds 1.48x apart times a 1.2x change: four levels about equally spaced, which the
+    # pooled runs show as one speed; each side alone shows its two (an instances scan's N = 2
+    # against N = 3 past 2 CPUs, a 20 % gain, on the 16-vCPU guest)
+    from perflab.stats.modes import detect_modes
+
+    a, b = _sample(30, 20, 8, 0.1, 0.02), _sample(31, 20, 8, 0.1 / 1.2, 0.02)
+    assert not detect_modes(a + b).multimodal
+    assert detect_modes(a).multimodal and detect_modes(b).multimodal
+    w = within_speeds(a, b)
+    assert w.two and not w.undecided
+    assert [(len(s.a), len(s.b)) for s in w.speeds] == [(12, 12), (8, 8)]
+    assert w.ratio == pytest.approx(1 / 1.2, rel=0.02) and w.high < 0.9 and w.p < 1e-6
+    # one speed on each side at this change: nothing to match, as before
+    c, d = _sample(23, 20, 0, 0.1, 0.02), _sample(24, 20, 0, 0.1 / 1.2, 0.02)
+    assert not within_speeds(c, d).two

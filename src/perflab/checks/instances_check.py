@@ -10,7 +10,10 @@ burst hits, one copy of the point by ``burst_hits()``. Null: a CPU-bound copy; N
 max(1, N / 2) times as long, so throughput is flat past 2 CPUs and the true optimum is N = 2;
 a false positive is an optimum above 2. Planted: each copy waits (I/O) 1/6 of its time alone,
 so N copies take max(1, N (1 - 1/6) / 2): throughput gains 20 % at N = 3 (the true optimum);
-detection is an optimum above 2.
+detection is an optimum above 2. At two speeds, where a campaign finds no gain past the CPU count
+its output asks for the rounds that would compare within the speeds (studies/instances/power.py);
+``rates_asked`` is the user who then reruns with them (``instances-MODEL-asked``: an optimum above
+2 in either campaign of the null, detection of the planted gain).
 
 **The fork-master verdict** (``verdict_check``): simulated campaigns of the instances study at
 its default settings, through the MockExecutor on a 2-node fixture topology (2 sockets x 4
@@ -44,6 +47,8 @@ FORK_MODEL = "loaded"  # the fork verdict's machine: drift, a tail and bursts (c
 EVENTS = 240
 EVENT_S = 0.01
 LOAD_S = 0.2
+ASKED_MODELS = ("two-speed", "vcpu-states")  # the models at two speeds, where the output asks for rounds
+FORK_ASKED_MODELS = ("two-speed", "loaded")  # where the fork verdict's detection at 5 rounds falls short
 
 
 def two_node_topology(cores_per_node: int = 4) -> Topology:
@@ -119,6 +124,27 @@ def simulate(gain: float, seed: int, config: instances.InstancesConfig | None = 
     return result.fork_verdict
 
 
+def fork_found_asked(gain: float, seed: int, model: str) -> tuple[bool, bool, int | None]:
+    """(a verdict of a difference, a verdict of a gain, rounds asked) of a default fork campaign
+    and, where it gave none and asked for rounds (--reps N), of a fresh one at those rounds."""
+    first = simulate(gain, seed, model=model)
+    if first.significant or first.rounds_needed is None:
+        return first.significant, first.significant and (first.gain or 0) > 1, None
+    cfg = instances.InstancesConfig(sim_workload(), fork_master=True, seed=seed, reps=first.rounds_needed)
+    again = simulate(gain, seed + 100_003, cfg, model=model)
+    return again.significant, again.significant and (again.gain or 0) > 1, first.rounds_needed
+
+
+def fork_rates_asked(model: str, runs: int, seed: int = 0) -> tuple[float, float, int]:
+    """The user who reruns the fork comparison with the rounds asked: (a difference called on the
+    null in either campaign, the planted gain found, the median of the rounds asked)."""
+    nulls = [fork_found_asked(0.0, seed + i, model) for i in range(runs)]
+    planted = [fork_found_asked(PLANTED_GAIN, seed + runs + i, model) for i in range(runs)]
+    asked = sorted(r for *_, r in nulls + planted if r is not None)
+    return (sum(x[0] for x in nulls) / runs, sum(x[1] for x in planted) / runs,
+            asked[len(asked) // 2] if asked else 0)
+
+
 def verdict_check(runs: int = 200, seed: int = 0, gain: float = PLANTED_GAIN, quiet: bool = False,
                   model: str = FORK_MODEL) -> tuple[float, float]:
     """(false-positive rate, detection rate) over ``runs`` simulated campaigns each; prints the line."""
@@ -142,7 +168,13 @@ def one_node_box(ncpu: int = BOX_CPUS) -> Topology:
 
 def simulate_optimum(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS) -> int | None:
     """One simulated default campaign on an ``ncpu`` box under a noise model; its optimum N."""
-    rng = random.Random(seed * 7919 + 17)
+    return optimum_campaign(model, wait, seed, ncpu).optimum_n
+
+
+def optimum_campaign(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS, reps: int | None = None,
+                     salt: int = 17) -> instances.InstancesResult:
+    """One simulated campaign (default rounds, or ``reps``) on an ``ncpu`` box; its result."""
+    rng = random.Random(seed * 7919 + salt)
     campaign = STUDY_MODELS[model].campaign(rng)
     ex = MockExecutor()
     hit: dict[tuple, float] = {}
@@ -157,8 +189,8 @@ def simulate_optimum(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS) -
 
     ex.model = copy_time
     machine = Machine(topology=one_node_box(ncpu), metadata={"hostname": "sim"})
-    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed)
-    return instances.execute(cfg, _Memory(ex), machine).optimum_n
+    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed, **({"reps": reps} if reps else {}))
+    return instances.execute(cfg, _Memory(ex), machine)
 
 
 def optimum_check(model: str, runs: int = 200, seed: int = 0) -> tuple[float, float]:
@@ -168,14 +200,52 @@ def optimum_check(model: str, runs: int = 200, seed: int = 0) -> tuple[float, fl
     return fp, det
 
 
+def found_asked(model: str, wait: float, seed: int) -> tuple[bool, int | None]:
+    """(an optimum above the CPU count in either campaign, rounds asked) of a default campaign
+    and, where it found none and asked for rounds (--reps N), of a fresh one at those rounds."""
+    first = optimum_campaign(model, wait, seed)
+    if (first.optimum_n or 0) > BOX_CPUS or first.rounds_needed is None:
+        return (first.optimum_n or 0) > BOX_CPUS, None
+    again = optimum_campaign(model, wait, seed, reps=first.rounds_needed, salt=29)
+    return (again.optimum_n or 0) > BOX_CPUS, first.rounds_needed
+
+
+def rates_asked(model: str, runs: int, seed: int = 0) -> tuple[float, float, float]:
+    """The user who reruns with the rounds the output asks for: (false 'above the CPU count' over
+    both campaigns, detection of the 20 % gain, the median of the rounds asked)."""
+    nulls = [found_asked(model, 0.0, seed + i) for i in range(runs)]
+    planted = [found_asked(model, WAIT, seed + runs + i) for i in range(runs)]
+    asked = sorted(r for _, r in nulls + planted if r is not None)
+    mid = asked[len(asked) // 2] if asked else 0
+    return (sum(f for f, _ in nulls) / runs, sum(f for f, _ in planted) / runs, mid)
+
+
 def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
-    """The lines bench/verdicts.py prints: the optimum, then the fork verdict, under every model."""
+    """The lines bench/verdicts.py prints: the optimum, then, at two speeds, the user who reruns
+    with the rounds asked for (half the trials: a rerun is 10-40 rounds), then the fork verdict,
+    under every model."""
     lines = []
     for model in STUDY_MODELS:
         fp, det = optimum_check(model, runs, seed)
         lines.append(f"verdict-check: instances-{model} false_positive={fp:.3f} detection={det:.3f} runs={runs}")
+    for model in ASKED_MODELS:
+        few = max(1, runs // 2)
+        fp, det, mid = rates_asked(model, few, seed)
+        lines.append(f"verdict-check: instances-{model}-asked false_positive={fp:.3f} detection={det:.3f} "
+                     f"median_reps_asked={mid} runs={few}")
     for model in STUDY_MODELS:
         fp, det = verdict_check(runs, seed, quiet=True, model=model)
         lines.append(f"verdict-check: instances-fork-{model} false_positive={fp:.3f} detection={det:.3f} "
                      f"runs={runs}")
+    lines += fork_asked_lines(max(1, runs // 2), seed)
+    return lines
+
+
+def fork_asked_lines(runs: int, seed: int = 0) -> list[str]:
+    """The fork comparison's user who reruns with the rounds asked, where detection falls short."""
+    lines = []
+    for model in FORK_ASKED_MODELS:
+        fp, det, mid = fork_rates_asked(model, runs, seed)
+        lines.append(f"verdict-check: instances-fork-{model}-asked false_positive={fp:.3f} detection={det:.3f} "
+                     f"median_reps_asked={mid} runs={runs}")
     return lines

@@ -114,7 +114,9 @@ def basis(study: str, s: dict) -> tuple[str, bool]:
             return "no point measured", True
         per = (plural(reps[0], "round") if len(reps) == 1 else f"{reps[0]}-{reps[-1]} rounds") + " per point"
         cis = levels([p.get("ci") for p in points]) or "no CI"
-        return f"{per}, {plural(len(points), 'point')}, {cis}", str(s.get("verdict", "")).startswith("not enough evidence")
+        # too few rounds to name an optimum, or, at two speeds, to compare within them (rounds asked)
+        thin = str(s.get("verdict", "")).startswith("not enough evidence") or s.get("rounds_needed") is not None
+        return f"{per}, {plural(len(points), 'point')}, {cis}", thin
     if study == "variants":
         comps = [c for v in s.get("variants") or [] for c in (v.get("comparisons") or {}).values()]
         return (f"{plural(s.get('rounds', 0), 'round')} paired, "

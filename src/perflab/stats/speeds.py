@@ -8,7 +8,9 @@ campaign to campaign: more runs do not remove it. ``within_speeds(a, b)`` remove
    log values against one speed, and against one speed with a tail, by BIC), with B first moved
    onto A by the current estimate of the change (a whole-sample Hodges-Lehmann ratio, then the
    stratified one), so that a change between the sides is not taken for two speeds and a mode is
-   cut at the same place on both sides. Two passes.
+   cut at the same place on both sides. Two passes. Where the pooled runs show one speed but each
+   side alone shows two (a change between the sides about half the gap fills the valley: four
+   levels), the sides' speeds are matched in order and B is moved by their stratified ratio first.
 2. Each run is assigned its speed; the comparison is van Elteren's stratified rank-sum test with
    the speeds as strata (stats.stratified.van_elteren: the Wilcoxon statistics of the strata,
    each weighted 1/(n_k + 1)), and the effect is the stratified Hodges-Lehmann ratio B/A with the
@@ -168,7 +170,7 @@ def assign(a: Sequence[float], b: Sequence[float]) -> tuple[Modes | None, list[i
         shift = _hl(a, b)
         fit, la, lb = fit_at(shift)
     if not fit.multimodal:
-        return _one_side(a, b) or none
+        return _one_side(a, b) or _each_side(a, b, fit_at) or none
     refined = _stratified_shift(a, b, la, lb)
     if abs(refined - shift) < REFIT:
         return fit, la, lb, shift
@@ -205,6 +207,26 @@ def _one_side(a: Sequence[float], b: Sequence[float]):
         rest = [int(x > cut) for x in other]
     own = list(fit.labels)
     return (fit, own, rest, 0.0) if k == 0 else (fit, rest, own, 0.0)
+
+
+def _each_side(a: Sequence[float], b: Sequence[float], fit_at):
+    """Where the pooled runs show one speed but each side alone shows two: the change between the
+    sides fills the gap between the speeds (two speeds 1.48x apart times a 1.2x change are four
+    levels about equally spaced, which one mixture does not split: 43 of 60 such pairs of 20
+    runs). Each side's speeds are matched in order (lower with lower), B is moved onto A by the
+    stratified ratio of those, and the speeds are looked for again in the pooled runs, so that a
+    speed is cut at the same place on both sides; kept only where that fit finds two speeds and
+    each side keeps both. None otherwise (one speed, as before)."""
+    if min(len(a), len(b)) < MODES_MIN_N:
+        return None
+    fa, fb = detect_modes(a), detect_modes(b)
+    if not (fa.multimodal and fb.multimodal):
+        return None
+    shift = _stratified_shift(a, b, fa.labels, fb.labels)
+    fit, la, lb = fit_at(shift)
+    if not fit.multimodal or not all(set(x) == {0, 1} for x in (la, lb)):
+        return None
+    return fit, la, lb, shift
 
 
 def _spread(*samples: Sequence[float]) -> float:

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from perflab.model import RunResult, Workload
 from perflab.stats import CI, median, median_ci
 from perflab.studies.cost.energy import run_joules
+from perflab.studies.instances import power
 from perflab.studies.instances.optimum import Step
 
 MIN_LEVEL = 0.90  # the default repetitions must give at least this interval (or a note says so)
@@ -99,6 +100,7 @@ class ForkVerdict(_WithCI):
     p_value: float
     significant: bool
     text: str
+    rounds_needed: int | None = None  # no verdict, pairs at two speeds: the rounds that would see 5 %
 
 
 def sign_test(ratios: Sequence[float]) -> tuple[int, int, float]:
@@ -131,6 +133,11 @@ def fork_verdict(rows: Sequence[ForkRow], alpha: float = ALPHA) -> ForkVerdict:
         text = f"one bound master per NUMA node costs {change}"
     else:
         text = f"no evidence that NUMA-bound masters change throughput at equal work: {evidence}"
+    rounds = max(len(row.ratios) for row in rows)
+    sized = None if significant else power.fork_rounds(ratios, sum(1 for row in rows if row.ratios), alpha)
+    if sized is not None and sized[1] > rounds:
+        return ForkVerdict(gain, ci, len(ratios), above, p, significant,
+                           f"{text}; {power.fork_sentence(sized[0], sized[1], rounds)}", sized[1])
     return ForkVerdict(gain, ci, len(ratios), above, p, significant, text)
 
 
@@ -156,6 +163,8 @@ class InstancesResult:
     memory: dict[str, Any] | None = None  # PSS per copy and per NUMA node at the optimum
     energy_source: str | None = None  # where the watts come from (None: not measured)
     energy_optimum_n: int | None = None  # fewest joules per unit of work (optimum policy)
+    rounds_needed: int | None = None  # two speeds, no gain past the CPU count: the rounds that would see one
+    asked: str = ""  # what the rounds can and cannot see at two speeds, and the rounds asked for
     campaign_id: int | None = None
 
     @property
@@ -167,6 +176,9 @@ class InstancesResult:
         """The answer in one sentence, with what it rests on (terminal and JSON both show it)."""
         if self.failed:
             return "none: every point failed (see the notes for why)"
+        return self._answer() + (f"; {self.asked}" if self.asked else "")
+
+    def _answer(self) -> str:
         if self.optimum_n is None:
             scan = max((s for s in self.scans if s.top_n is not None),
                        key=lambda s: next(p.throughput for p in s.points if p.n == s.top_n))

@@ -46,7 +46,8 @@ from perflab.studies.instances.result import (
     points_of,
 )
 from perflab.studies.cost.energy import energy_optimal, source_of
-from perflab.studies.instances.optimum import MIN_ROUNDS, choose
+from perflab.studies.instances import power
+from perflab.studies.instances.optimum import ALPHA, MIN_ROUNDS, choose
 
 NAME = "instances"
 WITHIN = 0.01  # "smallest N within 1% of the optimum"
@@ -332,7 +333,9 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
                   if p.throughput is not None and p.watts is not None}
         energy_n = energy_optimal(points)
     measured = [r.result for r in runs if r.result.energy]
+    rounds_needed, asked = _ask(scans, ns, cpus, config.reps)
     return InstancesResult(
+        rounds_needed=rounds_needed, asked=asked,
         energy_source=source_of(measured) if measured else None, energy_optimum_n=energy_n,
         unit=unit_of(wl), ns=list(ns), scans=scans, optimum_n=best.optimum_n if best else None,
         optimum_throughput=best.optimum_throughput if best else None,
@@ -341,6 +344,21 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         level=median_ci(range(config.reps)).level, reps=config.reps, cpus=cpus, ranked_by=ranking(wl),
         own_higher_is_better=wl.higher_is_better, summed=summed is not None,
     )
+
+
+def _ask(scans: Sequence[PolicyScan], ns: Sequence[int], cpus: int | None, reps: int) -> tuple[int | None, str]:
+    """(rounds asked for, why) where the rounds ran at two speeds and no scan found a gain past
+    the CPU count: the rounds that would compare within the speeds (power.py); (None, '') else."""
+    if any(s.kind == "past" and s.significant for scan in scans for s in scan.steps):
+        return None, ""
+    seen = power.two_speeds([p.samples for scan in scans for p in scan.points if p.samples])
+    if seen is None:
+        return None, ""
+    past = sum(1 for n in ns if cpus is not None and n > cpus)
+    need = power.rounds_needed(seen, past, ALPHA)
+    if need <= reps:
+        return None, ""
+    return need, power.sentence(seen, reps, need, past > 0)
 
 
 def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None) -> PolicyScan:
