@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
+from perflab.stats.cells import cell_var, pooled
+
 MIN_ROUNDS = 2
 
 
@@ -40,16 +42,14 @@ def judge_rounds(logs: Mapping[str, object], rounds: Mapping[str, object], used:
     log values and the round of each, ``used``: the rounds compared (every member has each)."""
     import numpy as np
 
-    from perflab.stats.time_blocks import _cell_var, _pooled
-
     names = list(logs)
     m, r = len(names), len(used)
     arr = {k: (np.asarray(logs[k], float), np.asarray(rounds[k], int)) for k in names}
     level = np.array([[np.median(arr[k][0][arr[k][1] == j]) for j in used] for k in names])
-    cvar = np.array([[_cell_var(arr[k][0][arr[k][1] == j]) for j in used] for k in names])
+    cvar = np.array([[cell_var(arr[k][0][arr[k][1] == j]) for j in used] for k in names])
     peers = np.array([np.median(np.delete(level, i, axis=0), axis=0) for i in range(m)])
     d = level - peers
-    var, df = _pooled(d, cvar * (1.0 + math.pi / 2.0 / (m - 1)))
+    var, df = pooled(d, cvar * (1.0 + math.pi / 2.0 / (m - 1)))
     # Why no autocorrelation factor (time blocks have one): a member's visits are a round apart,
     # with its peers' visits in between, so a state of the machine that holds from one of its
     # visits into the next would have to hold through its peers' visits too, and falls on them

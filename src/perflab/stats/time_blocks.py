@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from perflab.stats.cells import cell_var as _cell_var, pooled as _pooled
 from perflab.stats.comparison import holm
 from perflab.stats.peers import PeerTest, slow_members
 from perflab.stats.rounds import MIN_ROUNDS, common_rounds, judge_rounds
@@ -100,18 +101,6 @@ class GroupTime:
     rounds: list[int] = field(default_factory=list)  # rounds: the rounds compared (every member visited)
 
 
-def _pooled(d, cells_var):
-    """(error variance of a block difference, df): block-to-block spread pooled over members, or
-    where larger what the runs inside the cells give."""
-    import numpy as np
-
-    m, b = d.shape
-    resid = d - d.mean(axis=1, keepdims=True)
-    df = (m - 1) * (b - 1)
-    between = float((resid ** 2).sum() / (m * (b - 1)))
-    return max(between, float(np.mean(cells_var))), df
-
-
 def _block_rho(d) -> float:
     """Pooled lag-1 autocorrelation of each member's block differences about its own mean, bias
     corrected by 1/B, in [0, 0.9]."""
@@ -121,15 +110,6 @@ def _block_rho(d) -> float:
         return 0.0
     r = float((e[:, :-1] * e[:, 1:]).sum()) / den + 1.0 / d.shape[1]
     return min(0.9, max(0.0, r))
-
-
-def _cell_var(logs) -> float:
-    """Variance of a block median from its runs: pi/2 x (1.4826 MAD)^2 / n."""
-    import numpy as np
-
-    med = np.median(logs)
-    mad = 1.4826 * float(np.median(np.abs(logs - med)))
-    return math.pi / 2.0 * mad * mad / len(logs)
 
 
 def _blocks(runs: Mapping[str, TimedRuns], lo: float, hi: float, max_blocks: int, min_runs: int):
