@@ -80,7 +80,8 @@ def one_per_node(slots: list) -> tuple[dict[str, str], dict[str, list]]:
 def visits_per_node(slots: list, round_of: dict[str, int]) -> tuple[dict[str, str], dict[str, list]]:
     """(host -> the slot that stands for it, host -> its visits as slots, in round order): a fleet
     that measured each node in several visits (``round_of``: slot -> round) has one entry per
-    node, its visits together; the slot standing for it is its latest finished visit."""
+    node, its visits together; the slot standing for it is its first finished visit (so the
+    nodes are listed in the order of their first round), else its latest visit."""
     mine: dict[str, list] = {}
     for s in slots:
         if s.state in ("pending", "running") or (s.state == "done" and s.campaign_id is None) or not s.host:
@@ -90,7 +91,7 @@ def visits_per_node(slots: list, round_of: dict[str, int]) -> tuple[dict[str, st
     for host, ss in mine.items():
         ss.sort(key=lambda s: round_of.get(s.slot, 0))
         done = [s for s in ss if s.state == "done"]
-        keep[host] = (done or ss)[-1].slot
+        keep[host] = done[0].slot if done else ss[-1].slot
     return keep, mine
 
 
