@@ -324,7 +324,8 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             # twin of a slow node sees its peers differ because of that node.
             held = [t.member for t in tests if t.group == key and t.held and t.ratio is not None
                     and t.ratio <= 1.0 - min_effect and not t.slow]
-            note = time_note(gt, outside, held)
+            # Stand-in hosts (--host-label: array tasks) cannot be visited again: no hint to.
+            note = time_note(gt, outside, held, visits=not fleet.config.get("host_label"))
             if note and times.get(key, {}).get("head"):
                 note = f"{times[key]['head']}; {note}"
             plat["time_note"] = note or plat["time_note"]

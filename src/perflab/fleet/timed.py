@@ -89,8 +89,9 @@ def time_summary(gt: GroupTime) -> dict[str, Any]:
     return out
 
 
-def time_note(gt: GroupTime, outside: int, held: list[str]) -> str | None:
-    """One line under the platform: what the comparison kept to, or what measuring apart cost."""
+def time_note(gt: GroupTime, outside: int, held: list[str], visits: bool = True) -> str | None:
+    """One line under the platform: what the comparison kept to, or what measuring apart cost
+    (``visits``: whether the fleet could have visited its nodes in rounds, i.e. one job a node)."""
     if gt.mode in ("together", "window"):
         w = gt.window
         tail = (f"; {outside} run(s) outside it (a host still running after a peer had ended, or "
@@ -124,5 +125,6 @@ def time_note(gt: GroupTime, outside: int, held: list[str]) -> str | None:
                 "host's level is judged against how far its peers' levels differ, and those differences "
                 "include whatever changed between their windows; with these hosts it takes a slowdown of "
                 f"{cost} to name one. Measure the hosts at the same time (no --max-parallel) to "
-                "compare them run for run, or with --visits 3 (or more) to judge them in rounds of visits")
+                "compare them run for run" + (", or with --visits 3 (or more) to judge them in rounds of visits"
+                                               if visits else ""))
     return None
