@@ -56,7 +56,8 @@ def test_the_slow_node_is_below_its_peers_in_every_round_with_its_ratios():
     tests, times = slow_by_time({"A": _visits(np.random.default_rng(2), slow="node2", v=4)})
     t = next(t for t in tests if t.member == "node2")
     assert t.slow and 0.6 < t.ratio < 0.8 and t.high < 1.0
-    assert len(t.part_ratios) == 4 and t.parts_below == 4 and all(r < 0.9 for r in t.part_ratios)
+    assert len(t.block_ratios) == 4 and t.blocks_below == 4 and all(r < 0.9 for r in t.block_ratios)
+    assert len(t.part_ratios) == 3 and t.parts_below == 3  # thirds of 4 rounds: 2, 1, 1
     assert times["A"].mode == "rounds" and times["A"].df == 9.0
 
 
@@ -66,7 +67,7 @@ def test_slow_in_one_round_only_is_not_slow():
         rng = np.random.default_rng(100 + seed)
         tests, _ = slow_by_time({"A": _visits(rng, v=4, sd_visit=0.03, busy=("node3", 1, 0.5))})
         t = next(t for t in tests if t.member == "node3")
-        assert not t.slow and t.part_ratios[1] < 0.6, (seed, t)
+        assert not t.slow and t.block_ratios[1] < 0.6, (seed, t)
 
 
 def test_rounds_without_a_common_second_round_pool_the_visits():
@@ -80,3 +81,16 @@ def test_rounds_without_a_common_second_round_pool_the_visits():
     # Runs without rounds (one visit each, one at a time) are still judged apart on their windows.
     flat = {k: TimedRuns(v.starts, v.ends, v.values) for k, v in _visits(np.random.default_rng(4), v=1).items()}
     assert judge_group(flat)[1].mode == "apart"
+
+
+def test_more_than_three_rounds_persist_in_each_third_and_one_lucky_visit_does_not_unmake_a_slow_node():
+    rng = np.random.default_rng(5)
+    g = _visits(rng, v=6, slow="node2", sd_visit=0.03, busy=("node2", 4, 1 / 0.7 * 1.1))
+    tests, times = slow_by_time({"A": g})
+    t = next(t for t in tests if t.member == "node2")
+    # Its fifth visit ran above its peers (a quiet minute); below them in every third of six rounds.
+    assert t.block_ratios[4] > 1.0 and len(t.block_ratios) == 6 and len(t.part_ratios) == 3
+    assert t.parts_below == 3 and t.slow and times["A"].df == 15.0
+    # Three rounds or fewer: the rule is every round.
+    t3 = next(t for t in slow_by_time({"A": _visits(rng, v=3, slow="node2")})[0] if t.member == "node2")
+    assert t3.part_ratios == t3.block_ratios

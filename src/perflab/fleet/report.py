@@ -103,9 +103,12 @@ def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effec
                 f"{min(rs):.2f}-{max(rs):.2f}); one-sided t-test {against}, Holm-corrected over {tested} hosts "
                 f"(p {t.p_adjusted:.2g} < {alpha})")
     elif mode == "rounds":
-        rs = ", ".join(f"{r:.2f}" for r in t.part_ratios)
-        test = (f"below the median of its {peers} peers of its platform in each of {len(t.part_ratios)} rounds of "
-                f"visits (round ratios {rs}); one-sided t-test over the rounds, its standard error their "
+        rs = ", ".join(f"{r:.2f}" for r in t.block_ratios)
+        where = (f"in each of {len(t.block_ratios)} rounds of visits (round ratios {rs})"
+                 if len(t.part_ratios) == len(t.block_ratios) else
+                 f"in each third of {len(t.block_ratios)} rounds of visits (thirds "
+                 f"{', '.join(f'{r:.2f}' for r in t.part_ratios)}; round ratios {rs})")
+        test = (f"below the median of its {peers} peers of its platform {where}; one-sided t-test over the rounds, its standard error their "
                 f"round-to-round spread, Holm-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha})")
     elif mode == "window":
         test = (f"Mann-Whitney U of its runs inside the window its platform ran in together against its {peers} "
@@ -331,8 +334,8 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             plat["time_note"] = note or plat["time_note"]
             if gt.mode == "rounds":
                 plat["time_test"]["visits"] = fleet.config.get("visits")
-                plat["time_test"]["round_ratios"] = {t.member: [round(r, 4) for r in t.part_ratios]
-                                                     for t in tests if t.group == key and t.part_ratios}
+                plat["time_test"]["round_ratios"] = {t.member: [round(r, 4) for r in t.block_ratios]
+                                                     for t in tests if t.group == key and t.block_ratios}
             if gt.mode == "together":
                 plat["time_test"]["block_ratios"] = {t.member: [round(r, 4) for r in t.block_ratios]
                                                      for t in tests if t.group == key and t.block_ratios}

@@ -113,8 +113,9 @@ def time_note(gt: GroupTime, outside: int, held: list[str], visits: bool = True)
     if gt.mode == "rounds":
         r = len(gt.rounds)
         tail = (f"; {outside} run(s) of visits in a round some host missed not compared" if outside else "")
+        every = "every round" if r <= 3 else "each third of the rounds"
         return (f"judged in {r} rounds of visits, each host against its peers' median in each round; slow only "
-                f"if below them in every round (t-test over the rounds, {gt.df:.0f} degrees of freedom){tail}. "
+                f"if below them in {every} (t-test over the rounds, {gt.df:.0f} degrees of freedom){tail}. "
                 "Each round's hosts ran one after another, not at once: a change of the machine between two "
                 "visits of a round is part of the round-to-round noise, which widens the test; what lasted "
                 "through every visit of one host and none of its peers' is not told from the host")

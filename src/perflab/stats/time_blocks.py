@@ -161,9 +161,9 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
             res, df = judge_rounds({k: np.log(np.asarray(runs[k].values, float)) for k in names},
                                    {k: runs[k].rounds for k in names}, used)
             keep = set(used)
-            return ({k: (mean, se, df, diffs, diffs,
+            return ({k: (mean, se, df, diffs, parts,
                          sum(1 for x in runs[k].rounds if int(x) not in keep), False)
-                     for k, (mean, se, df, diffs) in res.items()},
+                     for k, (mean, se, df, diffs, parts) in res.items()},
                     GroupTime("rounds", df=df, rounds=used))
         why = (f"they were measured in visits, but only {len(used)} round(s) hold a visit of every one of "
                f"them (each needs {MIN_ROUNDS}): the visits of a host are pooled")
@@ -315,7 +315,7 @@ def slow_by_time(
     out = [t for t, _ in raw]
     for (i, _), pa in zip(tested, adjusted):
         t = out[i]
-        # Together: below in every third of the window; in rounds: below in every round.
+        # Together: below in every third of the window; in rounds: in every round (third of them).
         every = times[t.group].mode not in ("together", "rounds") or t.parts_below == len(t.part_ratios)
         slow = (pa < alpha and t.high is not None and t.high < 1.0 and t.ratio <= 1.0 - min_effect and every)
         out[i] = TimedTest(**{**t.__dict__, "p_adjusted": pa, "slow": slow})
