@@ -288,3 +288,20 @@ def test_report_of_visits_one_entry_a_node_judged_in_rounds(tmp_path):
     assert text.count("n2 (slow)") == 1 and slow["evidence"] in text
     page = report_html(rep)
     assert "judged in 3 rounds of visits" in page and "3 of 3 visits" in page
+
+
+def test_resubmit_reruns_a_failed_visit_on_its_own_node_only(tmp_path, monkeypatch):
+    log = _fake_slurm(tmp_path, monkeypatch, "node1|debug*|idle|\nnode2|debug*|idle|\nnode3|debug*|idle|\n")
+    with open_store(str(tmp_path / "f.db")) as store:
+        fleet = submit(_request(tmp_path, "visits", nodes=2, max_parallel=1), store, Slurm())
+        assert fleet.slots == ["0.1", "1.1", "1.2", "0.2", "0.3", "1.3"] and len(_argvs(log)) == 6
+        for slot in ("0.1", "1.1", "1.2", "0.2", "0.3"):
+            _task(store, "visits", slot, fleet.nodes[slot], "EPYC", [1.0, 1.1])
+        jobs, notes = resubmit(store, state.load(store, "visits"), _Failed(), "")
+        # node2's third visit reruns on node2, never on node3 (another host's visit).
+        assert list(jobs) == ["1.3"] and _opt(_argvs(log)[-1], "--nodelist") == "node2" and notes == []
+        (tmp_path / "sinfo.txt").write_text("node1|debug*|idle|\nnode2|debug*|down*|\nnode3|debug*|idle|\n")
+        with pytest.raises(PerflabError, match="slot 1.3: node2 is not up \\(down\\*\\); a visit is measured on "
+                                               "its own node, so it is left failed"):
+            resubmit(store, state.load(store, "visits"), _Failed(), "")
+    assert len(_argvs(log)) == 7
