@@ -22,12 +22,14 @@ Two ways to run the nodes:
   runs that window is ~10 s, about as long as one node's share of the CPUs may hold, and the
   report's standard error then carries its peers' spread more than their blocks' noise (see
   docs/fleet.md);
-- --max-parallel 1: one node at a time, 12 runs each; the nodes then run in different minutes of
-  the machine, the report judges each node's level against its peers' (measured apart) and says
-  what that costs (the bench counts the repetitions whose report carried that note).
+- --max-parallel 1: one node at a time, 12 runs a visit; the nodes then run in different minutes
+  of the machine. With the default 3 visits a node (fleet submit's default where fewer nodes run
+  at once than there are; --visits V to change it) the report judges them in rounds, each node
+  against its peers in each round; with --visits 1 it judges each node's level against its
+  peers' levels, measured apart, and says what that costs.
 Goal: found in >= 9 of 10, quiet in >= 9 of 10.
-Usage: bench/farm_slow_node.py [REPS] [--max-parallel 1] [--runs N]   (default 10 repetitions,
-60 runs a node at once, 12 one at a time; needs root and Slurm)
+Usage: bench/farm_slow_node.py [REPS] [--max-parallel 1] [--visits V] [--runs N]   (default 10
+repetitions, 60 runs a node at once, 12 a visit one at a time; needs root and Slurm)
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def start(d: Path) -> str:
 
 def main() -> int:
     args = sys.argv[1:]
-    usage = "usage: bench/farm_slow_node.py [REPS] [--max-parallel 1] [--runs N]"
+    usage = "usage: bench/farm_slow_node.py [REPS] [--max-parallel 1] [--visits V] [--runs N]"
     one = "--max-parallel" in args
     if one:
         i = args.index("--max-parallel")
@@ -89,9 +91,16 @@ def main() -> int:
             raise SystemExit(usage)
         runs = args[i + 1]
         del args[i:i + 2]
+    visits: list[str] = []
+    if "--visits" in args:
+        i = args.index("--visits")
+        if not args[i + 1:i + 2] or not args[i + 1].isdigit():
+            raise SystemExit(usage)
+        visits = ["--visits", args[i + 1]]
+        del args[i:i + 2]
     reps = int(args[0]) if args else 10
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the cluster on the way out
-    throttle = ["--max-parallel", "1"] if one else []
+    throttle = (["--max-parallel", "1"] if one else []) + visits
     d = Path(tempfile.mkdtemp(prefix="perflab-farm-bench-"))
     counts = {True: 0, False: 0}
     noted = 0
@@ -124,6 +133,9 @@ def main() -> int:
                 tt = rep["platforms"][0].get("time_test") or {}
                 judged = (f"{tt.get('blocks')} blocks of a {tt['window']['seconds']} s common window"
                           if tt.get("mode") == "together" else
+                          f"{tt['rounds']} rounds of visits (df {tt['df']:.0f}), node2's round ratios "
+                          + "/".join(f"{r:.2f}" for r in tt["round_ratios"].get("node2", []))
+                          if tt.get("mode") == "rounds" else
                           f"apart, detectable {tt.get('detectable_slowdown', float('nan')):.0%}"
                           if tt.get("mode") == "apart" else "whole campaigns")
                 loads.append(os.getloadavg()[0])
@@ -136,6 +148,8 @@ def main() -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not stop the stop
         subprocess.run([str(SCRIPT), "stop", str(d / "cluster")], capture_output=True, timeout=60)
     how = "one node at a time (--max-parallel 1)" if one else "all four at once"
+    if visits:
+        how += f", {visits[1]} visit(s) a node"
     print(f"farm-slow-node, {how}: found {counts[True]} of {reps} (node2 at 70 % of its twins' speed, alone), "
           f"false alarms {counts[False]} of {reps} (no plant); reports noting disjoint windows {noted} of "
           f"{2 * reps}; load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f}; "

@@ -130,6 +130,10 @@ BAD += [
     ("profile", "--start", "NEVER-PRINTED", "--", "echo", "hello"), ("cost", "{tmp}/cost-denormal.toml"),
     ("profile", "diff", "1", "1", "--min-effect", "nan"), ("profile", "diff", "1", "1", "--min-effect", "-3"),
     ("compare", "1,2", "1"), ("compare", "1,x", "1,2"),
+    # fleet visits: a count of rounds, never with stand-in array tasks
+    ("fleet", "submit", "v", "--nodes", "2", "--visits", "0", "--", "run", *T),
+    ("fleet", "submit", "v", "--nodes", "2", "--visits", "x", "--", "run", *T),
+    ("fleet", "submit", "v", "--nodes", "2", "--visits", "2", "--host-label", "h", "--", "run", *T),
 ]
 
 

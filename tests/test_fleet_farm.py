@@ -232,33 +232,40 @@ def test_cores_fleet_lists_each_hosts_slow_cores(farm, postgres_url, tmp_path):
     assert "node1: core 1 (CPUs 1): cost 1.3 x" in " ".join(text.split()) and "no slow core" not in text
 
 
-def test_nodes_4_one_at_a_time_measures_each_of_the_4_nodes_once(farm, tmp_path):
-    """--nodes 4 --max-parallel 1: one task on each node, one after another (an array throttled to
-    1 ran all four on node1); the report lists four hosts and says they ran in different windows."""
+def test_nodes_4_one_at_a_time_visits_each_of_the_4_nodes_in_rounds(farm, tmp_path):
+    """--nodes 4 --max-parallel 1 --visits 2: 8 jobs, one at a time (an array throttled to 1 ran all
+    four on node1), each node visited once a round; the report lists four hosts, each once with its
+    two visits, and judges them in rounds."""
     conf, _ = farm
     env = _env(conf, tmp_path)
     db = str(tmp_path / "one.db")
-    out = perflab(["fleet", "submit", "one", "--nodes", "4", "--max-parallel", "1", "--db", db, "--", "run",
-                   "--runs", "3", "--command-name", "t", "--", "true"], env, tmp_path).stdout
-    assert "on 4 distinct nodes (node1, node2, node3, node4)" in " ".join(out.split()), out
+    out = " ".join(perflab(["fleet", "submit", "one", "--nodes", "4", "--max-parallel", "1", "--visits", "2", "--db",
+                            db, "--", "run", "--runs", "3", "--command-name", "t", "--", "true"],
+                           env, tmp_path).stdout.split())
+    assert "on 4 distinct nodes (node1, node2, node3, node4)" in out, out
+    assert "8 jobs: 2 visits to each of 4 nodes in 2 rounds, at most 1 at once" in out, out
     _wait_idle(env, limit=240)
     st = _status("one", db, env, tmp_path)
-    assert sorted(s["host"] for s in st.values()) == ["node1", "node2", "node3", "node4"], st
-    assert all(s["state"] == "done" for s in st.values()), st
+    assert len(st) == 8 and all(s["state"] == "done" for s in st.values()), st
     from perflab.store import open_store
 
     with open_store(db) as store:
         camps = sorted((c for c in store.campaigns(study="run") if c.labels.get("fleet") == "one"),
                        key=lambda c: c.started)
-    assert [c.labels["slurm_node"] for c in camps] == ["node1", "node2", "node3", "node4"]
-    # One at a time: each task began after the one before it had finished.
+    # Round 1 in node order, round 2 rotated by one; each visit on the node its slot names.
+    assert [c.labels["slurm_node"] for c in camps] == ["node1", "node2", "node3", "node4",
+                                                      "node2", "node3", "node4", "node1"]
+    assert [c.labels["fleet_slot"] for c in camps][4:] == ["1.2", "2.2", "3.2", "0.2"]
+    # One at a time: each visit began after the one before it had finished.
     assert all(a.finished <= b.started for a, b in zip(camps, camps[1:])), [(c.started, c.finished) for c in camps]
     rep = _report("one", db=db, env=env, cwd=tmp_path)
     assert sorted(h["host"] for h in rep["hosts"]) == ["node1", "node2", "node3", "node4"]
+    assert all([v["round"] for v in h["visits"]] == [1, 2] and h["headline"]["n"] == 6 for h in rep["hosts"])
     (a,) = [p for p in rep["platforms"] if p["n_hosts"] == 3]
-    assert a["same_time"] is False and "not measured at the same time: 3 of 3 hosts" in a["time_note"]
+    assert a["time_test"]["mode"] == "rounds" and a["time_test"]["rounds"] == 2, a["time_test"]
+    assert a["same_time"] is False and a["time_note"].startswith("judged in 2 rounds of visits")
     text = " ".join(perflab(["fleet", "report", "one", "--db", db], env, tmp_path).stdout.split())
-    assert "not measured at the same time" in text and "(slot" not in text
+    assert "judged in 2 rounds of visits" in text and "(slot" not in text and "(2 of 2 visits)" in text
 
 
 def test_slurm_local_refuses_bad_node_specs(tmp_path):

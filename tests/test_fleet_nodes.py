@@ -88,7 +88,7 @@ def _request(tmp_path: Path, name: str, **placement) -> FleetRequest:
 def test_nodes_n_pins_one_job_to_each_of_n_distinct_nodes_one_at_a_time(tmp_path, monkeypatch):
     log = _fake_slurm(tmp_path, monkeypatch)
     with open_store(str(tmp_path / "f.db")) as store:
-        fleet = submit(_request(tmp_path, "one", nodes=3, max_parallel=1), store, Slurm())
+        fleet = submit(_request(tmp_path, "one", nodes=3, max_parallel=1, visits=1), store, Slurm())
     argvs = _argvs(log)
     assert [_opt(a, "--nodelist") for a in argvs] == ["node1", "node4", "node3"]
     assert [a[-1] for a in argvs] == ["0", "1", "2"]  # the slot, as the script's argument
@@ -103,7 +103,7 @@ def test_nodes_n_pins_one_job_to_each_of_n_distinct_nodes_one_at_a_time(tmp_path
 def test_k_at_a_time_is_k_chains(tmp_path, monkeypatch):
     log = _fake_slurm(tmp_path, monkeypatch, "".join(f"n{i}|debug*|idle|\n" for i in range(5)))
     with open_store(str(tmp_path / "f.db")) as store:
-        submit(_request(tmp_path, "two", nodes=5, max_parallel=2), store, Slurm())
+        submit(_request(tmp_path, "two", nodes=5, max_parallel=2, visits=1), store, Slurm())
     assert [_opt(a, "--dependency") for a in _argvs(log)] == \
         [None, None, "afterany:100", "afterany:101", "afterany:102"]
 
@@ -213,3 +213,95 @@ def test_status_of_many_pinned_jobs_asks_scontrol_once(tmp_path, monkeypatch):
     assert calls.read_text().splitlines() == ["-o show job"]
     assert st["0"].state == "failed" and st["0"].raw == "NODE_FAIL"
     assert all(st[str(i)].state == "done" for i in range(1, 20))
+
+
+def test_one_at_a_time_visits_every_node_three_times_in_rotated_rounds(tmp_path, monkeypatch):
+    log = _fake_slurm(tmp_path, monkeypatch, "".join(f"n{i}|debug*|idle|\n" for i in range(1, 5)))
+    with open_store(str(tmp_path / "f.db")) as store:
+        fleet = submit(_request(tmp_path, "rounds", nodes=4, max_parallel=1), store, Slurm())
+    argvs = _argvs(log)
+    # Default 3 visits (fewer at once than nodes): 12 jobs in one chain, round r rotated by r.
+    assert len(argvs) == 12 and fleet.config["visits"] == 3
+    assert [_opt(a, "--nodelist") for a in argvs] == ["n1", "n2", "n3", "n4", "n2", "n3", "n4", "n1",
+                                                      "n3", "n4", "n1", "n2"]
+    assert [a[-1] for a in argvs][:5] == ["0.1", "1.1", "2.1", "3.1", "1.2"]
+    assert [_opt(a, "--dependency") for a in argvs] == [None] + [f"afterany:{100 + i}" for i in range(11)]
+    assert fleet.config["round_of"]["3.2"] == 2 and fleet.nodes["3.2"] == "n4" and len(fleet.jobs) == 12
+    assert fleet.config["placement"]["visits"] == 3
+
+
+def test_visits_one_keeps_one_job_a_node_and_visits_without_max_parallel_chain_the_rounds(tmp_path, monkeypatch):
+    log = _fake_slurm(tmp_path, monkeypatch, "".join(f"n{i}|debug*|idle|\n" for i in range(1, 4)))
+    with open_store(str(tmp_path / "f.db")) as store:
+        fleet = submit(_request(tmp_path, "v1", nodes=3, max_parallel=1, visits=1), store, Slurm())
+        assert fleet.slots == ["0", "1", "2"] and fleet.config["round_of"] == {} and len(_argvs(log)) == 3
+        fleet = submit(_request(tmp_path, "v2", nodes=3, visits=2), store, Slurm())
+        # At once within a round; a node's second visit waits for its round-1 job slot (K = 3 chains).
+        assert [_opt(a, "--dependency") for a in _argvs(log)[3:]] == [None, None, None, "afterany:103",
+                                                                      "afterany:104", "afterany:105"]
+        assert fleet.config["placement"]["max_parallel"] is None
+        with pytest.raises(PerflabError, match="--visits needs one job per node"):
+            submit(FleetRequest(name="box", study_argv=("run", "--", "true"),
+                                placement=Placement(nodes=3, max_parallel=1, visits=2), db=str(tmp_path / "f.db"),
+                                log_dir=str(tmp_path / "box"), host_label="node"), store, Slurm())
+    assert len(_argvs(log)) == 9
+
+
+def test_report_of_visits_one_entry_a_node_judged_in_rounds(tmp_path):
+    """12 visits (4 nodes x 3 rounds, one at a time) stored as campaigns: one host a node, its
+    visits listed, mode rounds, the slow node named with its per-round ratios; terminal and HTML
+    say what the JSON says."""
+    import io
+
+    from rich.console import Console
+
+    from perflab.fleet.render import report_html, report_terminal
+
+    rates = {"n1": 100, "n2": 70, "n3": 101, "n4": 99}
+    load = [1.0, 0.8, 1.1]  # the machine's state, round by round
+    slots = [f"{i}.{r}" for r in (1, 2, 3) for i in range(4)]
+    with open_store(str(tmp_path / "r.db")) as store:
+        fleet = state.create(store, "farm", {"study": "run", "slots": slots, "visits": 3, "log_dir": str(tmp_path),
+                                             "job_name": "j", "shards": False,
+                                             "round_of": {s: int(s.split(".")[1]) for s in slots},
+                                             "nodes": {s: f"n{int(s[0]) + 1}" for s in slots}})
+        for k, slot in enumerate(slots):
+            host, r = f"n{int(slot[0]) + 1}", int(slot.split(".")[1])
+            cid = _task(store, "farm", slot, host, "EPYC",
+                        [rates[host] * load[r - 1] * (1 + 0.01 * ((i * 7 + k) % 5)) for i in range(8)])
+            _shift(store, cid, T0 + timedelta(minutes=k), T0 + timedelta(minutes=k, seconds=40))
+        rep = build(store, fleet, _NoBatch())
+    assert sorted(h["host"] for h in rep["hosts"]) == ["n1", "n2", "n3", "n4"]
+    n2 = next(h for h in rep["hosts"] if h["host"] == "n2")
+    assert [v["round"] for v in n2["visits"]] == [1, 2, 3] and n2["headline"]["n"] == 24
+    (plat,) = rep["platforms"]
+    tt = plat["time_test"]
+    assert tt["mode"] == "rounds" and tt["rounds"] == 3 and tt["df"] == 6.0 and tt["visits"] == 3
+    assert all(0.65 < r < 0.75 for r in tt["round_ratios"]["n2"])
+    assert plat["same_time"] is False and plat["time_note"].startswith("judged in 3 rounds of visits")
+    (slow,) = rep["slow_hosts"]
+    assert slow["host"] == "n2" and "in each of 3 rounds of visits" in slow["evidence"]
+    buf = io.StringIO()
+    report_terminal(rep, Console(file=buf, width=400))
+    text = " ".join(buf.getvalue().split())
+    assert "judged in 3 rounds of visits" in text and "(3 of 3 visits)" in text and "(slot" not in text
+    assert text.count("n2 (slow)") == 1 and slow["evidence"] in text
+    page = report_html(rep)
+    assert "judged in 3 rounds of visits" in page and "3 of 3 visits" in page
+
+
+def test_resubmit_reruns_a_failed_visit_on_its_own_node_only(tmp_path, monkeypatch):
+    log = _fake_slurm(tmp_path, monkeypatch, "node1|debug*|idle|\nnode2|debug*|idle|\nnode3|debug*|idle|\n")
+    with open_store(str(tmp_path / "f.db")) as store:
+        fleet = submit(_request(tmp_path, "visits", nodes=2, max_parallel=1), store, Slurm())
+        assert fleet.slots == ["0.1", "1.1", "1.2", "0.2", "0.3", "1.3"] and len(_argvs(log)) == 6
+        for slot in ("0.1", "1.1", "1.2", "0.2", "0.3"):
+            _task(store, "visits", slot, fleet.nodes[slot], "EPYC", [1.0, 1.1])
+        jobs, notes = resubmit(store, state.load(store, "visits"), _Failed(), "")
+        # node2's third visit reruns on node2, never on node3 (another host's visit).
+        assert list(jobs) == ["1.3"] and _opt(_argvs(log)[-1], "--nodelist") == "node2" and notes == []
+        (tmp_path / "sinfo.txt").write_text("node1|debug*|idle|\nnode2|debug*|down*|\nnode3|debug*|idle|\n")
+        with pytest.raises(PerflabError, match="slot 1.3: node2 is not up \\(down\\*\\); a visit is measured on "
+                                               "its own node, so it is left failed"):
+            resubmit(store, state.load(store, "visits"), _Failed(), "")
+    assert len(_argvs(log)) == 7

@@ -222,6 +222,7 @@ def test_report_one_node_at_a_time_says_what_it_costs(tmp_path):
     note = plat["time_note"]
     assert note.startswith("not measured at the same time: 4 of 4 hosts") and "judged apart" in note
     assert f"{plat['time_test']['detectable_slowdown']:.0%} to name one" in note
+    assert "--visits 3 (or more) to judge them in rounds" in note
     assert rep["slow_hosts"] == []  # 30 % below, among peers 25 % apart in their own windows
 
 

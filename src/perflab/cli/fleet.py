@@ -82,18 +82,23 @@ def command() -> None:
 @click.option("--log-dir", metavar="DIR", help="Script and Slurm logs (default: ./perflab-fleet/NAME; shared, for status).")
 @click.option("--max-parallel", type=click.IntRange(1, 100000), metavar="K",
               help="Run at most K slots at once (K chains of jobs, or %K of an array with --host-label).")
+@click.option("--visits", type=click.IntRange(1, 100), metavar="V",
+              help="Measure each node V times, in V rounds that visit every node once (the order rotated "
+                   "each round); the report then compares the nodes round by round. Costs V times the "
+                   "study per node. Default: 3 where --max-parallel is below the number of nodes, else 1.")
 @click.option("--host-label", metavar="PREFIX", help="Record each slot as host PREFIX-SLOT (test clusters where tasks share a machine).")
 @store_option
 @click.argument("study_argv", nargs=-1, type=click.UNPROCESSED)
 def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusive, shards, python, bundle,
-           log_dir, max_parallel, host_label, db_url, study_argv) -> None:
+           log_dir, max_parallel, visits, host_label, db_url, study_argv) -> None:
     """Submit STUDY (after --) to every node: perflab fleet submit NAME --nodes N -- STUDY [OPTIONS]."""
 
     console = _console()
     argv = tuple(study_argv)
     nodelist_t = tuple(n for n in (nodelist or "").split(",") if n)
     placement = Placement(nodes=nodes, nodelist=nodelist_t, partition=partition, constraint=constraint,
-                          time=time_limit, exclusive=not no_exclusive, max_parallel=max_parallel)
+                          time=time_limit, exclusive=not no_exclusive, max_parallel=max_parallel,
+                          visits=visits or 0)
     req = FleetRequest(name=name, study_argv=argv, placement=placement, db=db_url or "", shards=shards,
                        python=python, log_dir=log_dir, host_label=host_label, bundle=bundle)
     with open_store(db_url) as store:
@@ -105,12 +110,18 @@ def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusiv
                           "compare such hosts with care", style="yellow", soft_wrap=True)
         jobs = sorted(set(j.split("_")[0] for j in fleet.jobs.values()), key=lambda j: (len(j), j))
         jobs_text = ", ".join(jobs) if len(jobs) <= 8 else f"{jobs[0]} ... {jobs[-1]}"
-        nodes = list(fleet.nodes.values())
+        nodes = list(dict.fromkeys(fleet.nodes.values()))  # a node's visits: one node
         on = f" on {len(nodes)} distinct nodes ({', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''})" \
             if fleet.nodes and not fleet.config["placement"]["nodelist"] else ""
         console.print(f"fleet {name}: submitted {len(fleet.jobs)} task(s) of '{' '.join(argv)}'{on} as Slurm "
                       f"job(s) {jobs_text}; results to {redact_url(fleet.config['db'])}; "
                       f"script and logs in {fleet.config['log_dir']}", soft_wrap=True)
+        v = fleet.config.get("visits", 1)
+        if v > 1:
+            k = fleet.config["placement"].get("max_parallel") or len(fleet.jobs) // v
+            console.print(f"fleet {name}: {len(fleet.jobs)} jobs: {v} visits to each of {len(fleet.jobs) // v} "
+                          f"nodes in {v} rounds, at most {k} at once; each visit runs the whole study "
+                          f"({v} times the study a node)", soft_wrap=True)
         again = "URL" if "***" in store.display else store.display
         console.print(f"next: perflab fleet status {name} --db {again}", soft_wrap=True)
 

@@ -41,6 +41,14 @@ def _headline(h: dict | None) -> str:
     return text
 
 
+def _campaigns(h: dict) -> str:
+    """A host's campaign, or its visits' campaigns and how many of its visits finished."""
+    if not h.get("visits"):
+        return str(h["campaign_id"])
+    done = [str(v["campaign_id"]) for v in h["visits"] if v["status"] == "done"]
+    return f"{', '.join(done)} ({len(done)} of {len(h['visits'])} visits)"
+
+
 def status_table(name: str, slots: list, console) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -100,7 +108,7 @@ def report_terminal(rep: dict[str, Any], console) -> None:
         for h in rep["hosts"]:
             if h["platform"] == plat["platform"] and h["status"] == "done":
                 mark = " (slow)" if h["host"] in plat["slow_hosts"] else ""
-                table.add_row(escape(h["host"] + mark), h["status"], str(h["campaign_id"]),
+                table.add_row(escape(h["host"] + mark), h["status"], escape(_campaigns(h)),
                               escape(_headline(h["headline"])))
         console.print(table)
         _spread_line(plat, console)
@@ -207,7 +215,7 @@ def report_html(rep: dict[str, Any]) -> str:
         for h in rep["hosts"]:
             if h["platform"] == plat["platform"] and h["status"] == "done":
                 cls = " class='slow'" if h["host"] in plat["slow_hosts"] else ""
-                out.append(f"<tr{cls}><td>{e(h['host'])}</td><td>{h['campaign_id']}</td>"
+                out.append(f"<tr{cls}><td>{e(h['host'])}</td><td>{e(_campaigns(h))}</td>"
                            f"<td>{e(_headline(h['headline']))}</td></tr>")
         out.append("</table>")
     if any(p["n_hosts"] > HOST_ROWS for p in rep["platforms"]):

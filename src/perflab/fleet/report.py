@@ -19,12 +19,14 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.fleet import state
-from perflab.fleet.headline import _selection, campaign_runs, host_data, host_summaries, platform_key, platform_of
+from perflab.fleet.headline import (HostData, _ci, _selection, campaign_runs, host_data, host_summaries,
+                                    platform_key, platform_of)
 from perflab.fleet.timed import time_note, time_summary, timed_runs
-from perflab.fleet.timing import apart_from, one_per_node, platform_windows
+from perflab.fleet.timing import apart_from, one_per_node, platform_windows, rounds_same_time, visits_per_node
+from perflab.stats import median
 from perflab.stats.peer_medians import MemberSummary, slow_by_medians
 from perflab.stats.peers import median_ci, slow_members
-from perflab.stats.time_blocks import slow_by_time
+from perflab.stats.time_blocks import TimedRuns, slow_by_time
 
 # Values a report ranks in memory (the runs test peaked at 412 MiB for 1.8 million values and 2 GiB
 # for 10 million); a larger fleet is compared by its hosts' medians. 1,000 hosts x 1,000 runs
@@ -100,6 +102,14 @@ def _evidence(t, by_runs: bool, peers: int, tested: int, alpha: float, min_effec
                 f"together ({parts}) and in {t.blocks_below} of {len(rs)} time blocks (block ratios "
                 f"{min(rs):.2f}-{max(rs):.2f}); one-sided t-test {against}, Holm-corrected over {tested} hosts "
                 f"(p {t.p_adjusted:.2g} < {alpha})")
+    elif mode == "rounds":
+        rs = ", ".join(f"{r:.2f}" for r in t.block_ratios)
+        where = (f"in each of {len(t.block_ratios)} rounds of visits (round ratios {rs})"
+                 if len(t.part_ratios) == len(t.block_ratios) else
+                 f"in each third of {len(t.block_ratios)} rounds of visits (thirds "
+                 f"{', '.join(f'{r:.2f}' for r in t.part_ratios)}; round ratios {rs})")
+        test = (f"below the median of its {peers} peers of its platform {where}; one-sided t-test over the rounds, its standard error their "
+                f"round-to-round spread, Holm-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha})")
     elif mode == "window":
         test = (f"Mann-Whitney U of its runs inside the window its platform ran in together against its {peers} "
                 f"peers' runs there, Holm-corrected over {tested} hosts (p {t.p_adjusted:.2g} < {alpha})")
@@ -131,15 +141,53 @@ def _by_time(store, done: list, groups: dict, owner: dict) -> dict | None:
     if done[0].study not in ("run", "cores"):
         return None
     metric, labels = _selection(store, done)
-    runs = timed_runs(store, [owner[(g, h)] for g, hs in groups.items() for h in hs], metric, labels)
+    runs = timed_runs(store, [owner[(g, h)][0] for g, hs in groups.items() for h in hs], metric, labels)
     out: dict = {}
     for g, hs in groups.items():
         for h in hs:
-            r = runs.get(owner[(g, h)].id)
+            r = runs.get(owner[(g, h)][0].id)
             if r is None:
                 return None
             out.setdefault(g, {})[h] = r
     return out
+
+
+def _by_round(data: dict, groups: dict, owner: dict, round_of: dict[str, int]) -> dict:
+    """Each platform's hosts as their visits' values, each with its visit's round (a round is a
+    comparison of its own: the times inside it are not needed)."""
+    out: dict = {}
+    for g, hs in groups.items():
+        for h in hs:
+            vals, rounds = [], []
+            for c in owner[(g, h)]:
+                v = data[c.id].values if c.id in data else []
+                vals += v
+                rounds += [round_of.get(str(c.labels.get("fleet_slot")), 0)] * len(v)
+            out.setdefault(g, {})[h] = TimedRuns([0.0] * len(vals), [0.0] * len(vals), vals, rounds)
+    return out
+
+
+def _pooled(data: dict, camps: list) -> HostData | None:
+    """One host's figures from its visits' campaigns: their values together, the headline of
+    them all (in medians mode: the median of the visits' medians, the widest of their intervals)."""
+    hds = [data[c.id] for c in camps if c.id in data]
+    if not hds:
+        return None
+    if len(hds) == 1:
+        return hds[0]
+    values = [v for hd in hds for v in hd.values]
+    head = dict(hds[-1].headline)
+    sums = [hd.summary for hd in hds if hd.summary is not None]
+    summary = None
+    if values:
+        head.update(median=median(values), ci=_ci(values), n=len(values))
+    elif sums:
+        lows = [s.ci975[0] for s in sums if s.ci975]
+        highs = [s.ci975[1] for s in sums if s.ci975]
+        summary = MemberSummary(sum(s.n for s in sums), median([s.median for s in sums]),
+                                min(lows) if lows else None, max(highs) if highs else None)
+        head.update(median=summary.median, n=summary.n, ci=None)
+    return HostData(values, head, summary)
 
 
 def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect: float = 0.03,
@@ -158,8 +206,17 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
     owner: dict[tuple[str, str], Any] = {}
     platforms: dict[str, dict[str, Any]] = {}
     medians: dict[str, list[float]] = {}
-    stands_for, repeats = one_per_node(slots)
+    round_of = {str(k): int(v) for k, v in (fleet.config.get("round_of") or {}).items()}
+    if round_of:  # visits: a node's slots are its visits, one entry
+        for s in slots:
+            s.host = s.host or (fleet.nodes.get(s.slot) if s.state == "failed" else None)
+        stands_for, visits = visits_per_node(slots, round_of)
+        repeats: dict[str, list] = {}
+    else:
+        stands_for, repeats = one_per_node(slots)
+        visits = {}
     windows: dict[str, dict[str, tuple]] = {}
+    round_windows: dict[str, dict[int, dict[str, tuple]]] = {}
     for s in slots:
         if s.state in ("pending", "running") or (s.state == "done" and s.campaign_id is None):
             missing.append({"slot": s.slot, "status": s.state, "job": s.job, "reason": s.reason})
@@ -177,18 +234,29 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
         if host in repeats:
             entry["other_slots"] = [{"slot": o.slot, "status": o.state, "campaign_id": o.campaign_id}
                                     for o in repeats[host]]
+        if host in visits:
+            entry["visits"] = [{"slot": o.slot, "round": round_of.get(o.slot), "status": o.state, "job": o.job,
+                                "campaign_id": o.campaign_id} for o in visits[host]]
         if s.state == "done":
-            if camp is not None:
-                windows.setdefault(key, {})[host] = (camp.started, camp.finished)
-            hd = data.get(s.campaign_id)
+            mine = [campaigns[o.campaign_id] for o in visits.get(host, [s])
+                    if o.state == "done" and o.campaign_id in campaigns]
+            for c in mine:
+                if c.labels.get("fleet_slot") in round_of:
+                    round_windows.setdefault(key, {}).setdefault(round_of[c.labels["fleet_slot"]], {})[host] = \
+                        (c.started, c.finished)
+            if mine:
+                windows.setdefault(key, {})[host] = (min(c.started for c in mine),
+                                                     max((c.finished or c.started) for c in mine))
+            hd = _pooled(data, mine) if len(mine) > 1 else data.get(s.campaign_id)
             entry["headline"] = hd.headline if hd else None
             if hd and by_runs and hd.values:
                 groups.setdefault(key, {})[host] = hd.values
-                owner[(key, host)] = camp
+                owner[(key, host)] = mine
             elif hd and not by_runs and hd.summary is not None:
                 r = hd.summary
-                groups.setdefault(key, {})[host] = MemberSummary(r.n, r.median, *(r.ci975 or (None, None)))
-                owner[(key, host)] = camp
+                groups.setdefault(key, {})[host] = r if isinstance(r, MemberSummary) else \
+                    MemberSummary(r.n, r.median, *(r.ci975 or (None, None)))
+                owner[(key, host)] = mine
             if hd and hd.values or hd and hd.summary is not None:
                 if hd.headline.get("median") is not None:
                     medians.setdefault(key, []).append(hd.headline["median"])
@@ -199,7 +267,10 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             entry["error"] = s.reason
             entry["log"] = s.log
         hosts.append(entry)
-    judged = _by_time(store, done, groups, owner) if by_runs and groups else None
+    if by_runs and groups and round_of:
+        judged = _by_round(data, groups, owner, round_of)
+    else:
+        judged = _by_time(store, done, groups, owner) if by_runs and groups else None
     if not groups:
         tests = []
     elif judged is not None:
@@ -207,14 +278,18 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
     elif by_runs:
         tests = slow_members(groups, alpha=alpha, min_effect=min_effect)
     else:
-        tests = slow_by_medians(groups, lambda g, h: read_runs(owner[(g, h)]), alpha=alpha, min_effect=min_effect)
+        tests = slow_by_medians(groups, lambda g, h: [v for c in owner[(g, h)] for v in read_runs(c)],
+                                alpha=alpha, min_effect=min_effect)
     tested = sum(1 for t in tests if t.level is not None)
     slow = []
     times = {key: platform_windows(w) for key, w in windows.items()}
+    for key, rw in round_windows.items():
+        # Visits: a host's span covers every round; whether they were measured together is per round.
+        times[key] = {"same_time": rounds_same_time(rw), "apart": [], "note": None}
     mode = {g: time_of[g].mode for g in time_of} if judged is not None else {}
     for t in sorted((t for t in tests if t.slow), key=lambda t: t.ratio):
         apart = apart_from(t.member, windows[t.group]) if not times[t.group]["same_time"] else 0
-        if mode.get(t.group) in ("together", "window", "apart"):
+        if mode.get(t.group) in ("together", "window", "apart", "rounds"):
             apart = 0  # its evidence says how time entered the comparison
         slow.append({
             "host": t.member, "platform": t.group, "ratio": t.ratio,
@@ -246,15 +321,21 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
                 "together": "each host against its peers on runs of the same time (time blocks)",
                 "window": "each host's runs against its peers' runs of the same time (pooled)",
                 "apart": "each host's level against its peers' levels, measured apart",
+                "rounds": "each host against its peers in each round of visits",
             }.get(gt.mode, plat["slow_test"])
             # Named only where it decided: a host above its peers is not slow either way, and a
             # twin of a slow node sees its peers differ because of that node.
             held = [t.member for t in tests if t.group == key and t.held and t.ratio is not None
                     and t.ratio <= 1.0 - min_effect and not t.slow]
-            note = time_note(gt, outside, held)
+            # Stand-in hosts (--host-label: array tasks) cannot be visited again: no hint to.
+            note = time_note(gt, outside, held, visits=not fleet.config.get("host_label"))
             if note and times.get(key, {}).get("head"):
                 note = f"{times[key]['head']}; {note}"
             plat["time_note"] = note or plat["time_note"]
+            if gt.mode == "rounds":
+                plat["time_test"]["visits"] = fleet.config.get("visits")
+                plat["time_test"]["round_ratios"] = {t.member: [round(r, 4) for r in t.block_ratios]
+                                                     for t in tests if t.group == key and t.block_ratios}
             if gt.mode == "together":
                 plat["time_test"]["block_ratios"] = {t.member: [round(r, 4) for r in t.block_ratios]
                                                      for t in tests if t.group == key and t.block_ratios}

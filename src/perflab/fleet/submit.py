@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -91,9 +91,13 @@ def submit(req: FleetRequest, store, submitter: Submitter,
         twice = sorted({n for n in pl.nodelist if pl.nodelist.count(n) > 1})
         raise PerflabError(f"--nodelist names {', '.join(twice)} more than once: one task per node, each "
                            "node one host (name each node once)")
+    if pl.visits > 1 and req.host_label:
+        raise PerflabError("--visits needs one job per node (--nodes or --nodelist without --host-label): "
+                           "array tasks standing in for nodes have no node to visit again")
     submitter.check(pl)
     nodes, note = _pick_nodes(pl, submitter) if pl.nodes and not req.host_label else (None, "")
     slots = list(nodes) if nodes else pl.slots()
+    pl, nodes, slots, round_of = _visits(pl, nodes, slots, req.host_label)
     if state.find(store, req.name) is not None:
         state.create(store, req.name, {})  # raises the one-line 'exists already' error
     # No --db: the default store, a SQLite file, which the tasks must find at its full path.
@@ -113,19 +117,50 @@ def submit(req: FleetRequest, store, submitter: Submitter,
     config = {
         "name": req.name, "study": req.study_argv[0], "study_args": list(req.study_argv[1:]),
         "db": redact_url(task_db), "shards": req.shards is not None, "placement": asdict(pl),
-        "slots": slots, "nodes": nodes, "note": note, "script": str(script), "log_dir": str(log_dir),
+        "slots": slots, "nodes": nodes, "note": note, "visits": pl.visits, "round_of": round_of,
+        "script": str(script), "log_dir": str(log_dir),
         "job_name": job_name,
         "submitter": submitter.name, "python": req.python, "host_label": req.host_label,
         "bundle": req.bundle,
     }
     env = {"PGPASSWORD": password} if password else {}
-    jobs = submitter.submit(script, pl, slots, job_name, log_dir, env, nodes=nodes)
+    # Rounds in order: without --max-parallel, a round's job waits for the one a round before it
+    # (K = the nodes), so round r + 1 of a node never starts before round r of every node has.
+    chained = replace(pl, max_parallel=pl.max_parallel or len(slots) // pl.visits) if pl.visits > 1 else pl
+    jobs = submitter.submit(script, chained, slots, job_name, log_dir, env, nodes=nodes)
     try:
         fleet = state.create(store, req.name, config)
         return state.record_jobs(store, fleet, jobs, nodes)
     except PerflabError:
         submitter.cancel(list(jobs.values()))
         raise
+
+
+def default_visits(pl: Placement, nodes: int, host_label: str | None) -> int:
+    """3 where fewer nodes run at once than there are (one job per node), else 1."""
+    if host_label or not pl.max_parallel or pl.max_parallel >= nodes:
+        return 1
+    return 3
+
+
+def _visits(pl: Placement, nodes: dict[str, str] | None, slots: list[str], host_label: str | None):
+    """(placement with its visits decided, slot -> node, slots in submission order, slot -> round):
+    V visits a node in V rounds, round r visiting the nodes in an order rotated by r, so that a
+    trend over the minutes does not fall on the same node's position in every round."""
+    visits = pl.visits or default_visits(pl, len(slots), host_label)
+    pl = replace(pl, visits=visits)
+    if visits == 1:
+        return pl, nodes, slots, {}
+    where = nodes or {s: s for s in slots}  # --nodelist: the slot is the node's name
+    out, pinned, round_of = [], {}, {}
+    for r in range(visits):
+        k = r % len(slots)
+        for base in slots[k:] + slots[:k]:
+            slot = f"{base}.{r + 1}"
+            out.append(slot)
+            pinned[slot] = where[base]
+            round_of[slot] = r + 1
+    return pl, pinned, out, round_of
 
 
 def _pick_nodes(pl: Placement, submitter: Submitter) -> tuple[dict[str, str], str]:
@@ -170,6 +205,23 @@ def _rehome(fleet: state.Fleet, failed: list[str], submitter: Submitter,
     return out, notes
 
 
+def _revisit(fleet: state.Fleet, failed: list[str], submitter: Submitter,
+             pl: Placement) -> tuple[dict[str, str], list[str]]:
+    """Failed visits rerun on their own node where it is up; a visit on another node would be
+    another host's, so one whose node is down is left failed (one line each)."""
+    up, other = submitter.up_nodes(pl)
+    states = dict(n.split(" ", 1) for n in other)
+    out, notes = {}, []
+    for slot in failed:
+        node = fleet.nodes.get(slot)
+        if node in up:
+            out[slot] = node
+        else:
+            notes.append(f"slot {slot}: {node} is not up {states.get(node, '(not in sinfo)')}; a visit is "
+                         f"measured on its own node, so it is left failed (bring {node} back, then resubmit)")
+    return out, notes
+
+
 def resubmit(store, fleet: state.Fleet, submitter: Submitter, db: str) -> tuple[dict[str, str], list[str]]:
     """Submit again the slots without a finished campaign that are not queued or running:
     (slot -> new job, one line per slot moved to another node or left failed)."""
@@ -179,7 +231,10 @@ def resubmit(store, fleet: state.Fleet, submitter: Submitter, db: str) -> tuple[
         return {}, []
     pl = Placement(**{**fleet.config["placement"], "nodelist": tuple(fleet.config["placement"]["nodelist"])})
     submitter.check(pl)
-    nodes, notes = _rehome(fleet, slots, submitter, pl) if fleet.nodes and not pl.nodelist else (None, [])
+    if fleet.config.get("visits", 1) > 1:
+        nodes, notes = _revisit(fleet, slots, submitter, pl)
+    else:
+        nodes, notes = _rehome(fleet, slots, submitter, pl) if fleet.nodes and not pl.nodelist else (None, [])
     if nodes is not None:
         slots = list(nodes)
         if not slots:

@@ -41,6 +41,7 @@ class Placement:
     time: str | None = None
     exclusive: bool = True
     max_parallel: int | None = None  # at most K slots at once (Slurm's array throttle %K)
+    visits: int = 0  # each node measured this many times, in rounds (0: decided at submission, fleet/submit.py)
 
     def slots(self) -> list[str]:
         return list(self.nodelist) if self.nodelist else [str(i) for i in range(self.nodes or 0)]

@@ -80,6 +80,8 @@ def time_summary(gt: GroupTime) -> dict[str, Any]:
                          "seconds": round(gt.window[1] - gt.window[0], 1)}
         out["blocks"] = len(gt.blocks)
         out["left_out"] = list(gt.left_out)
+    if gt.mode == "rounds":
+        out["rounds"] = len(gt.rounds)
     if gt.df is not None:
         out["df"] = gt.df
     if gt.detectable is not None:
@@ -87,8 +89,9 @@ def time_summary(gt: GroupTime) -> dict[str, Any]:
     return out
 
 
-def time_note(gt: GroupTime, outside: int, held: list[str]) -> str | None:
-    """One line under the platform: what the comparison kept to, or what measuring apart cost."""
+def time_note(gt: GroupTime, outside: int, held: list[str], visits: bool = True) -> str | None:
+    """One line under the platform: what the comparison kept to, or what measuring apart cost
+    (``visits``: whether the fleet could have visited its nodes in rounds, i.e. one job a node)."""
     if gt.mode in ("together", "window"):
         w = gt.window
         tail = (f"; {outside} run(s) outside it (a host still running after a peer had ended, or "
@@ -107,6 +110,15 @@ def time_note(gt: GroupTime, outside: int, held: list[str]) -> str | None:
         return (f"compared on runs of the same time: {window} in {len(gt.blocks)} blocks, each host against "
                 f"its peers' median in each block; slow only if below them in each third of it"
                 f"{tail}{alone}{states}")
+    if gt.mode == "rounds":
+        r = len(gt.rounds)
+        tail = (f"; {outside} run(s) of visits in a round some host missed not compared" if outside else "")
+        every = "every round" if r <= 3 else "each third of the rounds"
+        return (f"judged in {r} rounds of visits, each host against its peers' median in each round; slow only "
+                f"if below them in {every} (t-test over the rounds, {gt.df:.0f} degrees of freedom){tail}. "
+                "Each round's hosts ran one after another, not at once: a change of the machine between two "
+                "visits of a round is part of the round-to-round noise, which widens the test; what lasted "
+                "through every visit of one host and none of its peers' is not told from the host")
     if gt.mode == "apart":
         d = gt.detectable
         cost = ("unknown" if d is None or d != d else "more than 99%" if d > 0.99 else f"about {d:.0%}")
@@ -114,5 +126,6 @@ def time_note(gt: GroupTime, outside: int, held: list[str]) -> str | None:
                 "host's level is judged against how far its peers' levels differ, and those differences "
                 "include whatever changed between their windows; with these hosts it takes a slowdown of "
                 f"{cost} to name one. Measure the hosts at the same time (no --max-parallel) to "
-                "compare them run for run")
+                "compare them run for run" + (", or with --visits 3 (or more) to judge them in rounds of visits"
+                                               if visits else ""))
     return None

@@ -75,3 +75,26 @@ def one_per_node(slots: list) -> tuple[dict[str, str], dict[str, list]]:
             keep[s.host], s = s, cur
         others.setdefault(s.host, []).append(s)
     return {h: s.slot for h, s in keep.items()}, others
+
+
+def visits_per_node(slots: list, round_of: dict[str, int]) -> tuple[dict[str, str], dict[str, list]]:
+    """(host -> the slot that stands for it, host -> its visits as slots, in round order): a fleet
+    that measured each node in several visits (``round_of``: slot -> round) has one entry per
+    node, its visits together; the slot standing for it is its first finished visit (so the
+    nodes are listed in the order of their first round), else its latest visit."""
+    mine: dict[str, list] = {}
+    for s in slots:
+        if s.state in ("pending", "running") or (s.state == "done" and s.campaign_id is None) or not s.host:
+            continue
+        mine.setdefault(s.host, []).append(s)
+    keep = {}
+    for host, ss in mine.items():
+        ss.sort(key=lambda s: round_of.get(s.slot, 0))
+        done = [s for s in ss if s.state == "done"]
+        keep[host] = done[0].slot if done else ss[-1].slot
+    return keep, mine
+
+
+def rounds_same_time(windows: dict[int, dict[str, tuple[datetime, datetime | None]]]) -> bool:
+    """Whether in every round the hosts' visits all overlapped (K at once with K >= the hosts)."""
+    return all(platform_windows(w)["same_time"] for w in windows.values())

@@ -36,6 +36,11 @@ itself. So, per group:
   against the spread of its peers' levels, which carries whatever changed between their windows:
   a prediction t-test (mean of k peer levels, their SD, df k - 1) with Holm. It takes a large
   gap to clear that with few peers; ``GroupTime.detectable`` is the smallest slowdown it can name.
+- **rounds** (the members were measured in visits, each visit's runs carrying its round, and every
+  member has a visit in at least 2 of the same rounds): each round a comparison of its own, a
+  member's level there against its peers' levels there, a t-test over the rounds with Holm
+  (perflab.stats.rounds). Chosen whenever the runs carry rounds: a member's visits span the
+  whole measurement with gaps, so its window says nothing of when it ran.
 
 What it does not show: that unflagged members are equal, or why a member is slow.
 """
@@ -46,8 +51,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from perflab.stats.cells import cell_var as _cell_var, pooled as _pooled
 from perflab.stats.comparison import holm
 from perflab.stats.peers import PeerTest, slow_members
+from perflab.stats.rounds import MIN_ROUNDS, common_rounds, judge_rounds
 
 MAX_BLOCKS = 8
 MIN_RUNS = 2  # runs of every member in every block (a block median of 2 is their mean)
@@ -56,11 +63,13 @@ PARTS = 3  # the window's parts a slow member is below its peers in, every one
 
 @dataclass(frozen=True)
 class TimedRuns:
-    """One member's runs: start and end (seconds on a time axis shared by the group), value (higher is better)."""
+    """One member's runs: start and end (seconds on a time axis shared by the group), value (higher
+    is better), and where it was measured in visits, each run's round (empty: one visit)."""
 
     starts: Sequence[float]
     ends: Sequence[float]
     values: Sequence[float]
+    rounds: Sequence[int] = ()
 
 
 @dataclass(frozen=True)
@@ -77,9 +86,9 @@ class TimedTest(PeerTest):
 
 @dataclass
 class GroupTime:
-    """How a group was judged: together (window, blocks) or apart, and why."""
+    """How a group was judged: together (window, blocks), in rounds of visits, or apart, and why."""
 
-    mode: str  # "together" | "apart" | "untested"
+    mode: str  # "together" | "window" | "rounds" | "apart" | "untested"
     window: tuple[float, float] | None = None
     blocks: list[tuple[float, float]] = field(default_factory=list)
     df: float | None = None
@@ -89,18 +98,7 @@ class GroupTime:
     # window: each member's values inside the window, and how many runs it had outside
     window_values: dict[str, list[float]] = field(default_factory=dict, repr=False)
     outside: dict[str, int] = field(default_factory=dict)
-
-
-def _pooled(d, cells_var):
-    """(error variance of a block difference, df): block-to-block spread pooled over members, or
-    where larger what the runs inside the cells give."""
-    import numpy as np
-
-    m, b = d.shape
-    resid = d - d.mean(axis=1, keepdims=True)
-    df = (m - 1) * (b - 1)
-    between = float((resid ** 2).sum() / (m * (b - 1)))
-    return max(between, float(np.mean(cells_var))), df
+    rounds: list[int] = field(default_factory=list)  # rounds: the rounds compared (every member visited)
 
 
 def _block_rho(d) -> float:
@@ -112,15 +110,6 @@ def _block_rho(d) -> float:
         return 0.0
     r = float((e[:, :-1] * e[:, 1:]).sum()) / den + 1.0 / d.shape[1]
     return min(0.9, max(0.0, r))
-
-
-def _cell_var(logs) -> float:
-    """Variance of a block median from its runs: pi/2 x (1.4826 MAD)^2 / n."""
-    import numpy as np
-
-    med = np.median(logs)
-    mad = 1.4826 * float(np.median(np.abs(logs - med)))
-    return math.pi / 2.0 * mad * mad / len(logs)
 
 
 def _blocks(runs: Mapping[str, TimedRuns], lo: float, hi: float, max_blocks: int, min_runs: int):
@@ -166,12 +155,27 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
     names = [k for k, r in runs.items() if len(r.values) >= 2]
     if len(names) < 3:
         return {}, GroupTime("untested", why=f"{len(names)} with 2 runs or more: each needs 2 peers")
+    if all(len(runs[k].rounds) == len(runs[k].values) > 0 for k in names):
+        used = common_rounds({k: runs[k].rounds for k in names})
+        if len(used) >= MIN_ROUNDS:
+            res, df = judge_rounds({k: np.log(np.asarray(runs[k].values, float)) for k in names},
+                                   {k: runs[k].rounds for k in names}, used)
+            keep = set(used)
+            return ({k: (mean, se, df, diffs, parts,
+                         sum(1 for x in runs[k].rounds if int(x) not in keep), False)
+                     for k, (mean, se, df, diffs, parts) in res.items()},
+                    GroupTime("rounds", df=df, rounds=used))
+        why = (f"they were measured in visits, but only {len(used)} round(s) hold a visit of every one of "
+               f"them (each needs {MIN_ROUNDS}): the visits of a host are pooled")
+    else:
+        why = ""
     starts = {k: float(np.min(runs[k].starts)) for k in names}
     ends = {k: float(np.max(runs[k].ends)) for k in names}
     together = _most_together(starts, ends)
     left_out = [k for k in names if k not in together]
     lo, hi = max(starts[k] for k in together), min(ends[k] for k in together)
-    if hi > lo and len(together) >= 3:
+    # Visits pooled span the whole measurement with gaps: no window of theirs is a time they shared.
+    if not why and hi > lo and len(together) >= 3:
         everyone = names
         names = [k for k in names if k in together]
         b, idx = _blocks({k: runs[k] for k in names}, lo, hi, max_blocks, min_runs)
@@ -237,7 +241,7 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
                                   df, left_out=left_out)
         why = (f"the common window ({hi - lo:.1f} s) holds fewer than {2 * min_runs} runs of one of them: "
                "too few for 2 time blocks")
-    else:
+    elif not why:
         why = "their run windows do not all overlap"
     # Apart: a member's level against the spread of its peers' levels (window effects included).
     from scipy import stats as st
@@ -311,7 +315,8 @@ def slow_by_time(
     out = [t for t, _ in raw]
     for (i, _), pa in zip(tested, adjusted):
         t = out[i]
-        every = times[t.group].mode != "together" or t.parts_below == len(t.part_ratios)
+        # Together: below in every third of the window; in rounds: in every round (third of them).
+        every = times[t.group].mode not in ("together", "rounds") or t.parts_below == len(t.part_ratios)
         slow = (pa < alpha and t.high is not None and t.high < 1.0 and t.ratio <= 1.0 - min_effect and every)
         out[i] = TimedTest(**{**t.__dict__, "p_adjusted": pa, "slow": slow})
     return out, times
