@@ -349,11 +349,18 @@ def share_tests(pa: Sequence[Profile], pb: Sequence[Profile], alpha: float) -> l
 def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided p of Welch's unequal-variance t-test (scipy.stats.ttest_ind, equal_var=False);
     1 where both sides are constant and equal, 0 where constant and different."""
+    import warnings
+
     from scipy.stats import ttest_ind
 
     if max(a) == min(a) and max(b) == min(b):
         return 1.0 if a[0] == b[0] else 0.0
-    p = float(ttest_ind(a, b, equal_var=False).pvalue)
+    # Sample counts a side that are nearly equal (3 recordings of one event) make scipy warn of
+    # precision loss in the variance on the user's terminal; the p it returns is still Welch's
+    # (a NaN from it is taken as 1 below), so the warning says nothing the user can act on.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = float(ttest_ind(a, b, equal_var=False).pvalue)
     return 1.0 if p != p else p
 
 
