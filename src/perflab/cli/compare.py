@@ -56,6 +56,9 @@ def command(campaigns: tuple[str, ...], baseline: str | None, fail_if: tuple[str
             json_path: str | None) -> None:
     """Compare campaign A with campaign B: ratio B/A per measure, with CI and p-value.
 
+    Exit status: 0 with an answer; 3 where the runs are too few to tell (compare: no row of the
+    primary measure could have shown a change; gate: UNSURE); 1 where the gate fails; 2 on bad input.
+
     \b
     perflab compare 3 7 --html cmp.html
     perflab compare 3,4,5 8,9,10      # replicate campaigns a side: drift measured
@@ -167,6 +170,8 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
         hosts = [store.host(c.host_id)["hostname"] if c.host_id is not None else "unrecorded"
                  for c in camps]
         write_output(html_path, compare_html(result, camps, hosts), "HTML")
+    if result.cannot_tell:
+        raise SystemExit(3)  # as the gate's UNSURE: too few runs to tell, not "no difference"
 
 
 def _side(ids) -> str:

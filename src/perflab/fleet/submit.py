@@ -78,6 +78,9 @@ def submit(req: FleetRequest, store, submitter: Submitter,
         raise PerflabError("give either --nodes N or --nodelist LIST (one task per node)")
     if not req.study_argv:
         raise PerflabError("no study to run: write it after --, e.g. perflab fleet submit NAME --nodes 4 -- run -w minihlt")
+    if req.study_argv[0] not in STUDIES and req.name in STUDIES:
+        raise PerflabError(f"the fleet needs a NAME before its options: perflab fleet submit NAME --nodes N -- "
+                           f"{req.name} {' '.join(req.study_argv[:3])} ... ('{req.name}' was read as the name)")
     if req.study_argv[0] not in STUDIES:
         raise PerflabError(f"{req.study_argv[0]!r} is not a study a fleet can run; choose one of {', '.join(STUDIES)}")
     args = list(req.study_argv[1:])
