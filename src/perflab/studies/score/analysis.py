@@ -1,0 +1,97 @@
+"""From a suite's workloads (references, repetitions, copies) to its ScoreResult: pure, shared by a
+measured suite and an imported report."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from perflab.studies.score import method
+from perflab.studies.score.flags import copy_groups, disagreeing
+from perflab.studies.score.result import ScoreResult, WorkloadScore
+
+TOLERANCE = 0.001  # an imported score recomputed within this is the file's own (it rounds to 4 decimals)
+
+
+def analyse_workloads(result: ScoreResult, level: float = method.LEVEL) -> ScoreResult:
+    """Fill every workload's ratio and interval, the score and its interval, the flags. In place;
+    returns ``result``."""
+    result.level = level
+    result.interval_method = method.METHOD
+    lms: list[Any] = []
+    for w in result.workloads:
+        if w.values:
+            w.rep_ratios = [method.rep_ratio(v, w.references) for v in w.values]
+        if w.rep_ratios:
+            w.ratio, w.chosen = method.median_pick(w.rep_ratios)
+            w.ratio = round(w.ratio, 4)
+        lm = method.log_mean(_raw_ratios(w))
+        lms.append(lm)
+        w.ratio_ci = list(lm.interval(level)) if lm is not None else None
+    scored = [w for w in result.workloads if w.ratio is not None]
+    if scored and len(scored) == len(result.workloads):
+        weights = [w.weight for w in scored]
+        result.score = method.hepscore([w.ratio for w in scored], weights, result.scaling)
+        if all(lm is not None for lm in lms):
+            _, lo, hi = method.score_interval(lms, weights, result.scaling, level)
+            result.score_ci = [lo, hi]
+            result.cannot_tell = ""
+        elif not result.cannot_tell:
+            short = [w.name for w, lm in zip(result.workloads, lms) if lm is None]
+            result.cannot_tell = (f"no interval: {', '.join(short)} ha{'s' if len(short) == 1 else 've'} one "
+                                  "repetition; run 3 repetitions (--reps 3) for one")
+    elif scored:
+        missing = [w.name for w in result.workloads if w.ratio is None]
+        result.cannot_tell = f"no score: {', '.join(missing)} gave no value"
+    if result.score is not None and result.cores:
+        result.score_per_core = round(result.score / result.cores, 4)
+    if result.score is not None and result.watts:
+        result.score_per_watt = result.score / result.watts
+    chosen = {w.name: w.chosen for w in result.workloads}
+    result.disagreeing, result.rep_noise = disagreeing(
+        {w.name: _raw_ratios(w) for w in result.workloads if len(w.rep_ratios) >= 3}, chosen)
+    siblings = smt_note(result.host)
+    for w in result.workloads:
+        per_copy = _per_copy(w.copy_values)
+        if per_copy:
+            result.copy_groups.append(copy_groups(w.name, per_copy, siblings))
+    return result
+
+
+def _raw_ratios(w: WorkloadScore) -> list[float]:
+    """The repetitions' ratios unrounded where the values are known (the interval's input)."""
+    if w.values:
+        return [method.weighted_geomean([v[k] / ref for k, ref in w.references.items()]) for v in w.values]
+    return list(w.rep_ratios)
+
+
+def _per_copy(copy_values: Sequence[Sequence[float]]) -> list[float]:
+    """Each copy's median over the repetitions (copy i of every repetition ran in the same place)."""
+    reps = [r for r in copy_values if r]
+    if not reps or len({len(r) for r in reps}) != 1:
+        return []
+    import statistics
+
+    return [statistics.median(r[i] for r in reps) for i in range(len(reps[0]))]
+
+
+def smt_note(host: dict[str, Any]) -> str:
+    """Why copies may run at two speeds, from what the host record says of its SMT."""
+    tpc = host.get("threads_per_core")
+    if tpc and int(tpc) > 1:
+        return (f"the host has SMT ({tpc} threads per core): copies sharing a core with a busy "
+                "sibling run slower")
+    return ""
+
+
+def check_file(result: ScoreResult) -> ScoreResult:
+    """An imported report's own score and score per core against the recomputed ones."""
+    if result.file_score is not None and result.score is not None:
+        if abs(result.file_score - result.score) > TOLERANCE:
+            result.mismatch.append(f"the file's score {result.file_score:g} differs from {result.score:g} "
+                                   "recomputed from its workloads, references and weights")
+    if result.file_score_per_core is not None and result.file_score:
+        implied = result.file_score / result.file_score_per_core
+        if result.cores and abs(implied - result.cores) > 0.5:
+            result.mismatch.append(f"the file's score_per_core {result.file_score_per_core:g} divides by "
+                                   f"{implied:.0f} cores; its host has {result.cores} logical CPUs")
+    return result

@@ -1,0 +1,142 @@
+"""What HEPscore does not warn about: a repetition that disagrees with the others, and copies that
+run slower than their peers.
+
+**A disagreeing repetition** (``disagreeing``): each repetition's log ratio against the mean of the
+same workload's other repetitions, scaled by sqrt(1 + 1/(n - 1)) so that every residual has the
+repetition noise's variance under the null; the noise is estimated robustly from all workloads'
+residuals pooled (1.4826 x their median absolute value: one bad repetition moves a median of many
+residuals little), and a workload's largest residual is flagged where it exceeds the normal quantile
+at ``alpha`` / (residuals tested), Bonferroni over every repetition of the suite. At most one
+repetition per workload is named: with 3 repetitions one bad one also pushes the other two's
+residuals half as far. The harness (checks/score_check.py) measures the false alarms and detection.
+
+**Slow copies** (``copy_groups``): the copies' values of one workload (a repetition's, or each
+copy's median over the repetitions) tested for two speeds with stats.modes (a two-component mixture
+against one speed by BIC, modes at least 2 % apart); where there is one speed, single slow copies by
+the modified Z-score (Iglewicz & Hoaglin) below -3.5.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from perflab.stats.modes import detect_modes
+from perflab.stats.outliers import modified_z_scores
+
+ALPHA = 0.05
+MIN_COPIES = 10  # stats.modes tests two speeds from 10 values on
+# Copies at two speeds 2 % apart are a placement effect worth naming (SMT siblings, a far NUMA node);
+# the 5 % of stats.modes guards run times, whose clusters 1 % apart moved the gate.
+MIN_GAP = 0.02
+
+
+@dataclass(frozen=True)
+class Disagreeing:
+    """One repetition of one workload far from the others: its index, the ratio of its value to the
+    mean of the others, and its residual in robust standard deviations."""
+
+    workload: str
+    rep: int
+    ratio_to_others: float
+    z: float
+    chosen: bool  # the median repetition HEPscore's figure rests on
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _z_crit(alpha: float, m: int) -> float:
+    return statistics.NormalDist().inv_cdf(1 - alpha / (2 * max(1, m)))
+
+
+def disagreeing(reps: dict[str, Sequence[float]], chosen: dict[str, Sequence[int]] | None = None,
+                alpha: float = ALPHA) -> tuple[list[Disagreeing], float | None]:
+    """(flagged repetitions, the pooled robust SD of the log residuals or None when too few)."""
+    resid: dict[str, list[float]] = {}
+    for name, values in reps.items():
+        n = len(values)
+        if n < 3:
+            continue  # two repetitions cannot say which of them is off
+        logs = [math.log(v) for v in values]
+        total = sum(logs)
+        scale = math.sqrt(1 + 1 / (n - 1))
+        resid[name] = [(x - (total - x) / (n - 1)) / scale for x in logs]
+    pooled = [abs(r) for rs in resid.values() for r in rs]
+    if len(pooled) < 6:
+        return [], None
+    sigma = 1.4826 * statistics.median(pooled)
+    if sigma <= 0:
+        return [], sigma
+    crit = _z_crit(alpha, len(pooled))
+    out = []
+    for name, rs in resid.items():
+        j = max(range(len(rs)), key=lambda i: abs(rs[i]))
+        z = rs[j] / sigma
+        if abs(z) > crit:
+            values = reps[name]
+            others = [v for i, v in enumerate(values) if i != j]
+            gm = math.exp(sum(math.log(v) for v in others) / len(others))
+            out.append(Disagreeing(name, j, values[j] / gm, z, j in (chosen or {}).get(name, ())))
+    return out, sigma
+
+
+@dataclass(frozen=True)
+class CopyGroups:
+    """The copies of one workload (or benchmark): two speeds, or single slow copies, or neither."""
+
+    name: str
+    n: int
+    groups: list[dict]  # [{"copies": [index...], "median": value}], fast group first
+    slow: list[int]  # single slow copies (one speed)
+    sentence: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "CopyGroups":
+        return cls(d["name"], int(d["n"]), list(d["groups"]), list(d["slow"]), d["sentence"])
+
+
+def copy_groups(name: str, values: Sequence[float], siblings: str = "") -> CopyGroups:
+    """Two speeds among the copies (higher value = faster), or single slow copies. ``siblings``: what
+    the host's topology says about why (e.g. SMT), added to the sentence."""
+    vals = [float(v) for v in values]
+    n = len(vals)
+    if n < MIN_COPIES:
+        return CopyGroups(name, n, [], [], f"{name}: {n} copies, too few to tell two speeds "
+                          f"apart (needs {MIN_COPIES}); run more copies")
+    # stats.modes reads run times (larger = slower): a rate's inverse is its time per unit.
+    modes = detect_modes([1.0 / v for v in vals], min_gap=MIN_GAP)
+    if modes.multimodal:
+        fast = sorted(i for i, lab in enumerate(modes.labels) if lab == 0)
+        slow = sorted(i for i, lab in enumerate(modes.labels) if lab == 1)
+        mf = statistics.median(vals[i] for i in fast)
+        ms = statistics.median(vals[i] for i in slow)
+        groups = [{"copies": fast, "median": mf}, {"copies": slow, "median": ms}]
+        sentence = (f"{name}: two speeds among {n} copies: {len(fast)} at {mf:.4g}, {len(slow)} at "
+                    f"{ms:.4g} ({1 - ms / mf:.1%} slower): copies {_ranges(slow)}")
+        return CopyGroups(name, n, groups, [], sentence + (f"; {siblings}" if siblings else ""))
+    slow1 = [i for i, z in enumerate(modified_z_scores(vals)) if z < -3.5]
+    if slow1:
+        med = statistics.median(vals)
+        worst = min(vals[i] for i in slow1)
+        return CopyGroups(name, n, [], slow1, f"{name}: slow cop{'ies' if len(slow1) > 1 else 'y'} "
+                          f"{_ranges(slow1)} of {n} (down to {1 - worst / med:.1%} below the median)")
+    return CopyGroups(name, n, [], [], f"{name}: {n} copies at one speed (no slow copy)")
+
+
+def _ranges(ix: Sequence[int]) -> str:
+    """'0,3-5,9'."""
+    out, ix = [], sorted(ix)
+    i = 0
+    while i < len(ix):
+        j = i
+        while j + 1 < len(ix) and ix[j + 1] == ix[j] + 1:
+            j += 1
+        out.append(str(ix[i]) if i == j else f"{ix[i]}-{ix[j]}")
+        i = j + 1
+    return ",".join(out)
