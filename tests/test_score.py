@@ -129,3 +129,11 @@ def test_export_reimports_to_the_same_figures(tmp_path):
     # the suite part alone (a pipeline that drops perflab's key) gives the same score
     del doc["perflab"]
     assert abs(hepjson.parse(doc).score - r.score) < 0.001
+
+
+def test_harness_quiet_suites_cover_and_find_the_planted_flags():
+    from perflab.checks.score_check import check
+
+    c = check("quiet", runs=30)
+    assert c["coverage"] >= 0.85 and c["bad_rep_found"] >= 0.85 and c["copy_found"] >= 0.9
+    assert c["bad_rep_false"] <= 0.15 and c["copy_false"] <= 0.15

@@ -50,11 +50,29 @@ def analyse_workloads(result: ScoreResult, level: float = method.LEVEL) -> Score
     result.disagreeing, result.rep_noise = disagreeing(
         {w.name: _raw_ratios(w) for w in result.workloads if len(w.rep_ratios) >= 3}, chosen)
     siblings = smt_note(result.host)
-    for w in result.workloads:
-        per_copy = _per_copy(w.copy_values)
-        if per_copy:
-            result.copy_groups.append(copy_groups(w.name, per_copy, siblings))
+    per_copy = {w.name: _per_copy(w.copy_values) for w in result.workloads}
+    sizes = {len(v) for v in per_copy.values()}
+    if len(sizes) == 1 and all(per_copy.values()) and len(per_copy) > 1:
+        # Copy i of every workload ran on the same CPUs: one test over the copies, each copy's rate
+        # relative to its workload's median copy, combined over the workloads (a copy slow in every
+        # workload is a slow place), instead of one test per workload and its false alarms.
+        result.copy_groups.append(copy_groups(f"copies across the {len(per_copy)} workloads",
+                                              _relative(list(per_copy.values())), siblings))
+    else:
+        for name, values in per_copy.items():
+            if values:
+                result.copy_groups.append(copy_groups(name, values, siblings))
     return result
+
+
+def _relative(per_workload: list[list[float]]) -> list[float]:
+    """Per copy, the geometric mean over the workloads of its value over its workload's median copy."""
+    import math
+    import statistics
+
+    meds = [statistics.median(v) for v in per_workload]
+    n = len(per_workload[0])
+    return [math.exp(sum(math.log(v[i] / m) for v, m in zip(per_workload, meds)) / len(meds)) for i in range(n)]
 
 
 def _raw_ratios(w: WorkloadScore) -> list[float]:

@@ -3,17 +3,21 @@ run slower than their peers.
 
 **A disagreeing repetition** (``disagreeing``): each repetition's log ratio against the mean of the
 same workload's other repetitions, scaled by sqrt(1 + 1/(n - 1)) so that every residual has the
-repetition noise's variance under the null; the noise is estimated robustly from all workloads'
-residuals pooled (1.4826 x their median absolute value: one bad repetition moves a median of many
-residuals little), and a workload's largest residual is flagged where it exceeds the normal quantile
-at ``alpha`` / (residuals tested), Bonferroni over every repetition of the suite. At most one
-repetition per workload is named: with 3 repetitions one bad one also pushes the other two's
-residuals half as far. The harness (checks/score_check.py) measures the false alarms and detection.
+repetition noise's variance under the null, over the repetition noise pooled from the *other*
+workloads (their within-workload variances: a bad repetition does not widen its own yardstick), is
+Student's t with the others' degrees of freedom; a workload's largest residual is flagged where it
+exceeds t's quantile at ``alpha`` / (2 x repetitions tested), Bonferroni over every repetition of the
+suite. At most one repetition per workload is named: with 3 repetitions one bad one also pushes the
+other two's residuals half as far. (A median absolute residual pooled over all workloads as the
+yardstick names a repetition in 12 % of quiet simulated suites.) The harness (checks/score_check.py)
+measures the false alarms and detection.
 
 **Slow copies** (``copy_groups``): the copies' values of one workload (a repetition's, or each
 copy's median over the repetitions) tested for two speeds with stats.modes (a two-component mixture
 against one speed by BIC, modes at least 2 % apart); where there is one speed, single slow copies by
-the modified Z-score (Iglewicz & Hoaglin) below -3.5.
+the modified Z-score (Iglewicz & Hoaglin) below -3.5 and at least 2 % below the median copy (with
+copies within 0.4 % of each other, a copy that met one burst of background load reached -3.5 at
+1 % below: a passing event, not a slow place).
 """
 
 from __future__ import annotations
@@ -48,39 +52,42 @@ class Disagreeing:
         return asdict(self)
 
 
-def _z_crit(alpha: float, m: int) -> float:
-    return statistics.NormalDist().inv_cdf(1 - alpha / (2 * max(1, m)))
-
-
 def disagreeing(reps: dict[str, Sequence[float]], chosen: dict[str, Sequence[int]] | None = None,
                 alpha: float = ALPHA) -> tuple[list[Disagreeing], float | None]:
-    """(flagged repetitions, the pooled robust SD of the log residuals or None when too few)."""
-    resid: dict[str, list[float]] = {}
-    for name, values in reps.items():
-        n = len(values)
-        if n < 3:
-            continue  # two repetitions cannot say which of them is off
-        logs = [math.log(v) for v in values]
-        total = sum(logs)
-        scale = math.sqrt(1 + 1 / (n - 1))
-        resid[name] = [(x - (total - x) / (n - 1)) / scale for x in logs]
-    pooled = [abs(r) for rs in resid.values() for r in rs]
-    if len(pooled) < 6:
+    """(flagged repetitions, the pooled SD of the log repetitions or None when too few to tell)."""
+    logs = {name: [math.log(v) for v in values] for name, values in reps.items() if len(values) >= 3}
+    ss = {name: sum((x - sum(xs) / len(xs)) ** 2 for x in xs) for name, xs in logs.items()}
+    df = {name: len(xs) - 1 for name, xs in logs.items()}
+    if len(logs) < 2:
         return [], None
-    sigma = 1.4826 * statistics.median(pooled)
-    if sigma <= 0:
-        return [], sigma
-    crit = _z_crit(alpha, len(pooled))
+    tests = sum(len(xs) for xs in logs.values())
     out = []
-    for name, rs in resid.items():
-        j = max(range(len(rs)), key=lambda i: abs(rs[i]))
-        z = rs[j] / sigma
-        if abs(z) > crit:
+    for name, xs in logs.items():
+        # The noise from the other workloads only: a bad repetition does not widen its own yardstick.
+        rest_df = sum(d for k, d in df.items() if k != name)
+        sigma = math.sqrt(sum(v for k, v in ss.items() if k != name) / rest_df)
+        if sigma <= 0:
+            continue
+        n = len(xs)
+        total = sum(xs)
+        scale = math.sqrt(1 + 1 / (n - 1))
+        resid = [(x - (total - x) / (n - 1)) / scale for x in xs]
+        j = max(range(n), key=lambda i: abs(resid[i]))
+        z = resid[j] / sigma
+        if abs(z) > t_crit(alpha / (2 * tests), rest_df):
             values = reps[name]
             others = [v for i, v in enumerate(values) if i != j]
             gm = math.exp(sum(math.log(v) for v in others) / len(others))
             out.append(Disagreeing(name, j, values[j] / gm, z, j in (chosen or {}).get(name, ())))
-    return out, sigma
+    pooled = math.sqrt(sum(ss.values()) / sum(df.values()))
+    return out, pooled
+
+
+def t_crit(p: float, df: int) -> float:
+    """The upper ``p`` quantile of Student's t (scipy, imported on first use)."""
+    from scipy.stats import t
+
+    return float(t.isf(p, df))
 
 
 @dataclass(frozen=True)
@@ -120,9 +127,9 @@ def copy_groups(name: str, values: Sequence[float], siblings: str = "") -> CopyG
         sentence = (f"{name}: two speeds among {n} copies: {len(fast)} at {mf:.4g}, {len(slow)} at "
                     f"{ms:.4g} ({1 - ms / mf:.1%} slower): copies {_ranges(slow)}")
         return CopyGroups(name, n, groups, [], sentence + (f"; {siblings}" if siblings else ""))
-    slow1 = [i for i, z in enumerate(modified_z_scores(vals)) if z < -3.5]
+    med = statistics.median(vals)
+    slow1 = [i for i, z in enumerate(modified_z_scores(vals)) if z < -3.5 and vals[i] < (1 - MIN_GAP) * med]
     if slow1:
-        med = statistics.median(vals)
         worst = min(vals[i] for i in slow1)
         return CopyGroups(name, n, [], slow1, f"{name}: slow cop{'ies' if len(slow1) > 1 else 'y'} "
                           f"{_ranges(slow1)} of {n} (down to {1 - worst / med:.1%} below the median)")
