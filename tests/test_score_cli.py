@@ -122,3 +122,17 @@ prices = { board = 400, memory = 600, cpu = 1500 }
     bad = tmp_path / "bad.toml"
     bad.write_text(toml.read_text().replace("score_from_campaign = 1", "throughput_per_node = 900"))
     assert "another unit" in _fails(["cost", str(bad)], db, capsys)
+
+
+def test_compare_and_report_treat_score_campaigns_as_scores(tmp_path):
+    db = tmp_path / "p.db"
+    assert _run(["import", RESULT], db).exit_code == 0
+    assert _run(["import", SUITE], db).exit_code == 0
+    r = _run(["compare", "1", "1"], db)
+    assert r.exit_code == 0 and "no difference shown: B/A = 1.0000" in r.output
+    out = tmp_path / "r.md"
+    r = _run(["report", "1", "2", "-o", str(out)], db)
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "What is the machine's suite score" in text and "score 872.266 (95% CI" in text
+    assert "two speeds among 48 copies" in text and "no interval" in text
