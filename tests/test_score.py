@@ -137,3 +137,17 @@ def test_harness_quiet_suites_cover_and_find_the_planted_flags():
     c = check("quiet", runs=30)
     assert c["coverage"] >= 0.85 and c["bad_rep_found"] >= 0.85 and c["copy_found"] >= 0.9
     assert c["bad_rep_false"] <= 0.15 and c["copy_false"] <= 0.15
+
+
+def test_slow_copies_named_with_the_cores_they_shared():
+    from perflab.studies.score.analysis import with_cores
+    from perflab.studies.score.flags import CopyGroups
+
+    g = CopyGroups("c", 16, [{"copies": list(range(8)), "median": 1.0}, {"copies": list(range(8, 16)), "median": 0.9}],
+                   [], "two speeds")
+    smt = [[i] for i in range(8)] + [[i] for i in range(4)] + [[i] for i in range(4, 8)]  # copies 8-15 share cores 0-7
+    # copies 0-7 share too: every copy shares, so the slow ones are not "exactly" the sharing ones
+    assert "as did others" in with_cores(g, smt).sentence
+    alone = [[i + 100] for i in range(8)] + [[i // 2] for i in range(8)]  # 8-15 in pairs on cores 0-3
+    assert "exactly those" in with_cores(g, alone).sentence
+    assert "not SMT siblings" in with_cores(g, [[i] for i in range(16)]).sentence

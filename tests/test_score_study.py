@@ -95,3 +95,30 @@ def test_the_builtin_suite_names_its_reference_machine():
     assert s.source == "builtin" and "VM" in s.reference_machine
     assert [w.name for w in s.workloads] == ["hlt-core", "hlt-quick", "hlt-memory"]
     assert all(w.reference > 0 for w in s.workloads)
+
+
+def test_measured_energy_gives_score_per_watt_labelled_with_its_source():
+    from perflab.model import RunResult
+    from perflab.studies.score.suite import Suite, SuiteWorkload
+    from perflab.model import MetricPattern, Workload
+
+    wl = Workload(name="w", argv=("w",), metrics=(MetricPattern(r"events: (?P<events>\d+)"),
+                                                   MetricPattern(r"events/s: (?P<events_per_s>[\d.]+)")),
+                  primary_metric="events_per_s", higher_is_better=True)
+    suite = Suite("e", (SuiteWorkload("w", "w", 20.0),), "ref", 100.0, 3, 2, tdp_w=80)
+    cfg = study.ScoreConfig(suite=suite, workloads=(wl,))
+    runs = []
+    for rep in range(3):
+        for c in range(2):
+            # 2 copies x 10 events in 1 s: 20 events/s; the batch's 150 J stored with its first copy
+            r = RunResult(wall_ns=10**9, user_s=1, sys_s=0, maxrss_kb=0, minflt=0, majflt=0, nvcsw=0, nivcsw=0,
+                          exit_code=0, start_ns=rep * 10**10, end_ns=rep * 10**10 + 10**9,
+                          metrics={"events": 10, "events_per_s": 10.0},
+                          energy={"ipmi:node": 150.0} if c == 0 else {})
+            runs.append(study.Run({"workload": "w", "copy": c, "round": rep}, r))
+    res = study.analyse(cfg, runs, {"sockets": 2}, 2)
+    assert res.score == 100.0 and res.watts == 150.0 and res.score_per_watt == pytest.approx(100 / 150)
+    assert res.watts_source.startswith("measured: node meter")
+    res = study.analyse(cfg, [study.Run(r.params, RunResult(**{**r.result.__dict__, "energy": {}})) for r in runs],
+                        {"sockets": 2}, 2)
+    assert res.watts == 1.6 * 80 * 2 and res.watts_source.startswith("modelled")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from perflab.studies.score import method
-from perflab.studies.score.flags import copy_groups, disagreeing
+from perflab.studies.score.flags import CopyGroups, copy_groups, disagreeing
 from perflab.studies.score.result import ScoreResult, WorkloadScore
 
 TOLERANCE = 0.001  # an imported score recomputed within this is the file's own (it rounds to 4 decimals)
@@ -56,13 +56,36 @@ def analyse_workloads(result: ScoreResult, level: float = method.LEVEL) -> Score
         # Copy i of every workload ran on the same CPUs: one test over the copies, each copy's rate
         # relative to its workload's median copy, combined over the workloads (a copy slow in every
         # workload is a slow place), instead of one test per workload and its false alarms.
-        result.copy_groups.append(copy_groups(f"copies across the {len(per_copy)} workloads",
-                                              _relative(list(per_copy.values())), siblings))
+        groups = copy_groups(f"copies across the {len(per_copy)} workloads", _relative(list(per_copy.values())),
+                             siblings if not result.host.get("copy_cores") else "")
+        result.copy_groups.append(with_cores(groups, result.host.get("copy_cores")))
     else:
         for name, values in per_copy.items():
             if values:
                 result.copy_groups.append(copy_groups(name, values, siblings))
     return result
+
+
+def with_cores(groups: CopyGroups, copy_cores: list[list[int]] | None) -> CopyGroups:
+    """The groups' sentence with where the copies ran: whether the slow ones are those sharing a core
+    with another copy (SMT siblings) and the fast ones those alone on theirs."""
+    if not copy_cores or not (groups.groups or groups.slow):
+        return groups
+    seen: dict[int, int] = {}
+    for cores in copy_cores:
+        for c in cores:
+            seen[c] = seen.get(c, 0) + 1
+    shared = {i for i, cores in enumerate(copy_cores) if any(seen[c] > 1 for c in cores)}
+    slow = set(groups.groups[1]["copies"]) if groups.groups else set(groups.slow)
+    if not shared:
+        where = "no two copies shared a core: not SMT siblings"
+    elif slow == shared:
+        where = "the slower copies are exactly those that shared a core with another copy (SMT siblings)"
+    elif slow <= shared:
+        where = "the slower copies all shared a core with another copy (SMT siblings), as did others"
+    else:
+        where = f"copies {sorted(slow - shared)} of the slower ones had a core of their own: not SMT alone"
+    return CopyGroups(groups.name, groups.n, groups.groups, groups.slow, f"{groups.sentence}; {where}")
 
 
 def _relative(per_workload: list[list[float]]) -> list[float]:

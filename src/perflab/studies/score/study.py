@@ -111,7 +111,12 @@ def execute(config: ScoreConfig, session, machine: Machine) -> ScoreResult:
         runs.extend(Run(dict(s.params), r) for s, r in zip(batch, out.results))
         if i + 1 == len(batches) or batches[i + 1][0].params["round"] != rnd:
             session.say(f"repetition {rnd + 1}/{config.reps} done")
-    return analyse(config, runs, host_of(machine), len(placement.usable_cpus(machine.topology)))
+    host = host_of(machine)
+    slots = placement.plan(machine.topology, copies_for(config, machine), "compact",
+                           threads=config.suite.threads_per_copy)
+    # Which core each copy ran on: copies on SMT siblings of one core are named as such.
+    host["copy_cores"] = [sorted({machine.topology.cpu(c).core for c in s.cpus}) for s in slots]
+    return analyse(config, runs, host, len(placement.usable_cpus(machine.topology)))
 
 
 def host_of(machine: Machine) -> dict[str, Any]:
