@@ -783,7 +783,7 @@ SCORE_COST_TOML = r"""cat > platforms.toml <<'TOML'
 [requirement]
 target_score = 100000          # the farm's need, in the score's unit
 score_unit = "HEPscore"
-power_envelope_kw = 50
+power_envelope_kw = 40
 currency = "CHF"
 
 [[platform]]

@@ -119,8 +119,9 @@ def smt_note(host: dict[str, Any]) -> str:
     """Why copies may run at two speeds, from what the host record says of its SMT."""
     tpc = host.get("threads_per_core")
     if tpc and int(tpc) > 1:
-        return (f"the host has SMT ({tpc} threads per core): copies sharing a core with a busy "
-                "sibling run slower")
+        return (f"the host has SMT ({tpc} threads per core), where copies sharing a core with a busy sibling "
+                "run slower; which CPU each copy ran on is not recorded, so whether these groups are "
+                "the siblings cannot be told")
     return ""
 
 
