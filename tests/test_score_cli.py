@@ -136,3 +136,9 @@ def test_compare_and_report_treat_score_campaigns_as_scores(tmp_path):
     text = out.read_text()
     assert "What is the machine's suite score" in text and "score 872.266 (95% CI" in text
     assert "two speeds among 48 copies" in text and "no interval" in text
+
+
+def test_measuring_options_with_a_stored_campaign_are_refused(tmp_path, capsys):
+    db = tmp_path / "p.db"
+    assert _run(["import", RESULT], db).exit_code == 0
+    assert "--reps applies to a suite being measured" in _fails(["score", "--campaign", "1", "--reps", "5"], db, capsys)

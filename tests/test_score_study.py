@@ -122,3 +122,21 @@ def test_measured_energy_gives_score_per_watt_labelled_with_its_source():
     res = study.analyse(cfg, [study.Run(r.params, RunResult(**{**r.result.__dict__, "energy": {}})) for r in runs],
                         {"sockets": 2}, 2)
     assert res.watts == 1.6 * 80 * 2 and res.watts_source.startswith("modelled")
+
+
+def test_resume_replays_the_stored_copies(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "perflab.toml").write_text(TOML)
+    db = tmp_path / "p.db"
+    runner = CliRunner(env={"COLUMNS": "250"})
+    r = runner.invoke(cli, ["score", "--suite", "t", "--db", str(db), "--json", "a.json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    first = json.loads((tmp_path / "a.json").read_text())
+    with open_store(str(db)) as store:
+        store.finish_campaign(first["campaign_id"], "interrupted", summary=None)
+    r = runner.invoke(cli, ["resume", str(first["campaign_id"]), "--db", str(db)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    with open_store(str(db)) as store:
+        camp = store.campaign(first["campaign_id"])
+        assert camp.status == "done" and len(store.measurements(camp.id)) == 12  # nothing ran twice
+    assert camp.summary["score"] == first["score"] and camp.summary["score_ci"] == first["score_ci"]

@@ -53,6 +53,13 @@ def command(suite_name, config_path, reps, copies, seed, timeout, campaign_id, c
 
     if campaign_id is not None and compare_ids:
         raise PerflabError("give either --campaign ID or --compare A B, not both")
+    if campaign_id is not None or compare_ids:
+        ctx = click.get_current_context()
+        given = [f"--{n}" for n in ("reps", "copies", "timeout", "seed")
+                 if ctx.get_parameter_source(n) != click.core.ParameterSource.DEFAULT]
+        if given:
+            raise PerflabError(f"{given[0]} applies to a suite being measured; --campaign and --compare "
+                               "run nothing (drop it, or run the suite)")
     console = make_console(stderr=json_path == "-")
     if compare_ids:
         if export:

@@ -24,7 +24,7 @@ def analyse_workloads(result: ScoreResult, level: float = method.LEVEL) -> Score
         if w.rep_ratios:
             w.ratio, w.chosen = method.median_pick(w.rep_ratios)
             w.ratio = round(w.ratio, 4)
-        lm = method.log_mean(_raw_ratios(w))
+        lm = method.log_mean(raw_ratios(w))
         lms.append(lm)
         w.ratio_ci = list(lm.interval(level)) if lm is not None else None
     scored = [w for w in result.workloads if w.ratio is not None]
@@ -48,7 +48,7 @@ def analyse_workloads(result: ScoreResult, level: float = method.LEVEL) -> Score
         result.score_per_watt = result.score / result.watts
     chosen = {w.name: w.chosen for w in result.workloads}
     result.disagreeing, result.rep_noise = disagreeing(
-        {w.name: _raw_ratios(w) for w in result.workloads if len(w.rep_ratios) >= 3}, chosen)
+        {w.name: raw_ratios(w) for w in result.workloads if len(w.rep_ratios) >= 3}, chosen)
     siblings = smt_note(result.host)
     per_copy = {w.name: _per_copy(w.copy_values) for w in result.workloads}
     sizes = {len(v) for v in per_copy.values()}
@@ -98,7 +98,7 @@ def _relative(per_workload: list[list[float]]) -> list[float]:
     return [math.exp(sum(math.log(v[i] / m) for v, m in zip(per_workload, meds)) / len(meds)) for i in range(n)]
 
 
-def _raw_ratios(w: WorkloadScore) -> list[float]:
+def raw_ratios(w: WorkloadScore) -> list[float]:
     """The repetitions' ratios unrounded where the values are known (the interval's input)."""
     if w.values:
         return [method.weighted_geomean([v[k] / ref for k, ref in w.references.items()]) for v in w.values]

@@ -7,7 +7,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.studies.score import method
-from perflab.studies.score.analysis import _raw_ratios
+from perflab.studies.score.analysis import raw_ratios
 from perflab.studies.score.result import ScoreResult
 
 NAME = "score"
@@ -48,8 +48,8 @@ def difference(a: ScoreResult, b: ScoreResult, level: float = method.LEVEL) -> t
     if names_a != names_b:
         raise PerflabError("the two scores come from different suites (workloads, references or weights "
                            "differ); compare scores of one suite")
-    lms_a = [method.log_mean(_raw_ratios(w)) for w in a.workloads]
-    lms_b = [method.log_mean(_raw_ratios(w)) for w in b.workloads]
+    lms_a = [method.log_mean(raw_ratios(w)) for w in a.workloads]
+    lms_b = [method.log_mean(raw_ratios(w)) for w in b.workloads]
     if any(lm is None for lm in lms_a + lms_b):
         return None, ("a score without repetitions per workload has no spread to test against; "
                       "measure (or import HEPscore result files with) 3 repetitions on each host")
