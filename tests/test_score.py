@@ -151,3 +151,15 @@ def test_slow_copies_named_with_the_cores_they_shared():
     alone = [[i + 100] for i in range(8)] + [[i // 2] for i in range(8)]  # 8-15 in pairs on cores 0-3
     assert "exactly those" in with_cores(g, alone).sentence
     assert "not SMT siblings" in with_cores(g, [[i] for i in range(16)]).sentence
+
+
+def test_hepscore_copy_summaries_give_the_slowest_copy_per_repetition():
+    from perflab.report.terminal.score import flag_lines
+
+    r = hepjson.load(str(RESULT))
+    atlas = r.workloads[0]
+    assert atlas.copy_spread[0] == {"min": 11.655, "median": 17.1381, "max": 19.1571, "count": 64.0}
+    cms = next(w for w in r.workloads if w.name == "cms-digi-bmk")  # its wl-stats under throughput_score
+    assert cms.copy_spread[1]["count"] == 16 and cms.copy_spread[1]["median"] == 0.5219
+    line = next(x for x in flag_lines(r) if x.startswith("copies, slowest"))
+    assert "atlas-gen-bmk 0.68 0.64 0.67 of 64" in line and "no copy can be named" in line

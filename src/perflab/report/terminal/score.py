@@ -85,6 +85,12 @@ def flag_lines(result: ScoreResult) -> list[str]:
                    "run more copies (--copies) for that")
     elif quiet:
         out.append("copies: " + "; ".join(g.sentence for g in quiet))
+    spread = [w for w in result.workloads if w.copy_spread]
+    if spread:
+        out.append("copies, slowest / median copy per repetition (the file keeps no copy's own value, so "
+                   "no copy can be named): " + "; ".join(
+                       f"{w.name} " + " ".join(f"{s['min'] / s['median']:.2f}" for s in w.copy_spread)
+                       + f" of {int(w.copy_spread[0]['count'])}" for w in spread))
     for m in result.mismatch:
         out.append(f"mismatch: {m}")
     return out

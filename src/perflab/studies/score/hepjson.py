@@ -74,7 +74,7 @@ def _result(doc: dict[str, Any], name: str) -> ScoreResult:
         workloads.append(WorkloadScore(
             name=wl, references=refs, weight=float(bench.get("weight", 1.0)), values=values,
             copies=info.get("copies"), threads_per_copy=info.get("threads_per_copy"),
-            unit=", ".join(refs)))
+            unit=", ".join(refs), copy_spread=[s for s in (_stats(bench[r], refs) for r in runs) if s]))
     result = ScoreResult(
         suite=str(settings.get("name", "HEPscore")), source=f"imported from {name} (HEPscore result)",
         scaling=float(settings.get("scaling", 1)), reference_machine=str(settings.get("reference_machine", "")),
@@ -129,6 +129,18 @@ def _own(doc: dict[str, Any], name: str) -> ScoreResult:
     result.source = f"imported from {name} (perflab export of: {result.source})"
     result.campaign_id = None
     return result
+
+
+def _stats(run: dict[str, Any], refs: dict[str, float]) -> dict[str, float] | None:
+    """The copies' summary of one repetition from its wl-stats: flat, per metric, or under
+    throughput_score (the CMS workloads' name for the copies' event rate)."""
+    stats = (run.get("report") or {}).get("wl-stats") or {}
+    metric = next(iter(refs))
+    s = stats if "min" in stats else stats.get(metric) or stats.get("throughput_score") or {}
+    keys = ("min", "median", "max", "count")
+    if all(isinstance(s.get(k), (int, float)) for k in keys) and s["median"] > 0:
+        return {k: float(s[k]) for k in keys}
+    return None
 
 
 def _check_method(settings: dict[str, Any], name: str) -> None:

@@ -25,6 +25,9 @@ class WorkloadScore:
     copies: int | None = None
     threads_per_copy: int | None = None
     copy_values: list[list[float]] = field(default_factory=list)  # per repetition, per copy
+    # per repetition, where only a summary of the copies is known (HEPscore's wl-stats):
+    # {"min", "median", "max", "count"} of the copies' values
+    copy_spread: list[dict[str, float]] = field(default_factory=list)
     unit: str = ""
 
     @classmethod
