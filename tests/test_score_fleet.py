@@ -3,7 +3,10 @@ its platform's peers named (the fleet's own slow-node rules, on each repetition'
 
 from __future__ import annotations
 
+import math
 import random
+
+import pytest
 
 from perflab.fleet import state
 from perflab.fleet.report import build
@@ -53,3 +56,23 @@ def test_a_quiet_fleet_of_scores_names_no_host(tmp_path):
             _score_task(store, slot, f"n{slot:02d}", _score_summary(rng, 1.0))
         rep = build(store, fleet, _NoBatch())
     assert rep["slow_hosts"] == []
+
+
+def test_cost_takes_a_platforms_score_from_a_fleet_of_scores(tmp_path):
+    from perflab.studies.cost.study import load_platforms, run_cost
+
+    rng = random.Random(5)
+    db = str(tmp_path / "f.db")
+    with open_store(db) as store:
+        state.create(store, "farm", {"study": "score", "slots": [str(i) for i in range(6)],
+                                     "log_dir": str(tmp_path), "job_name": "j", "shards": False})
+        for slot in range(6):
+            _score_task(store, slot, f"n{slot:02d}", _score_summary(rng, 1.0))
+        toml = tmp_path / "p.toml"
+        toml.write_text('[requirement]\ntarget_score = 10000\npower_envelope_kw = 100\n\n[[platform]]\n'
+                        'name = "EPYC"\nsockets = 2\ntdp_w = 225\nscore_from_fleet = "farm"\n'
+                        'prices = { cpu = 5000 }\n')
+        result = run_cost(load_platforms(str(toml)), store)
+    p = result.platforms[0]
+    assert 110 < p.throughput_per_node < 120 and p.throughput_source.startswith("fleet farm: median of 6 hosts")
+    assert p.nodes == math.ceil(10000 / p.throughput_per_node) and p.total_power_kw == pytest.approx(p.nodes * 1.6 * 225 * 2 / 1000)

@@ -17,6 +17,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.studies.cost.power import campaign_power
+from perflab.fleet import state
 from perflab.fleet.report import platform_throughput
 
 POWER_FACTOR = 1.6  # seed 004: node power ~ 1.6 x TDP x sockets
@@ -188,16 +189,16 @@ def load_platforms(path: str) -> CostConfig:
 
 def _throughput_keys(p: dict, scored: bool, where: str) -> tuple[Any, Any]:
     """(campaign id, fleet name) a platform takes its throughput from; a score target takes score
-    keys only (score_per_node, score_from_campaign): a node's events/s is no score."""
+    keys only (score_per_node, score_from_campaign, score_from_fleet): a node's events/s is no score."""
     wrong = ("throughput_per_node", "throughput_from_campaign", "throughput_from_fleet") if scored else (
-        "score_per_node", "score_from_campaign")
+        "score_per_node", "score_from_campaign", "score_from_fleet")
     found = [k for k in wrong if k in p]
     if found:
         need = "target_score" if not scored else "target_events_per_s"
         raise PerflabError(f"{where}: '{found[0]}' is in another unit than the requirement; give [requirement] "
                            f"{need}, or the platform's figure in the requirement's unit")
     if scored:
-        return p.get("score_from_campaign"), None
+        return p.get("score_from_campaign"), p.get("score_from_fleet")
     return p.get("throughput_from_campaign"), p.get("throughput_from_fleet")
 
 
@@ -298,6 +299,9 @@ def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
                 thr = _campaign_throughput(store, p.throughput_from_campaign, p.name)
                 src = f"campaign {p.throughput_from_campaign}"
             elif p.throughput_from_fleet is not None:
+                if req.unit != "events/s" and state.load(store, p.throughput_from_fleet).study != "score":
+                    raise PerflabError(f"platform {p.name}: fleet {p.throughput_from_fleet} ran no score; give "
+                                       "score_from_fleet the name of a fleet that ran 'perflab score'")
                 thr, plat, n = platform_throughput(store, p.throughput_from_fleet, p.fleet_platform)
                 src = f"fleet {p.throughput_from_fleet}: median of {n} hosts ({plat})"
             else:
