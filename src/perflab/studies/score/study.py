@@ -173,7 +173,8 @@ def analyse(config: ScoreConfig, runs: Sequence[Any], host: dict[str, Any], cpus
         result.watts_source = f"measured: {source_of(measured)}"
     elif config.suite.tdp_w and host.get("sockets"):
         result.watts = POWER_FACTOR * config.suite.tdp_w * host["sockets"]
-        result.watts_source = f"modelled: {POWER_FACTOR} x TDP {config.suite.tdp_w:g} W x {host['sockets']} sockets"
+        n = host["sockets"]
+        result.watts_source = f"modelled: {POWER_FACTOR} x TDP {config.suite.tdp_w:g} W x {n} socket{'s' * (n != 1)}"
     else:
         result.watts_source = "cannot tell: no energy source here and no tdp_w in the suite (docs/score.md)"
     if failures:
