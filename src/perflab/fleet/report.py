@@ -82,8 +82,8 @@ def _spread(values: list[float]) -> dict[str, Any]:
 
 def _figures(store, done: list, method: str) -> tuple[dict, bool, Any]:
     """(campaign id -> HostData, whether the runs test applies, reader of one campaign's runs)."""
-    if not done or done[0].study == "instances":
-        # An instances host's sample is a few repetitions in its campaign's summary: no runs to spare.
+    if not done or done[0].study in ("instances", "score"):
+        # An instances or score host's sample is a few repetitions in its campaign's summary: no runs to spare.
         return host_data(store, done), True, None
     data, metric, labels = host_summaries(store, done)
     total = sum(d.summary.n for d in data.values() if d.summary is not None)

@@ -21,7 +21,7 @@ from perflab.fleet.submitter import Placement, Submitter
 from perflab.store.url import redact_url
 
 # Studies a node can run on its own and record into a store.
-STUDIES = ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "footprint", "lab")
+STUDIES = ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "footprint", "lab", "score")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
