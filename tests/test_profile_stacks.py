@@ -1,0 +1,158 @@
+"""Call stacks of a profile: perf script chains folded, stored with the runs, the call tree,
+and the exports other tools read (folded stacks, speedscope, CSV), on real recordings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perflab.kernels.minihlt import build_minihlt
+from perflab.measure.window import Window
+from perflab.measure.window_mock import MockWindow, MockWindowRecorder
+from perflab.measure.window_perf import PerfWindowRecorder
+from perflab.model import Workload
+from perflab.report.profile_export import csv_text, export, folded_text, speedscope
+from perflab.report.terminal.flame import tree_lines
+from perflab.store import open_store
+from perflab.studies import run_study
+from perflab.studies.profile import study as profile
+from perflab.studies.profile.stacks import OTHER, cap, flame, fold, parse_stacks, tree
+from perflab.studies.profile.window import event_markers
+
+DATA = Path(__file__).parent / "data" / "perfscript"
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+
+
+def test_lbr_recording_from_a_pmu_machine_folds_root_first():
+    samples = parse_stacks((DATA / "lbr-cycles-instructions.txt").read_text())
+    assert len(samples) == 23  # every sample header of the excerpt
+    assert {s.event for s in samples} == {"cycles", "instructions"}
+    cycles = fold(samples, "cycles")
+    assert sum(cycles.values()) == sum(s.event == "cycles" for s in samples) == 13
+    assert cycles["main"] == 8 and cycles["cksum"] == 2
+    assert cycles["_start;__libc_start_main;main;cksum"] == 1
+    assert cycles["[unknown] ([unknown])"] == 1
+    ins = fold(samples, "instructions")
+    assert ins["_start;__libc_start_main;main;cksum"] == 2
+    # the 9-frame LBR chain, kernel under libc under cksum, root first
+    assert ("cksum;__GI___fread_unlocked;_IO_file_xsgetn;_IO_file_read;entry_SYSCALL_64_fastpath;"
+            "sys_read;vfs_read;__vfs_read;ext4_file_read_iter") in ins
+
+
+def test_our_format_offsets_stripped_names_demangled_and_folded():
+    text = (" 7/7 1.000000100: 250000\n\t  4005d0 _Z3fooi.constprop.0+0x10 (/bin/x)\n"
+            "\t  400400 main+0x4 (/bin/x)\n\n"
+            " 7/7 1.000000200: 250000\n\t  4005d0 _Z3fooi.isra.1+0x12 (/bin/x)\n\t  400400 main+0x8 (/bin/x)\n\n"
+            " 7/7 1.000000300: 250000\n\t  7f00 [unknown] (/lib/libz.so.1)\n\t  400400 main+0x8 (/bin/x)\n")
+    assert fold(parse_stacks(text)) == {"main;foo(int)": 2, "main;[unknown] (libz.so.1)": 1}
+
+
+def test_cap_keeps_the_frequent_stacks_and_sums_the_rest_into_other():
+    stacks = {f"main;f{i}": i + 1 for i in range(10)}
+    kept = cap(stacks, keep=3)
+    assert kept == {"main;f9": 10, "main;f8": 9, "main;f7": 8, OTHER: sum(range(1, 8))}
+    assert sum(kept.values()) == sum(stacks.values())
+
+
+def test_tree_totals_and_intervals_across_recordings():
+    per = [{"main;a": 6, "main;b": 4}, {"main;a": 5, "main;b": 5}, {"main;a": 7, "main;b": 3}]
+    f = flame(per)
+    main = f.root.children["main"]
+    assert f.root.total == 30 and main.total == 30 and main.children["a"].total == 18
+    lo, hi = main.children["a"].ci
+    assert lo < 0.6 < hi  # the mean share of a, 0.6, inside its interval
+    assert main.children["b"].self_ == 12
+    # narrow frames pruned: with min share 0.5 only a stays
+    assert set(flame(per, min_share=0.5).root.children["main"].children) == {"a"}
+
+
+def test_tree_lines_stay_within_100_columns_however_deep():
+    deep = ";".join(f"frame_with_a_rather_long_name_{i}" for i in range(60))
+    f = flame([{deep: 5, "main;x" * 1: 5}, {deep: 4, "main;x": 6}])
+    lines = list(tree_lines(f, 0.0))
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+    assert len(lines) == 2 + 60 + 2  # header, root, the deep chain, main and x
+    assert any("[ 60]" in line for line in lines)  # past the drawn indent, the depth as a number
+
+
+def _mock_model(spec, request):
+    return MockWindow(samples=[("_Z3hotv", "/bin/app", 250000, 4)] * 30 + [("_Z4coldv", "/bin/app", 250000, 8)] * 10)
+
+
+def test_stacks_stored_with_each_recording_and_replayed_by_analysis(tmp_path):
+    store = open_store(str(tmp_path / "p.db"))
+    cfg = profile.ProfileConfig(workload=Workload(name="app", argv=("app",)), window=Window("s", "e"),
+                                call_graph="fp", repeat=3, out_dir=str(tmp_path / "out"), annotate_top=0)
+    res = run_study(profile, cfg, store, MockWindowRecorder(_mock_model))
+    assert res.stacks == {"main;hot()": 90, "main;cold()": 30}
+    assert sum(res.stacks.values()) == res.samples
+    runs = [m.result for m in store.measurements(res.campaign_id)]
+    assert [r.health["stacks"] for r in runs] == [{"main;hot()": 30, "main;cold()": 10}] * 3
+    again = profile.analyse(cfg, runs)
+    assert again.stacks == res.stacks and again.flame.as_dict() == res.flame.as_dict()
+    assert profile.ProfileResult.from_dict(res.as_dict()).as_dict() == res.as_dict()
+    # without --call-graph nothing is kept and nothing is drawn
+    plain = run_study(profile, profile.ProfileConfig(workload=Workload(name="app", argv=("app",)),
+                                                     window=Window("s", "e"), out_dir=str(tmp_path / "o2"),
+                                                     annotate_top=0), store, MockWindowRecorder(_mock_model))
+    assert plain.stacks == {} and plain.flame is None
+
+
+def check_speedscope(doc: dict) -> None:
+    """The required fields of speedscope's file format schema (file-format-schema.json):
+    FileFormat.File needs $schema, shared.frames (each with a name) and profiles; a
+    SampledProfile needs type "sampled", name, unit (one of ValueUnit), startValue, endValue,
+    samples (lists of frame indices) and weights (one per sample)."""
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = doc["shared"]["frames"]
+    assert frames and all(isinstance(f["name"], str) for f in frames)
+    assert doc["profiles"]
+    for p in doc["profiles"]:
+        assert p["type"] == "sampled" and isinstance(p["name"], str)
+        assert p["unit"] in ("none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes")
+        assert isinstance(p["startValue"], (int, float)) and isinstance(p["endValue"], (int, float))
+        assert len(p["samples"]) == len(p["weights"]) > 0
+        assert all(isinstance(i, int) and 0 <= i < len(frames) for s in p["samples"] for i in s)
+        assert p["endValue"] - p["startValue"] == sum(p["weights"])
+
+
+@needs_perf
+def test_real_minihlt_window_with_call_graph_exports_round_trip(tmp_path):
+    minihlt = str(build_minihlt(("-O2", "-g")).path)
+    store = open_store(str(tmp_path / "p.db"))
+    start, stop = event_markers(1)  # event 1 is a long one (~20 ms) with the default seed
+    cfg = profile.ProfileConfig(
+        workload=Workload(name="minihlt", argv=(minihlt, "--events", "4", "--static-mb", "16")),
+        window=Window(start, stop), call_graph="dwarf", repeat=2, annotate_top=0,
+        out_dir=str(tmp_path / "out"))
+    res = run_study(profile, cfg, store, PerfWindowRecorder())
+    assert res.opened and res.samples > 0
+    # the folded lines of the windows sum to their samples, and name minihlt's functions under main
+    assert sum(res.stacks.values()) == res.samples
+    path = tmp_path / "w.folded"
+    export(res, "folded", str(path))
+    lines = path.read_text().splitlines()
+    assert sum(int(line.rsplit(" ", 1)[1]) for line in lines) == res.samples
+    assert any("main;" in line and "mh::process_event" in line for line in lines)
+    assert folded_text(res) == path.read_text()
+    doc_path = tmp_path / "w.speedscope.json"
+    export(res, "speedscope", str(doc_path))
+    doc = json.loads(doc_path.read_text())
+    check_speedscope(doc)
+    assert sum(doc["profiles"][0]["weights"]) == res.samples
+    rows = list(csv.reader(io.StringIO(csv_text(res))))
+    assert rows[0] == ["share", "samples", "symbol", "shared_object"]
+    assert [r[2] for r in rows[1:]] == [t.symbol for t in res.top]
+    # each recording's stacks are stored with its run: the tree comes back without perf.data
+    runs = [m.result for m in store.measurements(res.campaign_id)]
+    assert all(sum(r.health["stacks"].values()) == r.metrics["samples"] for r in runs)
+    t = tree(res.stacks)
+    main = next(n for p, n in t.walk() if p[-1] == "main")
+    assert main.total >= 0.9 * res.samples  # dwarf unwinding reaches main for nearly every sample
+    assert res.flame.recordings == 2 and res.flame.root.children
+    assert speedscope(profile.ProfileResult.from_dict(res.as_dict())) == doc
