@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from perflab.report import plots
+from perflab.report.flame import flame_box
 from perflab.report.generic import _plot, builder, finding, generic, levels
-from perflab.report.model import Mark, Section, Table
+from perflab.report.model import Mark, Plot, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
 
 
@@ -42,6 +43,16 @@ def profile_section(campaign: Any, summary: dict, measurements: list) -> Section
         sec.notes.append(f"{a.get('symbol')}: {100 * (a.get('head_share') or 0):.0f} % of its samples on its "
                          f"{a.get('head', 'first instructions')}{hint}")
     sec.verdict = profile_verdict(summary) or sec.verdict
+    flame = summary.get("flame")
+    if flame and not counted:
+        k = flame.get("recordings", 1)
+        legend = (f"Flame graph of {plural(int(flame['root'].get('v', 0)), 'sample')} in {plural(k, 'window')} "
+                  f"({summary.get('event', '?')}): a frame's width is its samples with what it called, its "
+                  "callers below it; click a frame to zoom in and list its callers and callees, search "
+                  f"by regular expression; frames under {100 * flame.get('min_share', 0):.1f} % left out"
+                  + (f"; intervals: Student's t over the {k} windows' shares, {100 * flame.get('level', 0.95):.0f} %"
+                     if k >= 2 else ""))
+        sec.plots.append(Plot("Flame graph", flame_box(flame, str(sec.key), legend), desc=legend))
     return sec
 
 
