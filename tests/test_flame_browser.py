@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from perflab.report.render import to_html
 from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies.profile import study as profile
-from perflab.studies.profile.stacks import Node
+from perflab.studies.profile.stacks import Node, tree
 from perflab.studies.profile.window import event_markers
 
 from tests.test_report_browser import CHROMIUM, FLAGS, check_rendered
@@ -123,11 +124,17 @@ def test_flame_graph_zooms_searches_and_tells_in_chromium(tmp_path):
         window=Window(start, stop), call_graph="fp", repeat=3, annotate_top=0, out_dir=str(tmp_path / "out"))
     res = run_study(profile, cfg, store, PerfWindowRecorder())
     assert res.flame is not None and res.samples > 20
-    # the widest frames under main are minihlt's own functions
-    main = next(n for p, n in res.flame.root.walk() if p[-1] == "main")
-    assert main.total >= 0.8 * res.samples
-    below = [n for _, n in main.walk()][1:]
-    widest = sorted(below, key=lambda n: -n.total)[:3]
+    # the widest frames under main are minihlt's own functions. A frame-pointer walk loses a
+    # sample's callers where it lands in code built without frame pointers (libm, libc's
+    # malloc: a root of "[unknown]"), and glibc's own start-up frames may be skipped, so main
+    # can sit under two roots: the stacks are cut at main and the rest merged.
+    under: Counter[str] = Counter()
+    for stack, count in res.stacks.items():
+        frames = stack.split(";")
+        if "main" in frames and frames[-1] != "main":
+            under[";".join(frames[frames.index("main") + 1:])] += count
+    assert sum(under.values()) >= 0.5 * res.samples
+    widest = sorted((n for _, n in tree(under).walk()), key=lambda n: -n.total)[1:4]
     assert all(n.name.startswith(("mh::", "(anonymous namespace)::")) for n in widest), [n.name for n in widest]
 
     html_path = tmp_path / "report.html"
@@ -153,7 +160,7 @@ def test_flame_graph_zooms_searches_and_tells_in_chromium(tmp_path):
         b.click(frame_js(target))
         graph_w = b.js("document.querySelector('.flame-graph').clientWidth")
         after = b.js(f"({frame_js(target)}).getBoundingClientRect().width")
-        assert after >= graph_w - 2 and (before < after or widest[0].total == main.total)
+        assert after >= graph_w - 2 and before < after
         info = b.js("document.querySelector('.flame-info').textContent")
         assert f"selected: {target}" in info and "main" in info.split("callers:")[1]
         # hovering a frame shows its samples, share and the interval over the 3 windows
