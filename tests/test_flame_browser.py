@@ -4,6 +4,7 @@ typing, the tooltip by hovering; on a real recording of minihlt with frame-point
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -15,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from perflab.kernels.minihlt import build_minihlt
-from perflab.measure.window import Window
 from perflab.measure.window_perf import PerfWindowRecorder
 from perflab.model import Workload
 from perflab.report.build import build_report, select_campaigns
@@ -24,7 +24,6 @@ from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies.profile import study as profile
 from perflab.studies.profile.stacks import Node, tree
-from perflab.studies.profile.window import event_markers
 
 from tests.test_report_browser import CHROMIUM, FLAGS, check_rendered
 
@@ -94,6 +93,20 @@ class Browser:
         self.mouse("mousePressed", x, y)
         self.mouse("mouseReleased", x, y)
 
+    def shot(self, selector_js: str, path: str) -> None:
+        """A PNG of one element (the docs' pictures: PERFLAB_UPDATE_SCREENSHOT=1)."""
+        r = self.js(f"(() => {{ const e = ({selector_js}); e.scrollIntoView(); const r = e.getBoundingClientRect(); "
+                    "return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height]; })()")
+        import base64
+
+        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": {
+            "x": r[0], "y": r[1], "width": r[2], "height": r[3], "scale": 1}})["data"]
+        from PIL import Image
+
+        # a 64-colour palette keeps the docs' picture small (flat frames lose nothing)
+        img = Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
+        img.quantize(colors=64).save(path, optimize=True)
+
     def close(self) -> None:
         self.proc.kill()
         self.proc.wait()
@@ -102,8 +115,9 @@ class Browser:
 
 
 def frame_js(name: str) -> str:
-    """The frame element named `name` (a marked frame's text starts with "* ")."""
-    return f"[...document.querySelectorAll('.flame-frame')].find(e => e.textContent.replace(/^\\* /, '') === {json.dumps(name)})"
+    """The widest frame element named `name` (a marked frame's text starts with "* ")."""
+    return (f"[...document.querySelectorAll('.flame-frame')].filter(e => e.textContent.replace(/^\\* /, '') === "
+            f"{json.dumps(name)}).sort((a, b) => b.getBoundingClientRect().width - a.getBoundingClientRect().width)[0]")
 
 
 def matched_share(root: Node, needle: str) -> float:
@@ -114,14 +128,18 @@ def matched_share(root: Node, needle: str) -> float:
     return walk(root, False) / root.total
 
 
+DOCS = Path(__file__).parent.parent / "docs"
+UPDATE = bool(os.environ.get("PERFLAB_UPDATE_SCREENSHOT"))
+
+
 def test_flame_graph_zooms_searches_and_tells_in_chromium(tmp_path):
     # frame pointers in minihlt: --call-graph fp walks from each sample up to main
     minihlt = str(build_minihlt(("-O2", "-g", "-fno-omit-frame-pointer")).path)
     store = open_store(str(tmp_path / "p.db"))
-    start, stop = event_markers(1)
+    # whole runs: an event's window (~20 ms) can open late on a loaded machine and hold few samples
     cfg = profile.ProfileConfig(
-        workload=Workload(name="minihlt", argv=(minihlt, "--events", "4", "--static-mb", "16")),
-        window=Window(start, stop), call_graph="fp", repeat=3, annotate_top=0, out_dir=str(tmp_path / "out"))
+        workload=Workload(name="minihlt", argv=(minihlt, "--events", "8", "--static-mb", "16")),
+        call_graph="fp", repeat=3, annotate_top=0, out_dir=str(tmp_path / "out"))
     res = run_study(profile, cfg, store, PerfWindowRecorder())
     assert res.flame is not None and res.samples > 20
     # the widest frames under main are minihlt's own functions. A frame-pointer walk loses a
@@ -145,11 +163,13 @@ def test_flame_graph_zooms_searches_and_tells_in_chromium(tmp_path):
         b.wait("document.querySelector('.flame') && document.querySelector('.flame').flame")
         shown = b.js("[...document.querySelectorAll('.flame-frame')].filter(e => e.style.display !== 'none').length")
         assert shown >= 10
+        if UPDATE:
+            b.shot("document.querySelector('.flame')", str(DOCS / "profile-flame.png"))
         # search: type into the box; the frames that match light up and their share is said
         b.js("(() => { const s = document.querySelector('.flame-search'); s.focus(); })()")
         b.send("Input.insertText", {"text": "Geometry"})
         hits = b.js("[...document.querySelectorAll('.flame-hit')].map(e => e.textContent)")
-        assert hits and all("Geometry" in h for h in hits)
+        assert hits and all("geometry" in h.lower() for h in hits)  # case-insensitive
         found = b.js("document.querySelector('.flame-found').textContent")
         want = matched_share(res.flame.root, "Geometry")
         assert found.startswith(f"{len(hits)} frames match, {100 * want:.1f} %"), (found, want)
@@ -173,5 +193,59 @@ def test_flame_graph_zooms_searches_and_tells_in_chromium(tmp_path):
         b.click("document.querySelector('.flame-reset')")
         again = b.js(f"({frame_js(target)}).getBoundingClientRect().width")
         assert abs(again - before) <= 2
+    finally:
+        b.close()
+
+
+def _record(store, binary: str, tmp_path: Path, name: str) -> int:
+    cfg = profile.ProfileConfig(workload=Workload(name=name, argv=(binary, "--events", "30", "--static-mb", "16")),
+                                call_graph="fp", repeat=3, annotate_top=0, out_dir=str(tmp_path / name))
+    return run_study(profile, cfg, store, PerfWindowRecorder()).campaign_id
+
+
+def test_differential_flame_graph_of_o0_against_o2_in_chromium(tmp_path):
+    from perflab.studies.profile.diff import ProfileDiffConfig, diff, load_side
+
+    flags = ("-g", "-fno-omit-frame-pointer")
+    store = open_store(str(tmp_path / "p.db"))
+    o0 = _record(store, str(build_minihlt(("-O0", *flags)).path), tmp_path, "o0")
+    o2 = _record(store, str(build_minihlt(("-O2", *flags)).path), tmp_path, "o2")
+    rec = PerfWindowRecorder()
+    config = ProfileDiffConfig(str(o2), str(o0))
+    res = diff(config, load_side(str(o2), store, rec), load_side(str(o0), store, rec))
+    with store.open_campaign("profile_diff", config.as_dict()) as camp:
+        camp.summary = res.as_dict()
+        cid = camp.id
+    assert res.b_label == str(o0) and res.flame is not None
+    differs = {t.symbol for t in res.tests if t.differs}
+    nodes = [n for _, n in Node.from_dict(res.flame["root"]).walk()]
+    marked = {n.name for n in nodes if n.test and n.test["marked"]}
+    # marked exactly where the flat diff's test finds a difference, nowhere else
+    assert marked == differs & {n.name for n in nodes}
+    assert all(n.test is None or n.test["marked"] == (n.name in differs) for n in nodes)
+    # -O0 keeps calls -O2 inlines: frames on one side only are named
+    assert any(o.startswith("only in") for o in res.flame_only)
+
+    html_path = tmp_path / "diff.html"
+    html_path.write_text(to_html(build_report(store, select_campaigns(store, [str(cid)]))))
+    b = Browser(tmp_path, "file://" + str(html_path))
+    try:
+        b.wait("document.querySelector('.flame') && document.querySelector('.flame').flame")
+        drawn = b.js("[...document.querySelectorAll('.flame-marked')].map(e => e.textContent)")
+        assert {d.removeprefix("* ") for d in drawn} == marked
+        assert all(d.startswith("* ") for d in drawn)
+        listed = b.js("[...document.querySelectorAll('.flame-only li')].map(e => e.textContent)")
+        assert listed == res.flame_only
+        ratios = sorted((n for n in nodes if n.test and n.test["marked"] and "ratio" in n.test), key=lambda n: -n.total)
+        if ratios:  # the tooltip of a marked frame on both sides carries the ratio and its interval
+            name = ratios[0].name
+            b.js(f"({frame_js(name)}).scrollIntoView({{block: 'center'}})")
+            x, y = b.js(f"(() => {{ const r = ({frame_js(name)}).getBoundingClientRect(); "
+                        "return [r.left + Math.min(5, r.width / 2), r.top + 5]; })()")
+            b.mouse("mouseMoved", x, y)
+            tip = b.js("document.querySelector('.flame-tip').textContent")
+            assert "B/A" in tip and "95% CI" in tip and "differs" in tip, tip
+        if UPDATE:
+            b.shot("document.querySelector('.flame')", str(DOCS / "profile-diff-flame.png"))
     finally:
         b.close()

@@ -21,7 +21,7 @@ from perflab.report.terminal.flame import tree_lines
 from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies.profile import study as profile
-from perflab.studies.profile.stacks import OTHER, cap, flame, fold, parse_stacks, tree
+from perflab.studies.profile.stacks import OTHER, Node, cap, flame, fold, parse_stacks, tree
 from perflab.studies.profile.window import event_markers
 
 DATA = Path(__file__).parent / "data" / "perfscript"
@@ -156,3 +156,54 @@ def test_real_minihlt_window_with_call_graph_exports_round_trip(tmp_path):
     assert main.total >= 0.9 * res.samples  # dwarf unwinding reaches main for nearly every sample
     assert res.flame.recordings == 2 and res.flame.root.children
     assert speedscope(profile.ProfileResult.from_dict(res.as_dict())) == doc
+
+
+def _side_model(hot: int, extra: tuple[str, int] | None = None):
+    def model(spec, request):
+        k = int(spec.params["recording"])
+        rows = [("_Z3hotv", hot + 2 * k), ("_Z3midv", 40 - k), ("_Z4coldv", 30 + k)] + ([extra] if extra else [])
+        return MockWindow(samples=[(sym, "/bin/app", 250000, 4) for sym, n in rows for _ in range(n)])
+    return model
+
+
+def test_differential_flame_marks_exactly_what_the_table_test_calls_different(tmp_path):
+    from perflab.studies.profile.diff import ProfileDiffConfig, ProfileDiffResult, diff, load_side
+
+    store = open_store(str(tmp_path / "p.db"))
+    ids = []
+    for model in (_side_model(30), _side_model(90, ("_Z4newfv", 25))):
+        cfg = profile.ProfileConfig(workload=Workload(name="app", argv=("app",)), window=Window("s", "e"),
+                                    call_graph="fp", repeat=4, out_dir=str(tmp_path / f"o{len(ids)}"),
+                                    annotate_top=0)
+        ids.append(run_study(profile, cfg, store, MockWindowRecorder(model)).campaign_id)
+    rec = MockWindowRecorder(_side_model(0))
+    res = diff(ProfileDiffConfig(str(ids[0]), str(ids[1])), load_side(str(ids[0]), store, rec),
+               load_side(str(ids[1]), store, rec))
+    differs = {t.symbol for t in res.tests if t.differs}
+    assert "hot()" in differs  # planted: 30 -> 90 samples of 100 -> 180
+    nodes = {n.name: n for _, n in Node.from_dict(res.flame["root"]).walk()}
+    marked = {name for name, n in nodes.items() if n.test and n.test["marked"]}
+    assert marked == differs & set(nodes)
+    for name, n in nodes.items():
+        if n.test and not n.test["marked"]:
+            assert name not in differs
+    hot = nodes["hot()"]
+    assert hot.a_share == pytest.approx(sum(30 + 2 * k for k in range(4)) / sum(100 + 2 * k for k in range(4)))
+    assert hot.total == sum(90 + 2 * k for k in range(4))  # B's widths
+    assert hot.test["low"] < hot.test["ratio"] < hot.test["high"] and hot.test["level"] == 0.95
+    assert nodes["newf()"].a_share == 0.0
+    assert any(o.startswith("only in B: newf()") for o in res.flame_only)
+    assert ProfileDiffResult.from_dict(res.as_dict()).flame == res.flame
+
+
+def test_ratio_interval_delta_method():
+    from perflab.studies.profile.diff_flame import ratio_interval
+
+    assert ratio_interval([0.1, 0.1], [0.2, 0.2], 0.95) == (2.0, 2.0, 2.0)  # constant sides: exact
+    assert ratio_interval([0.1], [0.2, 0.3], 0.95) is None and ratio_interval([0, 0], [0.1, 0.2], 0.95) is None
+    r, lo, hi = ratio_interval([0.09, 0.10, 0.11], [0.18, 0.20, 0.22], 0.95)
+    assert r == pytest.approx(2.0) and lo < 2.0 < hi
+    # log-symmetric, wider at a higher level
+    assert lo * hi == pytest.approx(r * r)
+    _, lo99, hi99 = ratio_interval([0.09, 0.10, 0.11], [0.18, 0.20, 0.22], 0.99)
+    assert lo99 < lo and hi99 > hi

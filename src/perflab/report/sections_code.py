@@ -10,6 +10,7 @@ from perflab.report.flame import flame_box
 from perflab.report.generic import _plot, builder, finding, generic, levels
 from perflab.report.model import Mark, Plot, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
+from perflab.studies.profile.diff import MAX_TESTED, MIN_TESTED_SHARE
 
 
 def _size(b: float) -> str:
@@ -74,8 +75,26 @@ def profile_verdict(summary: dict) -> str:
 
 
 @builder("profile-diff")
+@builder("profile_diff")  # the study name its campaigns are stored under
 def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    return generic(campaign, summary)
+    sec = generic(campaign, summary)
+    flame = summary.get("flame")
+    if flame:
+        a, b = summary.get("a_label", "A"), summary.get("b_label", "B")
+        tested = summary.get("tested")
+        legend = (f"Differential flame graph: B's frames ({b}) at B's widths, coloured by the change of their "
+                  f"inclusive share against A ({a}) (orange grew, blue shrank, deeper for more); outlined and "
+                  "starred: the frames whose function's share differs by the table's test "
+                  + (f"(Welch, Holm at {100 * (summary.get('alpha') or 0.05):.0f} %)" if tested
+                     else "(none: no test was possible)")
+                  + "; dashed: only in B")
+        untested = (f"under {MIN_TESTED_SHARE:.1%} of the period, or past the {MAX_TESTED} largest" if tested
+                    else summary.get("test_note", "no test possible"))
+        sec.plots.append(Plot("Differential flame graph", flame_box(
+            flame, str(sec.key), legend, {"diff": True, "a_label": f"A ({a})", "b_label": f"B ({b})",
+                                          "untested": untested},
+            summary.get("flame_only") or []), desc=legend))
+    return sec
 
 
 @builder("cost")
