@@ -188,7 +188,7 @@ def test_flame_graph_zooms_searches_and_tells_in_chromium(tmp_path):
                     "return [r.left + 20, r.top + 5]; })()")
         b.mouse("mouseMoved", x, y)
         tip = b.js("(() => { const t = document.querySelector('.flame-tip'); return t.hidden ? '' : t.textContent; })()")
-        assert "samples" in tip and "95 % interval over 3 windows" in tip
+        assert "samples" in tip and "95 % interval over 3 recordings" in tip
         # reset: the root fills the width again and the zoomed frame is back to its share
         b.click("document.querySelector('.flame-reset')")
         again = b.js(f"({frame_js(target)}).getBoundingClientRect().width")

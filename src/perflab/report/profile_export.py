@@ -1,7 +1,8 @@
 """Exports of a `perflab profile` result that other tools open: folded stacks, speedscope, CSV.
 
 - folded: ``frame;frame;frame count`` per line, the input of Brendan Gregg's flamegraph.pl and
-  of inferno-flamegraph; the counts are samples and sum to the windows' samples.
+  of inferno-flamegraph; the counts are samples and sum to the windows' samples (callgrind:
+  exclusive instructions per call path, summing to the recordings' Ir).
 - speedscope: speedscope's file format (https://www.speedscope.app/file-format-schema.json), one
   "sampled" profile: every distinct stack once with its sample count as its weight, frames
   shared by index. It opens offline in speedscope (drag the file in, or ``speedscope FILE``).
@@ -24,9 +25,6 @@ SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
 def _need_stacks(result: ProfileResult, fmt: str) -> None:
-    if result.instrument == "callgrind":
-        raise PerflabError(f"--export {fmt}: a callgrind profile keeps counts per function, not stacks; "
-                           "record with --instrument perf --call-graph fp for stacks (--export csv works)")
     if not result.stacks:
         raise PerflabError(f"--export {fmt} needs call stacks: record with --call-graph fp (or dwarf, "
                            "or lbr where the CPU has it)")
@@ -41,7 +39,8 @@ def speedscope(result: ProfileResult, name: str = "perflab profile") -> dict[str
     """The windows' stacks as one speedscope "sampled" profile (unit: none, weights = samples)."""
     _need_stacks(result, "speedscope")
     frames: dict[str, int] = {}
-    samples, weights = [], []
+    samples: list[list[int]] = []
+    weights: list[int] = []
     for stack, count in sorted(result.stacks.items()):
         samples.append([frames.setdefault(f, len(frames)) for f in stack.split(SEP)])
         weights.append(count)
@@ -76,7 +75,8 @@ def export(result: ProfileResult, fmt: str, path: str) -> str:
     """Write one export; the line that says what was written."""
     if fmt == "folded":
         text = folded_text(result)
-        what = f"{len(result.stacks)} folded stacks, {sum(result.stacks.values())} samples"
+        unit = "instructions" if result.instrument == "callgrind" else "samples"
+        what = f"{len(result.stacks)} folded stacks, {sum(result.stacks.values())} {unit}"
     elif fmt == "speedscope":
         doc = speedscope(result)
         text = json.dumps(doc)

@@ -45,15 +45,16 @@ def profile_section(campaign: Any, summary: dict, measurements: list) -> Section
                          f"{a.get('head', 'first instructions')}{hint}")
     sec.verdict = profile_verdict(summary) or sec.verdict
     flame = summary.get("flame")
-    if flame and not counted:
-        k = flame.get("recordings", 1)
-        legend = (f"Flame graph of {plural(int(flame['root'].get('v', 0)), 'sample')} in {plural(k, 'window')} "
-                  f"({summary.get('event', '?')}): a frame's width is its samples with what it called, its "
-                  "callers below it; click a frame to zoom in and list its callers and callees, search "
-                  f"by regular expression; frames under {100 * flame.get('min_share', 0):.1f} % left out"
-                  + (f"; intervals: Student's t over the {k} windows' shares, {100 * flame.get('level', 0.95):.0f} %"
+    if flame:
+        k, unit = flame.get("recordings", 1), "instructions (Ir)" if counted else "samples"
+        what = "exclusive instructions per call path, counted by callgrind" if counted else summary.get("event", "?")
+        legend = (f"Flame graph of {int(flame['root'].get('v', 0)):,} {unit} in {plural(k, 'recording')} ({what}): "
+                  "a frame's width is its count with what it called, its callers below it; click a frame to zoom "
+                  "in and list its callers and callees, search by regular expression; frames under "
+                  f"{100 * flame.get('min_share', 0):.1f} % left out"
+                  + (f"; intervals: Student's t over the {k} recordings' shares, {100 * flame.get('level', 0.95):.0f} %"
                      if k >= 2 else ""))
-        sec.plots.append(Plot("Flame graph", flame_box(flame, str(sec.key), legend), desc=legend))
+        sec.plots.append(Plot("Flame graph", flame_box(flame, str(sec.key), legend, {"unit": unit}), desc=legend))
     return sec
 
 
@@ -81,18 +82,20 @@ def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Se
     flame = summary.get("flame")
     if flame:
         a, b = summary.get("a_label", "A"), summary.get("b_label", "B")
-        tested = summary.get("tested")
+        tested, counted = summary.get("tested"), summary.get("instrument") == "callgrind"
+        test = "Welch's t on log exclusive counts" if counted else "Welch's t on shares"
         legend = (f"Differential flame graph: B's frames ({b}) at B's widths, coloured by the change of their "
                   f"inclusive share against A ({a}) (orange grew, blue shrank, deeper for more); outlined and "
                   "starred: the frames whose function's share differs by the table's test "
-                  + (f"(Welch, Holm at {100 * (summary.get('alpha') or 0.05):.0f} %)" if tested
+                  + (f"({test}, Holm at {100 * (summary.get('alpha') or 0.05):.0f} %)" if tested
                      else "(none: no test was possible)")
                   + "; dashed: only in B")
-        untested = (f"under {MIN_TESTED_SHARE:.1%} of the period, or past the {MAX_TESTED} largest" if tested
+        untested = ("below its share, absent from a recording, or on one side only" if counted and tested else
+                    f"under {MIN_TESTED_SHARE:.1%} of the period, or past the {MAX_TESTED} largest" if tested
                     else summary.get("test_note", "no test possible"))
         sec.plots.append(Plot("Differential flame graph", flame_box(
             flame, str(sec.key), legend, {"diff": True, "a_label": f"A ({a})", "b_label": f"B ({b})",
-                                          "untested": untested},
+                                          "untested": untested, "unit": "instructions (Ir)" if counted else "samples"},
             summary.get("flame_only") or []), desc=legend))
     return sec
 

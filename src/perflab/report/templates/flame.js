@@ -59,10 +59,11 @@
     });
 
     this.describe = function (n) {
-      var lines = [n.n, Math.round(n.v) + " samples, " + pct(n.v / total) + " of the window" +
-                   (data.recordings > 1 ? "s" : "") + " (self " + pct(n.s / total) + ")"];
+      var lines = [n.n, Math.round(n.v).toLocaleString("en") + " " + (data.unit || "samples") + ", " +
+                   pct(n.v / total) + " of the recording" + (data.recordings > 1 ? "s" : "") +
+                   " (self " + pct(n.s / total) + ")"];
       if (n.ci) lines.push((100 * data.level).toFixed(0) + " % interval over " + data.recordings +
-                           " windows: " + pct(n.ci[0]) + " to " + pct(n.ci[1]));
+                           " recordings: " + pct(n.ci[0]) + " to " + pct(n.ci[1]));
       if (diff && n.a !== undefined) {
         lines.push(data.a_label + " " + pct(n.a) + " -> " + data.b_label + " " + pct(n.v / total) +
                    " of the samples (inclusive)" + (n.a === 0 ? "; only in " + data.b_label : ""));

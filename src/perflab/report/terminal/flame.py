@@ -23,7 +23,7 @@ def _cut(text: str, room: int) -> str:
     return text if len(text) <= room else text[: max(1, room - 1)] + "…"
 
 
-def tree_lines(flame: Flame, prune: float, width: int = WIDTH) -> Iterator[str]:
+def tree_lines(flame: Flame, prune: float, width: int = WIDTH, unit: str = "samples") -> Iterator[str]:
     """The tree's lines, each at most `width` columns; children largest first."""
     total = flame.root.total or 1.0
     ci = flame.recordings >= 2
@@ -53,7 +53,7 @@ def tree_lines(flame: Flame, prune: float, width: int = WIDTH) -> Iterator[str]:
             yield from walk(c, below, depth + 1)
 
     fig = figures(flame.root)
-    yield fig + f"{flame.root.name} ({flame.root.total:.0f} samples in {flame.recordings} window(s))"
+    yield fig + f"{flame.root.name} ({flame.root.total:,.0f} {unit} in {flame.recordings} recording(s))"
     yield from walk(flame.root, "", 0)
 
 
@@ -62,8 +62,9 @@ def render_tree(result: ProfileResult, console: Any, prune: float) -> None:
     if result.flame is None:
         console.print("no call tree: the recordings kept no stacks (record with --call-graph fp)")
         return
-    for line in tree_lines(result.flame, prune):
+    unit = "instructions" if result.instrument == "callgrind" else "samples"
+    for line in tree_lines(result.flame, prune, unit=unit):
         console.print(escape(line), highlight=False, soft_wrap=True)
-    console.print(f"frames under {prune:.1%} of the samples left out (--prune)"
-                  + (f"; intervals: Student's t over the {result.flame.recordings} windows' shares, "
+    console.print(f"frames under {prune:.1%} of the {unit} left out (--prune)"
+                  + (f"; intervals: Student's t over the {result.flame.recordings} recordings' shares, "
                      f"{result.flame.level:.0%}" if result.flame.recordings >= 2 else ""))

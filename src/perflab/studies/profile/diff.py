@@ -40,7 +40,7 @@ from perflab.studies.profile.counts import (
 from perflab.studies.profile.parse import (
     DiffRow, Profile, aggregate, diff_profiles, mean_profile, profile_from_dict, read_samples,
 )
-from perflab.studies.profile.diff_flame import differential, marks_of
+from perflab.studies.profile.diff_flame import count_marks, differential, marks_of
 from perflab.studies.profile.speeds import standardised
 from perflab.studies.profile.stacks import STACK_FIELDS, fold, parse_stacks
 
@@ -294,11 +294,11 @@ def load_side(ref: str, store: Store | None, recorder: WindowRecorder) -> Side:
     events = {r.health.get("event") for r in good}
     if len(events) > 1:
         raise PerflabError(f"campaign {ref} mixes events {sorted(map(str, events))}: cannot diff it")
-    if events == {"callgrind"}:
-        return Side(ref, [], "callgrind", recorded_counts(good))
     stacks = [r.health["stacks"] for r in good if "stacks" in r.health]
-    return Side(ref, [profile_from_dict(r.health["profile"]) for r in good], events.pop(),
-                stacks=stacks if len(stacks) == len(good) else [])
+    stacks = stacks if len(stacks) == len(good) else []
+    if events == {"callgrind"}:
+        return Side(ref, [], "callgrind", recorded_counts(good), stacks)
+    return Side(ref, [profile_from_dict(r.health["profile"]) for r in good], events.pop(), stacks=stacks)
 
 
 def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
@@ -388,7 +388,9 @@ def _diff_counted(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffRes
     shown = [r for r in rows if r.changed or abs(r.change) >= config.threshold * moved][: config.top]
     kept = {id(r) for r in shown}
     others = [r for r in rows if id(r) not in kept and (r.changed or r.status in (APPEARED, VANISHED))]
+    fl, only = differential(a.stacks, b.stacks, count_marks(rows), config.level) if a.stacks and b.stacks else (None, [])
     return ProfileDiffResult(a.label, b.label, "callgrind", "Ir", n_recordings=(len(a.counts), len(b.counts)),
+                             flame=fl, flame_only=only,
                              alpha=alpha, instrument="callgrind", count_rows=shown, count_others=others,
                              count_tested=sum(r.status == "tested" for r in rows), min_effect=config.min_effect,
                              a_totals=[c.totals[0] for c in a.counts], b_totals=[c.totals[0] for c in b.counts])

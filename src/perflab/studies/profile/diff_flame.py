@@ -6,7 +6,8 @@ share of A's, both per call path) and marked only where the existing per-functio
 function's share differs (Welch's t on each recording's share, Holm over the functions tested:
 diff.share_tests); the graph adds no test of its own, so it marks exactly what the table does.
 A function's test is of its self share, so every frame of that function is marked, on whatever
-path it sits. The tooltip's ratio is B/A of the function's mean self share with its interval:
+path it sits. Two callgrind campaigns are marked by their own test instead (counts.diff_counts:
+B/A of each function's exclusive Ir, Welch's t on log counts, exact where constant, Holm). The tooltip's ratio is B/A of the function's mean self share with its interval:
 the delta method on the log of the ratio of the two means, Welch-Satterthwaite degrees of
 freedom, at the level asked, per function (not Holm-adjusted: the mark carries the correction).
 Frames on one side only are named: B's in the graph (no A share), A's in a list beside it.
@@ -61,6 +62,15 @@ def marks_of(tests: Sequence[Any], pa: Sequence[Profile], pb: Sequence[Profile],
         out[t.symbol] = {"marked": bool(t.differs), "p_holm": t.p_holm, "text": words,
                          **({"ratio": ri[0], "low": ri[1], "high": ri[2], "level": level} if ri else {})}
     return out
+
+
+def count_marks(rows: Sequence[Any]) -> dict[str, dict]:
+    """symbol -> what its frames carry, from callgrind's count test (counts.diff_counts): marked
+    where changed (Holm p < alpha, interval beyond 1 +- min effect), B/A of exclusive counts."""
+    return {r.symbol: {"marked": bool(r.changed), "p_holm": r.p_holm, "ratio": r.ratio, "low": r.low,
+                       "high": r.high, "level": r.level,
+                       "text": f"exclusive Ir: {r.test_text()}: " + ("changed" if r.changed else "no change shown")}
+            for r in rows if r.status == "tested"}
 
 
 def differential(a_stacks: Sequence[Mapping[str, int]], b_stacks: Sequence[Mapping[str, int]],

@@ -23,7 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from perflab.studies.profile.parse import demangle, function_key
+from perflab.measure.callgrind import context_frames
+from perflab.studies.profile.parse import demangle, fold_symbol, function_key
 
 STACK_FIELDS = "pid,tid,time,period,ip,sym,symoff,dso"  # perf script without -G: chains shown
 KEEP_STACKS = 3000  # distinct stacks kept per recording (5 s at 4 kHz of minihlt: ~200)
@@ -86,6 +87,16 @@ def fold(samples: Iterable[StackSample], event: str | None = None) -> dict[str, 
     folded: Counter[str] = Counter()
     for s in chosen:
         folded[SEP.join(_clean(function_key(sym, dso, names)) for sym, dso in reversed(s.frames))] += 1
+    return dict(folded)
+
+
+def fold_contexts(contexts: Mapping[str, float]) -> dict[str, int]:
+    """Callgrind's exclusive instructions per call context as folded stacks, root first (exact:
+    counted, not sampled; a chain deeper than its callers kept starts at its last one)."""
+    folded: Counter[str] = Counter()
+    for ctx, cost in contexts.items():
+        if cost:
+            folded[SEP.join(_clean(fold_symbol(f)) for f in reversed(context_frames(ctx)))] += int(round(cost))
     return dict(folded)
 
 
