@@ -263,3 +263,15 @@ def test_ratio_interval_holds_its_level_on_simulated_null_diffs():
 
     for name in ("quiet", "two-speed", "loaded"):
         assert 0.92 <= ratio_coverage(STUDY_MODELS[name], 40, 3) <= 0.99, name
+
+
+def test_flame_box_escapes_what_came_from_the_program():
+    from perflab.report.flame import flame_box
+
+    evil = "</script><script>alert(1)</script><!--"
+    f = flame([{f"main;{evil}": 3, "main;ok": 1}])
+    html = flame_box(f.as_dict(), "p-1", f"legend {evil}")
+    assert "<script>alert" not in html and "<!--" not in html
+    assert html.count("</script>") == 2  # the data's and the code's own, nothing else closes one
+    data = html.split('class="flame-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(data)["root"]["c"][0]["c"][0]["n"] == evil

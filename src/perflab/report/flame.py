@@ -41,8 +41,8 @@ def _script() -> str:
 
 
 def _json(data: Mapping[str, Any]) -> str:
-    # inside <script>: no "</" may close it early, no "<!--" open a comment
-    return json.dumps(data, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
+    # inside <script> no "<" at all: nothing from a program can close it or open a comment
+    return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def flame_box(flame: Mapping[str, Any], key: str, legend: str, extra: Mapping[str, Any] | None = None,
