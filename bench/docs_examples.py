@@ -458,6 +458,11 @@ EXAMPLES += [
              "--static-mb 16", head_tail(0, 2)),
         Line("perflab profile diff 1 2 --top 4"),
         Line("perflab report 3 -o diff.html")], setup=MINIHLT_SRC),
+    Example("profile-callgrind-tree", "docs/profile.md", [
+        Line("g++ -std=c++17 -O2 -g -o minihlt src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("perflab profile --instrument callgrind --threshold 8 --tree --prune 6 --export folded cg.folded "
+             "-- ./minihlt --events 1 --static-mb 1", without(r"^(callgrind.out|counts per source|/tmp/)")),
+        Line("awk '{n += $NF} END {print NR \" stacks, \" n \" instructions\"}' cg.folded")], setup=MINIHLT_SRC),
     Example("profile-callgrind", "docs/profile.md", [
         Line("mkdir plain planted", block=1),
         Line("cp src/perflab/kernels/minihlt/*.cpp src/perflab/kernels/minihlt/*.h plain/", block=1),
