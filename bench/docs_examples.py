@@ -223,6 +223,13 @@ EXAMPLES += [
         Line("perflab micro --shm off --io-dir /tmp", without(r"^\d+/\d+ runs$|^results: "))]),
     Example("profile-event", "docs/profile.md", [
         Line("perflab profile -w minihlt --event 42 --repeat 3 --threshold 3", without(r"^perf.data: "))]),
+    Example("profile-stacks", "docs/profile.md", [
+        Line("perflab profile -w minihlt --event 42 --call-graph dwarf --repeat 3 --annotate 0 --threshold 6 "
+             "--tree --prune 4 --export folded event42.folded --export speedscope event42.json",
+             without(r"^perf.data: ")),
+        Line("awk '{n += $NF} END {print NR \" stacks, \" n \" samples\"}' event42.folded"),
+        Line("python3 -c \"import json; d = json.load(open('event42.json')); "
+             "print(d['profiles'][0]['type'], len(d['shared']['frames']), 'frames', sum(d['profiles'][0]['weights']), 'samples')\"")]),
     Example("instrument-work", "docs/instrument.md", [
         Line("cat work.c"),
         Line("gcc -O1 -DLOOPS=200000 -o work work.c"),
@@ -442,6 +449,20 @@ EXAMPLES += [
 MINIHLT_SRC = "mkdir -p src/perflab/kernels && cp -r {root}/src/perflab/kernels/minihlt src/perflab/kernels/\n"
 CG = "perflab profile --instrument callgrind"
 EXAMPLES += [
+    Example("profile-diff-flame", "docs/profile.md", [
+        Line("g++ -std=c++17 -O0 -g -fno-omit-frame-pointer -o minihlt-O0 src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("g++ -std=c++17 -O2 -g -fno-omit-frame-pointer -o minihlt-O2 src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("perflab profile --call-graph fp --repeat 3 --annotate 0 --threshold 5 -- ./minihlt-O2 --events 30 "
+             "--static-mb 16", head_tail(0, 2)),
+        Line("perflab profile --call-graph fp --repeat 3 --annotate 0 --threshold 5 -- ./minihlt-O0 --events 30 "
+             "--static-mb 16", head_tail(0, 2)),
+        Line("perflab profile diff 1 2 --top 4"),
+        Line("perflab report 3 -o diff.html")], setup=MINIHLT_SRC),
+    Example("profile-callgrind-tree", "docs/profile.md", [
+        Line("g++ -std=c++17 -O2 -g -o minihlt src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("perflab profile --instrument callgrind --threshold 8 --tree --prune 6 --export folded cg.folded "
+             "-- ./minihlt --events 1 --static-mb 1", without(r"^(callgrind.out|counts per source|/tmp/)")),
+        Line("awk '{n += $NF} END {print NR \" stacks, \" n \" instructions\"}' cg.folded")], setup=MINIHLT_SRC),
     Example("profile-callgrind", "docs/profile.md", [
         Line("mkdir plain planted", block=1),
         Line("cp src/perflab/kernels/minihlt/*.cpp src/perflab/kernels/minihlt/*.h plain/", block=1),

@@ -74,6 +74,11 @@ BAD += [
     ("profile", "--log", "{tmp}/missing-dir/log", "--start", "a", "--stop", "b", *T),
     ("profile", "--after", "nan", *T), ("profile", "--duration", "-1", *T),
     ("profile", "--call-graph", "nosuch", *T), ("profile", "--event", "1", "--start", "a", *T),
+    ("profile", "--tree", *T), ("profile", "--export", "folded", "{tmp}/f.txt", *T),
+    ("profile", "--call-graph", "fp", "--export", "svg", "{tmp}/f.svg", *T),
+    ("profile", "--call-graph", "fp", "--export", "folded", "{tmp}/nodir/f.txt", *T),
+    ("profile", "--call-graph", "fp", "--tree", "--prune", "nan", *T),
+    ("profile", "--instrument", "callgrind", "--tree", "--prune", "100", *T),
     # frontend
     ("frontend", "--min-size", "12parsec"), ("frontend", "--max-size", "0"),
     ("frontend", "--min-size", "4M", "--max-size", "16K"), ("frontend", "--points-per-octave", "0"),

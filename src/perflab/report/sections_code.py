@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from perflab.report import plots
+from perflab.report.flame import flame_box
 from perflab.report.generic import _plot, builder, finding, generic, levels
-from perflab.report.model import Mark, Section, Table
+from perflab.report.model import Mark, Plot, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
+from perflab.studies.profile.diff import MAX_TESTED, MIN_TESTED_SHARE
 
 
 def _size(b: float) -> str:
@@ -42,6 +44,17 @@ def profile_section(campaign: Any, summary: dict, measurements: list) -> Section
         sec.notes.append(f"{a.get('symbol')}: {100 * (a.get('head_share') or 0):.0f} % of its samples on its "
                          f"{a.get('head', 'first instructions')}{hint}")
     sec.verdict = profile_verdict(summary) or sec.verdict
+    flame = summary.get("flame")
+    if flame:
+        k, unit = flame.get("recordings", 1), "instructions (Ir)" if counted else "samples"
+        what = "exclusive instructions per call path, counted by callgrind" if counted else summary.get("event", "?")
+        legend = (f"Flame graph of {int(flame['root'].get('v', 0)):,} {unit} in {plural(k, 'recording')} ({what}): "
+                  "a frame's width is its count with what it called, its callers below it; click a frame to zoom "
+                  "in and list its callers and callees, search by regular expression; frames under "
+                  f"{100 * flame.get('min_share', 0):.1f} % left out"
+                  + (f"; intervals: Student's t over the {k} recordings' shares, {100 * flame.get('level', 0.95):.0f} %"
+                     if k >= 2 else ""))
+        sec.plots.append(Plot("Flame graph", flame_box(flame, str(sec.key), legend, {"unit": unit}), desc=legend))
     return sec
 
 
@@ -63,8 +76,28 @@ def profile_verdict(summary: dict) -> str:
 
 
 @builder("profile-diff")
+@builder("profile_diff")  # the study name its campaigns are stored under
 def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    return generic(campaign, summary)
+    sec = generic(campaign, summary)
+    flame = summary.get("flame")
+    if flame:
+        a, b = summary.get("a_label", "A"), summary.get("b_label", "B")
+        tested, counted = summary.get("tested"), summary.get("instrument") == "callgrind"
+        test = "Welch's t on log exclusive counts" if counted else "Welch's t on shares"
+        legend = (f"Differential flame graph: B's frames ({b}) at B's widths, coloured by the change of their "
+                  f"inclusive share against A ({a}) (orange grew, blue shrank, deeper for more); outlined and "
+                  "starred: the frames whose function's share differs by the table's test "
+                  + (f"({test}, Holm at {100 * (summary.get('alpha') or 0.05):.0f} %)" if tested
+                     else "(none: no test was possible)")
+                  + "; dashed: only in B")
+        untested = ("below its share, absent from a recording, or on one side only" if counted and tested else
+                    f"under {MIN_TESTED_SHARE:.1%} of the period, or past the {MAX_TESTED} largest" if tested
+                    else summary.get("test_note", "no test possible"))
+        sec.plots.append(Plot("Differential flame graph", flame_box(
+            flame, str(sec.key), legend, {"diff": True, "a_label": f"A ({a})", "b_label": f"B ({b})",
+                                          "untested": untested, "unit": "instructions (Ir)" if counted else "samples"},
+            summary.get("flame_only") or []), desc=legend))
+    return sec
 
 
 @builder("cost")
