@@ -166,6 +166,7 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         workload = None
     else:
         workload = resolve_target(workload_name, command_args, shell, config_path)
+        workload = _with_frame_pointers(workload, workload_name, call_graph, config_path)
     config = profile.ProfileConfig(
         workload=workload, window=Window(start, stop, after, duration), event=perf_event,
         freq=freq, call_graph=call_graph, cpu=cpu, repeat=repeat, threshold=threshold / 100.0,
@@ -221,6 +222,23 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         emit_json(json_path, result.as_dict())
     if not result.opened:
         sys.exit(1)
+
+
+def _with_frame_pointers(workload, name: str | None, call_graph: str | None, config_path: str | None):
+    """The built-in minihlt, built with frame pointers where --call-graph fp walks them: at -O2 gcc
+    omits them and every stack breaks at the first caller ([unknown] instead of main). A workload
+    of the user's own is left as built: its flags are the user's to choose."""
+    import dataclasses
+
+    from perflab.kernels.minihlt import build_minihlt
+    from perflab.workloads import lookup
+
+    if call_graph != "fp" or name not in ("minihlt", "minihlt-quick") or lookup(name, config_path) is not None:
+        return workload
+    flags = ("-O2", "-fno-omit-frame-pointer")
+    exe = str(build_minihlt(flags).path)
+    recipe = workload.build and dataclasses.replace(workload.build, cflags=("-std=c++17", *flags))
+    return dataclasses.replace(workload, argv=(exe, *workload.argv[1:]), build=recipe)
 
 
 def _check_stack_options(tree: bool, prune: float, exports, call_graph: str | None, instrument: str) -> None:
