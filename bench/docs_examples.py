@@ -100,8 +100,8 @@ EXAMPLES = [
     Example("instances", "README.md", [Line(
         "perflab instances -w minihlt-quick --n 1,2,3,4 --policy none",
         matching(r"^(answer|memory at|note: N above)", r"^(┏|┃|┡|└)", rows=9))]),
-    Example("cost", "README.md", [Line("perflab cost src/perflab/examples/seed004-platforms.toml | tail -2")],
-            setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+    Example("cost", "README.md", [Line("perflab cost src/perflab/examples/trigger-farm-platforms.toml | tail -2")],
+            setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/trigger-farm-platforms.toml "
                   "src/perflab/examples/"),
     Example("variants", "README.md", [Line(
         "perflab variants -w minihlt --build make --matrix abi=m64,m32,mx32 --events 20 --static-mb 32 --rounds 10",
@@ -213,8 +213,8 @@ EXAMPLES += [
         Line("perflab bundle -o b.tgz -- true > /dev/null && head -c 3000 b.tgz > truncated.tgz"),
         Line("perflab bundle verify truncated.tgz")]),
     Example("cost-plot", "docs/cost.md", [
-        Line("perflab cost src/perflab/examples/seed004-platforms.toml --plot cost.svg")],
-        setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+        Line("perflab cost src/perflab/examples/trigger-farm-platforms.toml --plot cost.svg")],
+        setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/trigger-farm-platforms.toml "
               "src/perflab/examples/"),
     Example("run-two", "docs/run.md", [
         Line("perflab run --runs 3 'sleep 0.01' 'sleep 0.02'",
@@ -786,6 +786,26 @@ def record_path(name: str) -> Path:
     return RECORDS / f"{name}.txt"
 
 
+def scrub(text: str) -> str:
+    """A record without the paths of the machine that ran it: the checkout as '...', the home
+    directory as '~' (the build cache, the interpreter); a reader's own are elsewhere. In a
+    table row the cell keeps its width, so the borders still line up."""
+    home = str(Path.home())
+    subs = [(str(ROOT), "...")] + ([] if home in ("/", "") else [(home + "/", "~/")])
+    return "\n".join(_scrub_line(line, subs) for line in text.split("\n"))
+
+
+def _scrub_line(line: str, subs: list[tuple[str, str]]) -> str:
+    for old, new in subs:
+        while old in line:
+            at = line.index(old)
+            line = line[:at] + new + line[at + len(old):]
+            border = line.find("│", at)
+            if border > 0:  # pad the cell back to its width
+                line = line[:border] + " " * (len(old) - len(new)) + line[border:]
+    return line
+
+
 def read_record(name: str) -> list[tuple[str, list[str]]]:
     """[(shell line, its output lines)] of a record."""
     out: list[tuple[str, list[str]]] = []
@@ -867,7 +887,7 @@ def run(example: Example) -> None:
         if ln.shown:
             text.append(f"$ {ln.shell}")
             text.extend(parts.get(i, []))
-    record_path(example.name).write_text("\n".join(text) + "\n")
+    record_path(example.name).write_text(scrub("\n".join(text) + "\n"))
     shutil.rmtree(work, ignore_errors=True)
     print(f"docs-examples: {example.name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
 
