@@ -587,6 +587,8 @@ EXAMPLES += [
     Example("run-energy", "docs/run.md", [
         Line("perflab run --energy auto --runs 5 -w minihlt-quick", matching(r"^energy:", r"^(┏|┃|┡|└|│)", r"^perflab: ")),
         Line("perflab run --energy rapl --runs 5 -- sleep 0.1; echo $?")]),
+    Example("energy-absent", "docs/energy.md", [
+        Line("perflab run --energy auto --runs 2 -- true", matching(r"^energy:"))]),
     Example("run-sleep", "docs/run.md", [Line("perflab run --runs 30 -- sleep 0.01")]),
     Example("run-ignore-failure", "docs/run.md", [Line(
         "perflab run --runs 10 --ignore-failure 'sleep 0.02' 'sh -c \"sleep 0.01; exit 3\"' 'sleep 0.01'",

@@ -7,12 +7,17 @@ from typing import Any
 
 from perflab.report import plots
 from perflab.report.generic import _plot, builder, finding, generic, levels
-from perflab.report.model import Mark, Section, Table
+from perflab.report.model import Code, Mark, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
 
 
 def _size(b: float) -> str:
     return f"{b / 1024:.0f} KiB" if b < 2**30 else f"{b / 2**30:.0f} GiB"
+
+
+def _code(value: Any) -> Any:
+    """A symbol or object name as code in the Markdown (None stays an em dash)."""
+    return None if value is None else Code(value)
 
 
 @builder("profile")
@@ -25,12 +30,12 @@ def profile_section(campaign: Any, summary: dict, measurements: list) -> Section
         sec.tables = [Table(f"Top functions by exclusive {ev} (callgrind, mean per recording)",
                             ["share [%]", f"{ev} self", f"{ev} inclusive", "symbol", "object"],
                             [[100 * (r.get("share") or 0), (r.get("self_") or [None])[0],
-                              (r.get("incl") or [None])[0], r.get("symbol"), r.get("obj")]
+                              (r.get("incl") or [None])[0], _code(r.get("symbol")), _code(r.get("obj"))]
                              for r in summary.get("count_top") or []])]
     else:
         sec.tables = [Table(f"Top functions ({summary.get('event', '?')})", ["share [%]", "samples", "symbol",
                                                                              "shared object"],
-                            [[100 * (t.get("share") or 0), t.get("samples"), t.get("symbol"), t.get("dso")]
+                            [[100 * (t.get("share") or 0), t.get("samples"), _code(t.get("symbol")), _code(t.get("dso"))]
                              for t in top])]
     lat = summary.get("enable_latency_us") or []
     if lat and not counted:  # callgrind's is the time to a dump, not to enabled sampling
