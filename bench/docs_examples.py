@@ -669,16 +669,10 @@ def elide_sources(lines: list[str]) -> list[str]:
     return [re.sub(r"\S*/src/perflab/kernels/minihlt/", ".../", line) for line in lines]
 
 
-# docs/workload.md: its first toml block is the perflab.toml these examples run with (count, gz).
+# docs/workload.md: its first toml block is the perflab.toml these examples run with (count, gz),
+# its first C block the count.c it builds.
 DOC_TOML = ("awk '/^```toml/{f=1;next} f&&/^```/{exit} f' {root}/docs/workload.md > perflab.toml\n"
-            "mkdir -p src run && cat > src/count.c <<'CSRC'\n"
-            "#include <stdio.h>\n#include <stdlib.h>\n"
-            "int main(int argc, char **argv) {\n"
-            "    long n = argc > 1 ? atol(argv[1]) : 1000;\n"
-            "    volatile long items = 0;\n"
-            "    for (long i = 0; i < n; i++) items = items + 1;\n"
-            "    printf(\"items: %ld\\n\", (long)items);\n"
-            "    return 0;\n}\nCSRC\n")
+            "mkdir -p src run && awk '/^```c$/{f=1;next} f&&/^```/{exit} f' {root}/docs/workload.md > src/count.c\n")
 NEVER_TOML = r"""cat > never.toml <<'TOML'
 [workload.enc]
 command = "echo fps= 181.5 frames=100"
