@@ -57,15 +57,17 @@ def key(entry: dict) -> str:
     return " ".join([entry["name"], *(f"{k}={v}" for k, v in sorted(entry["settings"].items()))])
 
 
-def record(lines: list[str], path: Path, recorded: str | None = None) -> None:
-    """Put the lines' figures into the JSON file at path, replacing entries of the same key."""
+def record(lines: list[str], path: Path, recorded: str | None = None, source: str | None = None) -> None:
+    """Put the lines' figures into the JSON file at path, replacing entries of the same key
+    (source: what printed lines that another harness than this script made)."""
     data = json.loads(path.read_text()) if path.exists() else {
         "harness": "bench/verdicts.py", "checks": []}
     entries = {key(e): e for e in data["checks"]}
     for line in lines:
         entry = parse(line)
         if entry is not None:
-            entries[key(entry)] = {**entry, "recorded": recorded or datetime.date.today().isoformat()}
+            entries[key(entry)] = {**entry, "recorded": recorded or datetime.date.today().isoformat(),
+                                   **({"source": source} if source else {})}
     data["checks"] = [entries[k] for k in sorted(entries)]
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
