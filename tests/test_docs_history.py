@@ -29,6 +29,9 @@ HISTORY = [
 
 SOURCES = [ROOT / "src" / "perflab", ROOT / "bench", ROOT / "tests", ROOT / "scripts"]
 _ISSUE = re.compile(r"\b[Ii]ssues?\s*#?\d+|\b[Ii]ssue\s+\d+'s\b")
+# History told in the code's own comments and docstrings (perflab's messages as well).
+_CODE_HISTORY = re.compile(r"\btried first\b|\b(?:on|in) the current code\b|\bthe code before\b|"
+                           r"(?:#|\"\"\")\s*Before, ")
 
 
 def history_findings(page_files) -> list[str]:
@@ -68,10 +71,10 @@ def _source_files():
     yield ROOT / "Makefile"
 
 
-def test_no_source_comment_names_an_issue():
+def test_no_source_comment_names_an_issue_or_tells_history():
     bad = []
     for p in _source_files():
         for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
-            if _ISSUE.search(line):
+            if _ISSUE.search(line) or _CODE_HISTORY.search(line):
                 bad.append(f"{p.relative_to(ROOT)}:{n}: {line.strip()[:90]}")
     assert not bad, "comments say why, not which issue asked (issue numbers go in commit messages):\n" + "\n".join(bad)

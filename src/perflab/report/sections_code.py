@@ -259,7 +259,7 @@ def _ratio_ci(ci_pct: dict | None) -> dict | None:
 def instances_verdict(summary: dict) -> str:
     """The study's own answer where its summary has one; an older summary's most throughput."""
     if summary.get("verdict"):
-        # the optimum is no longer the highest median: the study's sentence says what it is and why
+        # the optimum is not the highest median: the study's sentence says what it is and why
         return f"Answer: {summary['verdict']}"
     scans = summary.get("scans") or []
     if not scans:
