@@ -71,7 +71,7 @@ def _same(shown: str, value: str, percent: bool = False) -> bool:
     except ValueError:
         return shown == value
     decimals = len(shown.split(".")[1]) if "." in shown else 0
-    return abs(x - v) <= 0.5 * 10 ** -decimals + 1e-9 if percent else abs(x - v) < 1e-9
+    return abs(x - v) <= 0.5 * 10 ** -decimals + 1e-9
 
 
 # (recorded figure, phrase with one group: the figure as a page quotes it). Every page is searched.
@@ -98,6 +98,20 @@ QUOTES = [
      r"a 5 % slow vCPU: (0\.\d+) / 0\.\d+ at the defaults"),
     ("verdicts:cores-persistent-vcpu-states-concurrent runs=40:detection",
      r"a 5 % slow vCPU: 0\.\d+ / (0\.\d+) at the defaults"),
+    ("verdicts:gate-shift runs=60 runs_per_campaign=10 saves=1:false_positive",
+     r"shift, one baseline save: (0\.\d+) false failures"),
+    ("verdicts:gate-shift runs=60 runs_per_campaign=10 saves=1:detection",
+     r"shift, one baseline save: 0\.\d+ false failures, (0\.\d+) found"),
+    ("verdicts:gate-vcpu-states runs=200 runs_per_campaign=40 saves=1:detection",
+     r"vcpu-states, one save: 0\.\d+ \(200\), (0\.\d+) found"),
+    ("verdicts:compare-two-speed runs=60:false_positive%",
+     r"compared within the speeds \(stats/speeds\.py\), ([\d.]+) % false alarms"),
+    ("verdicts:compare-two-speed runs=60:detection%",
+     r"compared within the speeds \(stats/speeds\.py\), [\d.]+ % false alarms and ([\d.]+) % detection"),
+    ("verdicts:compare-replicated-shift campaigns=3x3 planted=+15% runs=60:detection",
+     r"\(\+15 % found in (0\.\d+) and 0\.\d+\)"),
+    ("verdicts:compare-replicated-vcpu-states campaigns=3x3 planted=+15% runs=60:detection",
+     r"\(\+15 % found in 0\.\d+ and (0\.\d+)\)"),
     ("gate_table:shift-history:false_failures", r"with a 20-save history (0\.\d+) \(200 trials"),
     ("gate_table:shift-history:exit_3", r"with a 20-save history 0\.\d+ \(200 trials; (0\.\d+) of it inconclusive"),
     ("gate_table:shift-history:detection", r"\| shift, with a history \| 10 \| 20 \| 0\.\d+ \| 0\.\d+ \| (0\.\d+) \|"),
@@ -215,3 +229,8 @@ def test_a_prose_figure_that_differs_is_caught(tmp_path):
 def test_a_line_is_read_as_settings_and_figures(line, fields):
     e = verdicts.parse(line)
     assert (e["settings"], e["figures"]) == fields
+
+
+def test_a_figure_is_held_at_the_precision_shown():
+    assert _same("0.47", "0.467") and _same("74", "0.735", percent=True) and _same("10", "10")
+    assert not _same("0.085", "0.070") and not _same("4.5", "0.040", percent=True) and not _same("0.46", "0.467")
