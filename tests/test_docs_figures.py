@@ -196,6 +196,13 @@ def test_the_gate_table_shown_is_the_recorded_one():
     assert re.search(rf"\({pairs.pop()} null and \d+ planted candidates per row", text) and not pairs
 
 
+def test_the_count_of_verdict_lines_quoted_is_the_records():
+    own = sum("source" not in e for e in recorded_checks().values())  # bench/verdicts.py's own lines
+    for page, text in _texts():
+        for m in re.finditer(r"\b(\d+) lines in all\b", text):
+            assert int(m.group(1)) == own, f"{page.name}: {m.group(0)!r}; docs/figures/verdicts.json holds {own}"
+
+
 def test_each_figures_file_names_its_harness():
     for path in sorted(FIGURES.glob("*.json")):
         data = json.loads(path.read_text())
