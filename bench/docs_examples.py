@@ -100,8 +100,8 @@ EXAMPLES = [
     Example("instances", "README.md", [Line(
         "perflab instances -w minihlt-quick --n 1,2,3,4 --policy none",
         matching(r"^(answer|memory at|note: N above)", r"^(┏|┃|┡|└)", rows=9))]),
-    Example("cost", "README.md", [Line("perflab cost src/perflab/examples/seed004-platforms.toml | tail -2")],
-            setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+    Example("cost", "README.md", [Line("perflab cost src/perflab/examples/trigger-farm-platforms.toml | tail -2")],
+            setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/trigger-farm-platforms.toml "
                   "src/perflab/examples/"),
     Example("variants", "README.md", [Line(
         "perflab variants -w minihlt --build make --matrix abi=m64,m32,mx32 --events 20 --static-mb 32 --rounds 10",
@@ -213,8 +213,8 @@ EXAMPLES += [
         Line("perflab bundle -o b.tgz -- true > /dev/null && head -c 3000 b.tgz > truncated.tgz"),
         Line("perflab bundle verify truncated.tgz")]),
     Example("cost-plot", "docs/cost.md", [
-        Line("perflab cost src/perflab/examples/seed004-platforms.toml --plot cost.svg")],
-        setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+        Line("perflab cost src/perflab/examples/trigger-farm-platforms.toml --plot cost.svg")],
+        setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/trigger-farm-platforms.toml "
               "src/perflab/examples/"),
     Example("run-two", "docs/run.md", [
         Line("perflab run --runs 3 'sleep 0.01' 'sleep 0.02'",
@@ -608,6 +608,8 @@ EXAMPLES += [
     Example("run-energy", "docs/run.md", [
         Line("perflab run --energy auto --runs 5 -w minihlt-quick", matching(r"^energy:", r"^(┏|┃|┡|└|│)", r"^perflab: ")),
         Line("perflab run --energy rapl --runs 5 -- sleep 0.1; echo $?")]),
+    Example("energy-absent", "docs/energy.md", [
+        Line("perflab run --energy auto --runs 2 -- true", matching(r"^energy:"))]),
     Example("run-sleep", "docs/run.md", [Line("perflab run --runs 30 -- sleep 0.01")]),
     Example("run-ignore-failure", "docs/run.md", [Line(
         "perflab run --runs 10 --ignore-failure 'sleep 0.02' 'sh -c \"sleep 0.01; exit 3\"' 'sleep 0.01'",
@@ -688,16 +690,10 @@ def elide_sources(lines: list[str]) -> list[str]:
     return [re.sub(r"\S*/src/perflab/kernels/minihlt/", ".../", line) for line in lines]
 
 
-# docs/workload.md: its first toml block is the perflab.toml these examples run with (count, gz).
+# docs/workload.md: its first toml block is the perflab.toml these examples run with (count, gz),
+# its first C block the count.c it builds.
 DOC_TOML = ("awk '/^```toml/{f=1;next} f&&/^```/{exit} f' {root}/docs/workload.md > perflab.toml\n"
-            "mkdir -p src run && cat > src/count.c <<'CSRC'\n"
-            "#include <stdio.h>\n#include <stdlib.h>\n"
-            "int main(int argc, char **argv) {\n"
-            "    long n = argc > 1 ? atol(argv[1]) : 1000;\n"
-            "    volatile long items = 0;\n"
-            "    for (long i = 0; i < n; i++) items = items + 1;\n"
-            "    printf(\"items: %ld\\n\", (long)items);\n"
-            "    return 0;\n}\nCSRC\n")
+            "mkdir -p src run && awk '/^```c$/{f=1;next} f&&/^```/{exit} f' {root}/docs/workload.md > src/count.c\n")
 NEVER_TOML = r"""cat > never.toml <<'TOML'
 [workload.enc]
 command = "echo fps= 181.5 frames=100"
@@ -846,6 +842,26 @@ def record_path(name: str) -> Path:
     return RECORDS / f"{name}.txt"
 
 
+def scrub(text: str) -> str:
+    """A record without the paths of the machine that ran it: the checkout as '...', the home
+    directory as '~' (the build cache, the interpreter); a reader's own are elsewhere. In a
+    table row the cell keeps its width, so the borders still line up."""
+    home = str(Path.home())
+    subs = [(str(ROOT), "...")] + ([] if home in ("/", "") else [(home + "/", "~/")])
+    return "\n".join(_scrub_line(line, subs) for line in text.split("\n"))
+
+
+def _scrub_line(line: str, subs: list[tuple[str, str]]) -> str:
+    for old, new in subs:
+        while old in line:
+            at = line.index(old)
+            line = line[:at] + new + line[at + len(old):]
+            border = line.find("│", at)
+            if border > 0:  # pad the cell back to its width
+                line = line[:border] + " " * (len(old) - len(new)) + line[border:]
+    return line
+
+
 def read_record(name: str) -> list[tuple[str, list[str]]]:
     """[(shell line, its output lines)] of a record."""
     out: list[tuple[str, list[str]]] = []
@@ -927,7 +943,7 @@ def run(example: Example) -> None:
         if ln.shown:
             text.append(f"$ {ln.shell}")
             text.extend(parts.get(i, []))
-    record_path(example.name).write_text("\n".join(text) + "\n")
+    record_path(example.name).write_text(scrub("\n".join(text) + "\n"))
     shutil.rmtree(work, ignore_errors=True)
     print(f"docs-examples: {example.name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
 

@@ -57,7 +57,7 @@ class PgServer:
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            pytest.skip("psycopg 3 not installed: pip install 'perflab[postgres]'")
+            pytest.skip("psycopg 3 not installed: pip install -e '.[postgres]'")
         self.prefix: list[str] = []
         if os.geteuid() == 0:
             try:

@@ -129,7 +129,7 @@ BAD += [
     ("cores", "--baseline-save", "bad name!", *T), ("variants", "-w", "minihlt", "--baseline-save", ""),
     ("frontend", "--baseline-save", "a b"), ("profile", "--baseline-save", ";", *T),
     ("footprint", "--cpu", "999", *T), ("footprint", "--reps", "0", *T), ("footprint", "--trace", "/proc/x", *T),
-    # held out in issue 30: a scan to inf or nan, a window whose start never matches, a denormal rate
+    # held out: a scan to inf or nan, a window whose start never matches, a denormal rate
     ("run", "-P", "x", "1", "inf", "true {x}"), ("run", "-P", "x", "1", "nan", "true {x}"),
     ("run", "-P", "x", "nan", "3", "true {x}"), ("run", "-P", "x", "1", "3", "-D", "inf", "true {x}"),
     ("profile", "--start", "NEVER-PRINTED", "--", "echo", "hello"), ("cost", "{tmp}/cost-denormal.toml"),

@@ -44,7 +44,7 @@ def _cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
                           cwd=cwd, env={**os.environ, "COLUMNS": "400", **(env or {})}, timeout=300)
 
 
-# ---- a zero median (issue 29 item 10) -----------------------------------------------------------
+# ---- a zero median -----------------------------------------------------------
 
 def test_stratified_ratio_with_zeros_is_no_crash():
     from perflab.stats.stratified import pooled_ratio, stratified_ratio_ci
@@ -88,7 +88,7 @@ def test_instances_of_two_sleeps_through_the_cli(tmp_path):
     assert any(r["measure"] == "wall_s" for r in data["rows"])
 
 
-# ---- the declared direction (issue 30 item 1), with a real command ------------------------------
+# ---- the declared direction, with a real command ------------------------------
 
 @pytest.mark.parametrize("higher, expect", [("true", "B"), ("false", "A")])
 def test_declared_direction_of_a_real_metric(tmp_path, higher, expect):

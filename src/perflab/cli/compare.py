@@ -10,6 +10,7 @@ import click
 from perflab.cli.common import json_option, make_console, store_option
 from perflab.cli.options import MetricChoice, metric_choice, primary_metric_options
 from perflab.cli.gate_common import (
+    GATE_EXITS_HELP,
     cross_machine_option,
     exit_for,
     fail_if_option,
@@ -30,10 +31,11 @@ from perflab.studies.compare.keys import measure_title
 from perflab.studies.gate.study import GateConfig
 
 
-@click.command("compare")
+@click.command("compare", epilog=GATE_EXITS_HELP)
 @click.argument("campaigns", nargs=-1)
 @click.option("--baseline", "baseline", metavar="NAME",
-              help="Gate CAMPAIGN against the named baseline (see 'perflab baseline').")
+              help="Gate CAMPAIGN against the named baseline (see 'perflab baseline'): exit 1 on a "
+                   "regression, 3 when the runs cannot tell.")
 @fail_if_option
 @cross_machine_option
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 0.5, min_open=True),

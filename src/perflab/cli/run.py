@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import check_metrics, emit_json, instrument_wrap, energy_option, json_option, make_console, open_energy, store_option, target_options
-from perflab.cli.gate_common import RunGate, run_gate_options
+from perflab.cli.gate_common import GATE_EXITS_HELP, RunGate, run_gate_options
 from perflab.cli.options import DURATION, Count, OutputPath, tune_options, tuned_study
 from perflab.errors import PerflabError
 
@@ -66,7 +66,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 
 
 @click.command(cls=_RunCommand, context_settings={"ignore_unknown_options": True},
-               short_help="Time one or more commands, hyperfine-style.")
+               short_help="Time one or more commands, hyperfine-style.", epilog=GATE_EXITS_HELP)
 @target_options
 @click.option("--warmup", default=0, show_default=True, type=Count(0),
               help="Untimed runs of each command first.")
@@ -91,7 +91,9 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--perf-stat", is_flag=True, help="Collect perf stat counters per run.")
 @click.option("--instrument", type=click.Choice(["time", "cachegrind"]), default="time", show_default=True,
               help="cachegrind: also count instructions, simulated cache misses and branch "
-                   "mispredictions under Valgrind (deterministic; 20-100x slower).")
+                   "mispredictions under Valgrind (deterministic; 20-100x slower for a real workload, "
+                   "hundreds of times for a program of a few ms, whose time is mostly Valgrind's "
+                   "start-up; the slowdown is printed).")
 @click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
               help="Caches cachegrind simulates (bytes, ways, line bytes); default: this machine's.")
 @click.option("--timeout", type=DURATION,

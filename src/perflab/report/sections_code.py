@@ -8,13 +8,18 @@ from typing import Any
 from perflab.report import plots
 from perflab.report.flame import flame_box
 from perflab.report.generic import _plot, builder, finding, generic, levels
-from perflab.report.model import Mark, Plot, Section, Table
+from perflab.report.model import Code, Mark, Plot, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
 from perflab.studies.profile.diff import MAX_TESTED, MIN_TESTED_SHARE
 
 
 def _size(b: float) -> str:
     return f"{b / 1024:.0f} KiB" if b < 2**30 else f"{b / 2**30:.0f} GiB"
+
+
+def _code(value: Any) -> Any:
+    """A symbol or object name as code in the Markdown (None stays an em dash)."""
+    return None if value is None else Code(value)
 
 
 @builder("profile")
@@ -27,12 +32,12 @@ def profile_section(campaign: Any, summary: dict, measurements: list) -> Section
         sec.tables = [Table(f"Top functions by exclusive {ev} (callgrind, mean per recording)",
                             ["share [%]", f"{ev} self", f"{ev} inclusive", "symbol", "object"],
                             [[100 * (r.get("share") or 0), (r.get("self_") or [None])[0],
-                              (r.get("incl") or [None])[0], r.get("symbol"), r.get("obj")]
+                              (r.get("incl") or [None])[0], _code(r.get("symbol")), _code(r.get("obj"))]
                              for r in summary.get("count_top") or []])]
     else:
         sec.tables = [Table(f"Top functions ({summary.get('event', '?')})", ["share [%]", "samples", "symbol",
                                                                              "shared object"],
-                            [[100 * (t.get("share") or 0), t.get("samples"), t.get("symbol"), t.get("dso")]
+                            [[100 * (t.get("share") or 0), t.get("samples"), _code(t.get("symbol")), _code(t.get("dso"))]
                              for t in top])]
     lat = summary.get("enable_latency_us") or []
     if lat and not counted:  # callgrind's is the time to a dump, not to enabled sampling
@@ -287,7 +292,7 @@ def _ratio_ci(ci_pct: dict | None) -> dict | None:
 def instances_verdict(summary: dict) -> str:
     """The study's own answer where its summary has one; an older summary's most throughput."""
     if summary.get("verdict"):
-        # the optimum is no longer the highest median: the study's sentence says what it is and why
+        # the optimum is not the highest median: the study's sentence says what it is and why
         return f"Answer: {summary['verdict']}"
     scans = summary.get("scans") or []
     if not scans:

@@ -104,7 +104,7 @@ class CostResult:
 def _num(table: dict, key: str, where: str, required: bool = True, positive: bool = True) -> float | None:
     if key not in table:
         if required:
-            raise PerflabError(f"{where}: missing '{key}'; add it (see src/perflab/examples/seed004-platforms.toml)")
+            raise PerflabError(f"{where}: missing '{key}'; add it (see src/perflab/examples/trigger-farm-platforms.toml)")
         return None
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -121,7 +121,7 @@ def load_platforms(path: str) -> CostConfig:
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise PerflabError(f"{path}: no such file; start from src/perflab/examples/seed004-platforms.toml") from None
+        raise PerflabError(f"{path}: no such file; start from src/perflab/examples/trigger-farm-platforms.toml") from None
     except UnicodeDecodeError as exc:
         raise PerflabError(f"{path}: not UTF-8 text (byte {exc.start}); a platforms file is a UTF-8 TOML file") from None
     except OSError as exc:
