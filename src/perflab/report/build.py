@@ -12,6 +12,8 @@ import perflab.report.sections  # noqa: F401  (registers the study builders)
 from perflab.report.answers import answers, workloads
 from perflab.report.numbers import plural
 from perflab.report.generic import build_section
+from perflab.report.monitor_html import monitor_section
+from perflab.studies.monitor import stored_result
 from perflab.platform.sysfs import format_cpulist
 
 
@@ -159,6 +161,12 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
                 hosts.append(store.host(c.host_id))
             except PerflabError:
                 pass
+    for c in ([lab] if lab is not None else []) + list(campaigns):
+        watched = stored_result(store, c.id)
+        if watched is not None:
+            runs = [m.result for cid in [c.id, *(k.id for k in store.campaigns(parent_id=c.id))]
+                    for m in store.measurements(cid)]
+            sections.append(monitor_section(c, store.monitor_samples(c.id), runs, watched))
     # Studies record the host with or without its topology: prefer the fullest record.
     hosts.sort(key=lambda h: (bool(_counts(h.get("topology") or {})), len(h.get("metadata") or {})), reverse=True)
     machine = machine_section(hosts[0], sorted(energy)) if hosts else None
