@@ -202,7 +202,7 @@ def test_too_few_idle_samples_read_cannot_tell_with_the_option_that_would_tell()
 
 def test_a_busy_idle_phase_is_said():
     res = analyse(_rows([50.0] * 3, [150.0] * 10, [50.0] * 3, busy=0.97), events=100.0)
-    assert any("idle-before phase was not idle (CPUs 97% busy" in n for n in res.notes)
+    assert any("idle phases were not idle (CPUs 97% busy idle-before, 97% busy idle-after" in n for n in res.notes)
 
 
 # --- the command line ---------------------------------------------------------------------------------
@@ -243,3 +243,22 @@ def test_bad_monitor_input_is_one_line_and_exit_2(tmp_path):
     assert res.returncode == 2 and "--idle is the monitor's idle phases: add --monitor" in res.output
     res = _perflab("instances", "--monitor-interval", "0", "--db", db, "--", "true")
     assert res.returncode == 2 and "out of range" in res.output
+
+
+def test_a_recorded_h200_node_shows_its_cpu_job_and_its_gpu_idle_power():
+    # bench/monitor_gpu_node.py on an H200 node: 16 CPU-bound copies for 20 s between idle phases
+    # of 10 s; the GPU did nothing, so its energy over the job is its idle power's.
+    import json
+
+    from perflab.report.terminal.monitor import energy_line
+
+    rec = json.loads((DATA / "monitor" / "h200-cpu-job.json").read_text())
+    res = analyse(rec["rows"], rec["events"], "events")
+    idle, study, after = res.phases
+    assert (idle.phase, study.phase, after.phase) == ("idle-before", "study", "idle-after")
+    assert study.busy > 0.9 and idle.busy < 0.05 and after.busy < 0.05
+    assert res.have[-1] == "GPU power and utilisation (1 by nvidia-smi)"
+    (gpu,) = res.energy
+    assert gpu.channel == "gpu" and 70 < gpu.idle_w < 90 and gpu.idle_samples >= MIN_IDLE_SAMPLES
+    assert gpu.net_j_ci[0] <= 0 <= gpu.net_j_ci[1] and abs(gpu.net_j) < 0.01 * gpu.gross_j
+    assert "drew nothing on this channel that its idle power can tell apart" in energy_line(gpu)

@@ -184,9 +184,9 @@ def analyse(rows: Sequence[dict[str, Any]], events: float | None = None, events_
             notes.append(f"{e.channel}: net energy cannot tell from {e.idle_samples} idle samples "
                          f"(at least {MIN_IDLE_SAMPLES}); give --idle {max(5, MIN_IDLE_SAMPLES) * meta.get('interval_s', 1):g}s or more")
     busy = [p for p in phases if p.phase in IDLE_PHASES and p.busy is not None and p.busy > IDLE_BUSY]
-    for p in busy:
-        notes.append(f"the {p.phase} phase was not idle (CPUs {100 * p.busy:.0f}% busy: other load on this "
-                     "machine); idle power and net energy include that load's")
+    if busy and channels:
+        notes.append("the idle phases were not idle (CPUs " + ", ".join(f"{100 * p.busy:.0f}% busy {p.phase}"
+                     for p in busy) + ": other load on this machine); idle power and net energy include that load's")
     if channels and not events:
         notes.append("energy per event: the runs report no event count (a metric 'events' or the base "
                      "of an '<x>_per_s' primary metric)")

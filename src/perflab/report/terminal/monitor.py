@@ -38,12 +38,13 @@ def energy_line(e: ChannelEnergy) -> str:
     if e.net_j_per_event is not None and e.net_j_per_event_ci is not None:
         line += (f" ({_joules(e.net_j_per_event)}/event [{_joules(e.net_j_per_event_ci[0])}, "
                  f"{_joules(e.net_j_per_event_ci[1])}])")
+    if e.net_j_ci[0] <= 0 <= e.net_j_ci[1]:
+        line += ": the runs drew nothing on this channel that its idle power can tell apart"
     return line
 
 
 def phase_table(result: MonitorResult) -> Table:
-    table = Table(title=f"machine beside the study: a sample every {result.interval_s:g} s; means per phase "
-                        "(PSI: share of time some task waited for a CPU)",
+    table = Table(title=f"machine beside the study: means per phase, a sample every {result.interval_s:g} s",
                   title_justify="left")
     for col in ("phase", "n", "s", "busy", "steal", "CPU PSI", "load", "mem GiB", "swap GiB", "MHz"):
         table.add_column(col, justify="left" if col == "phase" else "right")
