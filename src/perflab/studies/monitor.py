@@ -7,10 +7,11 @@ so that is exact for RAPL; the node's and a GPU's are readings at the sample, a 
 at the monitor's interval). The study phase includes what the study does between runs (building,
 planning, storing), so gross energy per event is what the job cost the node; net subtracts the
 idle power over the same time: what the runs added to a machine that was on anyway. Idle power is
-the median of the idle phases' samples with its order-statistic interval at ``level`` (samples a
-second apart are taken as independent: a drifting idle makes the interval too narrow, which is why
-the idle-before and idle-after medians are both reported). Net energy's interval carries only the
-idle power's uncertainty, not the meter's own error.
+the mean of both idle phases' samples; net energy's interval at ``level`` is the study phase's mean
+power less the idle mean, Welch's t on sample sizes made effective for the samples' lag-1
+autocorrelation (stats/autocorr.py), times the study's seconds. What it covers, and how often it
+stays quiet when the runs drew nothing, under four models of a meter is checks/monitor_check.py's.
+The idle-before and idle-after medians are kept beside it, so a drifting idle power shows.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from typing import Any, Sequence
 
 from perflab.stats import median
 from perflab.studies.cost.energy import events_metric
-from perflab.stats.interval import median_ci
+from perflab.stats.autocorr import diff_ci, mean_ci
 
 IDLE_PHASES = ("idle-before", "idle-after")
 # An idle phase busier than this was not idle (other load on the machine): said beside net energy.
 IDLE_BUSY = 0.10
-# Below this many idle samples the interval of the idle median is too wide to subtract (five
-# samples give only a 94% interval spanning all of them): net energy then reads "cannot tell".
+# Below this many idle samples neither the idle mean nor its autocorrelation is worth
+# subtracting: net energy then reads "cannot tell" and names the --idle that would tell.
 MIN_IDLE_SAMPLES = 6
 
 
@@ -75,7 +76,6 @@ class ChannelEnergy:
     level: float
     idle_w: float | None = None
     idle_w_ci: tuple[float, float] | None = None
-    idle_w_coverage: float | None = None
     idle_before_w: float | None = None
     idle_after_w: float | None = None
     net_j: float | None = None
@@ -142,31 +142,58 @@ def summarise_phase(phase: str, timed: Sequence[tuple[dict[str, Any], float]]) -
                         min(freqs) if freqs else None, {ch: sum(ws) / len(ws) for ch, ws in watts.items()})
 
 
+def _segments(timed: Sequence[tuple[dict[str, Any], float]], channel: str,
+              phases: Sequence[str]) -> list[list[float]]:
+    """The channel's watts in ``phases``, one list per contiguous stretch of them (an idle phase,
+    a study phase; a resumed campaign has several)."""
+    out: list[list[float]] = []
+    last = None
+    for r, _ in timed:
+        w = channel_watts(r["sample"]).get(channel)
+        if r["phase"] in phases and w is not None:
+            if r["phase"] != last or not out:
+                out.append([])
+            out[-1].append(w)
+        last = r["phase"]
+    return out
+
+
 def channel_energy(channel: str, timed: Sequence[tuple[dict[str, Any], float]], events: float | None,
                    level: float) -> ChannelEnergy:
-    study = [(channel_watts(r["sample"]).get(channel), dt) for r, dt in timed if r["phase"] == "study"]
-    study = [(w, dt) for w, dt in study if w is not None]
+    study = [(w, dt) for r, dt in timed if r["phase"] == "study" and (w := channel_watts(r["sample"]).get(channel)) is not None]
     seconds = sum(dt for _, dt in study)
     gross = sum(w * dt for w, dt in study)
-    idle = {p: [w for r, _ in timed if r["phase"] == p and (w := channel_watts(r["sample"]).get(channel)) is not None]
-            for p in IDLE_PHASES}
-    both = idle["idle-before"] + idle["idle-after"]
+    idle = _segments(timed, channel, IDLE_PHASES)
+    by_phase = {p: [w for seg, p2 in zip(idle, _phase_names(timed, channel)) if p2 == p for w in seg] for p in IDLE_PHASES}
+    both = [w for seg in idle for w in seg]
     out = ChannelEnergy(channel, round(seconds, 3), gross, len(both), level,
-                        idle_before_w=median(idle["idle-before"]) if idle["idle-before"] else None,
-                        idle_after_w=median(idle["idle-after"]) if idle["idle-after"] else None)
+                        idle_before_w=median(by_phase["idle-before"]) if by_phase["idle-before"] else None,
+                        idle_after_w=median(by_phase["idle-after"]) if by_phase["idle-after"] else None)
     per_event = events if events and events > 0 else None
     if per_event:
         out.gross_j_per_event = gross / per_event
-    if len(both) >= MIN_IDLE_SAMPLES:
-        ci = median_ci(both, level)
-        out.idle_w, out.idle_w_ci, out.idle_w_coverage = median(both), (ci.low, ci.high), ci.level
-        out.net_j = gross - out.idle_w * seconds
-        # a higher idle power leaves less to the runs: the interval's ends swap
-        out.net_j_ci = (gross - ci.high * seconds, gross - ci.low * seconds)
+    idle_ci = mean_ci(idle, level) if len(both) >= MIN_IDLE_SAMPLES else None
+    added = diff_ci(_segments(timed, channel, ("study",)), idle, level) if idle_ci is not None else None
+    if idle_ci is not None and added is not None:
+        out.idle_w, out.idle_w_ci = idle_ci.mean, (idle_ci.low, idle_ci.high)
+        out.net_j = gross - idle_ci.mean * seconds
+        out.net_j_ci = (out.net_j - (added.mean - added.low) * seconds, out.net_j + (added.high - added.mean) * seconds)
         if per_event:
             out.net_j_per_event = out.net_j / per_event
             out.net_j_per_event_ci = (out.net_j_ci[0] / per_event, out.net_j_ci[1] / per_event)
     return out
+
+
+def _phase_names(timed: Sequence[tuple[dict[str, Any], float]], channel: str) -> list[str]:
+    """The phase of each idle segment of ``_segments(timed, channel, IDLE_PHASES)``, in order."""
+    names: list[str] = []
+    last = None
+    for r, _ in timed:
+        if r["phase"] in IDLE_PHASES and channel in channel_watts(r["sample"]):
+            if r["phase"] != last or not names:
+                names.append(r["phase"])
+        last = r["phase"]
+    return names
 
 
 def analyse(rows: Sequence[dict[str, Any]], events: float | None = None, events_metric: str | None = None,

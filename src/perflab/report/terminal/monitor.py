@@ -32,7 +32,7 @@ def energy_line(e: ChannelEnergy) -> str:
         line += f" ({_joules(e.gross_j_per_event)}/event)"
     if e.idle_w is None or e.idle_w_ci is None or e.net_j_ci is None:
         return line + f"; net of idle: cannot tell ({e.idle_samples} idle samples)"
-    level = f"{100 * (e.idle_w_coverage or e.level):.0f}%"
+    level = f"{100 * e.level:.0f}%"
     line += (f"; idle {e.idle_w:.1f} W [{e.idle_w_ci[0]:.1f}, {e.idle_w_ci[1]:.1f}] {level} from "
              f"{e.idle_samples} samples; net {_joules(e.net_j)} [{_joules(e.net_j_ci[0])}, {_joules(e.net_j_ci[1])}]")
     if e.net_j_per_event is not None and e.net_j_per_event_ci is not None:
