@@ -239,14 +239,16 @@ def open_monitor(enabled: bool, interval_s: float, idle_s: float, console: Any) 
     return monitor
 
 
-def render_monitor(store: Any, campaign_id: int | None, workload: Any, console: Any) -> Any:
-    """The monitor result of a campaign, rendered (None when it was not monitored)."""
+def render_monitor(store: Any, campaign_id: int | None, workload: Any, console: Any,
+                   sources_said: bool = True) -> Any:
+    """The monitor result of a campaign, rendered (None when it was not monitored);
+    ``sources_said``: open_monitor's line named the missing sources before the study."""
     from perflab.report.terminal.monitor import render
     from perflab.studies.monitor import stored_result
 
     result = stored_result(store, campaign_id, workload) if campaign_id is not None else None
     if result is not None:
-        render(result, console)
+        render(result, console, sources_said)
     return result
 
 

@@ -120,7 +120,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
                 console.print(f"verdict: {row['verdict']}")
             if monitor_csv or monitor_json:
                 _export_monitor(store, camp, monitor_csv, monitor_json)
-            render_monitor(store, camp.id, None, console)
+            render_monitor(store, camp.id, None, console, sources_said=False)
             from perflab.platform.tune.state import summary as state_summary
 
             machine_state = (camp.labels or {}).get("machine_state")

@@ -60,9 +60,11 @@ def phase_table(result: MonitorResult) -> Table:
     return table
 
 
-def render(result: MonitorResult, console) -> None:
+def render(result: MonitorResult, console, sources_said: bool = False) -> None:
+    """The phase table, the missing sources (unless the study's start already said them), the
+    energy lines and notes."""
     console.print(phase_table(result))
-    if result.lacks:
+    if result.lacks and not sources_said:
         console.print(escape("monitor: not here: " + "; ".join(result.lacks)), highlight=False)
     for e in result.energy:
         console.print(escape(energy_line(e)), highlight=False)
