@@ -275,3 +275,10 @@ def test_the_harness_finds_planted_power_and_stays_quiet_without_it():
     for model in MODELS:
         r = rates(model, runs=150)
         assert r["quiet"] >= 0.93 and r["found"] >= 0.9 and r["coverage"] >= 0.92, (model, r)
+
+
+def test_runs_closer_than_half_an_interval_are_one_band():
+    from perflab.report.monitor_html import merged_spans
+
+    assert merged_spans([(5.0, 6.0), (0.0, 1.0), (1.2, 2.0), (2.0, 2.5)], 0.5) == [(0.0, 2.5), (5.0, 6.0)]
+    assert merged_spans([(0.0, 3.0), (1.0, 2.0)], 0.0) == [(0.0, 3.0)]  # copies that overlap

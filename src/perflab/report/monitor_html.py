@@ -23,6 +23,19 @@ def _samples(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["phase"] != "sources"]
 
 
+def merged_spans(spans: Sequence[tuple[float, float]], gap: float) -> list[tuple[float, float]]:
+    """Runs as bands, those less than ``gap`` apart (half the sampling interval) joined: a lab's
+    thousands of back-to-back runs would otherwise be thousands of shapes the samples cannot
+    resolve."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1] + gap:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
 def monitor_plot(rows: Sequence[dict[str, Any]], runs: Sequence[Any],
                  rate: Sequence[tuple[int, float]] | None = None) -> str:
     """Stacked panels over seconds since the first sample: CPU shares, frequency and load, power
@@ -37,7 +50,8 @@ def monitor_plot(rows: Sequence[dict[str, Any]], runs: Sequence[Any],
     fig.clf()
     axes = fig.subplots(len(panels), 1, sharex=True)
     axes = list(axes) if len(panels) > 1 else [axes]
-    spans = [((r.start_ns - t0) / 1e9, (r.end_ns - t0) / 1e9) for r in runs if r.end_ns > r.start_ns]
+    gap = (ts[-1] - ts[0]) / max(1, len(ts) - 1) / 2 if len(ts) > 1 else 0.0
+    spans = merged_spans([((r.start_ns - t0) / 1e9, (r.end_ns - t0) / 1e9) for r in runs if r.end_ns > r.start_ns], gap)
     idle = [(ts[i], ts[i + 1]) for i in range(len(ts) - 1) if samples[i + 1]["phase"].startswith("idle")]
     for ax, panel in zip(axes, panels):
         for k, (a, b) in enumerate(spans):
@@ -102,7 +116,8 @@ def monitor_section(campaign: Any, rows: Sequence[dict[str, Any]], runs: Sequenc
     if _samples(rows):
         sec.plots.append(Plot(
             "The machine over the study", monitor_plot(rows, runs, rate),
-            caption="Each run is a blue band, the idle phases grey; samples and runs share one clock.",
+            caption="Runs are blue bands (runs closer than half the sampling interval joined), the idle "
+                    "phases grey; samples and runs share one clock.",
             desc=sec.verdict))
     if result.lacks:
         sec.notes.append("not here: " + "; ".join(result.lacks))

@@ -189,7 +189,7 @@ def _monitor_samples_table(sa: Any, md: Any) -> Any:
     """The machine monitor's time series of a campaign (measure/monitor.py): one row a sample, its
     monotonic time (the clock of the runs' start_ns and end_ns, so the two line up), wall time, the
     phase (idle-before, study, idle-after; one 'sources' row says what was sampled and what the
-    machine lacks) and the sample's values as JSON (about 0.3 KiB plus 12 bytes a CPU)."""
+    machine lacks) and the sample's values as JSON (about 0.2 KiB, 12 bytes more a CPU, 0.2 KiB a GPU)."""
     return sa.Table(
         "monitor_samples", md,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
