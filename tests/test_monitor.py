@@ -282,3 +282,23 @@ def test_runs_closer_than_half_an_interval_are_one_band():
 
     assert merged_spans([(5.0, 6.0), (0.0, 1.0), (1.2, 2.0), (2.0, 2.5)], 0.5) == [(0.0, 2.5), (5.0, 6.0)]
     assert merged_spans([(0.0, 3.0), (1.0, 2.0)], 0.0) == [(0.0, 3.0)]  # copies that overlap
+
+
+def test_a_sink_that_fails_keeps_the_samples_until_the_last_flush():
+    calls: list[int] = []
+
+    def sink(rows):
+        calls.append(len(rows))
+        if len(calls) < 3:
+            raise PerflabError("the database server went away")
+
+    monitor = Monitor(60.0, gpu_argv=None, ipmi_argv=None)
+    monitor.start(sink)  # the sources row: refused, kept
+    monitor.sample()
+    monitor.set_phase("study")  # refused again, kept
+    monitor.stop()  # one last sample; the third flush takes all three rows
+    assert calls == [1, 2, 3]
+    monitor2 = Monitor(60.0, gpu_argv=None, ipmi_argv=None)
+    monitor2.start(lambda rows: (_ for _ in ()).throw(PerflabError("gone for good")))
+    with pytest.raises(PerflabError, match="gone for good"):
+        monitor2.stop()

@@ -96,7 +96,8 @@ class Monitor:
 
     def start(self, sink: Sink) -> None:
         self._sink = sink
-        self._emit([self.sources_row()])
+        self._rows.append(self.sources_row())
+        self.flush()
         self._prev, self._prev_ns = self.reader.snapshot(), self.clock()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="perflab-monitor", daemon=True)
@@ -146,10 +147,18 @@ class Monitor:
         if rows and self._sink is not None:
             self._sink(rows)
 
-    def flush(self) -> None:
+    def flush(self, final: bool = False) -> None:
+        """Hand the held samples to the sink. A sink that fails (a database server gone) keeps
+        them for the next flush; only the last one, at stop, raises: the study goes on meanwhile."""
         with self._lock:
             rows, self._rows = self._rows, []
-        self._emit(rows)
+        try:
+            self._emit(rows)
+        except PerflabError:
+            with self._lock:
+                self._rows[:0] = rows
+            if final:
+                raise
 
     def stop(self) -> None:
         """End the sampling (one last sample closes the interval) and write what is held."""
@@ -158,4 +167,4 @@ class Monitor:
             self._thread.join()
             self._thread = None
             self.sample()
-        self.flush()
+        self.flush(final=True)
