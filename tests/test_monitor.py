@@ -237,6 +237,11 @@ def test_instances_monitors_with_idle_phases_and_results_exports_them(tmp_path):
     assert res.returncode == 0, res.output
     html = (tmp_path / "r.html").read_text()
     assert "Machine beside campaign 1 (instances)" in html and "The machine over the study" in html
+    assert "What did the machine do beside the study?" in html  # its row in the summary table
+    from tests.test_report_browser import CHROMIUM, check_rendered
+
+    if CHROMIUM is not None:
+        check_rendered(tmp_path, str(tmp_path / "r.html"), ["monitor-1"])
 
 
 def test_bad_monitor_input_is_one_line_and_exit_2(tmp_path):

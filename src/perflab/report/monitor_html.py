@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from perflab.report.model import Plot, Section, Table
+from perflab.report.model import Answer, Plot, Section, Table
 from perflab.report.plots import _figure, _svg
 from perflab.report.terminal.monitor import CHANNEL_NAMES, energy_line
 from perflab.studies.monitor import MonitorResult, channel_watts
@@ -123,6 +123,18 @@ def monitor_section(campaign: Any, rows: Sequence[dict[str, Any]], runs: Sequenc
         sec.notes.append("not here: " + "; ".join(result.lacks))
     sec.notes.extend(result.notes)
     return sec
+
+
+def monitor_answer(campaign: Any, sec: Section, result: MonitorResult) -> Answer:
+    """The summary row of a monitor section: the machine's state per phase, energy where measured."""
+    study = next((p for p in result.phases if p.phase == "study"), None)
+    state = ("" if study is None else f"study phase: CPUs {100 * (study.busy or 0):.0f}% busy, steal "
+             f"{100 * (study.steal or 0):.1f}%, CPU pressure {100 * (study.pressure_cpu or 0):.0f}%")
+    energy = "; ".join(energy_line(e) for e in result.energy)
+    return Answer("What did the machine do beside the study?", sec.verdict, energy or state or "no samples",
+                  [*(f"not here: {x}" for x in result.lacks), *result.notes], sec.key,
+                  basis=f"{sum(p.samples for p in result.phases)} samples every {result.interval_s:g} s",
+                  program=f"campaign {campaign.id} ({campaign.study})")
 
 
 def _pct(x: float | None) -> str | None:
