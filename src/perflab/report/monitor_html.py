@@ -46,7 +46,7 @@ def monitor_plot(rows: Sequence[dict[str, Any]], runs: Sequence[Any],
     vals = [r["sample"] for r in samples]
     channels = sorted({ch for s in vals for ch in channel_watts(s)})
     panels = ["share", "freq"] + (["power"] if channels else []) + (["rate"] if rate else [])
-    plt, fig, _ = _figure(8.0, 1.7 * len(panels) + 0.6)
+    plt, fig, _ = _figure(8.0, 2.0 * len(panels) + 0.6)
     fig.clf()
     axes = fig.subplots(len(panels), 1, sharex=True)
     axes = list(axes) if len(panels) > 1 else [axes]
@@ -76,7 +76,7 @@ def monitor_plot(rows: Sequence[dict[str, Any]], runs: Sequence[Any],
             if pts:
                 twin.plot([p[0] for p in pts], [p[1] for p in pts], ls="--", color="#e08214", lw=1.2, label="load (1 min)")
             twin.set_ylabel("load")
-            twin.legend(loc="upper right", fontsize=8)
+            twin.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
         elif panel == "power":
             for k, ch in enumerate(channels):
                 pts = [(t, w[ch]) for t, s in zip(ts, vals) if ch in (w := channel_watts(s))]
@@ -86,7 +86,8 @@ def monitor_plot(rows: Sequence[dict[str, Any]], runs: Sequence[Any],
         else:
             ax.plot([(t - t0) / 1e9 for t, _ in rate or ()], [v for _, v in rate or ()], lw=1.2, label="events/s")
             ax.set_ylabel("events/s")
-        ax.legend(loc="upper left", fontsize=8)
+        # above the panel, in a row: inside, it hid the samples (busy sits at the top on a loaded node)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=5, fontsize=8, frameon=False)
     axes[-1].set_xlabel("seconds since the monitor's first sample")
     return _svg(plt, fig)
 
