@@ -21,7 +21,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.platform.energy import RaplDomain, rapl_delta_uj, rapl_domains
-from perflab.platform.sysfs import Root, cpuinfo_blocks
+from perflab.platform.sysfs import Root, cpuinfo_blocks, psi_some_total
 
 # What the GPU source asks nvidia-smi once a sample (about 30 ms a call on an H200 node, driver
 # 580: bench/record_gpu.sh records it). Units are fixed by nounits: W, %, MiB, degrees C, MHz.
@@ -118,7 +118,7 @@ class MachineReader:
             if key in ("MemTotal", "MemAvailable", "SwapTotal", "SwapFree") and rest.split():
                 mem[key] = int(rest.split()[0])  # kB
         snap["mem_kb"] = mem
-        snap["psi_us"] = {k: _psi_some(root.read(f"proc/pressure/{k}")) for k in self.psi}
+        snap["psi_us"] = {k: psi_some_total(root.read(f"proc/pressure/{k}")) for k in self.psi}
         if self.cpufreq:
             snap["freq_mhz"] = {c: khz // 1000 for c in self.cpus
                                 if (khz := root.read_int(f"{_CPU}/cpu{c}/cpufreq/scaling_cur_freq")) is not None}
@@ -157,12 +157,3 @@ class MachineReader:
         if watts:
             out["rapl_w"] = watts
         return out
-
-
-def _psi_some(text: str | None) -> int | None:
-    for line in (text or "").splitlines():
-        if line.startswith("some "):
-            for field in line.split():
-                if field.startswith("total="):
-                    return int(field[6:])
-    return None
