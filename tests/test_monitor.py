@@ -221,10 +221,16 @@ def _perflab(*args: str) -> subprocess.CompletedProcess:
 
 def test_instances_monitors_with_idle_phases_and_results_exports_them(tmp_path):
     db = str(tmp_path / "m.db")
-    res = _perflab("instances", "--n", "1", "--reps", "1", "--policy", "none", "--idle", "1s",
-                               "--monitor-interval", "250ms", "--db", db, "--", "sh", "-c",
-                               "echo events 4; sleep 0.3")
+    # 2 s of idle at 4 samples a second: idle samples on either side however loaded the machine
+    res = _perflab("instances", "--n", "1", "--reps", "1", "--policy", "none", "--idle", "2s",
+                   "--monitor-interval", "250ms", "--db", db, "--json", str(tmp_path / "i.json"),
+                   "--", "sh", "-c", "echo events 4; sleep 0.3")
     assert res.returncode == 0, res.output
+    import json
+
+    summary = json.loads((tmp_path / "i.json").read_text())["monitor"]
+    assert [p["phase"] for p in summary["phases"]] == ["idle-before", "study", "idle-after"]
+    assert summary["interval_s"] == 0.25 and summary["idle_s"] == 2.0
     assert "monitor: every 0.25 s" in res.output and "machine beside the study" in res.output
     out = tmp_path / "m.csv"
     res = _perflab("results", "1", "--db", db, "--monitor-csv", str(out))
@@ -307,3 +313,23 @@ def test_a_sink_that_fails_keeps_the_samples_until_the_last_flush():
     monitor2.start(lambda rows: (_ for _ in ()).throw(PerflabError("gone for good")))
     with pytest.raises(PerflabError, match="gone for good"):
         monitor2.stop()
+
+
+def test_csv_and_json_exports_of_a_recorded_gpu_node():
+    import csv
+    import io
+    import json
+
+    from perflab.report.monitor_export import monitor_csv, monitor_json
+
+    rec = json.loads((DATA / "monitor" / "h200-cpu-job.json").read_text())
+    table = list(csv.DictReader(io.StringIO(monitor_csv(rec["rows"]))))
+    samples = [r for r in rec["rows"] if r["phase"] != "sources"]
+    assert len(table) == len(samples) and table[0]["t_s"] == "0.000"
+    assert {"gpu0_power_w", "gpu0_util_pct", "cpu15_mhz", "freq_mhz_mean"} <= set(table[0])
+    assert float(table[0]["gpu0_power_w"]) == samples[0]["sample"]["gpus"][0]["power_w"]
+    assert [r["phase"] for r in table][:1] == ["idle-before"] and table[-1]["phase"] == "idle-after"
+    res = analyse(rec["rows"], rec["events"], "events", campaign_id=7)
+    out = monitor_json(7, rec["rows"], res)
+    assert out["campaign"] == 7 and len(out["samples"]) == len(samples)
+    assert out["sources"][0]["interval_s"] == 1.0 and out["summary"]["energy"][0]["channel"] == "gpu"
