@@ -783,6 +783,45 @@ prices = { board = 400, memory = 600, psu = 150, cpu = 670, chassis = 300 }
 TOML
 """),
 ]
+HEPSCORE_FILES = ("cp {root}/tests/data/hepscore/hepscore_result_expected_output.json hepscore-result.json && "
+                  "cp {root}/tests/data/hepscore/ref_summary_output.json suite-report.json")
+SCORE_COST_TOML = r"""cat > platforms.toml <<'TOML'
+[requirement]
+target_score = 100000          # the farm's need, in the score's unit
+score_unit = "HEPscore"
+power_envelope_kw = 40
+currency = "CHF"
+
+[[platform]]
+name = "64-CPU host"
+sockets = 2
+tdp_w = 105
+score_from_campaign = 1        # perflab import hepscore-result.json
+prices = { board = 400, memory = 900, psu = 150, cpu = 1200, chassis = 300 }
+
+[[platform]]
+name = "E5-2695 v2"
+sockets = 2
+tdp_w = 115
+score_from_campaign = 2        # perflab import suite-report.json
+prices = { board = 400, memory = 600, psu = 150, cpu = 1500, chassis = 300 }
+TOML
+"""
+EXAMPLES += [
+    Example("score", "docs/score.md", [
+        Line("perflab score --suite minihlt", without(r"^repetition \d+/\d+ done$"), block=1),
+        Line("perflab score --campaign 1 --export hep-suite minihlt-score.json | tail -1", block=2),
+        Line("perflab import minihlt-score.json | grep '^score'", block=2)]),
+    Example("import", "docs/import.md", [
+        Line("perflab import hepscore-result.json", block=1),
+        Line("perflab import suite-report.json", block=2),
+        Line("perflab score --compare 1 1 | tail -1", block=3)], setup=HEPSCORE_FILES),
+    Example("cost-score", "docs/cost.md", [
+        Line("cat platforms.toml"),
+        Line("perflab import hepscore-result.json | grep '^score'"),
+        Line("perflab import suite-report.json | grep '^score'"),
+        Line("perflab cost platforms.toml")], setup=HEPSCORE_FILES + "\n" + SCORE_COST_TOML),
+]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
 

@@ -13,6 +13,8 @@ from perflab.errors import PerflabError
 # The listing's default length: a store a CI gate or a fleet has filled for months holds
 # thousands of campaigns, and a table of 1,900 took 1.5 s to draw here and scrolled away.
 LAST = 50
+# Studies whose campaigns are stored but that `perflab resume` cannot re-plan (not in STUDIES).
+MEASURED_ELSEWHERE = ("footprint", "bundle")
 
 
 def _fmt_s(x: float | None) -> str:
@@ -78,6 +80,12 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
     # Tables go to stderr when the JSON goes to stdout, so `--json -` stays parseable.
     console = make_console(markup=False, highlight=False, stderr="-" in (json_path, monitor_csv, monitor_json))
     with open_store(db_url) as store:
+        if campaign_id is None and study and store.count_campaigns(study=study) == 0:
+            from perflab.studies import STUDIES
+
+            known = sorted({*STUDIES, *MEASURED_ELSEWHERE})
+            if study not in known:
+                raise PerflabError(f"--study {study!r} is no study perflab stores; give one of {', '.join(known)}")
         if campaign_id is None:
             rows = [campaign_row(c) for c in store.campaigns(study=study, last=last or None)]
             older = store.count_campaigns(study=study) - len(rows) if last and len(rows) == last else 0

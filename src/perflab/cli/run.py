@@ -36,7 +36,9 @@ def _percent(text: str | None) -> float | None:
     except ValueError:
         raise PerflabError(f"--precision '{text}' is not a number: write it like 1% or 0.01") from None
     if not 0 < value < 1:
-        raise PerflabError(f"--precision {text} is out of range: give a share between 0 and 100%")
+        hint = f" (a bare number is a fraction: {t}% is {value / 100:g})" if not t.endswith("%") and 1 <= value < 100 else ""
+        raise PerflabError(f"--precision {text} is out of range: give a fraction between 0 and 1, or a "
+                           f"percentage like 1%{hint}")
     return value
 
 
