@@ -176,7 +176,7 @@ def _rows(idle_w: list[float], study_w: list[float], after_w: list[float], busy:
     return rows
 
 
-def test_net_energy_subtracts_the_idle_median_over_the_study_time():
+def test_net_energy_subtracts_the_idle_mean_over_the_study_time():
     idle = [49.0, 50.0, 51.0, 50.0, 49.5, 50.5]
     res = analyse(_rows(idle[:3], [150.0] * 100, idle[3:]), events=1000.0, events_metric="events")
     (e,) = res.energy
