@@ -611,6 +611,12 @@ EXAMPLES += [
     Example("energy-absent", "docs/energy.md", [
         Line("perflab run --energy auto --runs 2 -- true", matching(r"^energy:"))]),
     Example("run-sleep", "docs/run.md", [Line("perflab run --runs 30 -- sleep 0.01")]),
+    Example("monitor", "docs/energy.md", [
+        Line("perflab instances -w minihlt-quick --n 1,2 --policy none --monitor --idle 5s",
+             matching(r"^monitor", r"^machine beside", r"^(┃|│) *(phase|idle|study)", r"^(┏|┡)━{13}(┳|╇)", r"^└─{13}┴",
+                      r"^note: (the idle|\w+: net energy|energy per event)", r"^energy", r"^results: ")),
+        Line("perflab results 1 --monitor-csv monitor.csv > /dev/null; head -3 monitor.csv"),
+        Line("perflab report 1 -o monitor.html")]),
     Example("run-ignore-failure", "docs/run.md", [Line(
         "perflab run --runs 10 --ignore-failure 'sleep 0.02' 'sh -c \"sleep 0.01; exit 3\"' 'sleep 0.01'",
         matching(r"^(┏|┃|┡|└|│|ranked|  \d|warning: 'sh -c|perflab: results)"))]),

@@ -34,6 +34,7 @@ CHECKS = {
     "profile-diff": ("profile_diff_check", "verdict_check"),
     "profile-counts": ("profile_counts_check", "verdict_check"),
     "score": ("score_check", "verdict_lines"),
+    "monitor": ("monitor_check", "verdict_lines"),
 }
 
 

@@ -54,4 +54,5 @@ def command(campaigns: tuple[int, ...], output: str | None, fmt: str | None, tit
         return
     with open(output, "w", encoding="utf-8") as fh:
         fh.write(text)
-    click.echo(f"perflab: wrote {output} ({len(report.sections)} studies, {len(text) // 1024} KiB)")
+    studies = sum(not s.key.startswith("monitor-") for s in report.sections)  # a monitor section is no study
+    click.echo(f"perflab: wrote {output} ({studies} studies, {len(text) // 1024} KiB)")
