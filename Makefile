@@ -15,6 +15,7 @@ lab: setup
 # third (10 m 8 s in one part, 6 m 30 s in two, here); the tests marked serial time real runs
 # or plant load on chosen CPUs, and run alone after.
 test: setup
+	$(BIN)/ruff check src tests bench
 # Exit status 5 is pytest's "no test selected": a PYTEST_ARGS that picks tests of one part only.
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]

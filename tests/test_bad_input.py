@@ -6,14 +6,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 
 from perflab.model import RunResult
 from perflab.store import open_store

@@ -12,8 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from perflab.errors import PerflabError
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, Workload
 from perflab.platform.machine import Machine
-from perflab.platform.topology import Core, Cpu, Node, Topology
+from perflab.platform.topology import Topology
 from perflab.report.terminal.cores import render
 from perflab.store import open_store
 from perflab.studies import resume_study, run_study

@@ -4,11 +4,9 @@ a speed, time blocks, how long a CPU's slowness holds, and what the verdict then
 from __future__ import annotations
 
 import csv
-import math
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from perflab.checks.cores_check import flat_box
 from perflab.checks.noise import TIMED_MODELS

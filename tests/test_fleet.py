@@ -229,7 +229,7 @@ def test_nodes_n_where_fewer_nodes_are_up_says_so_and_measures_those(slurm, tmp_
                 env, tmp_path)
     out = " ".join(r.stdout.split())
     assert f"fleet few: only 1 of the 3 nodes asked for are up in the default partition: one task on each of {node}" \
-        in out and f"submitted 1 task(s)" in out, out
+        in out and "submitted 1 task(s)" in out, out
     _wait_idle(env)
     st = _status("few", db, env, tmp_path)
     assert [(s["slot"], s["state"], s["host"]) for s in st.values()] == [("0", "done", node)], st

@@ -38,8 +38,8 @@ def _farm(store, tmp_path, per: int, runs: int, seed: int, plant: bool) -> list[
     (a run in 20 at 85%: background load), one host per platform 8% slow when planted."""
     rng = np.random.default_rng(seed)
     name = "big"
-    fleet = state.create(store, name, {"study": "run", "slots": [str(i) for i in range(per * len(CPUS))],
-                                       "log_dir": str(tmp_path), "job_name": "j", "shards": False})
+    state.create(store, name, {"study": "run", "slots": [str(i) for i in range(per * len(CPUS))],
+                       "log_dir": str(tmp_path), "job_name": "j", "shards": False})
     planted, slot, opened = [], 0, []
     for p, cpu in enumerate(CPUS):
         slow_at = int(rng.integers(per)) if plant else -1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import re
 import statistics
 import subprocess

@@ -12,7 +12,7 @@ import pytest
 from perflab.errors import PerflabError
 from perflab.studies.score import hepjson, method
 from perflab.studies.score.analysis import analyse_workloads
-from perflab.studies.score.flags import copy_groups, disagreeing
+from perflab.studies.score.flags import copy_groups
 from perflab.studies.score.result import ScoreResult, WorkloadScore
 
 DATA = Path(__file__).parent / "data" / "hepscore"

@@ -67,7 +67,7 @@ def test_plan_adds_simulated_runs_apart_from_the_timed_rounds():
 
 def test_counts_rank_the_variants_and_the_disagreement_is_named():
     res = vs.analyse(_config(), _runs())
-    o3, o0 = res.row("O3"), res.row("O0")
+    o3 = res.row("O3")
     assert res.row("base").counts["instructions"] == 1_000_000 and o3.counts["i1_misses"] == 100
     ir = o3.count_comparisons["instructions"]
     assert ir.significant and ir.better and ir.ratio == pytest.approx(0.9) and ir.ci.level == 1.0

@@ -27,12 +27,12 @@ import sys
 from typing import Any, Callable
 
 try:  # CPython's own SHA-256, which hashlib falls back to: the same digests, no OpenSSL to load
-    from _sha256 import sha256  # CPython <= 3.11
+    from _sha256 import sha256  # noqa: F401 (re-exported)  CPython <= 3.11
 except ImportError:
     try:
-        from _sha2 import sha256  # CPython >= 3.12
+        from _sha2 import sha256  # noqa: F401 (re-exported)  CPython >= 3.12
     except ImportError:
-        from hashlib import sha256
+        from hashlib import sha256  # noqa: F401 (re-exported: startup.sha256)
 
 _saved: tuple[int, ...] | None = None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from perflab.errors import PerflabError
 from perflab.platform.energy import (
@@ -21,6 +21,9 @@ from perflab.platform.energy import (
 from perflab.platform.hostcache import boot_cached
 from perflab.platform.sysfs import Root
 from perflab.startup import which
+
+if TYPE_CHECKING:
+    import subprocess
 
 SOURCES = ("auto", "rapl", "perf", "ipmi", "off")
 # The fastest a package drains a RAPL counter, for the re-read interval: a counter read less

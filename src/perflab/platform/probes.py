@@ -12,10 +12,14 @@ from __future__ import annotations
 # (bench/startup.sh).
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perflab.platform.sysfs import Root
 from perflab.platform.topology import read_topology
 from perflab.startup import which
+
+if TYPE_CHECKING:
+    import subprocess
 
 NO_HW_COUNTERS = "no hardware performance counters (virtual machine?): using cpu-clock"
 

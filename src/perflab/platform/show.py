@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from perflab.platform.metadata import collect
 from perflab.platform.probes import all_probes
 from perflab.platform.sysfs import Root, format_cpulist
 from perflab.platform.topology import read_topology
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def machine_info(root: Root = Root("/"), probes: bool | None = None, extra_probes: dict | None = None,

@@ -6,7 +6,6 @@ importable from here too, as every study does.
 
 from __future__ import annotations
 
-import os
 
 from perflab.errors import PerflabError
 from perflab.platform.machine import allowed_cpus

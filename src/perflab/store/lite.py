@@ -20,7 +20,6 @@ run: 3.5 ms on this VM's disk, four times the run of `true` itself.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time

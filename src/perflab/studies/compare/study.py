@@ -29,7 +29,6 @@ from perflab.measure import cachegrind
 from perflab.platform.tune import state as tune_state
 from perflab.stats import judge, median
 from perflab.stats.modes import detect_modes
-from perflab.stats.shift import ratio_ci
 from perflab.stats.speeds import within_speeds, worth_looking
 from perflab.stats.stratified import pooled_ratio, stratified_ratio_ci, van_elteren
 from perflab.studies.compare import counted as counting
