@@ -186,7 +186,7 @@ def test_report_shape_platforms_slow_and_missing(tmp_path, store_url):
             _task(store, "farm", slot, f"n{slot:02d}", cpu, 1000 * (1 + slot // 6) * factor
                   * (1 + 0.01 * rng.standard_normal(30)))
         rep = build(store, fleet, _NoBatch())
-    assert list(rep) == ["fleet", "hosts", "platforms", "slow_hosts", "missing"]
+    assert list(rep) == ["fleet", "hosts", "platforms", "slow_hosts", "missing", "cannot_tell"]
     assert len(rep["hosts"]) == 12 and {h["status"] for h in rep["hosts"]} == {"done"}
     assert {p["cpu_model"] for p in rep["platforms"]} == {"EPYC 7742", "Xeon 6248"}
     assert all(p["n_hosts"] == 6 and p["sockets"] == 2 and p["cores"] == 32 for p in rep["platforms"])

@@ -19,7 +19,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.stats import median
-from perflab.stats.peers import _median_ci_positions, median_ci
+from perflab.stats.peers import median_ci_positions, median_ci
 from perflab.store.summaries import ALL, RUNS_PER_S, RunSummary
 
 
@@ -210,7 +210,7 @@ def host_summaries(store, campaigns: list) -> tuple[dict[int, HostData], str | N
         s = have.get(key(c.id))
         ci = None
         if s is not None and s.ci95 is not None:
-            ci = {"low": s.ci95[0], "high": s.ci95[1], "level": round(_median_ci_positions(s.n, 0.95)[2], 4)}
+            ci = {"low": s.ci95[0], "high": s.ci95[1], "level": round(median_ci_positions(s.n, 0.95)[2], 4)}
         out[c.id] = HostData([], _headline(c, shown, s.n if s else 0, s.median if s else None, ci), s)
     return out, metric, labels
 

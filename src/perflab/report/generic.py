@@ -140,12 +140,6 @@ def _pct(r: float | None) -> str:
     return "—" if r is None else f"{100 * (r - 1):+.1f} %"
 
 
-def _ci_text(lo: Any, hi: Any, fmt: str = "{:.4g}") -> str:
-    if lo is None or hi is None:
-        return "—"
-    return "[" + fmt.format(lo) + ", " + fmt.format(hi) + "]"
-
-
 def finding(significant: bool | None, ratio: float | None, higher_is_better: bool | None) -> str:
     """A comparison's finding in the report's three words (plots.BETTER, WORSE, NOT_SIGNIFICANT):
     better or worse in the measure's own direction, only where the test says it differs."""

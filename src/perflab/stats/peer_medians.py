@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from perflab.stats.peers import PeerTest, _median_ci_positions
+from perflab.stats.peers import PeerTest, median_ci_positions
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def slow_by_medians(
         position[order] = np.arange(len(names))
         h = len(names) - 1  # peers of each member
         if h >= 2:
-            l_p, u_p, cov_p = _median_ci_positions(h, each)
+            l_p, u_p, cov_p = median_ci_positions(h, each)
 
             def without_self(k: int):
                 # The k-th smallest peer median of every member at once: one past k for a member
@@ -97,7 +97,7 @@ def slow_by_medians(
                 tests.append(PeerTest(name, group, s.n, s.median, None, None, None, None, None, None))
                 continue
             med_p, lo_p, hi_p = float(med_p_all[i]), float(lo_p_all[i]), float(hi_p_all[i])
-            cov_m = _median_ci_positions(s.n, each)[2]
+            cov_m = median_ci_positions(s.n, each)[2]
             ratio = s.median / med_p if med_p > 0 else None
             low = s.low / hi_p if hi_p > 0 else None
             high = s.high / lo_p if lo_p > 0 else None

@@ -48,7 +48,7 @@ class PeerTest:
 
 
 @functools.lru_cache(maxsize=4096)  # a fleet has few distinct sample sizes
-def _median_ci_positions(n: int, confidence: float) -> tuple[int, int, float]:
+def median_ci_positions(n: int, confidence: float) -> tuple[int, int, float]:
     """0-based order statistics (l, n-1-l) bracketing the median, and their coverage.
 
     [x_(l), x_(n-1-l)] covers the median with probability 1 - 2 P(Binom(n, 1/2) <= l); l is the
@@ -77,7 +77,7 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
     import numpy as np
 
     arr = np.sort(np.asarray(xs, dtype=float))
-    l, u, cover = _median_ci_positions(arr.size, confidence)
+    l, u, cover = median_ci_positions(arr.size, confidence)
     return float(arr[l]), float(arr[u]), cover
 
 
@@ -96,7 +96,7 @@ def _kth_excluding(pool_sorted, excluded_positions, k: int) -> float:
 def _median_and_ci(values_at, n: int, confidence: float) -> tuple[float, float, float, float]:
     """(median, lo, hi, coverage) of n sorted values read through values_at(k)."""
     mid = (values_at((n - 1) // 2) + values_at(n // 2)) / 2.0
-    l, u, cover = _median_ci_positions(n, confidence)
+    l, u, cover = median_ci_positions(n, confidence)
     return mid, values_at(l), values_at(u), cover
 
 

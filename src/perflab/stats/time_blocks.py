@@ -147,7 +147,8 @@ def _most_together(starts: dict[str, float], ends: dict[str, float]) -> set[str]
     return out
 
 
-def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min_runs: int = MIN_RUNS):
+def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min_runs: int = MIN_RUNS,
+                alpha: float = 0.05):
     """(per member (mean log difference, its SE, df, block diffs, part diffs, runs outside, states held),
     GroupTime)."""
     import numpy as np
@@ -256,7 +257,7 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
         sds.append(sd)
         se = sd * math.sqrt(1.0 + 1.0 / k_peers)
         out[k] = (level[k] - float(p.mean()), se, float(k_peers - 1), (), (), 0, False)
-    tq = float(st.t.ppf(1.0 - 0.05 / len(names), k_peers - 1))
+    tq = float(st.t.ppf(1.0 - alpha / len(names), k_peers - 1))  # the slowdown named at the study's alpha
     detectable = 1.0 - math.exp(-tq * float(np.median(sds)) * math.sqrt(1.0 + 1.0 / k_peers))
     return out, GroupTime("apart", df=float(k_peers - 1), detectable=detectable, why=why)
 
@@ -279,7 +280,7 @@ def slow_by_time(
     raw: list[tuple[TimedTest, float | None]] = []
     times: dict[str, GroupTime] = {}
     for group, members in groups.items():
-        res, gt = judge_group(members, max_blocks, min_runs)
+        res, gt = judge_group(members, max_blocks, min_runs, alpha)
         times[group] = gt
         if gt.mode == "window":
             # Runs inside the window, each member's against its peers' pooled (perflab.stats.peers),

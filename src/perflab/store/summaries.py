@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from perflab.stats.peers import _median_ci_positions
+from perflab.stats.peers import median_ci_positions
 from perflab.store import tx
 
 RUNS_PER_S = "runs_per_s"
@@ -45,8 +45,8 @@ class RunSummary:
 
 def ranks(n: int) -> dict[str, int]:
     """0-based ranks a summary of n sorted values keeps."""
-    l95, u95, _ = _median_ci_positions(n, HEADLINE_LEVEL)
-    l975, u975, _ = _median_ci_positions(n, TEST_LEVEL)
+    l95, u95, _ = median_ci_positions(n, HEADLINE_LEVEL)
+    l975, u975, _ = median_ci_positions(n, TEST_LEVEL)
     return {"mid_lo": (n - 1) // 2, "mid_hi": n // 2, "l95": l95, "u95": u95, "l975": l975, "u975": u975}
 
 

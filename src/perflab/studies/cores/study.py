@@ -250,11 +250,6 @@ def cost_of(workload: Workload, result: RunResult) -> tuple[float | None, str | 
     return (1.0 / value, None) if value > 0 else (None, f"{metric} = {value:g}")
 
 
-def value_of(workload: Workload, cost: float) -> float:
-    """The primary metric's own value (or wall seconds) for a cost from cost_of."""
-    return 1.0 / cost if workload.primary_metric is not None and workload.higher_is_better else cost
-
-
 def unit_of(workload: Workload) -> str:
     """How the medians print: the workload's unit, its metric's name, or seconds."""
     if workload.primary_metric is None:

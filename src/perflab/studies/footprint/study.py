@@ -14,7 +14,7 @@ import os
 import random
 import stat as stat_mod
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -337,7 +337,3 @@ def summary_of(result: FootprintResult) -> dict[str, Any]:
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
-
-
-def with_cwd(workload: Workload, cwd: str | None) -> Workload:
-    return replace(workload, cwd=cwd) if cwd else workload
