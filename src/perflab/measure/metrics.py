@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from perflab.errors import PerflabError
+from perflab.measure.series import SERIES_METRICS
 from perflab.model import MetricPattern
 
 _STREAMS = ("stdout", "stderr", "both")
@@ -142,9 +143,19 @@ def _note(pattern: MetricPattern, seen: dict[str, list[float]], odd: dict[str, s
             rec.example = (lines[-1][:100] if lines else "") or "(no output)"
 
 
+_SERIES_RUNS = [0, 0]  # runs with a series regex, and those whose series gave the metrics
+
+
+def note_series(gave: bool) -> None:
+    """One run with series regexes: whether its lines gave the series metrics (measure/series.py)."""
+    _SERIES_RUNS[0] += 1
+    _SERIES_RUNS[1] += bool(gave)
+
+
 def reset_ledger() -> None:
     """Forget what earlier extractions saw (a new command, or a test)."""
     _LEDGER.clear()
+    _SERIES_RUNS[:] = [0, 0]
 
 
 def hygiene(primary: str | None = None) -> tuple[list[str], str | None]:
@@ -152,6 +163,14 @@ def hygiene(primary: str | None = None) -> tuple[list[str], str | None]:
     primary metric is one of them (None when it matched, or was not asked for)."""
     warnings: list[str] = []
     error = None
+    if primary in SERIES_METRICS:
+        if not _SERIES_RUNS[0]:
+            return warnings, (f"primary metric {primary} comes from a per-event series: give --series "
+                              "REGEX with (?P<event>...) and (?P<ms>...), or series = [...] in perflab.toml")
+        if not _SERIES_RUNS[1]:
+            return warnings, (f"primary metric {primary} was never measured: the series regex matched "
+                              f"too few event lines in {_SERIES_RUNS[0]} runs; check it against the output")
+        primary = None
     for (regex, name), rec in _LEDGER.items():
         if rec.numbers or not rec.runs:
             continue

@@ -1,0 +1,184 @@
+"""A command's per-event series over its runs: warm-up, steady rate, the tail, the slowest events.
+
+Each run's series (measure/series.py) gives its steady part (warm-up cut by a change point or
+``--skip-events``); across runs the steady rate pools events over time (stats.steady, runs as
+clusters from three runs on), the quantiles are order-statistic intervals over the events (each
+event's median over the runs where the same ids recur: the events are the sample, not the
+repeats of one event), and the slowest event of each run is counted across runs, which tells a
+heavy event (slowest in most runs) from a slow moment (a different one each run).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+from perflab.measure.series import SERIES_METRICS, EventSeries, decode, steady_part
+from perflab.model import MetricPattern, RunResult
+from perflab.stats.steady import BATCHES, batches, quantile_ci, steady_rate, t_quantile
+
+__all__ = ["SERIES_METRICS", "SeriesSummary", "profile_target", "series_of", "summarise"]
+QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
+DRIFT = 0.05  # a steady part whose halves differ by more (and significantly) is not steady
+PLOT_POINTS = 120  # points per run in the rate-over-time plot and the ECDF
+
+
+@dataclass
+class SeriesSummary:
+    """What the series of one command's runs say (the report renders it; as_dict is its JSON)."""
+
+    runs: int
+    events: float  # events per run (median)
+    warmup: list[int]  # events cut from the start of each run
+    warmup_how: str  # "change point", "skip" or "none"
+    steady_rate: float
+    steady_ci: dict | None  # {"low", "high", "level"}; None: one cluster
+    clusters: str  # "runs" or "batches"
+    run_rate: float  # events over wall time, median over runs (start-up included)
+    quantiles: dict[str, dict] = field(default_factory=dict)  # name -> {"value", "low", "high", "level"}
+    max_ms: float = math.nan
+    over: str = ""  # what the quantiles are over
+    slowest: list[dict] = field(default_factory=list)  # {"event", "ms", "slowest_in"}
+    drift: dict | None = None  # {"ratio", "low", "high", "level"}: second half / first half rate
+    from_stamps: bool = False  # event times from arrival stamps, not printed by the program
+    rate_over_time: list[list[list[float]]] = field(default_factory=list)  # per run [[s, events/s]]
+    ecdf: list[list[float]] = field(default_factory=list)  # [[ms, share]] of the steady events
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SeriesSummary":
+        return cls(**d)
+
+    @property
+    def slows(self) -> bool:
+        """The steady part's second half is slower beyond DRIFT, its interval excluding 1."""
+        d = self.drift
+        return bool(d and d["high"] < 1 and d["ratio"] < 1 - DRIFT)
+
+    @property
+    def speeds_up(self) -> bool:
+        d = self.drift
+        return bool(d and d["low"] > 1 and d["ratio"] > 1 + DRIFT)
+
+
+def series_of(results: Sequence[RunResult], skip_events: int | None = None) -> dict | None:
+    """``summarise`` over the successful runs among ``results``, as the result's JSON (None: no series)."""
+    ok = [r for r in results if r.ok]
+    found = summarise([r.series for r in ok], [r.wall_s for r in ok], skip_events)
+    return found.as_dict() if found is not None else None
+
+
+def profile_target(workload: str | None, series: Sequence[MetricPattern]) -> str | None:
+    """The workload whose events `perflab profile --event N` can window: one whose series is the
+    "done processing event #N" line (the profile's window opens on "start processing event #N")."""
+    return workload if workload and any("processing event #" in p.regex for p in series) else None
+
+
+def summarise(blobs: Sequence[bytes], walls: Sequence[float], skip_events: int | None = None,
+              level: float = 0.95) -> SeriesSummary | None:
+    """The series of one command's successful runs (their blobs and wall seconds), or None."""
+    runs = [(decode(b), w) for b, w in zip(blobs, walls) if b]
+    parts = [(s, w, steady_part(s, skip_events, seed=i)) for i, (s, w) in enumerate(runs)]
+    parts = [(s, w, p) for s, w, p in parts if p is not None]
+    if not parts:
+        return None
+    if len(parts) >= 3:
+        clusters, kind = [(p.events, p.seconds) for _, _, p in parts], "runs"
+    else:
+        clusters, kind = [], "batches"
+        for _, _, p in parts:
+            m = p.events / len(p.times)
+            clusters.extend((e * m, t * m) for e, t in batches(p.times))
+    rate, ci = steady_rate(clusters, level)
+    hows = {p.warmup.how for _, _, p in parts}
+    out = SeriesSummary(
+        runs=len(parts), events=statistics.median(len(s) for s, _, _ in parts),
+        warmup=[p.warmup.events for _, _, p in parts],
+        warmup_how="change point" if "change point" in hows else hows.pop(),
+        steady_rate=rate, steady_ci=ci.as_dict() if ci else None, clusters=kind,
+        run_rate=statistics.median(len(s) / w for s, w, _ in parts if w > 0),
+        from_stamps=parts[0][2].from_stamps,
+    )
+    _tail(out, [p for _, _, p in parts], level)
+    out.drift = _drift([p for _, _, p in parts], level)
+    out.rate_over_time = [_rate_over_time(s) for s, _, _ in parts]
+    return out
+
+
+def _tail(out: SeriesSummary, parts: list, level: float) -> None:
+    """Quantiles over the events (per-id medians where ids recur across runs), slowest events."""
+    by_id: dict[int, list[float]] = {}
+    for p in parts:
+        for i, t in zip(p.ids, p.times):
+            by_id.setdefault(i, []).append(t)
+    recur = len(parts) > 1 and not parts[0].from_stamps and \
+        sum(len(v) > 1 for v in by_id.values()) >= 0.5 * len(by_id)
+    if recur:
+        sample = [statistics.median(v) for v in by_id.values()]
+        out.over = f"{len(sample)} events, each its median over the runs"
+    else:
+        sample = [t for p in parts for t in p.times]
+        what = "blocks of events (arrival times)" if parts[0].from_stamps else "events"
+        out.over = f"{len(sample)} {what} pooled over {len(parts)} run{'s' if len(parts) != 1 else ''}"
+    for name, q in QUANTILES:
+        value, ci = quantile_ci(sample, q, level)
+        out.quantiles[name] = {"value": value, **ci.as_dict()}
+    out.max_ms = max(sample)
+    ordered = sorted(sample)
+    step = max(1, len(ordered) // PLOT_POINTS)
+    out.ecdf = [[ordered[i], (i + 1) / len(ordered)] for i in range(0, len(ordered), step)]
+    if ordered and out.ecdf[-1][1] < 1:
+        out.ecdf.append([ordered[-1], 1.0])
+    if parts[0].from_stamps:
+        return  # a block's time is no one event's: name none
+    slowest: dict[int, int] = {}
+    for p in parts:
+        k = max(range(len(p.times)), key=p.times.__getitem__)
+        slowest[p.ids[k]] = slowest.get(p.ids[k], 0) + 1
+    ranked = sorted(slowest.items(), key=lambda kv: (-kv[1], -statistics.median(by_id[kv[0]])))
+    out.slowest = [{"event": i, "ms": statistics.median(by_id[i]), "slowest_in": n} for i, n in ranked[:5]]
+
+
+def _drift(parts: list, level: float) -> dict | None:
+    """Rate of the steady part's second half over its first: per-run ratios (three runs or more),
+    else pairs of batches (first-half batch j with second-half batch j)."""
+    logs: list[float] = []
+    for p in parts:
+        if len(p.times) < 2 * BATCHES:
+            continue
+        half = len(p.times) // 2
+        a, b = p.times[:half], p.times[half:]
+        if len(parts) >= 3:
+            logs.append(math.log(statistics.fmean(a) / statistics.fmean(b)))
+        else:
+            ba, bb = batches(a, BATCHES // 2), batches(b, BATCHES // 2)
+            logs.extend(math.log((y[0] / y[1]) / (x[0] / x[1])) for x, y in zip(ba, bb) if x[1] > 0 and y[1] > 0)
+    if len(logs) < 3:
+        return None
+    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
+    half = t_quantile(0.5 + level / 2, len(logs) - 1) * sd / math.sqrt(len(logs))
+    return {"ratio": math.exp(mean), "low": math.exp(mean - half), "high": math.exp(mean + half), "level": level}
+
+
+def _rate_over_time(s: EventSeries) -> list[list[float]]:
+    """[[seconds since the start, events/s]] in at most PLOT_POINTS windows of events."""
+    if s.has_stamps:
+        at = [t / 1e9 for t in s.at_ns]
+    else:
+        at, acc = [], 0.0
+        for t in s.ms:
+            acc += 0.0 if math.isnan(t) else t / 1000
+            at.append(acc)
+    n = len(at)
+    step = max(1, n // PLOT_POINTS)
+    points, prev_t, prev_i = [], 0.0, -1
+    for i in range(step - 1, n, step):
+        dt = at[i] - prev_t
+        if dt > 0:
+            points.append([at[i], (i - prev_i) / dt])
+        prev_t, prev_i = at[i], i
+    return points
