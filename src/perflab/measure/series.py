@@ -8,9 +8,7 @@ run started, from the spawn server's arrival stamps; 0 where it gave none). A pr
 prints ``event N`` still gives a rate over time from the stamps, as fine as its output is
 flushed: stdio buffers a pipe or file in 4 KiB blocks unless the program flushes each line.
 
-Storage (``encode``): three integer columns (id deltas, times in microseconds, stamp deltas in
-microseconds), each zlib-compressed: repeated deltas compress to almost nothing, so a run of a
-million events costs about 2-3 bytes an event in the store (tests/test_series.py measures it).
+The stored form is model/series.py's (the store reads it too).
 """
 
 from __future__ import annotations
@@ -26,30 +24,10 @@ from typing import Iterable, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import MetricPattern
+from perflab.model.series import EventSeries, decode, encode, series_length  # noqa: F401 (used here and re-exported)
 from perflab.stats.steady import Warmup, warmup
 
 TIME_GROUPS = {"ms": 1.0, "s": 1000.0, "us": 0.001}  # unit -> ms
-_MAGIC = b"PLS1"
-
-
-@dataclass
-class EventSeries:
-    """One run's events in order: ids, per-event times in ms (NaN: not printed), arrival in ns."""
-
-    ids: list[int]
-    ms: list[float]
-    at_ns: list[int]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @property
-    def has_times(self) -> bool:
-        return any(not math.isnan(t) for t in self.ms)
-
-    @property
-    def has_stamps(self) -> bool:
-        return any(self.at_ns)
 
 
 def compile_series(regexes: Iterable[str | MetricPattern]) -> tuple[MetricPattern, ...]:
@@ -137,44 +115,6 @@ def _number(text: str | None) -> float | None:
         return float(text.replace(",", ""))
     except ValueError:
         return None
-
-
-def encode(series: EventSeries) -> bytes:
-    """The compact stored form: magic, count, then three zlib-compressed int64 delta columns."""
-    n = len(series)
-    ids = array("q", (b - a for a, b in zip([0, *series.ids], series.ids)))
-    us = array("q", (-1 if math.isnan(t) else round(t * 1000) for t in series.ms))
-    stamps_us = [s // 1000 for s in series.at_ns]
-    at = array("q", (b - a for a, b in zip([0, *stamps_us], stamps_us)))
-    cols = [zlib.compress(c.tobytes(), 6) for c in (ids, us, at)]
-    return _MAGIC + struct.pack("=qIII", n, *map(len, cols)) + b"".join(cols)
-
-
-def decode(blob: bytes) -> EventSeries:
-    """The inverse of ``encode`` (times to the microsecond, stamps to the microsecond)."""
-    if not blob:
-        return EventSeries([], [], [])
-    if blob[:4] != _MAGIC:
-        raise ValueError("not a perflab event series")
-    n, la, lb, lc = struct.unpack_from("=qIII", blob, 4)
-    pos = 4 + struct.calcsize("=qIII")
-    cols = []
-    for length in (la, lb, lc):
-        col = array("q")
-        col.frombytes(zlib.decompress(blob[pos:pos + length]))
-        cols.append(col)
-        pos += length
-    ids, acc = [], 0
-    for d in cols[0]:
-        acc += d
-        ids.append(acc)
-    ms = [math.nan if u < 0 else u / 1000 for u in cols[1]]
-    at, acc = [], 0
-    for d in cols[2]:
-        acc += d
-        at.append(acc * 1000)
-    assert len(ids) == n
-    return EventSeries(ids, ms, at)
 
 
 # ---- one run's numbers: what every study can rank by -------------------------------------------
