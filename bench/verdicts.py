@@ -27,6 +27,7 @@ CHECKS = {
     "modes": ("modes_check", "verdict_check"),
     "profile-diff": ("profile_diff_check", "verdict_check"),
     "profile-counts": ("profile_counts_check", "verdict_check"),
+    "series": ("series_check", "verdict_check"),
 }
 
 

@@ -17,11 +17,14 @@ from typing import Sequence
 
 from perflab.measure.series import SERIES_METRICS, EventSeries, decode, steady_part
 from perflab.model import MetricPattern, RunResult
-from perflab.stats.steady import BATCHES, batches, quantile_ci, steady_rate, t_quantile
+from perflab.stats.shift import ratio_ci
+from perflab.stats.steady import BATCHES, batches, quantile_ci, steady_rate
 
 __all__ = ["SERIES_METRICS", "SeriesSummary", "profile_target", "series_of", "summarise"]
 QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
 DRIFT = 0.05  # a steady part whose halves differ by more (and significantly) is not steady
+DRIFT_LEVEL = 0.99  # its interval: a steady job is called not steady in at most ~1 % of campaigns
+DRIFT_EVENTS = 2000  # events a half in the drift interval (its cost grows as their product)
 PLOT_POINTS = 120  # points per run in the rate-over-time plot and the ECDF
 
 
@@ -104,7 +107,7 @@ def summarise(blobs: Sequence[bytes], walls: Sequence[float], skip_events: int |
         from_stamps=parts[0][2].from_stamps,
     )
     _tail(out, [p for _, _, p in parts], level)
-    out.drift = _drift([p for _, _, p in parts], level)
+    out.drift = _drift([p for _, _, p in parts], DRIFT_LEVEL)
     out.rate_over_time = [_rate_over_time(s) for s, _, _ in parts]
     return out
 
@@ -144,24 +147,26 @@ def _tail(out: SeriesSummary, parts: list, level: float) -> None:
 
 
 def _drift(parts: list, level: float) -> dict | None:
-    """Rate of the steady part's second half over its first: per-run ratios (three runs or more),
-    else pairs of batches (first-half batch j with second-half batch j)."""
-    logs: list[float] = []
+    """Rate of the steady part's second half over its first, as the inverse of Moses' interval
+    for the ratio of their event times (stats.shift.ratio_ci): the events are the sample, so a
+    fixed input whose later events happen to be heavier is not taken for a job that slows (its
+    halves differ by what any two sets of its events differ by). Events are taken in order,
+    each its median over the runs where ids recur; at most DRIFT_EVENTS a half (evenly spaced)."""
+    by_id: dict[int, list[float]] = {}
     for p in parts:
-        if len(p.times) < 2 * BATCHES:
-            continue
-        half = len(p.times) // 2
-        a, b = p.times[:half], p.times[half:]
-        if len(parts) >= 3:
-            logs.append(math.log(statistics.fmean(a) / statistics.fmean(b)))
-        else:
-            ba, bb = batches(a, BATCHES // 2), batches(b, BATCHES // 2)
-            logs.extend(math.log((y[0] / y[1]) / (x[0] / x[1])) for x, y in zip(ba, bb) if x[1] > 0 and y[1] > 0)
-    if len(logs) < 3:
+        for i, t in zip(p.ids, p.times):
+            by_id.setdefault(i, []).append(t)
+    if len(parts) > 1 and not parts[0].from_stamps and sum(len(v) > 1 for v in by_id.values()) >= 0.5 * len(by_id):
+        halves = [[statistics.median(by_id[i]) for i in sorted(by_id)]]
+    else:
+        halves = [p.times for p in parts]
+    first = [t for h in halves for t in h[:len(h) // 2] if t > 0]
+    second = [t for h in halves for t in h[len(h) // 2:] if t > 0]
+    if min(len(first), len(second)) < 2 * BATCHES:
         return None
-    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
-    half = t_quantile(0.5 + level / 2, len(logs) - 1) * sd / math.sqrt(len(logs))
-    return {"ratio": math.exp(mean), "low": math.exp(mean - half), "high": math.exp(mean + half), "level": level}
+    first, second = first[::-(-len(first) // DRIFT_EVENTS)], second[::-(-len(second) // DRIFT_EVENTS)]
+    ratio, ci = ratio_ci(second, first, level)
+    return {"ratio": 1 / ratio, "low": 1 / ci.high, "high": 1 / ci.low, "level": ci.level}
 
 
 def _rate_over_time(s: EventSeries) -> list[list[float]]:
