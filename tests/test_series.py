@@ -129,7 +129,7 @@ def test_spawn_server_stamps_lines_as_they_arrive(slow_start):
     # (its sleeps so far, from the spawn), and in the order printed: a lower bound, whatever the load
     slept = [sum(0.05 if j < 20 else 0.005 for j in range(i + 1)) * 1e9 for i in range(60)]
     assert all(a >= t for a, t in zip(s.at_ns, slept)) and s.at_ns == sorted(s.at_ns)
-    assert r.metrics["series_events"] == 60
+    assert r.metrics["warmup_events"] >= 0 and r.metrics["steady_rate"] > 0
 
 
 def test_series_stored_apart_and_replayed(tmp_path):
@@ -159,6 +159,7 @@ def test_run_finds_the_warmup_of_a_slow_start(slow_start, tmp_path):
     assert res.returncode == 0, res.stderr
     (b,) = json.loads((tmp_path / "r.json").read_text())["benchmarks"]
     s = b["series"]
+    assert s["runs"] == 3  # every run's series, none lost to runs going back to back
     assert all(abs(k - 20) <= 2 for k in s["warmup"]), s["warmup"]
     assert "steady" in res.stdout and "warm-up: the event rate changes" in res.stdout
     # What the rate is depends on the machine (5 ms sleeps plus Python's loop under whatever load):

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from perflab.errors import PerflabError
-from perflab.measure.series import SERIES_METRICS, compile_series
+from perflab.measure.series import SERIES_METRICS, SERIES_RANKED, compile_series
 
 # ---- the primary metric: --primary-metric NAME, --higher-is-better / --lower-is-better ----------
 
@@ -43,7 +43,13 @@ class MetricChoice:
         if self.name in SERIES_METRICS and not workload.series:
             raise PerflabError(f"--primary-metric {self.name} comes from a per-event series, which "
                                f"'{workload.name}' does not declare: give --series REGEX")
-        if self.name is not None and self.name != workload.primary_metric and self.name not in SERIES_METRICS:
+        if self.name in SERIES_METRICS and self.name != workload.primary_metric:
+            if self.name not in SERIES_RANKED:
+                raise PerflabError(f"--primary-metric {self.name} is not a measure to rank by: give one of "
+                                   + ", ".join(SERIES_RANKED))
+            higher, unit = SERIES_RANKED[self.name]
+            changes.update(primary_metric=self.name, higher_is_better=higher, unit=unit)
+        elif self.name is not None and self.name != workload.primary_metric:
             names = list(workload.metric_names())
             for m in extra_metrics:
                 names.extend(re.compile(m.regex).groupindex)

@@ -235,8 +235,8 @@ class RealExecutor:
 
     def can_batch(self, spec: RunSpec) -> bool:
         """Whether runs of ``spec`` can go back to back in the server: nothing of a run is read
-        after it but what the server answers (no metrics from stdout, no perf stat file)."""
-        return not spec.metrics and spec.perf_events is None and self._server() is not None
+        after it but what the server answers (no metrics or series from stdout, no perf stat file)."""
+        return not spec.metrics and not spec.series and spec.perf_events is None and self._server() is not None
 
     def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
                   key: tuple[int, str, dict, int] | None = None) -> Iterator[list[RunResult]]:
