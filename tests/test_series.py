@@ -185,3 +185,44 @@ def test_summary_names_a_heavy_event_across_runs():
     assert s.slowest[0]["event"] == 73 and s.slowest[0]["slowest_in"] == 5
     assert s.steady_ci is not None and s.clusters == "runs" and not math.isnan(s.steady_rate)
     assert s.over.startswith("100 events, each its median")
+
+
+def test_primary_metric_steady_rate_takes_its_direction_and_needs_a_series():
+    from perflab.cli.options import MetricChoice
+    from perflab.kernels.minihlt import quick_workload
+    from perflab.model.workload import Workload
+
+    wl = MetricChoice(name="event_ms_p99").apply(quick_workload(build=False))
+    assert wl.primary_metric == "event_ms_p99" and wl.higher_is_better is False and wl.unit == "ms"
+    wl = MetricChoice(name="steady_rate").apply(quick_workload(build=False))
+    assert wl.primary_metric == "steady_rate" and wl.higher_is_better is True
+    with pytest.raises(PerflabError, match="does not declare"):
+        MetricChoice(name="steady_rate").apply(Workload("plain", ("true",)))
+    wl = MetricChoice(series=(r"^ev (?P<event>\d+)$",), skip_events=5).apply(Workload("plain", ("true",)))
+    assert len(wl.series) == 1 and wl.spec().skip_events == 5 and wl.spec().series == wl.series
+
+
+def test_report_section_has_the_series_table_and_plots():
+    from types import SimpleNamespace
+
+    from perflab.report.build import build_section
+    from perflab.studies.run.series import series_of
+
+    results = []
+    for seed in range(3):
+        rng = random.Random(seed)
+        ms = [5.0 * (10 if i < 20 else 1) * (1 + 0.1 * rng.random()) for i in range(200)]
+        results.append(RunResult(wall_ns=2 * 10 ** 9, user_s=1, sys_s=0, maxrss_kb=1, minflt=0, majflt=0,
+                                 nvcsw=0, nivcsw=0, exit_code=0,
+                                 series=encode(EventSeries(list(range(200)), ms, [0] * 200))))
+    summary = series_of(results)
+    bench = {"command": "job", "summary": {"n": 3, "median": 2.0, "mean": 2.0, "stddev": 0.0},
+             "median_ci": {"low": 2.0, "high": 2.0, "level": 0.75}, "metrics": {}, "series": summary}
+    camp = SimpleNamespace(id=1, study="run", name="", status="done", config={}, started=None, finished=None,
+                           summary={"benchmarks": [bench], "verdict": "v", "ranking": {}})
+    sec = build_section(camp, [])
+    (table,) = [t for t in sec.tables if t.title.startswith("Per-event series")]
+    assert table.rows[0][2] == "20, 20, 20" and table.rows[0][-1] == "yes"
+    titles = [p.title for p in sec.plots]
+    assert "job: event rate over time, per run" in titles and "job: per-event time, empirical CDF" in titles
+    assert all(p.svg.lstrip().startswith("<svg") or "<svg" in p.svg[:500] for p in sec.plots)

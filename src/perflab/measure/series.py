@@ -138,6 +138,7 @@ class Steady:
     times: list[float]  # per-event ms of the steady part (block means where stamps-only)
     ids: list[int]  # the ids of those times (a block's first event where stamps-only)
     from_stamps: bool  # times come from arrival stamps, not from the program
+    block: int = 1  # events a time stands for (stamps-only series are judged in blocks)
 
 
 def steady_part(series: EventSeries, skip_events: int | None = None, seed: int = 0) -> Steady | None:
@@ -171,7 +172,7 @@ def steady_part(series: EventSeries, skip_events: int | None = None, seed: int =
     if not rest:
         return None
     secs = sum(rest) / 1000 * m
-    return Steady(w, float(len(rest) * m), secs, rest, rest_ids, stamped)
+    return Steady(w, float(len(rest) * m), secs, rest, rest_ids, stamped, m)
 
 
 def run_metrics(series: EventSeries, wall_s: float, skip_events: int | None = None) -> dict[str, float]:

@@ -38,8 +38,7 @@ def lines(command: str, s: SeriesSummary, workload: str | None = None) -> list[s
         v = q.get(name)
         if v:
             cells.append(f"{name} {v['value']:.4g} ms [{v['low']:.4g}, {v['high']:.4g}] ({v['level']:.0%})")
-    unit = "ms per block of events" if s.from_stamps else "ms"
-    out.append(f"  per-event time ({unit}, over {s.over}): " + "; ".join(cells) + f"; max {s.max_ms:.4g} ms")
+    out.append(f"  per-event time (ms, over {s.over}): " + "; ".join(cells) + f"; max {s.max_ms:.4g} ms")
     if s.slowest:
         top = s.slowest[0]
         if top["slowest_in"] > 1:

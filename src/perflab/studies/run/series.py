@@ -125,7 +125,9 @@ def _tail(out: SeriesSummary, parts: list, level: float) -> None:
         out.over = f"{len(sample)} events, each its median over the runs"
     else:
         sample = [t for p in parts for t in p.times]
-        what = "blocks of events (arrival times)" if parts[0].from_stamps else "events"
+        block = parts[0].block
+        what = ("events" if not parts[0].from_stamps else "events (times: the gaps between arrivals)"
+                if block == 1 else f"blocks of {block} events (times: the gaps between arrivals)")
         out.over = f"{len(sample)} {what} pooled over {len(parts)} run{'s' if len(parts) != 1 else ''}"
     for name, q in QUANTILES:
         value, ci = quantile_ci(sample, q, level)
