@@ -226,3 +226,13 @@ def test_report_section_has_the_series_table_and_plots():
     titles = [p.title for p in sec.plots]
     assert "job: event rate over time, per run" in titles and "job: per-event time, empirical CDF" in titles
     assert all(p.svg.lstrip().startswith("<svg") or "<svg" in p.svg[:500] for p in sec.plots)
+
+
+def test_two_patterns_with_inline_flags_and_non_ascii_output():
+    text = "é start\n(?m) ok\nev 1 took 2 ms\nµ\nfinished 2\n"
+    pats = compile_series([r"(?m)^ev (?P<event>\d+) took (?P<ms>\d+) ms$", r"(?m)^finished (?P<count>\d+)$"])
+    raw = text.encode()
+    line1_end = raw.index(b"ms") + 2
+    stamps = [(line1_end, 100), (len(raw), 200)]
+    s = extract_series(pats, text, stamps=stamps)
+    assert s.ids == [1, 2] and s.ms[0] == 2.0 and math.isnan(s.ms[1]) and s.at_ns == [100, 200]

@@ -67,10 +67,9 @@ def extract_series(patterns: Sequence[MetricPattern], stdout: str, start_ns: int
     if not patterns:
         return EventSeries(ids, ms, at)
     offsets = [s[0] for s in stamps]
-    encoded = bool(stamps) and not stdout.isascii()
-    rx = re.compile("|".join(f"(?:{p.regex})" for p in patterns) if len(patterns) > 1 else patterns[0].regex,
-                    re.MULTILINE) if _distinct_groups(patterns) else None
-    matches = rx.finditer(stdout) if rx else _each(patterns, stdout)
+    ascii_text = stdout.isascii()  # else a line's byte offset is counted as the matches go
+    chars = byte = 0
+    matches = re.finditer(patterns[0].regex, stdout, re.MULTILINE) if len(patterns) == 1 else _each(patterns, stdout)
     for m in matches:
         groups = m.groupdict()
         event = _number(groups.get("event"))
@@ -85,22 +84,17 @@ def extract_series(patterns: Sequence[MetricPattern], stdout: str, start_ns: int
         stamp = 0
         if offsets:
             end = m.end()
-            # offsets count bytes; a line's character position is its byte position in ASCII output
-            end_b = len(stdout[:end].encode("utf-8", "surrogateescape")) if encoded else end
-            i = bisect_left(offsets, end_b)
+            if ascii_text:
+                byte = end
+            else:
+                byte += len(stdout[chars:end].encode("utf-8", "surrogateescape"))
+                chars = end
+            i = bisect_left(offsets, byte)
             stamp = (stamps[i][1] if i < len(stamps) else stamps[-1][1]) - start_ns
         ids.append(ident)
         ms.append(t)
         at.append(max(0, stamp))
     return EventSeries(ids, ms, at)
-
-
-def _distinct_groups(patterns: Sequence[MetricPattern]) -> bool:
-    """One alternation serves when the patterns share no group name (re refuses duplicates)."""
-    names: list[str] = []
-    for p in patterns:
-        names.extend(re.compile(p.regex).groupindex)
-    return len(names) == len(set(names))
 
 
 def _each(patterns: Sequence[MetricPattern], text: str):
