@@ -236,3 +236,17 @@ def test_two_patterns_with_inline_flags_and_non_ascii_output():
     stamps = [(line1_end, 100), (len(raw), 200)]
     s = extract_series(pats, text, stamps=stamps)
     assert s.ids == [1, 2] and s.ms[0] == 2.0 and math.isnan(s.ms[1]) and s.at_ns == [100, 200]
+
+
+def test_series_round_trip_on_each_backend(store_url):
+    blob = encode(EventSeries([5, 6], [1.5, math.nan], [10_000, 20_000]))
+    r = RunResult(wall_ns=10, user_s=0, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0, nivcsw=0,
+                  exit_code=0, series=blob)
+    with open_store(store_url) as store:
+        cid = store.start_campaign("run", {})
+        mid = store.add_measurement(cid, r, {}, 0, "x")
+        store.add_measurements(cid, [(r, {"copy": 0}, 0, "y"), (r, {"copy": 1}, 0, "y")])
+        blobs = store.series(cid)
+        assert len(blobs) == 3 and blobs[mid] == blob
+        back = decode(blobs[mid])
+        assert back.ids == [5, 6] and back.ms[0] == 1.5 and math.isnan(back.ms[1]) and back.at_ns == [10_000, 20_000]
