@@ -25,7 +25,8 @@ QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
 DRIFT = 0.05  # a steady part whose halves differ by more (and significantly) is not steady
 DRIFT_LEVEL = 0.99  # its interval: a steady job is called not steady in at most ~1 % of campaigns
 DRIFT_EVENTS = 2000  # events a half in the drift interval (its cost grows as their product)
-PLOT_POINTS = 120  # points per run in the rate-over-time plot and the ECDF
+PLOT_POINTS = 120  # points of the ECDF
+RATE_WINDOWS = 40  # windows of events per run in the rate-over-time plot
 
 
 @dataclass
@@ -172,20 +173,26 @@ def _drift(parts: list, level: float) -> dict | None:
 
 
 def _rate_over_time(s: EventSeries) -> list[list[float]]:
-    """[[seconds since the start, events/s]] in at most PLOT_POINTS windows of events."""
-    if s.has_stamps:
-        at = [t / 1e9 for t in s.at_ns]
-    else:
-        at, acc = [], 0.0
-        for t in s.ms:
-            acc += 0.0 if math.isnan(t) else t / 1000
-            at.append(acc)
-    n = len(at)
-    step = max(1, n // PLOT_POINTS)
-    points, prev_t, prev_i = [], 0.0, -1
-    for i in range(step - 1, n, step):
-        dt = at[i] - prev_t
-        if dt > 0:
-            points.append([at[i], (i - prev_i) / dt])
-        prev_t, prev_i = at[i], i
+    """[[seconds since the start, events/s]] over RATE_WINDOWS windows of consecutive events: the
+    events over their own times where the program prints them (placed at the window's last
+    arrival, where stamped), else over the arrival gaps. One event's rate would be its inverse
+    time, a spike per light event: windows show the rate the job holds."""
+    n = len(s)
+    if n < 2:
+        return []
+    w = max(1, min(n // 2, max(5, n // RATE_WINDOWS)))
+    times = [0.0 if math.isnan(t) else t / 1000 for t in s.ms]
+    cum = [0.0]
+    for t in times:
+        cum.append(cum[-1] + t)
+    at = [0.0, *(t / 1e9 for t in s.at_ns)]
+    points = []
+    for a in range(0, n - w + 1, w):
+        b = a + w
+        if s.has_times:
+            secs, x = cum[b] - cum[a], at[b] if s.has_stamps else cum[b]
+        else:
+            secs, x = at[b] - at[a], at[b]
+        if secs > 0:
+            points.append([x, w / secs])
     return points
