@@ -250,3 +250,16 @@ def test_series_round_trip_on_each_backend(store_url):
         assert len(blobs) == 3 and blobs[mid] == blob
         back = decode(blobs[mid])
         assert back.ids == [5, 6] and back.ms[0] == 1.5 and math.isnan(back.ms[1]) and back.at_ns == [10_000, 20_000]
+
+
+def test_terminal_lines_say_what_one_run_cannot_tell():
+    from perflab.report.terminal.series import lines
+
+    rng = random.Random(2)
+    blob = encode(EventSeries(list(range(100)), [1 + rng.random() for _ in range(100)], [0] * 100))
+    text = "\n".join(lines("job", summarise([blob], [0.2])))
+    assert "batches as clusters; it sees the events' variation, not the machine's" in text
+    assert "one run cannot tell a heavy event from a slow moment" in text
+    blobs = [encode(EventSeries(list(range(100)), [1.0] * i + [9.0] + [1.0] * (99 - i), [0] * 100)) for i in (5, 50, 90)]
+    text = "\n".join(lines("job", summarise(blobs, [0.2] * 3)))
+    assert "the slowest event differs run to run" in text and "slow moments rather than heavy events" in text

@@ -13,7 +13,9 @@ def lines(command: str, s: SeriesSummary, workload: str | None = None) -> list[s
     out = []
     ci = s.steady_ci
     runs = f"{s.runs} run{'s' if s.runs != 1 else ''}"
-    interval = (f" [{ci['low']:.4g}, {ci['high']:.4g}] ({ci['level']:.0%} CI, {s.clusters} as clusters)"
+    interval = (f" [{ci['low']:.4g}, {ci['high']:.4g}] ({ci['level']:.0%} CI, {s.clusters} as clusters"
+                + ("; it sees the events' variation, not the machine's from run to run: --runs 3 or more "
+                   "for that)" if s.clusters == "batches" else ")")
                 if ci else " (no interval: one run too short to batch)")
     out.append(f"{command}: steady {s.steady_rate:.4g} events/s{interval}; whole run {s.run_rate:.4g} "
                f"events/s (start-up included), {s.events:g} events a run, {runs}")
@@ -44,8 +46,12 @@ def lines(command: str, s: SeriesSummary, workload: str | None = None) -> list[s
         if top["slowest_in"] > 1:
             kind = ("a heavy event, not a slow moment" if top["slowest_in"] * 2 > s.runs
                     else "in more than one run: heavier than most")
+            others = "".join(f"; event {e['event']} in {e['slowest_in']}" for e in s.slowest[1:])
             out.append(f"  event {top['event']} is slowest in {top['slowest_in']} of {s.runs} runs "
-                       f"({top['ms']:.4g} ms): {kind}")
+                       f"({top['ms']:.4g} ms): {kind}{others}")
+        elif s.runs == 1:
+            out.append(f"  event {top['event']} is the slowest ({top['ms']:.4g} ms); one run cannot tell a heavy "
+                       "event from a slow moment: give --runs 3 or more")
         else:
             names = ", ".join(str(e["event"]) for e in s.slowest)
             out.append(f"  the slowest event differs run to run ({names}): "
