@@ -25,11 +25,11 @@ def lines(command: str, s: SeriesSummary, workload: str | None = None) -> list[s
         cut = ", ".join(str(w) for w in s.warmup)
         out.append(f"  warm-up: the event rate changes after events {cut} of the runs (change point, "
                    "1 % permutation test, >= 10 % slower before it); left out of the steady rate and the tail")
-        found = sum(w > 0 for w in s.warmup)
-        if s.runs >= 3 and found * 2 <= s.runs:
-            # A job's warm-up recurs in every run; a slow start in a few is the machine's moment.
-            out.append(f"  found in {found} of {s.runs} runs only: more likely the machine disturbing those runs "
-                       "than the job warming up (a warm-up recurs in every run)")
+    elif s.lone_warmup:
+        at = ", ".join(str(w) for w in s.lone_warmup)
+        out.append(f"  warm-up: none cut; a change point in {len(s.lone_warmup)} of {s.runs} runs only (after "
+                   f"event {at}) is taken as the machine disturbing that run, not the job warming up (a "
+                   "warm-up recurs in every run)")
     else:
         out.append("  warm-up: none found (no change point with the start >= 10 % slower at 1 %)")
     if s.slows or s.speeds_up:

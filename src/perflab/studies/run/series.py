@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Sequence
 
 from perflab.measure.series import SERIES_METRICS, EventSeries, decode, steady_part
 from perflab.model import MetricPattern, RunResult
 from perflab.stats.shift import ratio_ci
-from perflab.stats.steady import BATCHES, batches, quantile_ci, steady_rate
+from perflab.stats.steady import BATCHES, Warmup, batches, quantile_ci, steady_rate
 
 __all__ = ["SERIES_METRICS", "SeriesSummary", "profile_target", "series_of", "summarise"]
 QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
@@ -47,6 +47,7 @@ class SeriesSummary:
     slowest: list[dict] = field(default_factory=list)  # {"event", "ms", "slowest_in"}
     drift: dict | None = None  # {"ratio", "low", "high", "level"}: second half / first half rate
     from_stamps: bool = False  # event times from arrival stamps, not printed by the program
+    lone_warmup: list[int] = field(default_factory=list)  # change points found in at most half the runs, not cut
     rate_over_time: list[list[list[float]]] = field(default_factory=list)  # per run [[s, events/s]]
     ecdf: list[list[float]] = field(default_factory=list)  # [[ms, share]] of the steady events
 
@@ -90,6 +91,14 @@ def summarise(blobs: Sequence[bytes], walls: Sequence[float], skip_events: int |
     parts = [(s, w, p) for s, w, p in parts if p is not None]
     if not parts:
         return None
+    found = [i for i, (_, _, p) in enumerate(parts) if p.warmup.how == "change point" and p.warmup.events]
+    lone = []
+    if len(parts) >= 2 and found and len(found) * 2 <= len(parts):
+        # A job's warm-up recurs in every run; a slow start in at most half of them is the machine
+        # disturbing those runs (or heavy events that happen to come early): no cut there.
+        lone = [parts[i][2].warmup.events for i in found]
+        parts = [(s, w, replace(steady_part(s, 0), warmup=Warmup(0, "none")) if i in found else p)
+                 for i, (s, w, p) in enumerate(parts)]
     if len(parts) >= 3:
         clusters, kind = [(p.events, p.seconds) for _, _, p in parts], "runs"
     else:
@@ -105,7 +114,7 @@ def summarise(blobs: Sequence[bytes], walls: Sequence[float], skip_events: int |
         warmup_how="change point" if "change point" in hows else hows.pop(),
         steady_rate=rate, steady_ci=ci.as_dict() if ci else None, clusters=kind,
         run_rate=statistics.median(len(s) / w for s, w, _ in parts if w > 0),
-        from_stamps=parts[0][2].from_stamps,
+        from_stamps=parts[0][2].from_stamps, lone_warmup=lone,
     )
     _tail(out, [p for _, _, p in parts], level)
     out.drift = _drift([p for _, _, p in parts], DRIFT_LEVEL)
