@@ -10,7 +10,7 @@ changing under the campaign) and a per-event jitter (log-normal 10 %). The true 
 the events after the warm-up over their expected time, the run factor's and the jitter's means
 included. Models:
 
-- ``none``: no warm-up (a false alarm is a warm-up found in a run);
+- ``none``: no warm-up (a false alarm is a warm-up cut in any run of the campaign);
 - ``step``: the first 20 events 10x slower (found: the warm-up placed at 20 +-2);
 - ``mild``: the first 50 events 2x slower (found: at 50 +-5);
 - ``heavy``: event 73 costs 30x the median (found: named slowest in at least 3 of 5 runs);
