@@ -274,3 +274,15 @@ def test_a_slow_start_in_one_run_of_five_is_not_cut():
     s = summarise(blobs, [0.3] * 5)
     assert s.warmup == [0] * 5 and len(s.lone_warmup) == 1 and 38 <= s.lone_warmup[0] <= 42
     assert "a change point in 1 of 5 runs only (after event" in "\n".join(lines("job", s))
+
+
+def test_hygiene_says_why_a_series_metric_was_never_measured():
+    from perflab.measure import metrics
+
+    metrics.reset_ledger()
+    assert "per-event series" in metrics.hygiene("steady_rate")[1]
+    metrics.note_series(False, "its lines give no event times and these runs have no arrival stamps")
+    assert "no arrival stamps" in metrics.hygiene("steady_rate")[1]
+    metrics.note_series(True)
+    assert metrics.hygiene("steady_rate")[1] is None
+    metrics.reset_ledger()

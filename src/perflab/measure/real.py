@@ -210,7 +210,10 @@ class RealExecutor:
         if len(events):
             result.series = encode(events)
             result.metrics.update(found)
-        note_series("steady_rate" in found)
+        why = ("the series regex matched too few event lines; check it against the output" if len(events) < 3
+               else "its lines give no event times and these runs have no arrival stamps (copies run "
+                    "together, or no spawn server): add (?P<ms>...) with the time the program prints")
+        note_series("steady_rate" in found, why)
 
     def health(self, result: RunResult, cpus: Sequence[int] | None) -> RunResult:
         """Attach the machine's health over the run (and whether it makes the run suspect)."""
