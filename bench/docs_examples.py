@@ -100,8 +100,8 @@ EXAMPLES = [
     Example("instances", "README.md", [Line(
         "perflab instances -w minihlt-quick --n 1,2,3,4 --policy none",
         matching(r"^(answer|memory at|note: N above)", r"^(┏|┃|┡|└)", rows=9))]),
-    Example("cost", "README.md", [Line("perflab cost src/perflab/examples/seed004-platforms.toml | tail -2")],
-            setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+    Example("cost", "README.md", [Line("perflab cost src/perflab/examples/trigger-farm-platforms.toml | tail -2")],
+            setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/trigger-farm-platforms.toml "
                   "src/perflab/examples/"),
     Example("variants", "README.md", [Line(
         "perflab variants -w minihlt --build make --matrix abi=m64,m32,mx32 --events 20 --static-mb 32 --rounds 10",
@@ -213,8 +213,8 @@ EXAMPLES += [
         Line("perflab bundle -o b.tgz -- true > /dev/null && head -c 3000 b.tgz > truncated.tgz"),
         Line("perflab bundle verify truncated.tgz")]),
     Example("cost-plot", "docs/cost.md", [
-        Line("perflab cost src/perflab/examples/seed004-platforms.toml --plot cost.svg")],
-        setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/seed004-platforms.toml "
+        Line("perflab cost src/perflab/examples/trigger-farm-platforms.toml --plot cost.svg")],
+        setup="mkdir -p src/perflab/examples && cp {root}/src/perflab/examples/trigger-farm-platforms.toml "
               "src/perflab/examples/"),
     Example("run-two", "docs/run.md", [
         Line("perflab run --runs 3 'sleep 0.01' 'sleep 0.02'",
@@ -223,6 +223,13 @@ EXAMPLES += [
         Line("perflab micro --shm off --io-dir /tmp", without(r"^\d+/\d+ runs$|^results: "))]),
     Example("profile-event", "docs/profile.md", [
         Line("perflab profile -w minihlt --event 42 --repeat 3 --threshold 3", without(r"^perf.data: "))]),
+    Example("profile-stacks", "docs/profile.md", [
+        Line("perflab profile -w minihlt --event 42 --call-graph dwarf --repeat 3 --annotate 0 --threshold 6 "
+             "--tree --prune 4 --export folded event42.folded --export speedscope event42.json",
+             without(r"^perf.data: ")),
+        Line("awk '{n += $NF} END {print NR \" stacks, \" n \" samples\"}' event42.folded"),
+        Line("python3 -c \"import json; d = json.load(open('event42.json')); "
+             "print(d['profiles'][0]['type'], len(d['shared']['frames']), 'frames', sum(d['profiles'][0]['weights']), 'samples')\"")]),
     Example("instrument-work", "docs/instrument.md", [
         Line("cat work.c"),
         Line("gcc -O1 -DLOOPS=200000 -o work work.c"),
@@ -468,6 +475,20 @@ EXAMPLES += [
 MINIHLT_SRC = "mkdir -p src/perflab/kernels && cp -r {root}/src/perflab/kernels/minihlt src/perflab/kernels/\n"
 CG = "perflab profile --instrument callgrind"
 EXAMPLES += [
+    Example("profile-diff-flame", "docs/profile.md", [
+        Line("g++ -std=c++17 -O0 -g -fno-omit-frame-pointer -o minihlt-O0 src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("g++ -std=c++17 -O2 -g -fno-omit-frame-pointer -o minihlt-O2 src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("perflab profile --call-graph fp --repeat 3 --annotate 0 --threshold 5 -- ./minihlt-O2 --events 30 "
+             "--static-mb 16", head_tail(0, 2)),
+        Line("perflab profile --call-graph fp --repeat 3 --annotate 0 --threshold 5 -- ./minihlt-O0 --events 30 "
+             "--static-mb 16", head_tail(0, 2)),
+        Line("perflab profile diff 1 2 --top 4"),
+        Line("perflab report 3 -o diff.html")], setup=MINIHLT_SRC),
+    Example("profile-callgrind-tree", "docs/profile.md", [
+        Line("g++ -std=c++17 -O2 -g -o minihlt src/perflab/kernels/minihlt/*.cpp -lm"),
+        Line("perflab profile --instrument callgrind --threshold 8 --tree --prune 6 --export folded cg.folded "
+             "-- ./minihlt --events 1 --static-mb 1", without(r"^(callgrind.out|counts per source|/tmp/)")),
+        Line("awk '{n += $NF} END {print NR \" stacks, \" n \" instructions\"}' cg.folded")], setup=MINIHLT_SRC),
     Example("profile-callgrind", "docs/profile.md", [
         Line("mkdir plain planted", block=1),
         Line("cp src/perflab/kernels/minihlt/*.cpp src/perflab/kernels/minihlt/*.h plain/", block=1),
@@ -613,7 +634,15 @@ EXAMPLES += [
     Example("run-energy", "docs/run.md", [
         Line("perflab run --energy auto --runs 5 -w minihlt-quick", matching(r"^energy:", r"^(┏|┃|┡|└|│)", r"^perflab: ")),
         Line("perflab run --energy rapl --runs 5 -- sleep 0.1; echo $?")]),
+    Example("energy-absent", "docs/energy.md", [
+        Line("perflab run --energy auto --runs 2 -- true", matching(r"^energy:"))]),
     Example("run-sleep", "docs/run.md", [Line("perflab run --runs 30 -- sleep 0.01")]),
+    Example("monitor", "docs/energy.md", [
+        Line("perflab instances -w minihlt-quick --n 1,2 --policy none --monitor --idle 5s",
+             matching(r"^monitor", r"^machine beside", r"^(┃|│) *(phase|idle|study)", r"^(┏|┡)━{13}(┳|╇)", r"^└─{13}┴",
+                      r"^note: (the idle|\w+: net energy|energy per event)", r"^energy", r"^results: ")),
+        Line("perflab results 1 --monitor-csv monitor.csv > /dev/null; head -3 monitor.csv"),
+        Line("perflab report 1 -o monitor.html")]),
     Example("run-ignore-failure", "docs/run.md", [Line(
         "perflab run --runs 10 --ignore-failure 'sleep 0.02' 'sh -c \"sleep 0.01; exit 3\"' 'sleep 0.01'",
         matching(r"^(┏|┃|┡|└|│|ranked|  \d|warning: 'sh -c|perflab: results)"))]),
@@ -693,16 +722,10 @@ def elide_sources(lines: list[str]) -> list[str]:
     return [re.sub(r"\S*/src/perflab/kernels/minihlt/", ".../", line) for line in lines]
 
 
-# docs/workload.md: its first toml block is the perflab.toml these examples run with (count, gz).
+# docs/workload.md: its first toml block is the perflab.toml these examples run with (count, gz),
+# its first C block the count.c it builds.
 DOC_TOML = ("awk '/^```toml/{f=1;next} f&&/^```/{exit} f' {root}/docs/workload.md > perflab.toml\n"
-            "mkdir -p src run && cat > src/count.c <<'CSRC'\n"
-            "#include <stdio.h>\n#include <stdlib.h>\n"
-            "int main(int argc, char **argv) {\n"
-            "    long n = argc > 1 ? atol(argv[1]) : 1000;\n"
-            "    volatile long items = 0;\n"
-            "    for (long i = 0; i < n; i++) items = items + 1;\n"
-            "    printf(\"items: %ld\\n\", (long)items);\n"
-            "    return 0;\n}\nCSRC\n")
+            "mkdir -p src run && awk '/^```c$/{f=1;next} f&&/^```/{exit} f' {root}/docs/workload.md > src/count.c\n")
 NEVER_TOML = r"""cat > never.toml <<'TOML'
 [workload.enc]
 command = "echo fps= 181.5 frames=100"
@@ -803,6 +826,45 @@ prices = { board = 400, memory = 600, psu = 150, cpu = 670, chassis = 300 }
 TOML
 """),
 ]
+HEPSCORE_FILES = ("cp {root}/tests/data/hepscore/hepscore_result_expected_output.json hepscore-result.json && "
+                  "cp {root}/tests/data/hepscore/ref_summary_output.json suite-report.json")
+SCORE_COST_TOML = r"""cat > platforms.toml <<'TOML'
+[requirement]
+target_score = 100000          # the farm's need, in the score's unit
+score_unit = "HEPscore"
+power_envelope_kw = 40
+currency = "CHF"
+
+[[platform]]
+name = "64-CPU host"
+sockets = 2
+tdp_w = 105
+score_from_campaign = 1        # perflab import hepscore-result.json
+prices = { board = 400, memory = 900, psu = 150, cpu = 1200, chassis = 300 }
+
+[[platform]]
+name = "E5-2695 v2"
+sockets = 2
+tdp_w = 115
+score_from_campaign = 2        # perflab import suite-report.json
+prices = { board = 400, memory = 600, psu = 150, cpu = 1500, chassis = 300 }
+TOML
+"""
+EXAMPLES += [
+    Example("score", "docs/score.md", [
+        Line("perflab score --suite minihlt", without(r"^repetition \d+/\d+ done$"), block=1),
+        Line("perflab score --campaign 1 --export hep-suite minihlt-score.json | tail -1", block=2),
+        Line("perflab import minihlt-score.json | grep '^score'", block=2)]),
+    Example("import", "docs/import.md", [
+        Line("perflab import hepscore-result.json", block=1),
+        Line("perflab import suite-report.json", block=2),
+        Line("perflab score --compare 1 1 | tail -1", block=3)], setup=HEPSCORE_FILES),
+    Example("cost-score", "docs/cost.md", [
+        Line("cat platforms.toml"),
+        Line("perflab import hepscore-result.json | grep '^score'"),
+        Line("perflab import suite-report.json | grep '^score'"),
+        Line("perflab cost platforms.toml")], setup=HEPSCORE_FILES + "\n" + SCORE_COST_TOML),
+]
 BY_NAME = {e.name: e for e in EXAMPLES}
 
 
@@ -810,6 +872,26 @@ BY_NAME = {e.name: e for e in EXAMPLES}
 
 def record_path(name: str) -> Path:
     return RECORDS / f"{name}.txt"
+
+
+def scrub(text: str) -> str:
+    """A record without the paths of the machine that ran it: the checkout as '...', the home
+    directory as '~' (the build cache, the interpreter); a reader's own are elsewhere. In a
+    table row the cell keeps its width, so the borders still line up."""
+    home = str(Path.home())
+    subs = [(str(ROOT), "...")] + ([] if home in ("/", "") else [(home + "/", "~/")])
+    return "\n".join(_scrub_line(line, subs) for line in text.split("\n"))
+
+
+def _scrub_line(line: str, subs: list[tuple[str, str]]) -> str:
+    for old, new in subs:
+        while old in line:
+            at = line.index(old)
+            line = line[:at] + new + line[at + len(old):]
+            border = line.find("│", at)
+            if border > 0:  # pad the cell back to its width
+                line = line[:border] + " " * (len(old) - len(new)) + line[border:]
+    return line
 
 
 def read_record(name: str) -> list[tuple[str, list[str]]]:
@@ -893,7 +975,7 @@ def run(example: Example) -> None:
         if ln.shown:
             text.append(f"$ {ln.shell}")
             text.extend(parts.get(i, []))
-    record_path(example.name).write_text("\n".join(text) + "\n")
+    record_path(example.name).write_text(scrub("\n".join(text) + "\n"))
     shutil.rmtree(work, ignore_errors=True)
     print(f"docs-examples: {example.name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
 

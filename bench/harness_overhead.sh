@@ -15,7 +15,7 @@
 # commits them to its store a group at a time (measure/journal.py; WAL, synchronous=NORMAL: no
 # fsync per run). perflab runs twice: store on disk ($TMPDIR) and in memory (/dev/shm), which
 # isolates the harness itself from the disk.
-# Goal (issue 16): perflab's marginal cost per run at most 1.0x hyperfine -N's, store on disk.
+# Goal: perflab's marginal cost per run at most 1.0x hyperfine -N's, store on disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PERFLAB=${PERFLAB:-.venv/bin/perflab}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `perflab lab --quick` wall time with a warm build cache (issue 16 goal 3: under 90 s here),
+# `perflab lab --quick` wall time with a warm build cache (goal: under 90 s here),
 # with the per-study split from the lab campaign's stored summary. A first lab run warms the
 # build cache (minihlt, its variants, the micro and front-end kernels) unless WARM=0.
 set -euo pipefail

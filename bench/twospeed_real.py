@@ -16,14 +16,17 @@ to a third; perflab compares within the speeds (stats.speeds).
 2. PAIRS x two `perflab run -- 'work 1.00'` campaigns and `perflab compare A B`: a success is no
    significant row.
 
-Usage: bench/twospeed_real.py [TRIES [PAIRS [KEEP_DIR]]]   (defaults 10, 20; a few minutes;
-KEEP_DIR keeps each run's --json output)
+Usage: bench/twospeed_real.py [TRIES [PAIRS [KEEP_DIR]]] [--figures PATH]   (defaults 10, 20; a few
+minutes; KEEP_DIR keeps each run's --json output; --figures writes the counts of the summary lines
+and the load average to PATH as JSON: docs/figures/twospeed_real.json is the run the docs quote)
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -52,7 +55,25 @@ int main(int argc, char **argv) {
 """
 
 
-KEEP = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+ARGS = sys.argv[1:]
+FIGURES = Path(ARGS.pop(ARGS.index("--figures") + 1)) if "--figures" in ARGS[:-1] else None
+ARGS = [a for a in ARGS if a != "--figures"]
+KEEP = Path(ARGS[2]) if len(ARGS) > 2 else None
+
+
+def figures_of(lines: list[str]) -> dict[str, int]:
+    """The counts the docs quote, read from the lines main() prints (the same reading for a run
+    recorded on a page and one just made)."""
+    out = {"run_tries": 0, "run_slower": 0}
+    for line in lines:
+        if re.match(r"run \d+: ", line):
+            out["run_tries"] += 1
+            out["run_slower"] += line.split(": ", 1)[1].startswith("slower ")
+        elif m := re.match(r"perflab run: 'slower' with 1\.03 inside the interval in (\d+) of \d+ .* inside in (\d+) of", line):
+            out["run_slower_1.03_inside"], out["run_sleep_only_ratio_inside"] = int(m.group(1)), int(m.group(2))
+        elif m := re.match(r"perflab compare: no difference in (\d+) of (\d+)", line):
+            out["compare_no_difference"], out["compare_pairs"] = int(m.group(1)), int(m.group(2))
+    return out
 
 
 def perflab(*args: str) -> dict:
@@ -72,8 +93,15 @@ def perflab(*args: str) -> dict:
 
 
 def main() -> int:
-    tries = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    tries = int(ARGS[0]) if len(ARGS) > 0 else 10
+    pairs = int(ARGS[1]) if len(ARGS) > 1 else 20
+    printed: list[str] = []
+    load = [os.getloadavg()[0]]
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        printed.append(line)
+
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "work"
         (Path(tmp) / "work.c").write_text(SOURCE)
@@ -84,8 +112,8 @@ def main() -> int:
         ms = 1e3 * overhead
         # what a sleep-only stretch would give: the start-up left at 1x pulls the ratio under 1.03
         truth = ((30 * 1.03 + ms) / (30 + ms), (48 * 1.03 + ms) / (48 + ms))
-        print(f"start-up of the command (sleep 0): {ms:.2f} ms, stretched with the sleep: true ratio 1.03 "
-              f"(a sleep-only stretch would give {truth[0]:.4f} .. {truth[1]:.4f})", flush=True)
+        say(f"start-up of the command (sleep 0): {ms:.2f} ms, stretched with the sleep: true ratio 1.03 "
+            f"(a sleep-only stretch would give {truth[0]:.4f} .. {truth[1]:.4f})")
         ok = true_ok = 0
         for i in range(tries):
             res = perflab("run", "--db", db, "--energy", "off", "--seed", str(i), f"{work} 1 0",
@@ -98,12 +126,12 @@ def main() -> int:
             ok += hit
             true_ok += hit_true
             mark = "" if hit else "  <- holds the sleep-only ratio, not 1.03" if hit_true else "  <- miss"
-            print(f"run {i + 1}: {rel['verdict'] or 'no difference'} {rel['ratio']:.4f} "
-                  f"[{rel['low']:.4f}, {rel['high']:.4f}] {100 * rel['level']:.1f}% "
-                  f"({ref['summary']['n']} and {other['summary']['n']} runs; "
-                  f"{rel.get('speeds') or 'one speed'}){mark}", flush=True)
-        print(f"perflab run: 'slower' with 1.03 inside the interval in {ok} of {tries} (the sleep-only "
-              f"ratio {truth[0]:.4f}..{truth[1]:.4f} inside in {true_ok} of {tries})", flush=True)
+            say(f"run {i + 1}: {rel['verdict'] or 'no difference'} {rel['ratio']:.4f} "
+                f"[{rel['low']:.4f}, {rel['high']:.4f}] {100 * rel['level']:.1f}% "
+                f"({ref['summary']['n']} and {other['summary']['n']} runs; "
+                f"{rel.get('speeds') or 'one speed'}){mark}")
+        say(f"perflab run: 'slower' with 1.03 inside the interval in {ok} of {tries} (the sleep-only "
+            f"ratio {truth[0]:.4f}..{truth[1]:.4f} inside in {true_ok} of {tries})")
         quiet = 0
         for i in range(pairs):
             ids = [perflab("run", "--db", db, "--energy", "off", "--seed", str(100 + 2 * i + k),
@@ -113,10 +141,14 @@ def main() -> int:
             wall = next(r for r in cmp["rows"] if r["measure"] == "wall_s")
             quiet += not sig
             speeds = (wall.get("speeds") or {}).get("line") or "one speed"
-            print(f"compare {i + 1}: {'no difference' if not sig else 'DIFFERS: ' + ', '.join(r['measure'] for r in sig)}; "
-                  f"wall B/A {wall['ratio']:.4f} [{wall['ci']['low']:.4f}, {wall['ci']['high']:.4f}] ({speeds})",
-                  flush=True)
-        print(f"perflab compare: no difference in {quiet} of {pairs}", flush=True)
+            say(f"compare {i + 1}: {'no difference' if not sig else 'DIFFERS: ' + ', '.join(r['measure'] for r in sig)}; "
+                f"wall B/A {wall['ratio']:.4f} [{wall['ci']['low']:.4f}, {wall['ci']['high']:.4f}] ({speeds})")
+        say(f"perflab compare: no difference in {quiet} of {pairs}")
+    if FIGURES is not None:
+        load.append(os.getloadavg()[0])
+        FIGURES.write_text(json.dumps({
+            "harness": "bench/twospeed_real.py", "argv": sys.argv[1:], "recorded": datetime.date.today().isoformat(),
+            "load_average": f"{min(load):.1f}-{max(load):.1f}", "figures": figures_of(printed)}, indent=1) + "\n")
     return 0
 
 

@@ -26,6 +26,17 @@ PG_BIN = os.environ.get("PERFLAB_PG_BIN", "/usr/lib/postgresql/15/bin")
 os.environ["PERFLAB_STATE_DIR"] = tempfile.mkdtemp(prefix="perflab-state-")
 
 
+def shared_tmp() -> str:
+    """A temporary directory another user can enter: TMPDIR where every directory above it lets
+    others through, else /tmp or /var/tmp (a TMPDIR under a home of mode 700 would keep the
+    `postgres` user, or any user a test runs a command as, out of its own files)."""
+    for d in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        p = pathlib.Path(d).resolve()
+        if p.is_dir() and all(q.stat().st_mode & 0o001 for q in (p, *p.parents)):
+            return str(p)
+    return tempfile.gettempdir()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -46,7 +57,7 @@ class PgServer:
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            pytest.skip("psycopg 3 not installed: pip install 'perflab[postgres]'")
+            pytest.skip("psycopg 3 not installed: pip install -e '.[postgres]'")
         self.prefix: list[str] = []
         if os.geteuid() == 0:
             try:
@@ -54,7 +65,7 @@ class PgServer:
             except KeyError:
                 subprocess.run(["useradd", "--system", "--no-create-home", "postgres"], check=True)
             self.prefix = ["runuser", "-u", "postgres", "--"]
-        self.base = tempfile.mkdtemp(prefix="perflab-pg-")
+        self.base = tempfile.mkdtemp(prefix="perflab-pg-", dir=shared_tmp() if self.prefix else None)
         if self.prefix:
             shutil.chown(self.base, "postgres")
         self.data = os.path.join(self.base, "data")

@@ -74,6 +74,11 @@ BAD += [
     ("profile", "--log", "{tmp}/missing-dir/log", "--start", "a", "--stop", "b", *T),
     ("profile", "--after", "nan", *T), ("profile", "--duration", "-1", *T),
     ("profile", "--call-graph", "nosuch", *T), ("profile", "--event", "1", "--start", "a", *T),
+    ("profile", "--tree", *T), ("profile", "--export", "folded", "{tmp}/f.txt", *T),
+    ("profile", "--call-graph", "fp", "--export", "svg", "{tmp}/f.svg", *T),
+    ("profile", "--call-graph", "fp", "--export", "folded", "{tmp}/nodir/f.txt", *T),
+    ("profile", "--call-graph", "fp", "--tree", "--prune", "nan", *T),
+    ("profile", "--instrument", "callgrind", "--tree", "--prune", "100", *T),
     # frontend
     ("frontend", "--min-size", "12parsec"), ("frontend", "--max-size", "0"),
     ("frontend", "--min-size", "4M", "--max-size", "16K"), ("frontend", "--points-per-octave", "0"),
@@ -124,7 +129,7 @@ BAD += [
     ("cores", "--baseline-save", "bad name!", *T), ("variants", "-w", "minihlt", "--baseline-save", ""),
     ("frontend", "--baseline-save", "a b"), ("profile", "--baseline-save", ";", *T),
     ("footprint", "--cpu", "999", *T), ("footprint", "--reps", "0", *T), ("footprint", "--trace", "/proc/x", *T),
-    # held out in issue 30: a scan to inf or nan, a window whose start never matches, a denormal rate
+    # held out: a scan to inf or nan, a window whose start never matches, a denormal rate
     ("run", "-P", "x", "1", "inf", "true {x}"), ("run", "-P", "x", "1", "nan", "true {x}"),
     ("run", "-P", "x", "nan", "3", "true {x}"), ("run", "-P", "x", "1", "3", "-D", "inf", "true {x}"),
     ("profile", "--start", "NEVER-PRINTED", "--", "echo", "hello"), ("cost", "{tmp}/cost-denormal.toml"),

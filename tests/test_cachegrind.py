@@ -248,7 +248,7 @@ def test_gate_on_instructions_catches_a_planted_one_percent(tmp_path):
     gate = ("--baseline", "main", "--fail-if", "instructions>+0.5%", "--fail-if", "estimated_cycles>+1%")
     same = run(base, 2, *gate)
     assert same.returncode == 0 and "gate: pass" in same.stdout, same.stdout + same.stderr
-    # Counted, not timed: 2 runs a side see a +1 % change in instructions (issue 31).
+    # Counted, not timed: 2 runs a side see a +1 % change in instructions.
     four = run(plus, 2, *gate)
     assert four.returncode == 1 and "gate: FAIL" in four.stdout, four.stdout + four.stderr
     assert "counted, not timed" in four.stdout

@@ -1,4 +1,4 @@
-"""perflab compare with replicate campaigns a side (issue 29): drift between campaigns measured,
+"""perflab compare with replicate campaigns a side: drift between campaigns measured,
 so a level shift of the machine alone is no difference, and a real change still is."""
 
 from __future__ import annotations

@@ -524,7 +524,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(spin, tmp_path):
     assert shape == set(whole.as_dict())
 
 
-# --- hardware counters (issue 14 item 7): arithmetic, the recorded absence path, a real run -----
+# --- hardware counters: arithmetic, the recorded absence path, a real run -----
 
 def _counted(slow_ghz: float, slow_ipc: float):
     """Runs whose counters say: CPU 3 clocked at slow_ghz with IPC slow_ipc, the rest 3 GHz, IPC 2."""

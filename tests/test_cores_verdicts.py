@@ -96,8 +96,10 @@ def _agree(res: CoresResult) -> None:
     for s in res.slow:
         assert f"slow core {s.core} " in res.verdict
     unresolved = {r.cpu for r in res.cpus if r.verdict == "unresolved"}
-    assert ("no CPU is persistently slower" in res.verdict) == (not slow_rows and not unresolved)
-    assert ("no CPU is shown to be persistently slower" in res.verdict) == (not slow_rows and bool(unresolved))
+    assert ("no CPU is persistently slower" in res.verdict) == (not slow_rows and not unresolved
+                                                                and res.mde is not None and res.mde != math.inf)
+    assert ("cannot tell whether a CPU is persistently slower" in res.verdict) == (
+        not slow_rows and (bool(unresolved) or res.mde is None or res.mde == math.inf))
     tl = res.timeline
     for r in res.cpus:
         sentence = {
@@ -108,7 +110,8 @@ def _agree(res: CoresResult) -> None:
         for verdict, pattern in sentence.items():
             assert bool(re.search(pattern, res.verdict)) == (r.verdict == verdict), (r.cpu, r.verdict, res.verdict)
         row = next(ln for ln in lines if re.match(rf"│\s+{r.cpu} │", ln))
-        assert ("SLOW" in row) == (r.verdict == "slow") and r.verdict.split()[0] in row.lower()
+        shown = {"unresolved": "cannot tell"}.get(r.verdict, r.verdict.split()[0])
+        assert ("SLOW" in row) == (r.verdict == "slow") and shown in row.lower()
         if r.verdict == "slow":
             # slower in every block, and the scan told a slow core from a state of the moment
             assert tl is not None and tl.tells and all(v is not None and v > 0 for v in r.block_levels)

@@ -98,7 +98,7 @@ def test_no_platform_fits(tmp_path):
 
 
 def test_seed_example_picks_e5_2630(tmp_path):
-    path = resources.files("perflab") / "examples" / "seed004-platforms.toml"
+    path = resources.files("perflab") / "examples" / "trigger-farm-platforms.toml"
     plot = tmp_path / "cost.svg"
     out = subprocess.run([sys.executable, "-m", "perflab", "cost", str(path), "--db", str(tmp_path / "s.db"),
                           "--plot", str(plot)], capture_output=True, text=True, timeout=120)
@@ -138,7 +138,7 @@ def test_report_cost_plot_reads_the_stored_summary(tmp_path):
     from perflab.studies.cost.study import load_platforms, render, run_cost
     from perflab.store import open_store
 
-    example = Path(__file__).resolve().parent.parent / "src/perflab/examples/seed004-platforms.toml"
+    example = Path(__file__).resolve().parent.parent / "src/perflab/examples/trigger-farm-platforms.toml"
     with open_store(str(tmp_path / "s.db")) as store:
         result = run_cost(load_platforms(str(example)), store)
         summary = store.campaign(result.campaign_id).summary

@@ -1,5 +1,5 @@
 """perflab frontend --instrument cachegrind: simulated I1 misses per dispatch against code size on
-a machine without a PMU (issue 31), with a 4 KiB simulated I1 so the knee falls inside a cheap scan
+a machine without a PMU, with a 4 KiB simulated I1 so the knee falls inside a cheap scan
 (1 KiB..8 KiB, 7 sizes, 2 runs each: about 5 s)."""
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def test_knee_where_throughput_saturates(store):
 
 
 def test_cpu_time_metric_gains_nothing_past_the_cpu_count(store):
-    """Issue 13 item 10: a per-copy CPU-time rate (seconds per move) summed over copies rewards
+    """A per-copy CPU-time rate (seconds per move) summed over copies rewards
     oversubscription; machine throughput over the makespan must stop growing at 2 CPUs."""
     def model(spec):
         n = spec.params["n"]
@@ -129,7 +129,7 @@ def test_cpu_time_metric_gains_nothing_past_the_cpu_count(store):
 
 
 def test_copies_that_do_not_overlap_do_not_add_up(store):
-    """Issue 21 section 4: short copies that run one after another are no faster together."""
+    """Short copies that run one after another are no faster together."""
     def model(spec):
         return result(1.0, ex.clock_ns + spec.params["copy"] * 10**9, {"events": 10.0, "events_per_s": 10.0})
 
@@ -181,7 +181,7 @@ def _fork_workload() -> Workload:
 
 
 def test_fork_master_does_equal_work(store):
-    """Issue 13 item 1: without any NUMA effect the two modes are equally fast."""
+    """Without any NUMA effect the two modes are equally fast."""
     ex = MockExecutor()
     ex.model = _fork_model(ex, gain=0.0)
     cfg = InstancesConfig(_fork_workload(), ns=(3, 4), policies=("none",), reps=5, fork_master=True)
@@ -217,7 +217,7 @@ def test_memory_per_copy_and_per_node_at_the_optimum(store):
 
 
 def test_counters_where_the_pmu_has_them(store):
-    """Issue 14 item 7: IPC and LLC misses per event against copies, from perf stat counters."""
+    """IPC and LLC misses per event against copies, from perf stat counters."""
     def model(spec):
         n = spec.params["n"]
         r = result(1.0, ex.clock_ns, {"events": 10.0, "events_per_s": 10.0})

@@ -159,7 +159,7 @@ def test_no_module_cycles_in_measure():
 
 
 STUDIES = SRC / "studies"
-SHARED_STUDY_MODULES = {"__init__.py", "base.py", "session.py", "instrument.py"}
+SHARED_STUDY_MODULES = {"__init__.py", "base.py", "session.py", "instrument.py", "monitor.py"}
 
 
 def _study_package(module: str) -> str | None:

@@ -1,5 +1,5 @@
 """--primary-metric / --higher-is-better / --lower-is-better in compare, variants and lab, and
-metric hygiene in variants and lab (issue 30): real commands that print a metric, no mocks."""
+metric hygiene in variants and lab: real commands that print a metric, no mocks."""
 
 from __future__ import annotations
 

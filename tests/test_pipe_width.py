@@ -1,4 +1,4 @@
-"""Piped output fits 100 columns by wrapping and folding, never by cutting (issue 32); a terminal
+"""Piped output fits 100 columns by wrapping and folding, never by cutting; a terminal
 keeps rich's layout. Real commands, their stdout read as a file would get it."""
 
 from __future__ import annotations

@@ -148,6 +148,15 @@ def test_diff_names_the_planted_function_first(tmp_path):
     assert f"1 of {res.count_tested} functions tested changed" in res.verdict
     assert "exact (every recording of each side counted the same)" in res.verdict
     assert ProfileDiffResult.from_dict(res.as_dict()).as_dict() == res.as_dict()
+    # the differential flame graph marks the planted function's frames, and only those
+    from perflab.studies.profile.stacks import Node
+
+    nodes = [n for _, n in Node.from_dict(res.flame["root"]).walk()]
+    marked = {n.name for n in nodes if n.test and n.test["marked"]}
+    assert marked == {top.symbol}
+    field = next(n for n in nodes if n.name == top.symbol)
+    assert field.test["ratio"] == top.ratio and field.test["level"] == 1.0 and "exact" in field.test["text"]
+    assert field.total > field.a_share * res.flame["root"]["v"]  # it grew: its share of B above A's
     from rich.console import Console
 
     console = Console(width=400, record=True)

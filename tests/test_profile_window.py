@@ -104,7 +104,7 @@ def test_never_opened_window(progs, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli_main(["profile", "--db", str(db), "--out", str(tmp_path / "out"),
                   "--start", "no such marker", "--", progs["-O2"], "2", "9", "1000", "0"])
-    assert exc.value.code == 2  # the window never opened: no profile is an answer (issue 30)
+    assert exc.value.code == 2  # the window never opened: no profile is an answer
     cap = capsys.readouterr()
     out = cap.out + cap.err
     assert "--start /no such marker/ matched no line of the output" in out and "window never opened" in out

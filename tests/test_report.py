@@ -87,8 +87,9 @@ def test_report_cli_writes_html_and_markdown(tmp_path, store):
 
 
 def test_compare_cli_json_and_missing_campaign(tmp_path, store):
-    a = _campaign(store, "run", [1.0, 1.01, 0.99, 1.0])
-    b = _campaign(store, "run", [2.0, 2.01, 1.99, 2.0])
+    # 6 runs a side: 4 cannot pass Holm's first step over the measures (compare says so, exit 3)
+    a = _campaign(store, "run", [1.0, 1.01, 0.99, 1.0, 1.0, 1.02])
+    b = _campaign(store, "run", [2.0, 2.01, 1.99, 2.0, 2.0, 2.02])
     db = str(tmp_path / "r.db")
     p = subprocess.run([sys.executable, "-m", "perflab", "compare", str(a), str(b), "--db", db,
                         "--json", "-"], capture_output=True, text=True)

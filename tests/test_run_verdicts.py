@@ -38,7 +38,7 @@ def perflab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_two_speeds_are_named_not_called_outliers_or_noise():
-    # 30 runs at 50 or 80 ms (a coin per run), 1 % spread: the sample of issue 29's sleep example
+    # 30 runs at 50 or 80 ms (a coin per run), 1 % spread: a two-speed sleep
     rng = random.Random(5)
     res = study(RunConfig(commands=cmds("two", "one"), runs=30, seed=1),
                 lambda spec: (0.05 if spec.label == "one" or rng.random() < 0.5 else 0.08)

@@ -1,4 +1,4 @@
-"""What `perflab run` loads before it measures, and the collector's start-up state: issue 16's
+"""What `perflab run` loads before it measures, and the collector's start-up state: the
 start-up budget kept without timing anything (bench/startup.sh does the timing).
 
 Each module named here cost milliseconds of every start when it was on the run's path; a change

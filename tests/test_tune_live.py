@@ -21,7 +21,7 @@ from perflab.platform import cpuset
 from perflab.platform.tune import state as tune_state
 from perflab.platform.sysfs import Root
 from perflab.platform.tune.reset import reset
-from tests.conftest import _stored_runs
+from tests.conftest import _stored_runs, shared_tmp
 
 ASLR, RATE = "proc/sys/kernel/randomize_va_space", "proc/sys/kernel/perf_event_max_sample_rate"
 LIVE = Root("/")
@@ -133,18 +133,58 @@ def test_kill_9_in_a_tuned_study_then_reset_restores(untouched, tmp_path):
     assert not _ours() and tune_state.load() is None
 
 
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _readable_perflab():
+    """(interpreter, directory) that user 65534 can run `python -m perflab` from: a copy of perflab
+    and the packages its `machine tune` imports, in a directory everyone can enter. A checkout under
+    a home of mode 700 (root's natural /root/perflab) is out of that user's reach, and so is a venv
+    or a Python built under it; None (with why) where no interpreter is within reach."""
+    import shutil
+    import tempfile
+
+    import click
+    import rich
+
+    import perflab
+
+    base = shared_tmp()
+    for python in dict.fromkeys([sys.executable, getattr(sys, "_base_executable", ""), "/usr/bin/python3"]):
+        if not python or not os.path.exists(python):
+            continue
+        probe = subprocess.run([*NOBODY, python, "-s", "-c", "import sys; print(sys.version_info >= (3, 11))"],
+                               capture_output=True, text=True, timeout=60, cwd=base)
+        if probe.returncode == 0 and probe.stdout.strip() == "True":
+            break
+    else:
+        return None, f"no Python 3.11+ that user 65534 can run ({sys.executable} is under a directory it cannot enter)"
+    site = pathlib.Path(tempfile.mkdtemp(prefix="perflab-nobody-", dir=base))
+    for mod in (perflab, click, rich):
+        shutil.copytree(pathlib.Path(mod.__file__).parent, site / mod.__name__,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for p in [site, *site.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return python, site
+
+
 def test_without_root_one_line_and_exit_2(tmp_path):
-    env = {**os.environ, "PERFLAB_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}
-    os.chmod(tmp_path, 0o777)
-    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                          "perflab", "machine", "tune"], capture_output=True, text=True, timeout=60, env=env,
-                         cwd=tmp_path)
-    assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [
-        "perflab: error: perflab machine tune writes /proc/sys, /sys and cgroups: run it as root (sudo "
-        "perflab machine tune); --dry-run shows what it would change"]
-    assert not (tmp_path / "state").exists()  # refused before anything was recorded or written
-    dry = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                          "perflab", "machine", "tune", "--dry-run", "--only", "aslr"], capture_output=True,
-                         text=True, timeout=60, env=env, cwd=tmp_path)
-    assert dry.returncode == 0 and "would set" in dry.stdout
+    import shutil
+
+    python, site = _readable_perflab()
+    if python is None:
+        pytest.skip(f"cannot run perflab as user 65534 here: {site}")
+    env = {**os.environ, "PERFLAB_STATE_DIR": str(tmp_path / "state"), "HOME": str(site), "PYTHONPATH": str(site)}
+    try:
+        out = subprocess.run([*NOBODY, python, "-s", "-m", "perflab", "machine", "tune"], capture_output=True,
+                             text=True, timeout=60, env=env, cwd=site)
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.strip().splitlines() == [
+            "perflab: error: perflab machine tune writes /proc/sys, /sys and cgroups: run it as root (sudo "
+            "perflab machine tune); --dry-run shows what it would change"]
+        assert not (tmp_path / "state").exists()  # refused before anything was recorded or written
+        dry = subprocess.run([*NOBODY, python, "-s", "-m", "perflab", "machine", "tune", "--dry-run", "--only",
+                              "aslr"], capture_output=True, text=True, timeout=60, env=env, cwd=site)
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
+    assert dry.returncode == 0 and "would set" in dry.stdout, dry.stderr

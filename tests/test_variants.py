@@ -119,7 +119,7 @@ def test_small_c_program_under_several_variants_with_sizes_and_cache(cache):
 
 
 def test_pgo_trains_in_the_users_directory_with_a_relative_path(cache, tmp_path):
-    """Issue 14 item 4: the training command names a file relative to where the user is; the
+    """The training command names a file relative to where the user is; the
     profile goes to the build's own directory, none to the working directory."""
     src = tmp_path / "reader.c"
     src.write_text('#include <stdio.h>\nint main(int c, char **v) { FILE *f = fopen(v[1], "r");\n'
@@ -323,7 +323,7 @@ def test_terminal_output_snapshot():
     assert "fastest: lto" in text and "DIFFERS" in text and "different result" in text
 
 
-# -- statistics: the verdict's error rates (issue 13), a short run of bench/verdicts.py's check --
+# -- statistics: the verdict's error rates, a short run of bench/verdicts.py's check --
 
 
 def test_verdict_check_short():

@@ -1,4 +1,4 @@
-"""Does the front-end verdict find planted effects and stay quiet on null cases? (issue 13)
+"""Does the front-end verdict find planted effects and stay quiet on null cases?
 
 Each simulated campaign runs the study's own plan through the MockExecutor and its own
 analyse. The model machine: ns per dispatch flat up to 512 KiB then +2 ns per doubling, with

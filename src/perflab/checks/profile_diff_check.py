@@ -16,6 +16,7 @@ import math
 import random
 
 from perflab.checks.noise import STUDY_MODELS, NoiseModel
+from perflab.studies.profile.diff_flame import ratio_interval
 from perflab.studies.profile.diff import MIN_TEST_RECORDINGS, ProfileDiffConfig, ProfileDiffResult, Side, diff
 from perflab.studies.profile.parse import Function, Profile
 
@@ -75,6 +76,24 @@ def rates(model: NoiseModel, runs: int, per_side: int = MIN_TEST_RECORDINGS, see
         fp += bool(simulate(model, rng, per_side, {}).differing)
         det += detected(simulate(model, rng, per_side, {PLANTED_FUNCTION: PLANTED}))
     return fp / runs, det / runs
+
+
+def ratio_coverage(model: NoiseModel, runs: int, per_side: int = MIN_TEST_RECORDINGS, seed: int = 0,
+                   level: float = 0.95) -> float:
+    """How often the differential flame graph's interval of B/A (diff_flame.ratio_interval) holds
+    the true ratio, 1, for each function of null diffs (both sides one program): its real level."""
+    rng = random.Random(seed)
+    held = total = 0
+    for _ in range(runs):
+        ca, cb = model.campaign(rng), model.campaign(rng)
+        pa = [recording(model, ca, rng, {}) for _ in range(per_side)]
+        pb = [recording(model, cb, rng, {}) for _ in range(per_side)]
+        for i in range(len(SHARES)):
+            ri = ratio_interval(*([p.share(f"f{i}") for p in side] for side in (pa, pb)), level)
+            if ri is not None:
+                total += 1
+                held += ri[1] <= 1.0 <= ri[2]
+    return held / total if total else 0.0
 
 
 def verdict_check(runs: int = 200, seed: int = 0, per_side: int = 5) -> list[str]:

@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "micro": ("perflab.cli.micro", "Microbenchmarks of single operations per ABI."),
     "footprint": ("perflab.cli.footprint", "List the files a workload really uses (strace)."),
     "bundle": ("perflab.cli.bundle", "Pack a workload's needed files into a standalone bundle."),
+    "score": ("perflab.cli.score", "Score this machine on a HEPscore-style suite, with intervals; export it."),
+    "import": ("perflab.cli.imports", "Import a HEPscore result or a HEP Benchmark Suite report as a score."),
     "cost": ("perflab.cli.cost", "Choose a platform for a target event rate inside a power envelope."),
     "lab": ("perflab.cli.lab", "Run the default studies on a workload and write one report."),
     "report": ("perflab.cli.report", "Write an HTML or Markdown report of stored campaigns."),

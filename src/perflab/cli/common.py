@@ -6,12 +6,13 @@ This is the CLI edge: it turns click values into typed config (Workload, Store) 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any, Callable
 
 import click
 
-from perflab.cli.options import OutputPath, metric_choice, primary_metric_options
+from perflab.cli.options import Duration, OutputPath, metric_choice, primary_metric_options
 from perflab.errors import PerflabError
 
 # Columns of output that is not a terminal (a log, `| less`, a CI page, a mail): tables fold their
@@ -201,6 +202,56 @@ def open_energy(source: str, console: Any) -> Any:
     return meter
 
 
+class IdleDuration(Duration):
+    """A duration, or 0 (none): the monitor's idle phases."""
+
+    def convert(self, value, param, ctx):
+        if re.fullmatch(r"\s*0+(\.0*)?\s*(s|ms|m|h)?\s*", str(value)):
+            return 0.0
+        return super().convert(value, param, ctx)
+
+
+def monitor_options(default: bool) -> Callable[[Callable], Callable]:
+    """``--monitor/--no-monitor``, ``--monitor-interval S``, ``--idle S``: the machine sampled beside
+    the study (docs/energy.md); on by default where ``default``."""
+    def deco(f: Callable) -> Callable:
+        f = click.option("--idle", "idle_s", type=IdleDuration(3600.0), default=0.0, metavar="S",
+                         help="With the monitor: sample the quiet machine S seconds before and after the "
+                              "study, for energy net of idle power (e.g. 20s; default none).")(f)
+        f = click.option("--monitor-interval", type=Duration(3600.0), default=1.0, show_default=True, metavar="S",
+                         help="The monitor's sampling interval.")(f)
+        return click.option("--monitor/--no-monitor", "monitor", default=default, show_default=True,
+                            help="Sample frequency, load, memory, swap, pressure, steal and power beside "
+                                 "the study, stored with its campaign.")(f)
+    return deco
+
+
+def open_monitor(enabled: bool, interval_s: float, idle_s: float, console: Any) -> Any:
+    """The machine monitor (or None when off), its one line said: what it samples, what is missing."""
+    if not enabled:
+        if idle_s:
+            raise PerflabError("--idle is the monitor's idle phases: add --monitor, or drop --idle")
+        return None
+    from perflab.measure.monitor import Monitor
+
+    monitor = Monitor(interval_s, idle_s)
+    console.print(monitor.note(), highlight=False, markup=False)
+    return monitor
+
+
+def render_monitor(store: Any, campaign_id: int | None, workload: Any, console: Any,
+                   sources_said: bool = True) -> Any:
+    """The monitor result of a campaign, rendered (None when it was not monitored);
+    ``sources_said``: open_monitor's line named the missing sources before the study."""
+    from perflab.report.terminal.monitor import render
+    from perflab.studies.monitor import stored_result
+
+    result = stored_result(store, campaign_id, workload) if campaign_id is not None else None
+    if result is not None:
+        render(result, console, sources_said)
+    return result
+
+
 def _energy_asked() -> bool:
     """Whether --energy (or its default from a config) was given, not just defaulted to auto."""
     ctx = click.get_current_context(silent=True)
@@ -259,10 +310,12 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
                            progress=lambda text: console.print(text, highlight=False), **study)
         check_metrics(config, console)
         render(result, console)
+        watched = render_monitor(store, result.campaign_id, getattr(config, "workload", None), console) \
+            if study.get("monitor") is not None else None
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
         save_baseline(store, result.campaign_id)
     if json_path:
-        emit_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()})
     return result
 
 

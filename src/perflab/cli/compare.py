@@ -10,6 +10,7 @@ import click
 from perflab.cli.common import json_option, make_console, store_option
 from perflab.cli.options import MetricChoice, metric_choice, primary_metric_options
 from perflab.cli.gate_common import (
+    GATE_EXITS_HELP,
     cross_machine_option,
     exit_for,
     fail_if_option,
@@ -30,10 +31,11 @@ from perflab.studies.compare.keys import measure_title
 from perflab.studies.gate.study import GateConfig
 
 
-@click.command("compare")
+@click.command("compare", epilog=GATE_EXITS_HELP)
 @click.argument("campaigns", nargs=-1)
 @click.option("--baseline", "baseline", metavar="NAME",
-              help="Gate CAMPAIGN against the named baseline (see 'perflab baseline').")
+              help="Gate CAMPAIGN against the named baseline (see 'perflab baseline'): exit 1 on a "
+                   "regression, 3 when the runs cannot tell.")
 @fail_if_option
 @cross_machine_option
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 0.5, min_open=True),
@@ -55,6 +57,9 @@ def command(campaigns: tuple[str, ...], baseline: str | None, fail_if: tuple[str
             markdown_path: str | None, junit_path: str | None, db_url: str | None,
             json_path: str | None) -> None:
     """Compare campaign A with campaign B: ratio B/A per measure, with CI and p-value.
+
+    Exit status: 0 with an answer; 3 where the runs are too few to tell (compare: no row of the
+    primary measure could have shown a change; gate: UNSURE); 1 where the gate fails; 2 on bad input.
 
     \b
     perflab compare 3 7 --html cmp.html
@@ -88,7 +93,24 @@ def command(campaigns: tuple[str, ...], baseline: str | None, fail_if: tuple[str
                            min_effect=_fraction(min_effect),
                            counted_min_effect=_fraction(min_effect) if given else 0.0,
                            metric=choice.name, higher_is_better=choice.higher_is_better)
-    _compare(open_store(db_url), config, fmt, json_path, html_path, choice)
+    store = open_store(db_url)
+    if len(ids_a) == len(ids_b) == 1 and _scores(store, ids_a[0], ids_b[0], alpha):
+        return
+    _compare(store, config, fmt, json_path, html_path, choice)
+
+
+def _scores(store, a: int, b: int, alpha: float) -> bool:
+    """Two score campaigns (measured or imported) compare by their scores (perflab score --compare);
+    False for any other pair."""
+    from perflab.report.terminal.score import render_difference
+    from perflab.studies.score.stored import difference, load_campaign
+
+    if store.campaign(a).study != "score" or store.campaign(b).study != "score":
+        return False
+    ra, rb = load_campaign(store, a), load_campaign(store, b)
+    diff, why = difference(ra, rb, 1 - alpha)
+    render_difference(ra, rb, diff, why, alpha, make_console())
+    return True
 
 
 def _ids(text: str, one: bool = False) -> tuple[int, ...]:
@@ -167,6 +189,8 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
         hosts = [store.host(c.host_id)["hostname"] if c.host_id is not None else "unrecorded"
                  for c in camps]
         write_output(html_path, compare_html(result, camps, hosts), "HTML")
+    if result.cannot_tell:
+        raise SystemExit(3)  # as the gate's UNSURE: too few runs to tell, not "no difference"
 
 
 def _side(ids) -> str:

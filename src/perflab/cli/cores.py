@@ -25,8 +25,8 @@ class _Span(Duration):
                    "default: one CPU at a time, the others idle, so turbo and shared caches cannot blur the comparison.")
 @click.option("--rounds", type=click.IntRange(2, 100000), default=30, show_default=True,
               help="Most rounds (each round runs every CPU once).")
-@click.option("--min-rounds", type=click.IntRange(2, 100000), default=5, show_default=True,
-              help="Fewest rounds before the adaptive stop.")
+@click.option("--min-rounds", type=click.IntRange(2, 100000), default=None,
+              help="Fewest rounds before the adaptive stop (default: 5, or --rounds where that is fewer).")
 @click.option("--max-time", type=Duration(), default=600.0, show_default=True, metavar="S",
               help="Stop measuring after S seconds.")
 @click.option("--precision", type=Fraction(0, 1), default=0.03, show_default=True, metavar="P",
@@ -69,6 +69,8 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     from perflab.studies.cores import study as cores
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
+    if min_rounds is None:  # a smaller --rounds wins over the default, as --max-runs does in run
+        min_rounds = min(cores.CoresConfig.min_rounds, rounds)
     config = cores.CoresConfig(
         workload=workload, cpus=cpus, physical=physical, concurrent=concurrent, rounds=rounds,
         min_rounds=min_rounds, max_time=max_time, precision=precision, min_effect=min_effect, alpha=alpha,

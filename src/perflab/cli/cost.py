@@ -12,7 +12,8 @@ from perflab.cli.options import OutputPath, Positive
 @click.argument("platforms_toml", metavar="PLATFORMS.toml", type=click.Path(dir_okay=False))
 @click.option("--plot", "plot_path", metavar="FILE.svg", type=OutputPath(dash=False),
               help="Write a plot of total cost against total power, with the envelope.")
-@click.option("--target", type=Positive(), metavar="EVENTS/S", help="Override the requirement's target_events_per_s.")
+@click.option("--target", type=Positive(), metavar="EVENTS/S",
+              help="Override the requirement's target_events_per_s (or its target_score, in the score's unit).")
 @click.option("--envelope", type=Positive(), metavar="KW", help="Override the requirement's power_envelope_kw.")
 @store_option
 @json_option

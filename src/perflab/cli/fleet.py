@@ -91,7 +91,11 @@ def command() -> None:
 @click.argument("study_argv", nargs=-1, type=click.UNPROCESSED)
 def submit(name, partition, nodes, nodelist, constraint, time_limit, no_exclusive, shards, python, bundle,
            log_dir, max_parallel, visits, host_label, db_url, study_argv) -> None:
-    """Submit STUDY (after --) to every node: perflab fleet submit NAME --nodes N -- STUDY [OPTIONS]."""
+    """Submit STUDY (after --) to every node: perflab fleet submit NAME --nodes N -- STUDY [OPTIONS].
+
+    A task whose results store stayed unreachable finishes into its own SQLite shard and exits 3
+    (the slot reads "stored in shard"; 'perflab fleet collect NAME' merges it).
+    """
 
     console = _console()
     argv = tuple(study_argv)

@@ -24,7 +24,11 @@ if TYPE_CHECKING:
 DEFAULT_FAIL_IF_HELP = "median>+5%"
 FAIL_IF_HELP = ("Fail (exit 1) when MEASURE changed beyond the threshold AND significantly, "
                 "e.g. 'median>+3%', 'rss>+10MiB', 'events_per_s<-2%' (repeatable; default "
-                f"'{DEFAULT_FAIL_IF_HELP}').")
+                f"'{DEFAULT_FAIL_IF_HELP}'); exit 3 (UNSURE) when the runs could not have seen a "
+                "change at the threshold.")
+# The gate's exit statuses, told in the --help of every command that gates (tests/test_docs_facts.py).
+GATE_EXITS_HELP = ("Exit status with --baseline: 0 pass, 1 regression (FAIL), 2 bad input, 3 UNSURE "
+                   "(the runs could not have seen a change at the threshold: more runs, or a quieter machine).")
 
 
 def fail_if_option(f: Callable) -> Callable:
@@ -113,7 +117,7 @@ def run_gate_options(f: Callable) -> Callable:
         click.option("--baseline-save", "baseline_save", metavar="NAME",
                      help="After the run, name its campaign NAME (e.g. main) for later gates."),
         click.option("--baseline", "gate_baseline", metavar="NAME",
-                     help="After the run, gate it against baseline NAME (exit 1 on a regression)."),
+                     help="After the run, gate it against baseline NAME (exit 1 on a regression, 3 when the runs cannot tell)."),
         fail_if_option, cross_machine_option, junit_option,
         click.option("--gate-markdown", "gate_markdown", metavar="PATH", type=click.Path(dir_okay=False),
                      help="With --baseline: write the gate's table as Markdown."),

@@ -9,7 +9,9 @@ import click
 from perflab.cli.common import (
     energy_option,
     make_console,
+    monitor_options,
     open_energy,
+    open_monitor,
     resolve_target,
     run_and_render,
     study_output_options,
@@ -50,11 +52,12 @@ MAX_COPIES = 65536
 @click.option("--timeout", type=Duration(), default=None, metavar="S",
               help="Kill a copy after S seconds (the run is stored as failed and left out).")
 @energy_option
+@monitor_options(default=True)
 @target_options
 @study_output_options
 @tune_options
 def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only, root_dir, seed, timeout,
-            energy_source, workload_name, config_path, shell, command_args, db_url, json_path):
+            energy_source, monitor, monitor_interval, idle_s, workload_name, config_path, shell, command_args, db_url, json_path):
     """How many concurrent copies give the most throughput, and where should they run?
 
     N copies start together; machine throughput (total work over the makespan, first start to
@@ -86,7 +89,9 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
     machine = capture()
     instances.design(config, machine.topology)  # bad input fails here, before a campaign opens
     meter = open_energy(energy_source, console)
+    watch = open_monitor(monitor, monitor_interval, idle_s, console)
     # Tuned, the copies may use only the benchmark CPUs: the study captures the machine once it
     # runs inside their cpuset (its allowed CPUs are then those), and plans on that.
     run_and_render(instances, config, console, lambda res, console: render(res, console, workload.name),
-                   db_url, json_path, machine=None if tune_requested() else machine, energy=meter)
+                   db_url, json_path, machine=None if tune_requested() else machine, energy=meter,
+                   monitor=watch)

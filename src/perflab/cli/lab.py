@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from perflab.cli.common import check_metrics, make_console, store_option
+from perflab.cli.common import check_metrics, make_console, monitor_options, open_monitor, render_monitor, store_option
 from perflab.cli.options import MetricChoice, OutputDir, metric_choice, primary_metric_options, tune_options, tuned_study
 from perflab.errors import PerflabError
 
@@ -28,12 +28,13 @@ from perflab.errors import PerflabError
                    "of what is left, never fewer rounds than it needs to answer.")
 @click.option("--seed", default=1, show_default=True, help="Seed for every shuffled order.")
 @primary_metric_options
+@monitor_options(default=True)
 @store_option
 @tune_options
 @click.argument("workload_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
 def command(workload: str | None, config_path: str | None, quick: bool, out_dir: str, resume: bool,
-            studies: str | None, budget: float | None, seed: int, db_url: str | None,
-            workload_args: tuple[str, ...]) -> None:
+            studies: str | None, budget: float | None, seed: int, monitor: bool, monitor_interval: float,
+            idle_s: float, db_url: str | None, workload_args: tuple[str, ...]) -> None:
     """Build the workload, run the default studies, write the report.
 
     Default studies: run, cores, instances, variants, profile (of the slowest event), frontend,
@@ -67,6 +68,7 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
     primary = None if resume else choice.apply(lab_workload(config, build=False)).primary_metric
     config = replace(config, primary_metric=choice.name, higher_is_better=choice.higher_is_better)
     console = make_console()
+    watch = open_monitor(monitor, monitor_interval, idle_s, console)
     metrics.reset_ledger()
     with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
             open_store(db_url) as store, default_executor() as executor:
@@ -78,14 +80,16 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
                 unfinished = [c for c in store.campaigns(study="lab") if c.status != "done"]
                 if not unfinished:
                     raise PerflabError(f"nothing to resume in {store.display}: start one with perflab lab")
-                _, result = resume_study(store, unfinished[-1].id, executor, progress=display)
+                _, result = resume_study(store, unfinished[-1].id, executor, progress=display, monitor=watch)
             else:
-                result = run_study(lab, config, store, executor, progress=display, name="lab")
+                result = run_study(lab, config, store, executor, progress=display, name="lab", monitor=watch)
         # Before the lab's answer: a metric regex that never gave a number is a warning, a
         # primary metric never measured an error (the studies' own results are stored).
         check_metrics(SimpleNamespace(primary_metric=primary), console)
         html_path, md_path = _write_report(store, result)
         render(result, console, children=False)  # the live display printed each study's
+        if watch is not None:
+            render_monitor(store, result.campaign_id, None if resume else lab_workload(config, build=False), console)
         console.print(f"report: {html_path} (and {md_path}); lab campaign {result.campaign_id} in "
                       f"{store.display}", highlight=False)
     if lab.failed(result):

@@ -65,8 +65,9 @@ class Fraction(click.ParamType):
         ok = (x >= self.low if self.inclusive else x > self.low) and x < self.high
         if not ok:
             low = f">= {self.low:g}" if self.inclusive else f"> {self.low:g}"
-            self.fail(f"{value!r} is out of range: give a fraction {low} and < {self.high:g}, e.g. 0.02 or 2%",
-                      param, ctx)
+            bare = not text.endswith("%") and x >= self.high and x / 100 < self.high
+            hint = f" ({text} is read as the fraction {x:g}; {text}% is {x / 100:g})" if bare else ""
+            self.fail(f"{value!r} is out of range: give a fraction {low} and < {self.high:g}, e.g. 0.02 or 2%{hint}", param, ctx)
         return x
 
 

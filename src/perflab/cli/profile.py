@@ -116,11 +116,18 @@ class _ProfileCommand(click.Command):
 @click.option("--cache-sim", is_flag=True, help="With callgrind: simulate the caches too (about 2x slower).")
 @click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
               help="With --cache-sim: the caches to simulate (default: this machine's, from sysfs).")
+@click.option("--tree", is_flag=True, help="Print the call tree top-down (needs --call-graph).")
+@click.option("--prune", default=1.0, show_default=True, metavar="PCT",
+              help="With --tree: leave out frames under PCT %% of the samples.")
+@click.option("--export", "exports", type=(click.Choice(["folded", "speedscope", "csv"]), str), multiple=True,
+              metavar="FORMAT FILE", help="Write folded stacks (FlameGraph, inferno), a speedscope file, or "
+              "the flat table as CSV; repeatable.")
 @study_output_options
 @tune_options
 def command(workload_name, config_path, shell, command_args, pid, children, start, stop, event_n,
             after, duration, log_file, pipe, perf_event, freq, call_graph, cpu, repeat, threshold,
-            annotate_top, out_dir, timeout, instrument, cache_sim, cache_model, db_url, json_path) -> None:
+            annotate_top, out_dir, timeout, instrument, cache_sim, cache_model, tree, prune, exports, db_url,
+            json_path) -> None:
     """Profile a window of a run (one event), from the workload's output or a log file.
 
     perf record starts before the workload with its events disabled and is enabled through
@@ -152,12 +159,14 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         raise PerflabError(f"--after {after}: give a finite number of seconds >= 0")
     if not 0 <= threshold <= 100:  # also refuses nan
         raise PerflabError(f"--threshold {threshold}: give a percentage from 0 to 100")
+    _check_stack_options(tree, prune, exports, call_graph, instrument)
     if pid is not None:
         if workload_name or command_args:
             raise PerflabError("give --pid PID or a workload to launch, not both")
         workload = None
     else:
         workload = resolve_target(workload_name, command_args, shell, config_path)
+        workload = _with_frame_pointers(workload, workload_name, call_graph, config_path)
     config = profile.ProfileConfig(
         workload=workload, window=Window(start, stop, after, duration), event=perf_event,
         freq=freq, call_graph=call_graph, cpu=cpu, repeat=repeat, threshold=threshold / 100.0,
@@ -189,6 +198,15 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         # Bad input, not a finding: the marker or the time window is not in this run.
         raise PerflabError(_never_opened(config, len(result.recordings)))
     render(result, console)
+    if tree:
+        from perflab.report.terminal.flame import render_tree
+
+        render_tree(result, console, prune / 100.0)
+    if exports:
+        from perflab.report.profile_export import export
+
+        for fmt, path in exports:
+            console.print(export(result, fmt, path), highlight=False)
     folders = sorted({os.path.dirname(p) for p in result.perf_data if p})
     kind = "callgrind.out: {} folder(s)" if instrument == "callgrind" else "perf.data: {} file(s)"
     console.print(f"{kind.format(len(result.perf_data))} in {', '.join(folders)}; "
@@ -204,6 +222,37 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         emit_json(json_path, result.as_dict())
     if not result.opened:
         sys.exit(1)
+
+
+def _with_frame_pointers(workload, name: str | None, call_graph: str | None, config_path: str | None):
+    """The built-in minihlt, built with frame pointers where --call-graph fp walks them: at -O2 gcc
+    omits them and every stack breaks at the first caller ([unknown] instead of main). A workload
+    of the user's own is left as built: its flags are the user's to choose."""
+    import dataclasses
+
+    from perflab.kernels.minihlt import build_minihlt
+    from perflab.workloads import lookup
+
+    if call_graph != "fp" or name not in ("minihlt", "minihlt-quick") or lookup(name, config_path) is not None:
+        return workload
+    flags = ("-O2", "-fno-omit-frame-pointer")
+    exe = str(build_minihlt(flags).path)
+    recipe = workload.build and dataclasses.replace(workload.build, cflags=("-std=c++17", *flags))
+    return dataclasses.replace(workload, argv=(exe, *workload.argv[1:]), build=recipe)
+
+
+def _check_stack_options(tree: bool, prune: float, exports, call_graph: str | None, instrument: str) -> None:
+    """What needs call stacks asks for them, before anything is recorded."""
+    if not 0 <= prune < 100:  # also refuses nan
+        raise PerflabError(f"--prune {prune}: give a percentage from 0 to under 100, e.g. --prune 1")
+    stacked = [f"--export {fmt}" for fmt, _ in exports if fmt != "csv"] + (["--tree"] if tree else [])
+    if stacked and not call_graph and instrument != "callgrind":  # callgrind counts every call path
+        raise PerflabError(f"{' and '.join(stacked)} need call stacks: add --call-graph fp (or dwarf, or lbr "
+                           "where the CPU has it)")
+    for fmt, path in exports:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise PerflabError(f"--export {fmt} {path}: folder {folder} does not exist; give a path in an existing folder")
 
 
 def _cache_model(instrument: str, cache_sim: bool, text: str | None) -> str:

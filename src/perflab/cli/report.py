@@ -29,7 +29,8 @@ def _journal_warnings(store, ids: set[int]) -> None:
 @store_option
 def command(campaigns: tuple[int, ...], output: str | None, fmt: str | None, title: str | None,
             db_url: str | None) -> None:
-    """Report on CAMPAIGN ids (a lab campaign expands to its studies; default: the latest lab run)."""
+    """Report on CAMPAIGN ids (a lab campaign expands to its studies; default: the latest lab run,
+    or, in a store without one, the newest campaign of each study)."""
     from perflab.report.build import build_report, select_campaigns
     from perflab.report.render import to_html, to_markdown
     from perflab.store import open_store
@@ -41,6 +42,10 @@ def command(campaigns: tuple[int, ...], output: str | None, fmt: str | None, tit
     labs = [store.campaign(i) for i in campaigns] if campaigns else store.campaigns(study="lab")[-1:]
     lab = labs[0] if len(labs) == 1 and labs[0].study == "lab" else None
     selected = select_campaigns(store, campaigns)
+    if not campaigns and lab is None:  # say which campaigns stood in for a lab run
+        chosen = ", ".join(f"{c.id} ({c.study})" for c in selected)
+        click.echo(f"perflab: no lab run in {store.display}: reporting the newest campaign of each study: "
+                   f"{chosen}; name campaigns to choose others", err=True)
     report = build_report(store, selected, title, lab=lab)
     _journal_warnings(store, {c.id for c in selected})
     text = to_markdown(report) if fmt == "markdown" else to_html(report)
@@ -49,4 +54,5 @@ def command(campaigns: tuple[int, ...], output: str | None, fmt: str | None, tit
         return
     with open(output, "w", encoding="utf-8") as fh:
         fh.write(text)
-    click.echo(f"perflab: wrote {output} ({len(report.sections)} studies, {len(text) // 1024} KiB)")
+    studies = sum(not s.key.startswith("monitor-") for s in report.sections)  # a monitor section is no study
+    click.echo(f"perflab: wrote {output} ({studies} studies, {len(text) // 1024} KiB)")

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import json_option, make_console, store_option
-from perflab.cli.options import Count
+from perflab.cli.common import emit_json, json_option, make_console, render_monitor, store_option
+from perflab.cli.options import Count, OutputPath
+from perflab.errors import PerflabError
 
 
 # The listing's default length: a store a CI gate or a fleet has filled for months holds
 # thousands of campaigns, and a table of 1,900 took 1.5 s to draw here and scrolled away.
 LAST = 50
+# Studies whose campaigns are stored but that `perflab resume` cannot re-plan (not in STUDIES).
+MEASURED_ELSEWHERE = ("footprint", "bundle")
 
 
 def _fmt_s(x: float | None) -> str:
@@ -59,19 +62,30 @@ def _journal_notes(console, store, campaign_id: int | None) -> None:
 @click.option("--all-runs", "-a", is_flag=True, help="With ID: list every run, not one row per configuration.")
 @click.option("--last", "-n", "last", type=Count(0, 2**31 - 1), default=LAST, show_default=True, metavar="N",
               help="Without ID: only the newest N campaigns (0: every one).")
+@click.option("--monitor-csv", type=OutputPath(), help="With ID: write the machine monitor's samples as CSV ('-': stdout).")
+@click.option("--monitor-json", type=OutputPath(), help="With ID: write the monitor's samples and summary as JSON.")
 @store_option
 @json_option
-def command(campaign_id: int | None, study: str | None, all_runs: bool, last: int, db_url: str | None,
-            json_path: str | None) -> None:
+def command(campaign_id: int | None, study: str | None, all_runs: bool, last: int, monitor_csv: str | None,
+            monitor_json: str | None, db_url: str | None, json_path: str | None) -> None:
     """List stored campaigns; with a campaign ID, summarise its measurements."""
+    if (monitor_csv or monitor_json) and campaign_id is None:
+        raise PerflabError("--monitor-csv and --monitor-json export one campaign's samples: give its ID "
+                           "(perflab results lists them)")
     from rich.table import Table
 
     from perflab.store import open_store
     from perflab.report.listing import campaign_row, died_note, group_measurements, shown_status
 
     # Tables go to stderr when the JSON goes to stdout, so `--json -` stays parseable.
-    console = make_console(markup=False, highlight=False, stderr=json_path == "-")
+    console = make_console(markup=False, highlight=False, stderr="-" in (json_path, monitor_csv, monitor_json))
     with open_store(db_url) as store:
+        if campaign_id is None and study and store.count_campaigns(study=study) == 0:
+            from perflab.studies import STUDIES
+
+            known = sorted({*STUDIES, *MEASURED_ELSEWHERE})
+            if study not in known:
+                raise PerflabError(f"--study {study!r} is no study perflab stores; give one of {', '.join(known)}")
         if campaign_id is None:
             rows = [campaign_row(c) for c in store.campaigns(study=study, last=last or None)]
             older = store.count_campaigns(study=study) - len(rows) if last and len(rows) == last else 0
@@ -112,6 +126,9 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
                 console.print(died_note(row))
             if row["verdict"]:
                 console.print(f"verdict: {row['verdict']}")
+            if monitor_csv or monitor_json:
+                _export_monitor(store, camp, monitor_csv, monitor_json)
+            render_monitor(store, camp.id, None, console, sources_said=False)
             from perflab.platform.tune.state import summary as state_summary
 
             machine_state = (camp.labels or {}).get("machine_state")
@@ -163,3 +180,23 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
         else:
             with open(json_path, "w") as f:
                 f.write(text + "\n")
+
+
+def _export_monitor(store, camp, csv_path: str | None, json_path: str | None) -> None:
+    """Write a campaign's monitor samples; a campaign that was not monitored is one line, exit 2."""
+    from perflab.report.monitor_export import monitor_csv, monitor_json
+    from perflab.studies.monitor import stored_result
+
+    rows = store.monitor_samples(camp.id)
+    if not rows:
+        raise PerflabError(f"campaign {camp.id} ({camp.study}) has no monitor samples: run the study with "
+                           "--monitor (on by default in lab and instances)")
+    if csv_path:
+        text = monitor_csv(rows)
+        if csv_path == "-":
+            click.echo(text, nl=False)
+        else:
+            with open(csv_path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+    if json_path:
+        emit_json(json_path, monitor_json(camp.id, rows, stored_result(store, camp.id)))

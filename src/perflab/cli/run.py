@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from perflab.cli.common import check_metrics, emit_json, instrument_wrap, energy_option, json_option, make_console, open_energy, store_option, target_options
-from perflab.cli.gate_common import RunGate, run_gate_options
+from perflab.cli.common import (check_metrics, emit_json, instrument_wrap, energy_option, json_option, make_console,
+                                monitor_options, open_energy, open_monitor, render_monitor, store_option, target_options)
+from perflab.cli.gate_common import GATE_EXITS_HELP, RunGate, run_gate_options
 from perflab.cli.options import DURATION, Count, OutputPath, tune_options, tuned_study
 from perflab.errors import PerflabError
 
@@ -35,7 +36,9 @@ def _percent(text: str | None) -> float | None:
     except ValueError:
         raise PerflabError(f"--precision '{text}' is not a number: write it like 1% or 0.01") from None
     if not 0 < value < 1:
-        raise PerflabError(f"--precision {text} is out of range: give a share between 0 and 100%")
+        hint = f" (a bare number is a fraction: {t}% is {value / 100:g})" if not t.endswith("%") and 1 <= value < 100 else ""
+        raise PerflabError(f"--precision {text} is out of range: give a fraction between 0 and 1, or a "
+                           f"percentage like 1%{hint}")
     return value
 
 
@@ -64,7 +67,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 
 
 @click.command(cls=_RunCommand, context_settings={"ignore_unknown_options": True},
-               short_help="Time one or more commands, hyperfine-style.")
+               short_help="Time one or more commands, hyperfine-style.", epilog=GATE_EXITS_HELP)
 @target_options
 @click.option("--warmup", default=0, show_default=True, type=Count(0),
               help="Untimed runs of each command first.")
@@ -89,7 +92,9 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--perf-stat", is_flag=True, help="Collect perf stat counters per run.")
 @click.option("--instrument", type=click.Choice(["time", "cachegrind"]), default="time", show_default=True,
               help="cachegrind: also count instructions, simulated cache misses and branch "
-                   "mispredictions under Valgrind (deterministic; 20-100x slower).")
+                   "mispredictions under Valgrind (deterministic; 20-100x slower for a real workload, "
+                   "hundreds of times for a program of a few ms, whose time is mostly Valgrind's "
+                   "start-up; the slowdown is printed).")
 @click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
               help="Caches cachegrind simulates (bytes, ways, line bytes); default: this machine's.")
 @click.option("--timeout", type=DURATION,
@@ -104,6 +109,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--reference", metavar="NAME",
               help="Compare the others with this command (its display name; default: the first).")
 @energy_option
+@monitor_options(default=False)
 @tune_options
 @run_gate_options
 @store_option
@@ -112,7 +118,8 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, precision,
             min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
             cpus, perf_stat, instrument, cache_model, timeout, ignore_failure, prepare, export_json, export_csv,
-            export_markdown, names, reference, energy_source, db_url, json_path, **gate_options):
+            export_markdown, names, reference, energy_source, monitor, monitor_interval, idle_s, db_url, json_path,
+            **gate_options):
     """Time CMD (after --) or several quoted commands, hyperfine-style.
 
     \b
@@ -244,13 +251,15 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     from perflab.store.lite import open_fast
 
     meter = open_energy(energy_source, console)
+    watch = open_monitor(monitor, monitor_interval, idle_s, console)
     machine = _Pending()  # the machine capture, on a thread beside the runs
     with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
             open_fast(db_url) as store, default_executor() as native, instrument_wrap(model, console)(native) as executor:
         gate.precheck(store)
-        result = _measure(run_study_module, config, store, executor, machine, console, meter)
+        result = _measure(run_study_module, config, store, executor, machine, console, meter, watch)
         check_metrics(config, console)  # a never-measured primary metric stops here (exit 2)
         render(result, console)
+        watched = render_monitor(store, result.campaign_id, None, console) if watch is not None else None
         console.print(f"perflab: results in {store.display}, campaign {result.campaign_id}", highlight=False)
         if export_json or export_csv or export_markdown:
             from perflab.report import export  # the writers (csv among them) only when asked for
@@ -260,7 +269,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
                 if path:
                     write(result, path)
         if json_path:
-            emit_json(json_path, result.as_dict())
+            emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()})
         gate.after(store, result.campaign_id, stdout_taken=console.stderr)
 
 
@@ -295,7 +304,7 @@ def _metric_choice(metrics: tuple) -> tuple[str | None, bool | None, tuple, int 
             wl.skip_events)
 
 
-def _measure(module, config, store, executor, machine, console, energy=None):
+def _measure(module, config, store, executor, machine, console, energy=None, monitor=None):
     """Run the study, with a transient progress line on a terminal.
 
     The machine capture runs on a thread beside the runs: it waits on subprocesses and a steal
@@ -308,14 +317,14 @@ def _measure(module, config, store, executor, machine, console, energy=None):
     startup.end()  # every module the run needs is loaded: collect normally from here
     metrics.reset_ledger()  # check_metrics judges this command's runs only
     if not console.is_terminal:
-        return run_study(module, config, store, executor, machine=machine, energy=energy)
+        return run_study(module, config, store, executor, machine=machine, energy=energy, monitor=monitor)
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
     # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True, refresh_per_second=4) as bar:
         task = bar.add_task("measuring")
-        return run_study(module, config, store, executor, machine=machine, energy=energy,
+        return run_study(module, config, store, executor, machine=machine, energy=energy, monitor=monitor,
                          progress=lambda text: bar.update(task, description=f"measuring: {text}"))
 
 

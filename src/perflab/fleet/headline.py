@@ -54,6 +54,25 @@ def _instances(summary: dict) -> HostData:
     })
 
 
+def _score(summary: dict) -> HostData:
+    """A score campaign's host figure: its score, and one score per repetition (the repetition's
+    workload ratios through the suite's weighted geometric mean) as the sample its peers test."""
+    import math
+
+    wls = summary.get("workloads") or []
+    reps = min((len(w.get("rep_ratios") or []) for w in wls), default=0)
+    total = sum(float(w.get("weight", 1.0)) for w in wls)
+    scaling = float(summary.get("scaling") or 1.0)
+    samples = [scaling * math.exp(sum(float(w.get("weight", 1.0)) * math.log(w["rep_ratios"][r]) for w in wls)
+                                  / total) for r in range(reps)] if wls and total > 0 else []
+    ci = summary.get("score_ci")
+    level = summary.get("level")
+    return HostData(samples, {
+        "quantity": f"score ({summary.get('suite', 'suite')})", "median": summary.get("score"),
+        "ci": {"low": ci[0], "high": ci[1], "level": level} if ci else None, "n": len(samples),
+    })
+
+
 def first_run(store, campaign_ids: list[int]) -> tuple[str | None, str | None]:
     """(throughput metric the runs print, a *_per_s name or None; label of the first command)."""
     import sqlalchemy as sa
@@ -157,6 +176,8 @@ def host_data(store, campaigns: list) -> dict[int, HostData]:
         return {}
     if campaigns[0].study == "instances":
         return {c.id: _instances(c.summary or {}) for c in campaigns}
+    if campaigns[0].study == "score":
+        return {c.id: _score(c.summary or {}) for c in campaigns}
     metric, labels = _selection(store, campaigns)
     runs = _runs(store, campaigns, metric, labels)
     quantity = metric or "runs_per_s (1 / wall time)"

@@ -127,6 +127,10 @@ def report_terminal(rep: dict[str, Any], console) -> None:
                                  f"{s['ci']['level']:.2f}); {s['evidence']}"), highlight=False, soft_wrap=True)
     elif not any(h["status"] == "done" for h in rep["hosts"]):
         console.print("no host has finished: nothing to compare yet", highlight=False, soft_wrap=True)
+    elif rep.get("cannot_tell"):
+        for c in rep["cannot_tell"]:
+            console.print(escape(f"cannot tell whether a host of {c['platform']} is slow: {c['why']}; {c['do']}"),
+                          highlight=False, soft_wrap=True)
     else:
         n = sum(1 for h in rep["hosts"] if h["status"] == "done")
         console.print(f"no slow host: none of {n} hosts is significantly below its platform's peers "

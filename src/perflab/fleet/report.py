@@ -82,8 +82,8 @@ def _spread(values: list[float]) -> dict[str, Any]:
 
 def _figures(store, done: list, method: str) -> tuple[dict, bool, Any]:
     """(campaign id -> HostData, whether the runs test applies, reader of one campaign's runs)."""
-    if not done or done[0].study == "instances":
-        # An instances host's sample is a few repetitions in its campaign's summary: no runs to spare.
+    if not done or done[0].study in ("instances", "score"):
+        # An instances or score host's sample is a few repetitions in its campaign's summary: no runs to spare.
         return host_data(store, done), True, None
     data, metric, labels = host_summaries(store, done)
     total = sum(d.summary.n for d in data.values() if d.summary is not None)
@@ -340,7 +340,9 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
                 plat["time_test"]["block_ratios"] = {t.member: [round(r, 4) for r in t.block_ratios]
                                                      for t in tests if t.group == key and t.block_ratios}
     rep = {"fleet": fleet.name, "hosts": hosts, "platforms": list(platforms.values()),
-           "slow_hosts": slow, "missing": missing}
+           "slow_hosts": slow, "missing": missing,
+           "cannot_tell": [c for key in platforms if judged is not None and key in time_of
+                           for c in [_cannot_tell(key, time_of[key], fleet)] if c]}
     if fleet.study == "cores":
         # Seed 001 at farm level: each host's own cores verdict (its CPUs against each other),
         # listed per host; a slow host and a slow core are separate questions.
@@ -348,6 +350,22 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
                              if h["status"] == "done" and h.get("headline")
                              for c in h["headline"].get("slow_cores") or []]
     return rep
+
+
+def _cannot_tell(platform: str, gt: Any, fleet: state.Fleet) -> dict[str, str] | None:
+    """Where a platform's hosts were compared on too little to name a slow one: why, and the one
+    thing to do. A headline of "no slow host" would claim what the runs cannot show."""
+    visits = not fleet.config.get("host_label")
+    if gt.mode == "window":
+        return {"platform": platform, "why": gt.why,
+                "do": "measure more runs a node (--runs) so the hosts share 2 time blocks"
+                      + (", or visit the nodes in rounds (--visits 3)" if visits else "")}
+    d = gt.detectable
+    if gt.mode == "apart" and (d is None or d != d or d > 0.99):
+        return {"platform": platform, "why": f"judged apart ({gt.why}), where not even a slowdown of 99 % is seen",
+                "do": "measure the hosts at the same time (no --max-parallel)"
+                      + (" or in rounds of visits (--visits 3)" if visits else "")}
+    return None
 
 
 def platform_throughput(store, name: str, match: str | None = None) -> tuple[float, str, int]:

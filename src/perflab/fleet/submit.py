@@ -21,7 +21,7 @@ from perflab.fleet.submitter import Placement, Submitter
 from perflab.store.url import redact_url
 
 # Studies a node can run on its own and record into a store.
-STUDIES = ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "footprint", "lab")
+STUDIES = ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "footprint", "lab", "score")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -78,6 +78,9 @@ def submit(req: FleetRequest, store, submitter: Submitter,
         raise PerflabError("give either --nodes N or --nodelist LIST (one task per node)")
     if not req.study_argv:
         raise PerflabError("no study to run: write it after --, e.g. perflab fleet submit NAME --nodes 4 -- run -w minihlt")
+    if req.study_argv[0] not in STUDIES and req.name in STUDIES:
+        raise PerflabError(f"the fleet needs a NAME before its options: perflab fleet submit NAME --nodes N -- "
+                           f"{req.name} {' '.join(req.study_argv[:3])} ... ('{req.name}' was read as the name)")
     if req.study_argv[0] not in STUDIES:
         raise PerflabError(f"{req.study_argv[0]!r} is not a study a fleet can run; choose one of {', '.join(STUDIES)}")
     args = list(req.study_argv[1:])

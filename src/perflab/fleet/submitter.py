@@ -89,6 +89,12 @@ def _run(argv: list[str], env: dict[str, str] | None = None, check: bool = True)
         raise PerflabError(f"{argv[0]} did not answer in 60 s; is slurmctld up (scontrol ping)?") from None
     if check and proc.returncode != 0:
         err = " ".join((proc.stderr or proc.stdout).split())[:300]
+        if any(k in err for k in ("resolve_ctls_from_dns_srv", "Could not establish a configuration source",
+                                  "slurm.conf", "Unable to contact slurm controller")):
+            # Slurm's own words for "no cluster configured here" name neither the file nor the fix.
+            raise PerflabError(f"{' '.join(argv[:2])} found no Slurm cluster ({err[:120]}): point SLURM_CONF "
+                               "at the cluster's slurm.conf, run on its login node, or start a local test "
+                               "cluster with scripts/slurm-local start")
         raise PerflabError(f"{' '.join(argv[:2])} failed: {err or f'exit {proc.returncode}'}")
     return proc.stdout
 

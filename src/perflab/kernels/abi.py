@@ -4,7 +4,7 @@ what works or what is missing (a multilib package, kernel support for x32)."""
 
 from __future__ import annotations
 
-# subprocess is imported where a probe runs: `perflab run` starts without it (issue 16).
+# subprocess is imported where a probe runs: `perflab run` starts without it.
 import errno
 import functools
 import os

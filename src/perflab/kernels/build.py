@@ -7,7 +7,7 @@ A rebuild happens only when a source's bytes, a flag, the compiler's version or 
 from __future__ import annotations
 
 # subprocess and tempfile are imported in the functions that use them: `perflab run` starts
-# without either (bench/startup.sh, issue 16).
+# without either (bench/startup.sh).
 import functools
 import hashlib
 import os

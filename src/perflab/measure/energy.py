@@ -8,7 +8,7 @@ machine has none: perflab says so once and measures time as usual).
 from __future__ import annotations
 
 # subprocess is imported in the functions that use it: `perflab run` starts without it
-# (bench/startup.sh, issue 16).
+# (bench/startup.sh).
 import signal
 import threading
 import time

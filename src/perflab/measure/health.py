@@ -23,7 +23,7 @@ import os
 import time
 from typing import Sequence
 
-from perflab.platform.sysfs import Root
+from perflab.platform.sysfs import Root, psi_some_total
 
 STEAL_SUSPECT = 0.02
 PRESSURE_SUSPECT = 0.20
@@ -68,15 +68,6 @@ def _stat_times(text: str | None) -> tuple[int, int] | None:
         return None
     vals = [int(v) for v in text.split("\n", 1)[0].split()[1:9]]
     return (sum(vals), vals[7]) if len(vals) == 8 else None
-
-
-def _pressure_us(text: str | None) -> int | None:
-    for line in (text or "").splitlines():
-        if line.startswith("some "):
-            for field in line.split():
-                if field.startswith("total="):
-                    return int(field[6:])
-    return None
 
 
 def _bracketed(text: str | None) -> str | None:
@@ -128,7 +119,7 @@ class HealthProbe:
 
     def _parse(self, texts: Sequence[str | None], cpus: Sequence[int], ns: int) -> dict:
         stat, psi, load_text = (list(texts[:3]) + [None] * 3)[:3]
-        out: dict = {"times": _stat_times(stat), "psi": _pressure_us(psi)}
+        out: dict = {"times": _stat_times(stat), "psi": psi_some_total(psi)}
         load = (load_text or "").split()
         if len(load) >= 4 and "/" in load[3]:
             out["runnable"] = int(load[3].split("/")[0])

@@ -10,7 +10,7 @@ barrier (barrier.py).
 from __future__ import annotations
 
 # tempfile is imported in the functions that use it: `perflab run` starts without it
-# (bench/startup.sh, issue 16).
+# (bench/startup.sh).
 import os
 import select
 import time

@@ -36,6 +36,7 @@ class MockWindowRecorder(MockExecutor):
         self.window_model = model
         self.recorded: list[tuple[RunSpec, WindowRequest]] = []
         self._scripts: dict[str, str] = {}
+        self._chains: dict[str, str] = {}
         self._events: dict[str, str] = {}
 
     def record_window(self, spec: RunSpec, request: WindowRequest) -> WindowRecording:
@@ -59,21 +60,25 @@ class MockWindowRecorder(MockExecutor):
             else:
                 rec.closed_by = "end of run"
             step = max(1, int(w.window_ms * 1e6) // max(1, len(w.samples)))
-            lines = []
+            lines, chains = [], []
             for i, (sym, dso, period, off) in enumerate(w.samples):
                 t = rec.enabled_ns + i * step
                 name = sym if sym == "[unknown]" else f"{sym}+0x{off:x}"  # as perf script prints
                 lines.append(f" 100/100 {t // 10**9}.{t % 10**9:09d}: {period} {0x400000 + off:x} "
                              f"{name} ({dso})")
+                # with call chains: the sampled function under main, as perf script prints them
+                chains.append(f" 100/100 {t // 10**9}.{t % 10**9:09d}: {period}\n\t{0x400000 + off:x} {name} "
+                              f"({dso})\n\t401000 main+0x10 ({dso})\n")
             self._scripts[request.perf_data] = "\n".join(lines) + "\n"
+            self._chains[request.perf_data] = "\n".join(chains)
         else:
-            self._scripts[request.perf_data] = ""
+            self._scripts[request.perf_data] = self._chains[request.perf_data] = ""
         self._events[request.perf_data] = request.event
         self.clock_ns = rec.end_ns
         return rec
 
-    def perf_script(self, perf_data: str, fields_: str) -> str:
-        return self._scripts.get(perf_data, "")
+    def perf_script(self, perf_data: str, fields_: str, chains: bool = False) -> str:
+        return (self._chains if chains else self._scripts).get(perf_data, "")
 
     def perf_annotate(self, perf_data: str, symbol: str) -> str:
         return ""  # no disassembly: the study falls back to sample offsets

@@ -350,11 +350,11 @@ class PerfWindowRecorder:
     def record_window(self, spec: RunSpec, request: WindowRequest) -> WindowRecording:
         return record(perf_path(self.perf), spec, request, realtime=self.realtime)
 
-    def perf_script(self, perf_data: str, fields_: str) -> str:
-        """`perf script` text of a recording (names left mangled, call chains hidden)."""
+    def perf_script(self, perf_data: str, fields_: str, chains: bool = False) -> str:
+        """`perf script` text of a recording (names left mangled; call chains hidden unless asked)."""
         res = subprocess.run(
-            [perf_path(self.perf), "script", "-i", perf_data, "--ns", "--no-demangle", "-G",
-             "-F", fields_], capture_output=True, text=True, errors="replace",
+            [perf_path(self.perf), "script", "-i", perf_data, "--ns", "--no-demangle",
+             *(() if chains else ("-G",)), "-F", fields_], capture_output=True, text=True, errors="replace",
         )
         if res.returncode != 0 and "no samples" not in res.stderr:
             raise PerflabError(f"perf script could not read {perf_data}: {res.stderr.strip()[:200]}")

@@ -18,7 +18,7 @@ The CPUs this process may use (its affinity) are never taken from the cache.
 from __future__ import annotations
 
 # tempfile is imported in the functions that use it: `perflab run` starts without it
-# (bench/startup.sh, issue 16).
+# (bench/startup.sh).
 import json
 import os
 from typing import Any, Callable

@@ -7,7 +7,7 @@ Everything under /proc and /sys is read through ``Root``. On a fixture root (``R
 from __future__ import annotations
 
 # subprocess is imported in the functions that use it: `perflab run` starts without it
-# (bench/startup.sh, issue 16).
+# (bench/startup.sh).
 import os
 import re
 import time

@@ -9,7 +9,7 @@ run -m32 or -mx32 binaries?) live with the builds, in perflab.kernels.abi.
 from __future__ import annotations
 
 # subprocess is imported in the functions that use it: `perflab run` starts without it
-# (bench/startup.sh, issue 16).
+# (bench/startup.sh).
 import functools
 from dataclasses import dataclass
 

@@ -207,3 +207,14 @@ def cpuinfo_blocks(root: Root) -> list[dict[str, str]]:
     if cur:
         blocks.append(cur)
     return blocks
+
+
+def psi_some_total(text: str | None) -> int | None:
+    """The "some" line's total (microseconds in which at least one task waited) of a
+    /proc/pressure/{cpu,memory,io} file, None when absent."""
+    for line in (text or "").splitlines():
+        if line.startswith("some "):
+            for field in line.split():
+                if field.startswith("total="):
+                    return int(field[6:])
+    return None

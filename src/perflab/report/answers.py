@@ -23,6 +23,7 @@ QUESTIONS = {
     "footprint": "Which files does the workload need?",
     "bundle": "Does the workload run from a standalone bundle?",
     "cost": "Which platform meets the rate at the lowest cost?",
+    "score": "What is the machine's suite score, and how precise is it?",
 }
 
 
@@ -67,6 +68,10 @@ def _evidence(study: str, s: dict) -> str:
         if parts:
             return "; ".join(parts)
         return "no variant significantly different from the baseline" if s.get("variants") else ""
+    if study == "score":
+        ci = s.get("score_ci")
+        return (f"score {format_cell(s.get('score'))} {ci_of({'low': ci[0], 'high': ci[1], 'level': s.get('level')})}"
+                if ci else f"score {format_cell(s.get('score'))}, no interval") if s.get("score") is not None else ""
     if study == "micro":
         diffs = s.get("diffs") or []
         n = sum(1 for d in diffs if d.get("significant"))

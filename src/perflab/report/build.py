@@ -12,6 +12,8 @@ import perflab.report.sections  # noqa: F401  (registers the study builders)
 from perflab.report.answers import answers, workloads
 from perflab.report.numbers import plural
 from perflab.report.generic import build_section
+from perflab.report.monitor_html import monitor_answer, monitor_section
+from perflab.studies.monitor import stored_result
 from perflab.platform.sysfs import format_cpulist
 
 
@@ -159,6 +161,14 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
                 hosts.append(store.host(c.host_id))
             except PerflabError:
                 pass
+    beside: list[tuple[Section, Any]] = []  # the machine monitor's sections and summary rows
+    for c in ([lab] if lab is not None else []) + list(campaigns):
+        watched = stored_result(store, c.id)
+        if watched is not None:
+            runs = [m.result for cid in [c.id, *(k.id for k in store.campaigns(parent_id=c.id))]
+                    for m in store.measurements(cid)]
+            sec = monitor_section(c, store.monitor_samples(c.id), runs, watched)
+            beside.append((sec, monitor_answer(c, sec, watched)))
     # Studies record the host with or without its topology: prefer the fullest record.
     hosts.sort(key=lambda h: (bool(_counts(h.get("topology") or {})), len(h.get("metadata") or {})), reverse=True)
     machine = machine_section(hosts[0], sorted(energy)) if hosts else None
@@ -171,8 +181,8 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
         title = _title(campaigns, hosts, lab)
     by_id = {h["id"]: h for h in hosts}
     return Report(title=title, generated=now, version=__version__,
-                  machine=machine, sections=sections,
-                  answers=answers(list(campaigns), sections, by_id))
+                  machine=machine, sections=sections + [sec for sec, _ in beside],
+                  answers=answers(list(campaigns), sections, by_id) + [a for _, a in beside])
 
 
 def _title(campaigns: Sequence[Any], hosts: list[dict], lab: Any) -> str:

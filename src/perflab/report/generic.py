@@ -26,6 +26,7 @@ TITLES = {
     "footprint": "File footprint",
     "bundle": "Standalone bundle",
     "cost": "Platform cost model",
+    "score": "Suite score",
 }
 
 _SKIP_KEYS = {"verdict", "tables", "notes"}

@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+class Code(str):
+    """A cell that is code (a C++ symbol, an object's path): Markdown shows it in a code span,
+    where '<' and '*' are literal, so `std::vector<mh::Particle>` reads as written."""
+
+
 @dataclass
 class Table:
     title: str

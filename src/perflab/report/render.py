@@ -10,7 +10,7 @@ import re
 
 import textwrap
 
-from perflab.report.model import Report, Section, Table
+from perflab.report.model import Code, Report, Section, Table
 from perflab.report.numbers import format_cell, plural
 from perflab.report.plots import accessible
 
@@ -53,6 +53,19 @@ def _md_escape(text: str) -> str:
     return "\\" + out if out.startswith(">") else out
 
 
+def _md_code(text: str) -> str:
+    """A code span fenced by more backticks than the text holds in a row; only '|' is escaped
+    (a GFM table splits its cells before it reads code spans)."""
+    text = str(text).replace("\n", " ").replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _md_cell(value: object) -> str:
+    return _md_code(value) if isinstance(value, Code) and value else _md_escape(format_cell(value))
+
+
 def _wrap(text: str, prefix: str = "", first: str | None = None) -> list[str]:
     """Prose lines of at most 80 columns (a Markdown linter's line length; the paragraph is the
     same once rendered), cut at spaces only, never inside a word."""
@@ -77,7 +90,7 @@ def table_to_markdown(t: Table) -> str:
     lines.append("| " + " | ".join(_md_escape(c) for c in t.columns) + " |")
     lines.append(_rule(len(t.columns)))
     for row in t.rows:
-        lines.append("| " + " | ".join(_md_escape(format_cell(c)) for c in row) + " |")
+        lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
     if t.note:
         lines += [""] + _wrap(f"Note: {_md_escape(t.note)}")
     return "\n".join(lines)

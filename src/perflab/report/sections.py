@@ -259,3 +259,4 @@ def variants_section(campaign: Any, summary: dict, measurements: list) -> Sectio
 # The builders of the studies that run perflab's own kernels (and the verdict helpers others
 # import from here) register on import.
 from perflab.report.sections_code import VERDICTS, cost_points, instances_verdict, micro_verdict  # noqa: E402,F401
+from perflab.report import score_section  # noqa: E402,F401  (registers the score builder)

@@ -6,13 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from perflab.report import plots
+from perflab.report.flame import flame_box
 from perflab.report.generic import _plot, builder, finding, generic, levels
-from perflab.report.model import Mark, Section, Table
+from perflab.report.model import Code, Mark, Plot, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
+from perflab.studies.profile.diff import MAX_TESTED, MIN_TESTED_SHARE
 
 
 def _size(b: float) -> str:
     return f"{b / 1024:.0f} KiB" if b < 2**30 else f"{b / 2**30:.0f} GiB"
+
+
+def _code(value: Any) -> Any:
+    """A symbol or object name as code in the Markdown (None stays an em dash)."""
+    return None if value is None else Code(value)
 
 
 @builder("profile")
@@ -25,12 +32,12 @@ def profile_section(campaign: Any, summary: dict, measurements: list) -> Section
         sec.tables = [Table(f"Top functions by exclusive {ev} (callgrind, mean per recording)",
                             ["share [%]", f"{ev} self", f"{ev} inclusive", "symbol", "object"],
                             [[100 * (r.get("share") or 0), (r.get("self_") or [None])[0],
-                              (r.get("incl") or [None])[0], r.get("symbol"), r.get("obj")]
+                              (r.get("incl") or [None])[0], _code(r.get("symbol")), _code(r.get("obj"))]
                              for r in summary.get("count_top") or []])]
     else:
         sec.tables = [Table(f"Top functions ({summary.get('event', '?')})", ["share [%]", "samples", "symbol",
                                                                              "shared object"],
-                            [[100 * (t.get("share") or 0), t.get("samples"), t.get("symbol"), t.get("dso")]
+                            [[100 * (t.get("share") or 0), t.get("samples"), _code(t.get("symbol")), _code(t.get("dso"))]
                              for t in top])]
     lat = summary.get("enable_latency_us") or []
     if lat and not counted:  # callgrind's is the time to a dump, not to enabled sampling
@@ -42,6 +49,17 @@ def profile_section(campaign: Any, summary: dict, measurements: list) -> Section
         sec.notes.append(f"{a.get('symbol')}: {100 * (a.get('head_share') or 0):.0f} % of its samples on its "
                          f"{a.get('head', 'first instructions')}{hint}")
     sec.verdict = profile_verdict(summary) or sec.verdict
+    flame = summary.get("flame")
+    if flame:
+        k, unit = flame.get("recordings", 1), "instructions (Ir)" if counted else "samples"
+        what = "exclusive instructions per call path, counted by callgrind" if counted else summary.get("event", "?")
+        legend = (f"Flame graph of {int(flame['root'].get('v', 0)):,} {unit} in {plural(k, 'recording')} ({what}): "
+                  "a frame's width is its count with what it called, its callers below it; click a frame to zoom "
+                  "in and list its callers and callees, search by regular expression; frames under "
+                  f"{100 * flame.get('min_share', 0):.1f} % left out"
+                  + (f"; intervals: Student's t over the {k} recordings' shares, {100 * flame.get('level', 0.95):.0f} %"
+                     if k >= 2 else ""))
+        sec.plots.append(Plot("Flame graph", flame_box(flame, str(sec.key), legend, {"unit": unit}), desc=legend))
     return sec
 
 
@@ -63,8 +81,28 @@ def profile_verdict(summary: dict) -> str:
 
 
 @builder("profile-diff")
+@builder("profile_diff")  # the study name its campaigns are stored under
 def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    return generic(campaign, summary)
+    sec = generic(campaign, summary)
+    flame = summary.get("flame")
+    if flame:
+        a, b = summary.get("a_label", "A"), summary.get("b_label", "B")
+        tested, counted = summary.get("tested"), summary.get("instrument") == "callgrind"
+        test = "Welch's t on log exclusive counts" if counted else "Welch's t on shares"
+        legend = (f"Differential flame graph: B's frames ({b}) at B's widths, coloured by the change of their "
+                  f"inclusive share against A ({a}) (orange grew, blue shrank, deeper for more); outlined and "
+                  "starred: the frames whose function's share differs by the table's test "
+                  + (f"({test}, Holm at {100 * (summary.get('alpha') or 0.05):.0f} %)" if tested
+                     else "(none: no test was possible)")
+                  + "; dashed: only in B")
+        untested = ("below its share, absent from a recording, or on one side only" if counted and tested else
+                    f"under {MIN_TESTED_SHARE:.1%} of the period, or past the {MAX_TESTED} largest" if tested
+                    else summary.get("test_note", "no test possible"))
+        sec.plots.append(Plot("Differential flame graph", flame_box(
+            flame, str(sec.key), legend, {"diff": True, "a_label": f"A ({a})", "b_label": f"B ({b})",
+                                          "untested": untested, "unit": "instructions (Ir)" if counted else "samples"},
+            summary.get("flame_only") or []), desc=legend))
+    return sec
 
 
 @builder("cost")
@@ -254,7 +292,7 @@ def _ratio_ci(ci_pct: dict | None) -> dict | None:
 def instances_verdict(summary: dict) -> str:
     """The study's own answer where its summary has one; an older summary's most throughput."""
     if summary.get("verdict"):
-        # the optimum is no longer the highest median: the study's sentence says what it is and why
+        # the optimum is not the highest median: the study's sentence says what it is and why
         return f"Answer: {summary['verdict']}"
     scans = summary.get("scans") or []
     if not scans:

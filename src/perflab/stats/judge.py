@@ -69,7 +69,11 @@ def min_detectable(a: Sequence[float], b: Sequence[float], alpha: float, power: 
 def runs_needed(a: Sequence[float], b: Sequence[float], threshold: float, alpha: float,
                 power: float = 0.8) -> int:
     """Runs a side at which min_detectable falls to ``threshold`` at the observed spread."""
-    s = log_spread(a, b)
+    return runs_needed_at(log_spread(a, b), threshold, alpha, power)
+
+
+def runs_needed_at(s: float, threshold: float, alpha: float, power: float = 0.8) -> int:
+    """runs_needed for a pooled log spread s (log_spread) already computed."""
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     n = max(2, math.ceil(2 * (1.2533 * s * z / math.log1p(abs(threshold))) ** 2))
     while min_p(n, n) >= alpha:
@@ -152,12 +156,13 @@ def modes(values: Sequence[float]):
     return detect_modes(values) if len(values) >= MODES_MIN_N else None
 
 
-def align(a: Sequence[float], b: Sequence[float]) -> tuple[list[Pair], object, object, str]:
+def align(a: Sequence[float], b: Sequence[float],
+          higher_is_better: bool | None = False) -> tuple[list[Pair], object, object, str]:
     """Like-with-like pairs, the modes of each side (None when not looked for), and why the
     comparison is inconclusive ('' when it is not): the speeds of stats.speeds (found in the
     pooled runs, B aligned on A), a pair for each speed both sides reached."""
     ma, mb = modes(a), modes(b)
-    found = within_speeds(a, b, with_p=False)
+    found = within_speeds(a, b, with_p=False, higher_is_better=higher_is_better)
     if not found.two:
         return [Pair("", tuple(a), tuple(b))], ma, mb, ""
     pairs = [Pair(f"{s.name} mode", s.a, s.b) for s in found.speeds if s.usable]

@@ -48,7 +48,15 @@ MODES_MIN_N = 10  # stats.modes reports one mode below this many runs (pooled)
 # A refit moves a speed's cut by less than this log shift's worth: not worth a second mixture fit
 # (a fit is ~10-30 ms, and `perflab compare` makes one per point and measure)
 REFIT = 0.01
-NAMES = ("fast", "slow")  # by the log values: 'fast' is the lower (for a time; for a rate, lower)
+NAMES = ("fast", "slow")  # by the log values of a cost (a time): the lower is the fast speed
+
+
+def speed_names(higher_is_better: bool | None) -> tuple[str, str]:
+    """The names of the lower and the upper speed by the measure's direction: for a rate the
+    higher values are the fast speed; where no direction is declared, 'lower' and 'upper'."""
+    if higher_is_better is None:
+        return ("lower", "upper")
+    return ("slow", "fast") if higher_is_better else NAMES
 
 
 @dataclass(frozen=True)
@@ -284,10 +292,11 @@ def _median(xs: Sequence[float]) -> float:
 
 
 def within_speeds(a: Sequence[float], b: Sequence[float], level: float = 0.95, look: bool = True,
-                  with_p: bool = True) -> WithinSpeeds:
+                  with_p: bool = True, higher_is_better: bool | None = False) -> WithinSpeeds:
     """B against A, within each speed where the pooled runs have two (module docstring).
     ``look=False``: the caller knows there is one speed (numpy stays unloaded for few runs);
-    ``with_p=False``: p is nan at one speed (scipy stays unloaded)."""
+    ``with_p=False``: p is nan at one speed (scipy stays unloaded); ``higher_is_better`` names
+    the speeds (speed_names)."""
     a, b = tuple(float(x) for x in a), tuple(float(x) for x in b)
     if not a or not b or not all(0 < x < math.inf for x in (*a, *b)):
         raise ValueError("within_speeds needs positive, finite values on both sides")
@@ -301,7 +310,7 @@ def within_speeds(a: Sequence[float], b: Sequence[float], level: float = 0.95, l
         return WithinSpeeds((whole,), ratio, ci.low, ci.high, ci.level, p, modes=None)
     n = len(a) + len(b)
     speeds = []
-    for k, name in enumerate(NAMES):
+    for k, name in enumerate(speed_names(higher_is_better)):
         xa = tuple(x for x, lab in zip(a, la) if lab == k)
         xb = tuple(x for x, lab in zip(b, lb) if lab == k)
         aligned = xa + tuple(x * math.exp(-shift) for x in xb)  # in A's terms

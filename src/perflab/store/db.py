@@ -18,6 +18,7 @@ from perflab.store.baselines import BaselineMethods
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.failover import FailoverStore
 from perflab.store.measurements import MeasurementMethods
+from perflab.store.monitor import MonitorMethods
 from perflab.store.rows import Artifact, Campaign
 from perflab.store.summaries import SummaryMethods
 from perflab.store.schema import MIGRATIONS, SCHEMA_VERSION, current_tables, version_table
@@ -81,7 +82,7 @@ def open_store(url_or_path: str | None = None) -> "Store":
     return store
 
 
-class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods):
+class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods, MonitorMethods):
     """Campaigns, measurements, hosts and artifacts; every method commits before returning."""
 
     def __init__(self, engine: Any, display: str, sqlite_path: str | None = None) -> None:

@@ -35,7 +35,7 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
                 import psycopg  # noqa: F401
             except ImportError:
                 raise PerflabError(
-                    "a PostgreSQL results store needs psycopg 3: pip install 'perflab[postgres]'"
+                    "a PostgreSQL results store needs psycopg 3: pip install -e '.[postgres]' in perflab's checkout (make setup does)"
                 ) from None
         sa = _sa()
         try:

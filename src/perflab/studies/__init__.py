@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # Study name -> module: the studies `perflab resume` can re-plan from a stored config.
 STUDIES = {
     name: f"perflab.studies.{name}.study"
-    for name in ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "lab")
+    for name in ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "lab", "score")
 }
 
 
@@ -51,9 +51,12 @@ def with_abi_probes(machine: Machine) -> Machine:
 def run_study(
     module: ModuleType, config: Any, store: Store, executor: Any, machine: Machine | None = None,
     progress: Callable[[str], None] = _quiet, parent_id: int | None = None, resume: int | None = None,
-    name: str = "", energy: Any = None,
+    name: str = "", energy: Any = None, monitor: Any = None,
 ) -> Any:
     """Capture the host, open the campaign, execute the study through a Session, keep its result.
+
+    ``monitor`` (measure.monitor.Monitor): samples the machine into the campaign for the whole
+    study, with its idle phases before and after (none after a study that failed).
 
     ``machine`` may be a capture still running (an object with ``result()``, e.g. a Future: perflab
     run's start-up): the study then gets no Machine, and the host is recorded when it ends.
@@ -67,10 +70,19 @@ def run_study(
     with store.open_campaign(module.NAME, config.as_dict(), host_id=host_id, parent_id=parent_id,
                         name=name, resume=resume) as camp:
         session = Session(executor, store, camp.id, progress, resumed=camp.resumed, energy=energy)
+        if monitor is not None:
+            monitor.start(lambda rows, cid=camp.id: store.add_monitor_samples(cid, rows))
         try:
+            if monitor is not None:
+                monitor.idle(phase="idle-before")
+                monitor.set_phase("study")
             result = module.execute(config, session, machine)
+            if monitor is not None:
+                monitor.idle(phase="idle-after")
         finally:
             session.close()
+            if monitor is not None:
+                monitor.stop()
         result.campaign_id = camp.id
         camp.summary = result.as_dict()
         if pending is not None:
@@ -99,10 +111,11 @@ def resumable(store: Store, campaign_id: int | None) -> Any:
 
 
 def resume_study(store: Store, campaign_id: int | None, executor: Any,
-                 progress: Callable[[str], None] = _quiet, energy: Any = None) -> tuple[str, Any]:
+                 progress: Callable[[str], None] = _quiet, energy: Any = None,
+                 monitor: Any = None) -> tuple[str, Any]:
     """Finish an interrupted campaign (default: the newest one): (study name, its result)."""
     camp = resumable(store, campaign_id)
     module = study_module(camp.study)
     config = module.Config.from_dict(camp.config)
     return camp.study, run_study(module, config, store, executor, progress=progress,
-                                 parent_id=camp.parent_id, resume=camp.id, energy=energy)
+                                 parent_id=camp.parent_id, resume=camp.id, energy=energy, monitor=monitor)

@@ -10,7 +10,7 @@ from perflab.platform.sysfs import format_cpulist
 from perflab.stats.modes import CAUSE
 from perflab.studies.cores.result import CoresResult, as_change, rounds_text
 
-VERDICTS = {"slow": "[bold red]SLOW[/]", "unresolved": "[yellow]unresolved[/]",
+VERDICTS = {"slow": "[bold red]SLOW[/]", "unresolved": "[yellow]cannot tell[/]",
             "contention": "[yellow]contention[/]", "intermittent": "[yellow]intermittent[/]",
             "disturbed": "[yellow]disturbed[/]", "uneven": "uneven", "failed": "[red]failed[/]"}
 

@@ -45,6 +45,13 @@ def _relative(b: Benchmark) -> str:
     return f"{r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
 
 
+def _user_sys(user: float, system: float) -> str:
+    """'1.2/0.4 ms': both in one unit of their own (the median's unit would print 0.0 for a
+    command whose CPU time is a sliver of its wall time), named once."""
+    u = time_unit(max(user, system)) if max(user, system) == max(user, system) and max(user, system) > 0 else "ms"
+    return f"{fmt_time(user, u).split()[0]}/{fmt_time(system, u)}"
+
+
 def render(result: RunStudyResult, console: Any) -> None:
     """The table (a block per command on a narrow terminal), metrics, counters, verdict, warnings."""
     from rich.table import Table
@@ -78,7 +85,7 @@ def render(result: RunStudyResult, console: Any) -> None:
                 median += f" ({ci.label()})"
         cells = [str(s["n"]) + (f" (+{b.failed} failed)" if b.failed else ""), median,
                  f"{fmt_time(s['mean'], u)} ± {num(s['stddev'])}", f"{num(s['min'])}…{num(s['max'])}",
-                 f"{num(_mean(b.user))}/{num(_mean(b.system))}",
+                 _user_sys(_mean(b.user), _mean(b.system)),
                  f"{max(b.maxrss_kb) / 1024:.1f} MiB"]
         if narrow:
             # hyperfine-like block per command: a table does not fit a narrow terminal

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from perflab.stats import judge
 from perflab.studies.compare import counted as counting
 from perflab.studies.compare.keys import measure_title
 
@@ -44,6 +45,9 @@ class CompareRow:
     counted: bool = False  # judged as a count (judge.counted_test), not by ranks
     detectable: float | None = None  # smallest change seen at 80 % power (replicate campaigns)
     speeds: Any = None  # stats.speeds.WithinSpeeds where compared within two speeds
+    blind: bool = False  # the rank test's smallest p at these runs cannot pass its Holm step
+    runs_needed: int | None = None  # runs a side that would tell (blind rows), at the observed spread
+    spread: float = 0.0  # pooled SD of the log runs about each side's median (judge.log_spread)
 
     @property
     def untested(self) -> bool:
@@ -69,6 +73,8 @@ class CompareRow:
         """'A better', 'B better', 'B higher' (no declared direction), 'same'; '2 speeds' added."""
         if self.untested:
             text = "same (equal counts)"
+        elif not self.significant and self.blind:
+            text = "cannot tell"
         elif not self.significant:
             text = "same"
         elif self.better:
@@ -94,7 +100,8 @@ class CompareRow:
                 "higher_is_better": self.direction, "verdict": self.verdict_cell, "overall": self.overall,
                 "modes_a": self.modes_a.as_dict() if self.modes_a is not None else None,
                 "modes_b": self.modes_b.as_dict() if self.modes_b is not None else None,
-                "speeds": self.speeds.as_dict() if self.speeds is not None else None}
+                "speeds": self.speeds.as_dict() if self.speeds is not None else None,
+                "blind": self.blind, "runs_needed": self.runs_needed}
 
 
 @dataclass
@@ -131,6 +138,15 @@ class CompareResult:
         return max(sig, key=lambda r: abs(math.log(r.ratio)), default=None)
 
     @property
+    def cannot_tell(self) -> list[CompareRow]:
+        """The primary measure's rows that could not have shown a change, where none differs:
+        the answer is "cannot tell" (exit 3), not "no difference"."""
+        prim = [r for r in self.rows if r.measure == self.primary]
+        if any(r.significant for r in self.rows) or not prim or not all(r.blind for r in prim):
+            return []
+        return prim
+
+    @property
     def verdict(self) -> str:
         if not self.rows:
             return f"{self._side('a')} and {self._side('b', False)} share no measurement to compare."
@@ -146,6 +162,15 @@ class CompareResult:
             text = (f"{what} of {top.key} is {100 * top.change:+.1f} % in B ({self._side('b')}): "
                     f"{_judgement(top)}, {counting.ci_words(top.ratio, top.lo, top.hi, top.level)}; "
                     f"{len(sig)} of {len(self.rows)} comparisons differ{band}.")
+        elif self.cannot_tell:
+            blind = self.cannot_tell
+            worst = max(blind, key=lambda r: abs(math.log(r.ratio)))
+            need = max((r.runs_needed or 0) for r in blind)
+            text = (f"cannot tell whether {what} differs between {self._side('a')} and {self._side('b', False)}: "
+                    f"with {worst.n_a} and {worst.n_b} runs a side the rank test's smallest p is "
+                    f"{judge.min_p(worst.n_a, worst.n_b):.2g}, which cannot pass alpha {worst.alpha_used:g} "
+                    f"(Holm over the comparisons), so the {100 * worst.change:+.1f} % of {worst.key} is neither "
+                    f"shown nor ruled out; measure about {need} runs a side (perflab run --runs {need}).")
         elif sig:
             other = max(sig, key=lambda r: abs(math.log(r.ratio)))
             text = (f"no significant change in {what}{band}; {len(sig)} of {len(self.rows)} other "
@@ -178,7 +203,8 @@ class CompareResult:
                 "alpha": self.alpha, "min_effect": self.min_effect, "primary": self.primary,
                 "counted_min_effect": self.counted_min_effect,
                 "campaigns_a": list(self.campaigns_a or (self.a,)), "campaigns_b": list(self.campaigns_b or (self.b,)),
-                "verdict": self.verdict, "rows": [r.as_dict() for r in self.rows],
+                "verdict": self.verdict, "cannot_tell": bool(self.cannot_tell),
+                "rows": [r.as_dict() for r in self.rows],
                 "unmatched_a": self.unmatched_a, "unmatched_b": self.unmatched_b, "notes": self.notes}
 
 

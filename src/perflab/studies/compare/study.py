@@ -27,7 +27,7 @@ from perflab import stats
 from perflab.errors import PerflabError
 from perflab.measure import cachegrind
 from perflab.platform.tune import state as tune_state
-from perflab.stats import median
+from perflab.stats import judge, median
 from perflab.stats.modes import detect_modes
 from perflab.stats.shift import ratio_ci
 from perflab.stats.speeds import within_speeds, worth_looking
@@ -114,9 +114,11 @@ def compare_measurements(
             small += min(len(a), len(b)) < MIN_N_FOR_CI
             if rank:
                 # Like with like: within each speed where the pooled runs have two (stats.speeds).
-                w = within_speeds(a, b, level=1 - alpha, look=modes and (worth_looking(a) or worth_looking(b)))
+                w = within_speeds(a, b, level=1 - alpha, look=modes and (worth_looking(a) or worth_looking(b)),
+                                  higher_is_better=higher_is_better(measure, config))
                 row = CompareRow(ta[key], measure, len(a), len(b), stats.median(a), stats.median(b),
                                  w.ratio, w.low, w.high, 1.0 if w.undecided else w.p, level=w.level)
+                row.spread = judge.log_spread(a, b)
                 if w.two:
                     row.speeds = w
                     split[(key, measure)] = w.strata
@@ -126,6 +128,7 @@ def compare_measurements(
                 c = stats.compare(b, a, alpha=alpha, confidence=1 - alpha, seed=seed)
                 row = CompareRow(ta[key], measure, len(a), len(b), stats.median(a),
                                  stats.median(b), c.ratio, c.lo, c.hi, c.p_value, level=1 - alpha)
+                row.spread = judge.log_spread(a, b)
             if modes and (measure == "wall_s" or higher_is_better(measure, config) is not None
                           and measure.startswith("metric:")):
                 # The measures a verdict rests on (wall time, the primary metric); a mixture fit
@@ -149,6 +152,12 @@ def compare_measurements(
             r.significant = p < family_alpha and (r.lo > 1.0 + band or r.hi < 1.0 - band)
             if r.significant and r.direction is not None:
                 r.better = "B" if (r.ratio > 1) == r.direction else "A"
+            step = family_alpha / max(len(family), 1)  # Holm's first step
+            if not r.counted and not r.overall and judge.min_p(r.n_a, r.n_b) >= step:
+                # even runs wholly apart could not pass: "same" would claim what the runs cannot show
+                r.blind = True
+                r.runs_needed = judge.runs_needed_at(r.spread,
+                                                     max(abs(r.change), band, 0.01), step)
     if overall:
         notes.append(f"'all points' rows: van Elteren's stratified rank-sum test over the "
                      f"{len(set(sa) & set(sb))} matched points; those rows and the per-point rows are "

@@ -18,10 +18,10 @@ from perflab.stats import CI, holm
 from perflab.stats.blocked import friedman, loo_log_ratios
 from perflab.studies.cores import speeds, timeline
 from perflab.studies.cores.counters import per_cpu_counters
-from perflab.studies.cores.detect import (BLOCK_DROP, allowed, block_detectable, detectable, noise_scale,
+from perflab.studies.cores.detect import (BLOCK_DROP, OUTLIER_Z, allowed, block_detectable, detectable, noise_scale,
                                           round_sets, row_cis, sign_greater)
 from perflab.studies.cores.result import (CoresResult, CpuRow, Disturbance, as_change, as_change_ci,
-                                          compose_verdict, slow_cores)
+                                          compose_verdict, rounds_text, slow_cores)
 
 
 def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topology | None,
@@ -60,8 +60,13 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
     row_list = [rows[c] for c in cpus]
     normed, res.modes = speeds.normalise(cost, row_list)
     res.speeds = speeds.finding(row_list, res.modes, res.higher_is_better)
-    d = loo_log_ratios(normed)
-    sigma = noise_scale(d)
+    d_all = loo_log_ratios(normed)
+    sigma = noise_scale(d_all)
+    # A round in which the other CPUs ran far above their own level while this one ran at its own
+    # says nothing of this CPU (its ratio fell because they rose): left out of its test. A CPU ten
+    # times slower beside a competitor was called intermittent from 3 such rounds.
+    others = others_disturbed(normed, scale_floor=sigma, min_effect=config.min_effect)
+    d = np.where(others, np.nan, d_all)
     shown = 1.0 / cost if res.higher_is_better else cost  # medians in the metric's own values
     value_cis, d_cis = row_cis(shown), row_cis(d)
     res.noise = None if sigma != sigma else sigma
@@ -81,6 +86,7 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
             row.verdict = "not tested"  # never ran in a round with another CPU
             continue
         rnds = tuple(rounds[j] for j in np.flatnonzero(have))
+        row.others_out = tuple(rounds[j] for j in np.flatnonzero(others[i]))
         sets = _test(row, dr[have], rnds, d_cis[i], scale, config, res.higher_is_better)
         kept[i, [ri[r] for r in sets["extra"]]] = np.nan
         tested.append((row, sets, i))
@@ -121,6 +127,10 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
         per_cpu_counters(res, [(int(p["cpu"]), r.counters) for p, r in runs
                                if int(p["round"]) >= 0 and cost_of(wl, r)[0] is not None])
     _below_mde(res)
+    for r in res.cpus:
+        if r.others_out and r.verdict in ("slow", "unresolved", "intermittent", "contention"):
+            res.notes.append(f"CPU {r.cpu}: {rounds_text(r.others_out)} left out of its test: the other CPUs ran far "
+                             f"above their own level there while CPU {r.cpu} ran at its own, which says nothing of it")
     res.verdict = compose_verdict(res)
     return res
 
@@ -183,11 +193,26 @@ def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], bs: dict[str, Any],
     significant = row.p_adjusted < config.alpha and big
     persistent = len(row.normal) <= allowed(row.rounds, config.persistence)
     if significant and persistent and bs["every"]:
-        row.verdict = "slow" if tells else "unresolved"
+        # a slow core is claimed only where its ratio's interval, at the level asked, holds no
+        # "no change": else the sentence would claim more than its own table shows
+        c = row.ratio_ci
+        shown = c is not None and c.level >= 1 - config.alpha and c.low > 1
+        row.verdict = "slow" if tells and shown else "unresolved"
+        if tells and not shown:
+            row.why = (f"its ratio's interval [{c.low:.3g}, {c.high:.3g}] ({c.level:.0%}) holds no change"
+                       if c is not None and c.level >= 1 - config.alpha else
+                       f"{row.rounds} rounds give its ratio no interval at {1 - config.alpha:.0%}")
+            row.why += "; scan with more rounds (--rounds 12 or more)"
         row.disturbed = sets["extra"]
     elif bs["clear"] and not bs["every"]:
         row.verdict = "contention"
         row.slow_blocks = bs["clear"]
+    elif big and not significant and not row.normal and 2 * len(sets["clear"]) > row.rounds:
+        # clearly slower in most rounds and never back at the others' level, but too few rounds
+        # for its test: neither a slow core nor interference that came and went
+        row.verdict = "unresolved"
+        row.why = (f"slower in {row.slower_rounds} of {row.rounds} rounds, too few for its test (p = "
+                   f"{row.p_adjusted:.2g}); scan with more rounds (--rounds 12 or more)")
     elif (significant and not persistent) or (big and 2 * len(sets["clear"]) > row.rounds):
         # slower, but back at the others' level in many rounds; or clearly slower (each round an
         # outlier on its own) in most rounds, which noise alone does not do
@@ -199,6 +224,33 @@ def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], bs: dict[str, Any],
         row.verdict = "uneven"  # slower over the scan, but not in every block
     else:
         row.verdict = "not significant"
+
+
+def others_disturbed(normed, scale_floor: float, min_effect: float):
+    """(CPUs x rounds) mask: the median of the other CPUs' costs against their own level is an
+    outlier (modified Z > 3.5 on the pooled robust spread of every CPU's costs around its own
+    median, and at least min_effect) in a round where this CPU ran at its own level."""
+    import numpy as np
+
+    lg = np.log(normed)
+    have = ~np.isnan(lg)
+    r = lg - np.nanmedian(np.where(have.any(axis=1, keepdims=True), lg, 0), axis=1, keepdims=True)
+    dev = np.abs(r[have])
+    s = 1.4826 * float(np.median(dev)) if dev.size else 0.0
+    s = max(s, scale_floor if scale_floor == scale_floor else 0.0, 1e-12)
+    m = lg.shape[0]
+    out = np.zeros(lg.shape, dtype=bool)
+    if m < 2:
+        return out
+    cut = max(OUTLIER_Z * s, math.log1p(min_effect))
+    for i in range(m):
+        rest = np.delete(r, i, axis=0)
+        ok = (~np.isnan(rest)).any(axis=0)
+        mid = np.full(lg.shape[1], np.nan)
+        mid[ok] = np.nanmedian(rest[:, ok], axis=0)
+        own = r[i]
+        out[i] = ok & (mid > cut) & (np.abs(np.nan_to_num(own, nan=np.inf)) <= OUTLIER_Z * s)
+    return out
 
 
 def _row(cpu: int, topology: Topology | None) -> CpuRow:
@@ -231,8 +283,10 @@ def _block_detectable(lv, s_block: float, df: float, config: Any, m: int) -> tup
         return mde, ""
     if m < 2 or df <= 0:
         return mde, "fewer than 2 CPUs with successful runs in 2 blocks"
+    more = ("raise --rounds (a block needs 2 rounds, so --rounds caps the blocks)" if config.blocks_used < config.blocks
+            else "raise --blocks")
     return mde, (f"too noisy from block to block ({s_block:.1%} SD of a CPU's block level, {nb} blocks): not "
-                 "even +300% is called slow in 90% of simulated scans; raise --blocks or quiet the machine")
+                 f"even +300% is called slow in 90% of simulated scans; {more} or quiet the machine")
 
 
 def detectable_of(d, config: Any) -> tuple[float, str]:

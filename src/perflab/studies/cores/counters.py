@@ -1,4 +1,4 @@
-"""Hardware counters in a per-core scan (issue 14 item 7): IPC and effective frequency per CPU.
+"""Hardware counters in a per-core scan: IPC and effective frequency per CPU.
 
 Each run is wrapped in ``perf stat -e task-clock,cycles,instructions``. Per CPU: the median over
 its successful runs of IPC = instructions / cycles and of the effective frequency = cycles /

@@ -42,6 +42,8 @@ class CpuRow:
     mode_shares: tuple[float, ...] = ()  # share of its runs in each run-time mode (when several)
     ipc: float | None = None  # median instructions per cycle (perf stat, where the PMU counts)
     ghz: float | None = None  # median effective frequency: cycles / task-clock
+    others_out: tuple[int, ...] = ()  # rounds left out: the others far above their own level, it at its own
+    why: str = ""  # why a CPU slower by the test is not named slow (its own evidence; the scan's is timeline.why)
 
 
 @dataclass
@@ -115,7 +117,8 @@ class CoresResult:
                                "slow_rounds": tuple(c.get("slow_rounds") or ()),
                                "mode_shares": tuple(c["mode_shares"]),
                                "block_levels": tuple(c.get("block_levels") or ()),
-                               "slow_blocks": tuple(c.get("slow_blocks") or ())})
+                               "slow_blocks": tuple(c.get("slow_blocks") or ()),
+                               "others_out": tuple(c.get("others_out") or ())})
                      for c in d.get("cpus", [])]
         d["slow"] = [SlowCore(**{**s, "cpus": tuple(s["cpus"]), "siblings": tuple(s["siblings"]),
                                  "ratio_ci": CI.from_dict(s["ratio_ci"])}) for s in d.get("slow", [])]
@@ -184,19 +187,23 @@ def compose_verdict(result: "CoresResult") -> str:
              f"p = {s.p_adjusted:.2g} ({_test_name(tl, result.block_margin)}, Holm), slower in {s.slower_rounds} of {s.rounds} rounds"
              + (f" and {over}" if over else "") for s in result.slow]
     unresolved = [r for r in result.cpus if r.verdict == "unresolved"]
+    scan_why = tl.why if tl and tl.why else ""
     if not result.slow and unresolved:
-        parts.append("no CPU is shown to be persistently slower: " + ", ".join(
+        own = sorted({r.why for r in unresolved if r.why})
+        parts.append("cannot tell whether a CPU is persistently slower: " + ", ".join(
             f"CPU {r.cpu} ({metric} {as_change(r.ratio, hib):+.1%})" for r in unresolved)
-            + f" slower than the rest {over or 'throughout'}, but {tl.why if tl and tl.why else 'the scan cannot tell'}")
+            + f" slower than the rest {over or 'throughout'}, but "
+            + ("; ".join([scan_why] * bool(scan_why) + own) or "the scan cannot tell"))
     elif not result.slow:
         if result.mde is not None and result.mde != float("inf"):
             parts.append(f"no CPU is persistently slower than the rest by {result.mde:.1%} or more, the "
                          "smallest slowdown this scan detects (>= 90% of simulated scans under its noise)")
         else:
-            parts.append(f"no CPU is persistently slower than the rest that this scan could see: {result.mde_why}")
+            parts.append(f"cannot tell whether a CPU is persistently slower: {result.mde_why}")
     elif unresolved:
+        own = sorted({r.why for r in unresolved if r.why})
         parts.append(", ".join(f"CPU {r.cpu}" for r in unresolved) + f" also slower {over or 'throughout'}, but "
-                     + (tl.why if tl and tl.why else "the scan cannot tell"))
+                     + ("; ".join([scan_why] * bool(scan_why) + own) or "the scan cannot tell"))
     for r in result.cpus:
         if r.verdict == "contention" and tl is not None:
             lv = [r.block_levels[b] for b in r.slow_blocks if r.block_levels[b] is not None]
@@ -210,7 +217,8 @@ def compose_verdict(result: "CoresResult") -> str:
         back = rows[x.cpu].normal
         parts.append(f"CPU {x.cpu} slower than the rest only in {rounds_text(x.rounds)} ({metric} "
                      f"{as_change(x.ratio, hib):+.1%} there)"
-                     + (f", at the others' level in {rounds_text(back)}" if back else "")
+                     + (f", at the others' level in {rounds_text(back)} (its own {metric} changed there, "
+                        "the others' did not)" if back else "")
                      + ": interference that came and went (another process, a co-tenant), not a slow core")
     failed = [r.cpu for r in result.cpus if r.verdict == "failed"]
     if failed:

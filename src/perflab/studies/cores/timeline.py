@@ -39,6 +39,11 @@ from perflab.studies.cores.detect import median_se
 
 BLOCK_Z = 2.33  # one-sided 1 %: the block-to-block rank correlation that says "states held"
 MIN_CPUS_FOR_RANKS = 5  # fewer CPUs: no rank correlation over CPUs, the round correlation alone
+MIN_ROUND_PAIRS = 10  # pairs of consecutive rounds inside blocks: fewer, no round correlation
+# A state longer than the scan looks like a property of the CPU and shows in neither correlation,
+# so the blocks must also span more than the longest state seen: two or three vCPUs of a 16-vCPU
+# KVM guest held their speed for whole 10-second scans (the recorded kvm16 campaigns).
+MIN_SPAN_S = 10.0
 
 
 @dataclass
@@ -189,7 +194,7 @@ def hold(d, block_of, times, lv, found: Sequence[int], round_ids: Sequence[int])
     same = bo[1:] == bo[:-1]
     a, b2 = resid[:, :-1][:, same].ravel(), resid[:, 1:][:, same].ravel()
     ok = ~np.isnan(a) & ~np.isnan(b2)
-    if ok.sum() >= 10 and a[ok].std() > 0 and b2[ok].std() > 0:
+    if ok.sum() >= MIN_ROUND_PAIRS and a[ok].std() > 0 and b2[ok].std() > 0:
         rho = float(np.corrcoef(a[ok], b2[ok])[0, 1])
         tl.round_corr = rho
         if rho > 2 / math.sqrt(ok.sum()) and tl.round_dt_s == tl.round_dt_s:
@@ -218,9 +223,14 @@ def _dt(t) -> float:
 
 
 def _judge(tl: Timeline) -> None:
-    """Can the scan tell a slow core from a state of the moment? Why not, in words a user acts on."""
+    """Can the scan tell a slow core from a state of the moment? Only on evidence: the blocks span
+    more than the longest state seen (MIN_SPAN_S), the scan measured how long this machine's states
+    hold (round or block correlation), and they do not hold from block to block. Else why not, in
+    words a user acts on."""
     nb = len(tl.blocks)
     span = f"{tl.span_s:.0f} s" if tl.span_s == tl.span_s else "the scan"
+    starts = [b.start_s for b in tl.blocks]
+    spread = starts[-1] - starts[0] if nb and all(x == x for x in starts) else math.nan
     if nb < 2:
         tl.why = (f"the scan ran in one block ({span}), so it cannot tell a slow core from a state of "
                   "the machine that held that long; scan with --blocks 3 --span 60 or more")
@@ -233,5 +243,12 @@ def _judge(tl: Timeline) -> None:
         tl.why = (f"a CPU's slowness held about {tl.hold_s:.0f} s (round-to-round correlation "
                   f"{tl.round_corr:.2f}), as long as the {tl.gap_s:.0f} s between blocks: scan longer "
                   f"(--span {max(120, 3 * nb * round(tl.hold_s)):.0f}) or scan again later")
+    elif spread == spread and spread < MIN_SPAN_S:
+        tl.why = (f"its {nb} blocks start within {spread:.1f} s, and a virtual CPU's speed has been seen to "
+                  f"hold for {MIN_SPAN_S:.0f} s and more: scan with --span 60 (the default) or more")
+    elif tl.round_corr is None and tl.block_corr is None:
+        tl.why = (f"too few rounds to show how long this machine's states hold (fewer than {MIN_ROUND_PAIRS} "
+                  f"pairs of consecutive rounds inside blocks, and fewer than {MIN_CPUS_FOR_RANKS} CPUs to "
+                  "rank between blocks): scan with --rounds 12 or more")
     else:
         tl.tells = True

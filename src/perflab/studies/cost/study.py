@@ -17,6 +17,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.studies.cost.power import campaign_power
+from perflab.fleet import state
 from perflab.fleet.report import platform_throughput
 
 POWER_FACTOR = 1.6  # seed 004: node power ~ 1.6 x TDP x sockets
@@ -49,10 +50,11 @@ class Platform:
 
 
 class Requirement:
-    target_events_per_s: float
+    target_events_per_s: float  # the target in ``unit``: events/s, or a suite score (target_score)
     power_envelope_kw: float
     budget: float | None = None
     currency: str = "CHF"
+    unit: str = "events/s"  # "events/s", or the score's name where the file gives target_score
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ class CostResult:
 def _num(table: dict, key: str, where: str, required: bool = True, positive: bool = True) -> float | None:
     if key not in table:
         if required:
-            raise PerflabError(f"{where}: missing '{key}'; add it (see src/perflab/examples/seed004-platforms.toml)")
+            raise PerflabError(f"{where}: missing '{key}'; add it (see src/perflab/examples/trigger-farm-platforms.toml)")
         return None
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -119,7 +121,7 @@ def load_platforms(path: str) -> CostConfig:
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise PerflabError(f"{path}: no such file; start from src/perflab/examples/seed004-platforms.toml") from None
+        raise PerflabError(f"{path}: no such file; start from src/perflab/examples/trigger-farm-platforms.toml") from None
     except UnicodeDecodeError as exc:
         raise PerflabError(f"{path}: not UTF-8 text (byte {exc.start}); a platforms file is a UTF-8 TOML file") from None
     except OSError as exc:
@@ -130,11 +132,15 @@ def load_platforms(path: str) -> CostConfig:
     if not isinstance(req, dict):
         raise PerflabError(f"{path}: no [requirement] table; add target_events_per_s and power_envelope_kw")
     where = f"{path} [requirement]"
+    scored = "target_score" in req
+    if scored and "target_events_per_s" in req:
+        raise PerflabError(f"{where}: give target_events_per_s or target_score, not both")
     requirement = Requirement(
-        target_events_per_s=_num(req, "target_events_per_s", where),  # type: ignore[arg-type]
+        target_events_per_s=_num(req, "target_score" if scored else "target_events_per_s", where),  # type: ignore[arg-type]
         power_envelope_kw=_num(req, "power_envelope_kw", where),  # type: ignore[arg-type]
         budget=_num(req, "budget", where, required=False),
         currency=str(req.get("currency", "CHF")),
+        unit=str(req.get("score_unit", "score")) if scored else "events/s",
     )
     plats = data.get("platform")
     if not isinstance(plats, list) or not plats:
@@ -157,11 +163,11 @@ def load_platforms(path: str) -> CostConfig:
             raise PerflabError(f"{where}: unknown price {unknown[0]!r}; use {', '.join(PRICE_KEYS)}")
         for k in prices:
             _num(prices, k, where + " prices", positive=False)
-        campaign = p.get("throughput_from_campaign")
-        fleet = p.get("throughput_from_fleet")
+        campaign, fleet = _throughput_keys(p, scored, where)
         if fleet is not None and not isinstance(fleet, str):
             raise PerflabError(f"{where}: throughput_from_fleet must be a fleet name (a string)")
-        given = _num(p, "throughput_per_node", where, required=campaign is None and fleet is None)
+        given = _num(p, "score_per_node" if scored else "throughput_per_node", where,
+                     required=campaign is None and fleet is None)
         power_campaign = p.get("power_from_campaign")
         for key, value in (("throughput_from_campaign", campaign), ("power_from_campaign", power_campaign)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -181,6 +187,32 @@ def load_platforms(path: str) -> CostConfig:
     return CostConfig(platforms=tuple(platforms), requirement=requirement, source=str(path))
 
 
+def _throughput_keys(p: dict, scored: bool, where: str) -> tuple[Any, Any]:
+    """(campaign id, fleet name) a platform takes its throughput from; a score target takes score
+    keys only (score_per_node, score_from_campaign, score_from_fleet): a node's events/s is no score."""
+    wrong = ("throughput_per_node", "throughput_from_campaign", "throughput_from_fleet") if scored else (
+        "score_per_node", "score_from_campaign", "score_from_fleet")
+    found = [k for k in wrong if k in p]
+    if found:
+        need = "target_score" if not scored else "target_events_per_s"
+        raise PerflabError(f"{where}: '{found[0]}' is in another unit than the requirement; give [requirement] "
+                           f"{need}, or the platform's figure in the requirement's unit")
+    if scored:
+        return p.get("score_from_campaign"), p.get("score_from_fleet")
+    return p.get("throughput_from_campaign"), p.get("throughput_from_fleet")
+
+
+def campaign_score(store: Any, campaign_id: int, name: str) -> float:
+    """A stored score campaign's score (measured by perflab score, or imported)."""
+    camp = store.campaign(campaign_id)
+    value = (camp.summary or {}).get("score")
+    if camp.study != "score" or not isinstance(value, (int, float)) or value <= 0:
+        raise PerflabError(f"platform {name}: campaign {campaign_id} is no score campaign with a score "
+                           f"({camp.study}, {camp.status}); give the id of a 'perflab score' or 'perflab import' "
+                           "campaign (perflab results)")
+    return float(value)
+
+
 MAX_NODES = 1e9  # more nodes than any farm has: the throughput or the target is mistyped
 
 
@@ -191,9 +223,9 @@ def platform_cost(p: Platform, req: Requirement, throughput: float, source: str,
     ratio = req.target_events_per_s / throughput
     if not ratio <= MAX_NODES:
         # A denormal or tiny rate (5e-324) makes the node count infinite or absurd: a typo, not a farm.
-        raise PerflabError(f"platform '{p.name}': {throughput:g} events/s per node ({source}) needs "
-                           f"{ratio:.3g} nodes for {req.target_events_per_s:g} events/s: give one "
-                           "node's events/s (e.g. throughput_per_node = 986)")
+        raise PerflabError(f"platform '{p.name}': {throughput:g} {req.unit} per node ({source}) needs "
+                           f"{ratio:.3g} nodes for {req.target_events_per_s:g} {req.unit}: give one "
+                           f"node's {req.unit} (e.g. {'throughput_per_node = 986' if req.unit == 'events/s' else 'score_per_node = 870'})")
     nodes = math.ceil(ratio - 1e-9)
     if power is not None:
         node_power, psource = power
@@ -225,7 +257,7 @@ def choose(costs: list[PlatformCost], req: Requirement) -> tuple[str | None, str
     if not ok:
         least = min(costs, key=lambda c: c.total_power_kw)
         return None, (f"no platform fits: the least power-hungry, {least.name}, needs "
-                      f"{least.total_power_kw:.1f} kW for {req.target_events_per_s:,.0f} events/s{excluded}")
+                      f"{least.total_power_kw:.1f} kW for {req.target_events_per_s:,.0f} {req.unit}{excluded}")
     best = ok[0]
     why = (f"{best.name} is the cheapest platform inside {req.power_envelope_kw:g} kW: "
            f"{best.nodes} nodes, {best.total_cost:,.0f} {cur}, {best.total_power_kw:.1f} kW")
@@ -260,10 +292,16 @@ def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
         campaign = camp.id
         costs = []
         for p in config.platforms:
-            if p.throughput_from_campaign is not None:
+            if p.throughput_from_campaign is not None and req.unit != "events/s":
+                thr = campaign_score(store, p.throughput_from_campaign, p.name)
+                src = f"campaign {p.throughput_from_campaign}"
+            elif p.throughput_from_campaign is not None:
                 thr = _campaign_throughput(store, p.throughput_from_campaign, p.name)
                 src = f"campaign {p.throughput_from_campaign}"
             elif p.throughput_from_fleet is not None:
+                if req.unit != "events/s" and state.load(store, p.throughput_from_fleet).study != "score":
+                    raise PerflabError(f"platform {p.name}: fleet {p.throughput_from_fleet} ran no score; give "
+                                       "score_from_fleet the name of a fleet that ran 'perflab score'")
                 thr, plat, n = platform_throughput(store, p.throughput_from_fleet, p.fleet_platform)
                 src = f"fleet {p.throughput_from_fleet}: median of {n} hosts ({plat})"
             else:
@@ -305,7 +343,7 @@ def plot(result: CostResult, path: str) -> str:
     ax.set_ylim(0, None)
     ax.set_xlabel("total power (kW)")
     ax.set_ylabel(f"total cost (M{req.currency})")
-    ax.set_title(f"{req.target_events_per_s:,.0f} events/s: cost vs power (nodes in brackets)", fontsize=10)
+    ax.set_title(f"{req.target_events_per_s:,.0f} {req.unit}: cost vs power (nodes in brackets)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
@@ -319,10 +357,11 @@ def render(result: CostResult, console: Any) -> None:
 
     req = result.requirement
     cur = req.currency
-    t = Table(title=f"{req.target_events_per_s:,.0f} events/s inside {req.power_envelope_kw:g} kW"
+    t = Table(title=f"{req.target_events_per_s:,.0f} {req.unit} inside {req.power_envelope_kw:g} kW"
                     + (f", budget {req.budget:,.0f} {cur}" if req.budget is not None else ""))
-    for col in ("platform", "events/s/node", "nodes", f"node {cur}", f"total {cur}", "node W", "total kW",
-                "fits", f"{cur} per event/s", "W per event/s"):
+    per = "event/s" if req.unit == "events/s" else req.unit
+    for col in ("platform", f"{req.unit}/node", "nodes", f"node {cur}", f"total {cur}", "node W", "total kW",
+                "fits", f"{cur} per {per}", f"W per {per}"):
         t.add_column(col, justify="left" if col == "platform" else "right")
     for c in result.platforms:
         fits = "yes" if c.fits_power and c.fits_budget else ("no (power)" if not c.fits_power else "no (budget)")

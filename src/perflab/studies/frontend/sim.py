@@ -1,4 +1,4 @@
-"""The front end without a PMU (issue 31): simulated I1 misses per dispatch against code size.
+"""The front end without a PMU: simulated I1 misses per dispatch against code size.
 
 Under ``--instrument cachegrind`` every point of the code-size scan runs under Valgrind's
 Cachegrind with a named cache model (platform/cache_model.py), which counts the instructions

@@ -1,4 +1,4 @@
-"""The front-end verdict: do 2 MiB text pages help, and what do the counters say? (issue 13)
+"""The front-end verdict: do 2 MiB text pages help, and what do the counters say?
 
 A size counts as helped only when its one-sided Wilcoxon signed-rank test (per-round 4K/2M
 ratios > 1), Holm-corrected across every size tested, stays below alpha AND the median ratio

@@ -89,14 +89,19 @@ class GateLine:
             return self.row.lo, self.row.hi, self.row.level
         return c.lo, c.hi, c.level
 
+    def figures(self) -> tuple[float, float, str]:
+        """(A's median, B's median, what they are) as every output prints them: on two speeds
+        those of the like-with-like comparison, named, so the terminal, Markdown and JSON agree."""
+        r, c = self.row, self.main
+        if c is not None and c.label:
+            return c.median_a, c.median_b, f"{c.label} median"
+        return r.median_a, r.median_b, "median"
+
     def text(self, m: int) -> str:
         r = self.row
         lo, hi, level = self.interval()
         p = f"p={r.p_adjusted:.2g} (Holm over {m})" if self.thresholds else f"p={r.p_value:.2g} (not gated)"
-        c = self.main
-        # On two speeds the figures are those of the like-with-like comparison, named.
-        a, b, what = ((c.median_a, c.median_b, f"{c.label} median") if c is not None and c.label
-                      else (r.median_a, r.median_b, "median"))
+        a, b, what = self.figures()
         head = (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * (b / a - 1):+.1f} % "
                 f"({what} {a:.4g} -> {b:.4g}), B/A {b / a:.4f} "
                 f"[{lo:.4f}, {hi:.4f}] {100 * level:.0f}% CI, {p}; {self.verdict}")
@@ -107,6 +112,10 @@ class GateLine:
         d = {**self.row.as_dict(), "status": self.status, "verdict": self.verdict,
              "inconclusive": self.inconclusive, "thresholds": [t.text for t in self.thresholds]}
         d["ci"] = {"low": lo, "high": hi, "level": level}
+        a, b, what = self.figures()
+        if what != "median":  # the pooled figures kept apart: the line's own are the like-with-like ones
+            d["pooled"] = {"median_a": d["median_a"], "median_b": d["median_b"], "ratio": d["ratio"]}
+            d.update(median_a=a, median_b=b, ratio=b / a, compared=what)
         d.update(checks=[c.as_dict() for c in self.checks], notes=self.notes,
                  detectable=self.detectable if self.detectable == self.detectable else None,
                  runs_needed=self.runs_needed or None)

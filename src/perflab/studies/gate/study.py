@@ -116,7 +116,7 @@ def _judge_line(line: GateLine, a: list[float], b: list[float], hist: list[list[
     ts, alpha = line.thresholds, config.alpha
     rel = min(abs(_relative(t, line.row.median_a)) for t in ts)
     op = ts[0].op
-    pairs, ma, mb, why = judge.align(a, b)
+    pairs, ma, mb, why = judge.align(a, b, line.row.direction)
     for side, m in (("A", ma), ("B", mb)):
         if m is not None and m.multimodal:
             line.notes.append(f"two speeds in {side}: {m.line()}")
@@ -279,7 +279,7 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
     measures += [t.measure(primary) for t in config.thresholds if t.measure(primary) not in measures]
     rows, only_a, only_b, notes = compare_measurements(
         ca.study, meas_a, meas_b, alpha=config.alpha, seed=config.seed, config=cb.config,
-        measures=measures)
+        measures=measures, interval="rank")  # info lines print Moses' interval at its real level
     if not rows:
         raise PerflabError(
             f"campaign {cb.id} shares no measured point with baseline '{config.baseline}' "

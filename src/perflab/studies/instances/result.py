@@ -373,7 +373,7 @@ def ranking(workload: Workload) -> str:
                 f"while all N run together), not one copy's {metric}")
     if metric:
         # A lower-is-better figure may be CPU time (gnugo's seconds per move): summed or inverted
-        # over copies it rewarded oversubscription (issue 13), so it is shown beside, in its direction.
+        # over copies it rewarded oversubscription, so it is shown beside, in its direction.
         return (f"ranked by machine throughput in copies/s, higher is better (one copy = one unit of "
                 f"work): the primary metric {metric} (declared lower is better) names no work count "
                 f"to add up, so it is shown per copy, not summed")

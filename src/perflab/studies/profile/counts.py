@@ -37,6 +37,7 @@ from perflab.platform.cache_model import parse as parse_model
 from perflab.stats.comparison import holm
 from perflab.stats.judge import counted_test
 from perflab.studies.profile.parse import fold_symbol
+from perflab.studies.profile.stacks import cap, flame, fold_contexts, merge_stacks
 from perflab.studies.profile.window import window_figures
 
 NAME_CALLGRIND = "callgrind"
@@ -129,7 +130,7 @@ class CallgrindRecordings:
             health={"event": "callgrind", "instrument": "callgrind",
                     "cache_model": self.model.text() if self.model else "",
                     "window": window_figures(rec, None, 0), "counts": counts_to_dict(counts),
-                    "whole": counts_to_dict(whole)})
+                    "whole": counts_to_dict(whole), "stacks": cap(fold_contexts(counts.contexts))})
 
 
 def recorded_counts(runs: Sequence[RunResult]) -> list[Counts]:
@@ -176,6 +177,9 @@ def analyse_counted(config: Any, runs: Sequence[RunResult], res: Any) -> Any:
     res.count_totals = [sum(c.totals[e] for c in counts) / len(counts) for e in range(len(res.count_events))]
     res.count_spread = [spread([c.totals[e] for c in counts]) for e in range(len(res.count_events))]
     res.count_top = top_counts(counts, config.threshold)
+    per = [r.health["stacks"] for r in ok if "stacks" in r.health]
+    if per and len(per) == len(ok):  # the call tree by exclusive instructions per call path
+        res.stacks, res.flame = merge_stacks(per), flame(per)
     scope = ("the whole run" if config.window.whole_run else f"{len(ok)} window(s) {config.window.describe()}")
     msg = (f"{res.count_totals[0]:,.0f} instructions per recording (callgrind) in {scope}; "
            f"run-to-run spread {spread_text(res.count_spread[0], len(ok))}")

@@ -40,7 +40,9 @@ from perflab.studies.profile.counts import (
 from perflab.studies.profile.parse import (
     DiffRow, Profile, aggregate, diff_profiles, mean_profile, profile_from_dict, read_samples,
 )
+from perflab.studies.profile.diff_flame import count_marks, differential, marks_of
 from perflab.studies.profile.speeds import standardised
+from perflab.studies.profile.stacks import STACK_FIELDS, fold, parse_stacks
 
 NAME = "profile_diff"
 MIN_TEST_RECORDINGS = 3  # per side: Welch's t needs a variance on each side; 2 give 1 df
@@ -124,6 +126,8 @@ class ProfileDiffResult:
     # two speeds in the recordings' totals: the periods are means at the pooled mix of speeds
     # (studies/profile/speeds.py): its line, shares, recordings per speed, notes
     speeds: dict | None = None
+    flame: dict | None = None  # both sides with stacks: B's tree with A's shares and the marks
+    flame_only: list[str] = field(default_factory=list)  # frames on one side only, in words
 
     @property
     def extra_fraction(self) -> float:
@@ -269,12 +273,14 @@ class Side:
     profiles: list[Profile]
     event: str | None
     counts: list[Counts] = field(default_factory=list)  # a callgrind campaign's recordings
+    stacks: list[dict[str, int]] = field(default_factory=list)  # folded, per recording (--call-graph)
 
 
 def load_side(ref: str, store: Store | None, recorder: WindowRecorder) -> Side:
     """A perf.data path, or a stored profile campaign id -> its recordings' profiles."""
     if os.path.exists(ref):
-        return Side(ref, [aggregate(read_samples(ref, recorder))], recorder.perf_event(ref))
+        chains = fold(parse_stacks(recorder.perf_script(ref, STACK_FIELDS, chains=True)))
+        return Side(ref, [aggregate(read_samples(ref, recorder))], recorder.perf_event(ref), stacks=[chains] if chains else [])
     if not ref.isdigit() or store is None:
         raise PerflabError(f"{ref}: neither a perf.data file nor a stored campaign id")
     camp = store.campaign(int(ref))
@@ -288,9 +294,11 @@ def load_side(ref: str, store: Store | None, recorder: WindowRecorder) -> Side:
     events = {r.health.get("event") for r in good}
     if len(events) > 1:
         raise PerflabError(f"campaign {ref} mixes events {sorted(map(str, events))}: cannot diff it")
+    stacks = [r.health["stacks"] for r in good if "stacks" in r.health]
+    stacks = stacks if len(stacks) == len(good) else []
     if events == {"callgrind"}:
-        return Side(ref, [], "callgrind", recorded_counts(good))
-    return Side(ref, [profile_from_dict(r.health["profile"]) for r in good], events.pop())
+        return Side(ref, [], "callgrind", recorded_counts(good), stacks)
+    return Side(ref, [profile_from_dict(r.health["profile"]) for r in good], events.pop(), stacks=stacks)
 
 
 def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
@@ -313,8 +321,11 @@ def diff(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
     alpha = round(1 - config.level, 12)  # 0.05, not 0.050000000000000044
     tests = share_tests(pa, pb, alpha) if min(len(pa), len(pb)) >= MIN_TEST_RECORDINGS else []
     rows = [r for r in rows if r.share_of_extra >= config.threshold][: config.top]
+    fl, only = (differential(a.stacks, b.stacks, marks_of(tests, pa, pb, config.level), config.level)
+                if a.stacks and b.stacks else (None, []))
     return ProfileDiffResult(a.label, b.label, event, unit_of(event), ma.period, mb.period, swapped,
-                             rows, (len(pa), len(pb)), alpha, tests, speeds=std.as_dict(swapped) if std else None)
+                             rows, (len(pa), len(pb)), alpha, tests, speeds=std.as_dict(swapped) if std else None,
+                             flame=fl, flame_only=only)
 
 
 def shares(profiles: Sequence[Profile], symbols: Sequence[str]) -> list[list[float]]:
@@ -377,7 +388,9 @@ def _diff_counted(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffRes
     shown = [r for r in rows if r.changed or abs(r.change) >= config.threshold * moved][: config.top]
     kept = {id(r) for r in shown}
     others = [r for r in rows if id(r) not in kept and (r.changed or r.status in (APPEARED, VANISHED))]
+    fl, only = differential(a.stacks, b.stacks, count_marks(rows), config.level) if a.stacks and b.stacks else (None, [])
     return ProfileDiffResult(a.label, b.label, "callgrind", "Ir", n_recordings=(len(a.counts), len(b.counts)),
+                             flame=fl, flame_only=only,
                              alpha=alpha, instrument="callgrind", count_rows=shown, count_others=others,
                              count_tested=sum(r.status == "tested" for r in rows), min_effect=config.min_effect,
                              a_totals=[c.totals[0] for c in a.counts], b_totals=[c.totals[0] for c in b.counts])

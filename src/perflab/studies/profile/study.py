@@ -24,6 +24,7 @@ from perflab.studies.profile.parse import (
     Annotation, Profile, TopRow, aggregate, annotate, merge, parse_script, profile_from_dict,
     profile_to_dict, top_functions, unknown_share, SCRIPT_FIELDS,
 )
+from perflab.studies.profile.stacks import Flame, cap, flame, fold, merge_stacks, parse_stacks
 from perflab.studies.profile.counts import (
     NAME_CALLGRIND, CountRow, analyse_counted, execute_counted,
 )
@@ -35,6 +36,7 @@ from perflab.studies.session import Session
 NAME = "profile"
 DEFAULT_OUT = "perflab-out/profiles"
 UNKNOWN_MOST = 0.5  # above this share of unnamed samples the table cannot say where time goes
+BROKEN_STACKS = 0.5  # above this share of stacks rooted in an unnamed frame the tree hides the callers
 UNKNOWN_NOTE = 0.1  # above this share the ranking of named functions is incomplete: say so
 
 
@@ -112,6 +114,9 @@ class ProfileResult:
     count_totals: list[float] = field(default_factory=list)  # mean per recording, per event
     count_spread: list[float] = field(default_factory=list)  # of the totals over recordings
     count_top: list[CountRow] = field(default_factory=list)
+    # with --call-graph: the windows' folded stacks (summed) and their call tree
+    stacks: dict[str, int] = field(default_factory=dict)
+    flame: Flame | None = None
     campaign_id: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -119,6 +124,7 @@ class ProfileResult:
         d["top"] = [t.as_dict() for t in self.top]
         d["annotations"] = [a.as_dict() for a in self.annotations]
         d["count_top"] = [r.as_dict() for r in self.count_top]
+        d["flame"] = self.flame.as_dict() if self.flame else None
         # the keys the HTML report reads
         d["verdict"] = self.message
         d["window_opened"] = self.opened
@@ -132,6 +138,7 @@ class ProfileResult:
         kw = known_fields(cls, d)
         kw["top"] = [TopRow(**t) for t in kw.get("top") or []]
         kw["count_top"] = [CountRow(**r) for r in kw.get("count_top") or []]
+        kw["flame"] = Flame.from_dict(kw.get("flame"))
         kw["annotations"] = [Annotation(
             symbol=a["symbol"], dso=a["dso"], samples=a["samples"], head_share=a["head_share"],
             head_desc=a["head"], front_end_hint=a["front_end_hint"],
@@ -210,6 +217,11 @@ class _Recordings:
                                + " | ".join(rec.output_tail[-3:]))
         samples = parse_script(self.recorder.perf_script(req.perf_data, SCRIPT_FIELDS)) if rec.opened else []
         prof = aggregate(samples) if rec.opened else Profile(0, 0, {})
+        health_stacks = {}
+        if rec.opened and self.config.call_graph:
+            # the same samples again, each with its call chain, folded root first
+            chains = parse_stacks(self.recorder.perf_script(req.perf_data, SCRIPT_FIELDS, chains=True))
+            health_stacks = {"stacks": cap(fold(chains))}
         bounds = rec.sample_bounds
         outside = 0 if bounds is None else sum(1 for s in samples if not bounds[0] <= s.time_ns <= bounds[1])
         metrics: dict[str, float] = {"samples": float(prof.samples)}
@@ -229,7 +241,7 @@ class _Recordings:
             end_ns=rec.end_ns, metrics=metrics, stdout_tail="\n".join(rec.output_tail[-10:]),
             health={"event": self.event, "event_reason": self.reason,
                     "window": window_figures(rec, prof.first_ns, outside),
-                    "profile": profile_to_dict(prof)},
+                    "profile": profile_to_dict(prof), **health_stacks},
         )
 
 
@@ -318,6 +330,10 @@ def analyse(config: ProfileConfig, runs: list[RunResult]) -> ProfileResult:
     res.samples = merged.samples
     res.top = top_functions(merged, config.threshold)
     res.unknown_share = unknown_share(merged)
+    per = [r.health["stacks"] for r in ok if "stacks" in r.health]
+    if per and len(per) == len(ok):
+        res.stacks = merge_stacks(per)
+        res.flame = flame(per)
     scope = ("the whole run (no event markers: give --start/--stop or --event N to profile one event)"
              if config.window.whole_run else f"{len(ok)} window(s) {config.window.describe()}")
     msg = f"{merged.samples} samples ({res.event}) in {scope}"
@@ -340,10 +356,23 @@ def analyse(config: ProfileConfig, runs: list[RunResult]) -> ProfileResult:
                         "is incomplete")
         else:
             msg += f"; no function above {config.threshold:.0%}"
+    msg += _broken_stacks(res.stacks, config.call_graph)
     if failed:
         msg += f"; {len(failed)} of {len(runs)} recording(s) failed and are left out ({'; '.join(sorted(set(failed)))})"
     res.message = msg
     return res
+
+
+def _broken_stacks(stacks: dict[str, int], call_graph: str | None) -> str:
+    """Stacks whose root perf could not name were cut short: frame-pointer walks stop where code
+    was built without frame pointers (gcc -O2 omits them), so the callers above are lost."""
+    total = sum(stacks.values())
+    cut = sum(v for k, v in stacks.items() if k.startswith("[unknown]"))
+    if not total or cut / total < BROKEN_STACKS:
+        return ""
+    fix = ("rebuild with -fno-omit-frame-pointer or record with --call-graph dwarf" if call_graph == "fp"
+           else "the unwinder lost the callers")
+    return f"; {cut / total:.0%} of the call stacks start at an unnamed frame, not at main: {fix}"
 
 
 def _symbol_hint(merged: Profile, share: float) -> str:

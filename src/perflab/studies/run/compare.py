@@ -121,7 +121,7 @@ def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str 
         # Like with like: where the two samples run at two speeds, within each speed (stats.speeds);
         # only a sample that looks noisy is looked at (a quiet one keeps numpy unloaded).
         w = within_speeds(ref_m, xs, level=level, with_p=False,
-                          look=two_speeds_tested(xs) or two_speeds_tested(ref_m))
+                          look=two_speeds_tested(xs) or two_speeds_tested(ref_m), higher_is_better=higher)
         ratio = w.ratio
         reached = w.level >= level - 1e-9 and not w.undecided
         up = reached and w.low > 1.0 and ratio >= 1 + MIN_EFFECT
