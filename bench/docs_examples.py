@@ -306,6 +306,32 @@ EXAMPLES += [
         Line("perflab run --runs 3 -w enc --primary-metric nps")], setup=ENC_TOML),
 ]
 
+SLOW_START = r"""cat > slowstart.py <<'EOF'
+import sys, time
+for i in range(int(sys.argv[1])):
+    time.sleep(0.05 if i < 20 else 0.005)  # the first 20 events 10x slower
+    print(f"event {i}", flush=True)
+EOF
+"""
+TRIG_TOML = SLOW_START + r"""cat > perflab.toml <<'EOF'
+[workload.trig]
+command = ["python3", "slowstart.py", "300"]
+series = ['^event (?P<event>\d+)$']
+EOF
+"""
+SERIES_LINES = r"^(\S.*: steady|  warm-up|  per-event|  event \d+ is|  the slowest|  profile it|  not steady|answer|ranked by)"
+EXAMPLES += [
+    Example("run-series", "docs/run.md", [Line("perflab run -w minihlt --runs 5", matching(SERIES_LINES))]),
+    Example("run-warmup", "docs/run.md", [
+        Line("cat slowstart.py"),
+        Line(r"perflab run --runs 3 --series '^event (?P<event>\d+)$' -- python3 slowstart.py 200",
+             matching(SERIES_LINES))], setup=SLOW_START),
+    Example("workload-series", "docs/workload.md", [
+        Line("cat perflab.toml"),
+        Line("perflab run -w trig --runs 3 --primary-metric steady_rate", matching(SERIES_LINES)),
+        Line("perflab run -w trig --runs 3 --skip-events 20", matching(SERIES_LINES))], setup=TRIG_TOML),
+]
+
 GATE = r"^(pass|FAIL|UNSURE|info|gate:|perflab: (warning|wrote|baseline))"
 CI_TOML = "mkdir -p docs/ci-example && cp {root}/docs/ci-example/* docs/ci-example/\n"
 EXAMPLES += [
@@ -917,7 +943,7 @@ def run(example: Example) -> None:
     """Run an example in a fresh directory and write its record."""
     whole_machine()
     # One fixed directory, emptied first: the paths it prints are the same from run to run.
-    work = Path("/tmp/tour")
+    work = Path(os.environ.get("PERFLAB_DOCS_TOUR", "/tmp/tour"))  # another directory for parallel runs
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "COLUMNS": "1000",

@@ -35,6 +35,7 @@ CHECKS = {
     "profile-counts": ("profile_counts_check", "verdict_check"),
     "score": ("score_check", "verdict_lines"),
     "monitor": ("monitor_check", "verdict_lines"),
+    "series": ("series_check", "verdict_check"),
 }
 
 

@@ -143,7 +143,7 @@ def _make_v1(url: str) -> None:
 def test_migrates_old_store(store_url, tmp_path):
     _make_v1(store_url)
     with open_store(store_url) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 7
+        assert store.schema_version() == SCHEMA_VERSION == 8
         assert store.baseline_history("main") == []  # v4: the saves table exists, empty
         assert store.monitor_samples(1) == []  # v7: the monitor's table exists, empty
         old = store.campaign(1)

@@ -162,6 +162,8 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     direction = None
     wl_env: tuple[tuple[str, str], ...] = ()
     wl_cwd = None
+    series: tuple = ()
+    skip_events = None
     if workload_name:
         if commands:
             raise PerflabError("give either --workload NAME or quoted commands, not both")
@@ -175,8 +177,9 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         primary = wl.primary_metric
         direction = wl.higher_is_better if primary else None
         wl_env, wl_cwd = tuple(dict(wl.env).items()), wl.cwd
+        series, skip_events = tuple(wl.series), wl.skip_events
     if not workload_name:
-        primary, direction = _metric_choice(metrics)
+        primary, direction, series, skip_events = _metric_choice(metrics)
     if names:
         if len(names) > len(commands):
             raise PerflabError(f"{len(names)} --command-name for {len(commands)} commands: give one per command")
@@ -227,6 +230,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         perf_stat=perf_stat, timeout=timeout, ignore_failure=ignore_failure, prepare=prepare,
         workload=workload_name, env=wl_env, cwd=wl_cwd, reference=reference,
         instrument="" if model is None else instrument, cache_model=model.text() if model else "",
+        series=series, skip_events=skip_events,
     )
 
     from perflab.studies.run import study as run_study_module
@@ -284,18 +288,20 @@ def _cache_model(instrument: str, text: str | None, perf_stat: bool):
     return resolve(text)
 
 
-def _metric_choice(metrics: tuple) -> tuple[str | None, bool | None]:
-    """--primary-metric and its direction for commands given on the line (a named workload takes
-    them in resolve_target): the name must be a group of a --metric regex."""
+def _metric_choice(metrics: tuple) -> tuple[str | None, bool | None, tuple, int | None]:
+    """--primary-metric and its direction, --series and --skip-events for commands given on the
+    line (a named workload takes them in resolve_target): the name must be a group of a --metric
+    regex, or a series metric where --series is given."""
     from perflab.cli.options import MetricChoice, metric_choice
 
     choice = metric_choice()
     if choice == MetricChoice():
-        return None, None  # nothing chosen: no workload record to build (~1.2 ms of start-up)
+        return None, None, (), None  # nothing chosen: no workload record to build (~1.2 ms of start-up)
     from perflab.model.workload import Workload
 
     wl = choice.apply(Workload("the commands", ("true",)), metrics)
-    return wl.primary_metric, (wl.higher_is_better if wl.primary_metric else None)
+    return (wl.primary_metric, (wl.higher_is_better if wl.primary_metric else None), tuple(wl.series),
+            wl.skip_events)
 
 
 def _measure(module, config, store, executor, machine, console, energy=None, monitor=None):

@@ -16,7 +16,10 @@
  *     the reap, tab-separated (empty where a file cannot be read)
  *   E ERRNO STAGE            (the command could not be started; STAGE names the failing step)
  * A run that fails (non-zero status, a signal, a timeout) ends the batch: its output is still in
- * the memfds when perflab reads them. With a journal path, every R line is first appended to
+ * the memfds when perflab reads them. A capture field "2PATH" (PATH absolute) asks for arrival
+ * stamps: stdout then goes through a pipe that the server reads as the command writes it, copying
+ * each read into the stdout memfd and appending (bytes so far, CLOCK_MONOTONIC ns) as two native
+ * int64s to PATH, so perflab knows when each output line arrived. With a journal path, every R line is first appended to
  * that file as "TAG<tab>INDEX<tab>LINE" before the next run starts: while perflab stores the
  * previous run, the next one is already running, and a kill -9 of perflab still loses at most
  * the run in flight (perflab recovers the journal on resume).
@@ -222,6 +225,7 @@ int main(void) {
         char here[4096];
         int cd = f_cwd[0] && !(getcwd(here, sizeof here) && strcmp(here, f_cwd) == 0);
         int capture = atoi(f_capture);
+        const char *stamp_path = capture == 2 ? strchr(f_capture, '/') : NULL;
         long count = atol(f_count);
         if (count < 1) count = 1;
         for (long run = 0; run < count; run++) {
@@ -231,6 +235,11 @@ int main(void) {
         if (capture && (fstat(3, &mst) != 0 || mst.st_size != 0)) { ftruncate(3, 0); lseek(3, 0, SEEK_SET); }
         if (fstat(4, &mst) != 0 || mst.st_size != 0) { ftruncate(4, 0); lseek(4, 0, SEEK_SET); }
 
+        int pipe_fd[2] = {-1, -1}, stamps = -1;
+        if (stamp_path && pipe2(pipe_fd, O_CLOEXEC) == 0) {
+            stamps = open(stamp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            if (stamps < 0) { close(pipe_fd[0]); close(pipe_fd[1]); pipe_fd[0] = pipe_fd[1] = -1; }
+        }
         /* vfork child: only syscalls and exec; failures go back through shared memory. */
         volatile int child_err = 0;
         volatile int child_stage = 0;
@@ -250,7 +259,7 @@ int main(void) {
             if (in < 0) { child_err = errno; child_stage = 3; _exit(127); }
             dup2(in, 0);
             if (in != null_in) close(in);
-            dup2(capture ? 3 : 5, 1);
+            dup2(pipe_fd[1] >= 0 ? pipe_fd[1] : capture ? 3 : 5, 1);
             dup2(4, 2); /* fds 3-5 are close-on-exec: exec closes them, no call here */
             if (resolved) execve(exe, argv, envp);
             execvpe(argv[0], argv, envp);
@@ -261,6 +270,7 @@ int main(void) {
         char line[8192];
         int n;
         if (pid < 0) {
+            if (pipe_fd[0] >= 0) { close(pipe_fd[0]); close(pipe_fd[1]); close(stamps); }
             n = snprintf(line, sizeof line, "E %d 0\n", errno);
             write_all(1, line, (size_t)n);
             break;
@@ -268,7 +278,48 @@ int main(void) {
         current = pid;
         int status = 0, timed_out = 0;
         struct rusage ru;
-        if (timeout_ms >= 0) {
+        if (pipe_fd[0] >= 0) {
+            /* Stamped output: read the pipe as the command writes it until the command exits
+             * (pidfd) and the pipe is drained, or the timeout. A grandchild that keeps stdout
+             * open does not hold the run: reading stops at the command's exit. */
+            close(pipe_fd[1]);
+            int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+            long long deadline = timeout_ms >= 0 ? start + timeout_ms * 1000000LL : -1;
+            long long total = 0;
+            int exited = 0;
+            char chunk[65536];
+            for (;;) {
+                struct pollfd pf[2] = {{pipe_fd[0], POLLIN, 0}, {pfd, POLLIN, 0}};
+                int wait_ms = exited ? 0 : deadline < 0 ? 100 : (int)((deadline - now_ns()) / 1000000LL);
+                if (!exited && deadline >= 0 && wait_ms <= 0 && !timed_out) {
+                    kill(-pid, SIGKILL);
+                    timed_out = 1;
+                    wait_ms = 100;
+                }
+                if (wait_ms > 100 || wait_ms < 0) wait_ms = 100;
+                int r = poll(pf, pfd >= 0 ? 2 : 1, wait_ms);
+                if (r < 0 && errno == EINTR) continue;
+                if (pf[0].revents & (POLLIN | POLLHUP)) {
+                    ssize_t got = read(pipe_fd[0], chunk, sizeof chunk);
+                    if (got > 0) {
+                        long long stamp[2];
+                        stamp[1] = now_ns();
+                        if (capture) write_all(3, chunk, (size_t)got);
+                        total += got;
+                        stamp[0] = total;
+                        write_all(stamps, (const char *)stamp, sizeof stamp);
+                        continue;
+                    }
+                    if (got == 0) break; /* every writer closed stdout */
+                }
+                if (exited) break; /* exited and nothing left to read */
+                if (pfd >= 0 ? (pf[1].revents & POLLIN) != 0 : waitpid(pid, &status, WNOHANG | WNOWAIT) != 0)
+                    exited = 1;
+            }
+            if (pfd >= 0) close(pfd);
+            close(pipe_fd[0]);
+            close(stamps);
+        } else if (timeout_ms >= 0) {
             int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
             if (pfd >= 0) {
                 struct pollfd pf = {pfd, POLLIN, 0};

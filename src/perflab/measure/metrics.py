@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from perflab.errors import PerflabError
+from perflab.measure.series import SERIES_METRICS
 from perflab.model import MetricPattern
 
 _STREAMS = ("stdout", "stderr", "both")
@@ -142,9 +143,24 @@ def _note(pattern: MetricPattern, seen: dict[str, list[float]], odd: dict[str, s
             rec.example = (lines[-1][:100] if lines else "") or "(no output)"
 
 
+_SERIES_RUNS = [0, 0]  # runs with a series regex, and those whose series gave the metrics
+_SERIES_WHY: list[str] = []  # why a run's series gave none, the first time
+
+
+def note_series(gave: bool, why: str = "") -> None:
+    """One run with series regexes: whether its lines gave the series metrics (measure/series.py),
+    and if not, why."""
+    _SERIES_RUNS[0] += 1
+    _SERIES_RUNS[1] += bool(gave)
+    if not gave and why and not _SERIES_WHY:
+        _SERIES_WHY.append(why)
+
+
 def reset_ledger() -> None:
     """Forget what earlier extractions saw (a new command, or a test)."""
     _LEDGER.clear()
+    _SERIES_RUNS[:] = [0, 0]
+    _SERIES_WHY.clear()
 
 
 def hygiene(primary: str | None = None) -> tuple[list[str], str | None]:
@@ -152,6 +168,14 @@ def hygiene(primary: str | None = None) -> tuple[list[str], str | None]:
     primary metric is one of them (None when it matched, or was not asked for)."""
     warnings: list[str] = []
     error = None
+    if primary in SERIES_METRICS:
+        if not _SERIES_RUNS[0]:
+            return warnings, (f"primary metric {primary} comes from a per-event series: give --series "
+                              "REGEX with (?P<event>...) and (?P<ms>...), or series = [...] in perflab.toml")
+        if not _SERIES_RUNS[1]:
+            why = _SERIES_WHY[0] if _SERIES_WHY else "the series regex matched too few event lines"
+            return warnings, (f"primary metric {primary} was never measured in {_SERIES_RUNS[0]} runs: {why}")
+        primary = None
     for (regex, name), rec in _LEDGER.items():
         if rec.numbers or not rec.runs:
             continue

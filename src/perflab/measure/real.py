@@ -22,7 +22,8 @@ from perflab.measure.barrier import run_released, spawnrun_trampoline
 from perflab.measure.health import HealthProbe
 from perflab.measure.interface import ConcurrentResult
 from perflab.measure.journal import Journal
-from perflab.measure.metrics import extract
+from perflab.measure.metrics import extract, note_series
+from perflab.measure.series import encode, extract_series, read_stamps, run_metrics
 from perflab.measure.server import Server, ServerStopped, build_helper, decode_status, record_result
 from perflab.measure.spawn import base_argv, kill_group, membind_argv, spawn
 from perflab.model import RunResult, RunSpec
@@ -140,6 +141,11 @@ class RealExecutor:
             self._tmpdir = tempfile.mkdtemp(prefix="perflab-perf-")
         return os.path.join(self._tmpdir, f"stat{index}.csv")
 
+    @property
+    def _stamps(self) -> str:
+        """Where the spawn server writes a series run's arrival stamps (absolute, reused)."""
+        return os.path.abspath(self._perf_path().replace("stat0.csv", "stamps.bin"))
+
     def full_argv(self, spec: RunSpec, index: int = 0) -> tuple[tuple[str, ...], str | None]:
         """The full argv to spawn (numactl / perf stat wrappers around the command)."""
         argv = base_argv(spec)
@@ -156,7 +162,7 @@ class RealExecutor:
     def finish(
         self, spec: RunSpec, pid_status: int, ru: object, start_ns: int, end_ns: int,
         timed_out: bool, out_fd: int, err_fd: int, perf_out: str | None,
-        record: list[str] | None = None,
+        record: list[str] | None = None, stamped: bool = False,
     ) -> RunResult:
         """A RunResult from a reaped child (or a helper's record of it: R, pid, then the fields
         of the server's R line up to NIVCSW; ``timed_out`` apart)."""
@@ -174,11 +180,13 @@ class RealExecutor:
             if timed_out:
                 result.exit_code, result.signal = None, 9
         failed = not result.ok
-        if spec.metrics or failed:
+        if spec.metrics or spec.series or failed:
             stdout = _read_fd(out_fd) if out_fd != self.devnull else ""
             stderr = _read_fd(err_fd)
             if spec.metrics:
                 result.metrics = extract(spec.metrics, stdout, stderr)
+            if spec.series and out_fd != self.devnull:
+                self._series(spec, result, out_fd, stamped)
             if failed:
                 result.stderr_tail = _tail(stderr)
                 result.stdout_tail = _tail(stdout, 5)
@@ -191,6 +199,21 @@ class RealExecutor:
             result.counters = counters
             perfstat.record_unsupported(unsupported)
         return result
+
+    def _series(self, spec: RunSpec, result: RunResult, out_fd: int, stamped: bool) -> None:
+        """The run's event lines (all of stdout, not its tail) as its series and series metrics."""
+        size = os.fstat(out_fd).st_size
+        text = os.pread(out_fd, size, 0).decode("utf-8", errors="replace") if size else ""
+        stamps = read_stamps(self._stamps) if stamped else ()
+        events = extract_series(spec.series, text, result.start_ns, stamps)
+        found = run_metrics(events, result.wall_s, spec.skip_events) if len(events) else {}
+        if len(events):
+            result.series = encode(events)
+            result.metrics.update(found)
+        why = ("the series regex matched too few event lines; check it against the output" if len(events) < 3
+               else "its lines give no event times and these runs have no arrival stamps (copies run "
+                    "together, or no spawn server): add (?P<ms>...) with the time the program prints")
+        note_series("steady_rate" in found, why)
 
     def health(self, result: RunResult, cpus: Sequence[int] | None) -> RunResult:
         """Attach the machine's health over the run (and whether it makes the run suspect)."""
@@ -215,8 +238,8 @@ class RealExecutor:
 
     def can_batch(self, spec: RunSpec) -> bool:
         """Whether runs of ``spec`` can go back to back in the server: nothing of a run is read
-        after it but what the server answers (no metrics from stdout, no perf stat file)."""
-        return not spec.metrics and spec.perf_events is None and self._server() is not None
+        after it but what the server answers (no metrics or series from stdout, no perf stat file)."""
+        return not spec.metrics and not spec.series and spec.perf_events is None and self._server() is not None
 
     def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
                   key: tuple[int, str, dict, int] | None = None) -> Iterator[list[RunResult]]:
@@ -237,12 +260,13 @@ class RealExecutor:
                count: int, journal: str = "", tag: str = "") -> Iterator[list[RunResult]]:
         cpus = tuple(spec.cpus or self._unpinned)
         out_fd = self._out if spec.capture_output else self.devnull
+        stamps = self._stamps if spec.series and spec.capture_output else ""
         try:
-            for group in server.batch(spec, argv, count, self._probe().paths(cpus), journal, tag):
+            for group in server.batch(spec, argv, count, self._probe().paths(cpus), journal, tag, stamps):
                 results = []
                 for parts in group:
                     result = self.finish(spec, 0, None, 0, 0, parts[11] == "1", out_fd, self._err,
-                                         perf_out, ["R", "0", *parts[1:11]])
+                                         perf_out, ["R", "0", *parts[1:11]], stamped=bool(stamps))
                     result.health, result.suspect = self._probe().sample_texts(parts[12:], result.end_ns, cpus)
                     results.append(result)
                 yield results

@@ -112,12 +112,14 @@ class Server:
         return next(self.batch(spec, argv, 1, health))[0]
 
     def batch(self, spec: RunSpec, argv: Sequence[str], count: int, health: Sequence[str] = (),
-              journal: str = "", tag: str = "") -> Iterator[list[list[str]]]:
+              journal: str = "", tag: str = "", stamps: str = "") -> Iterator[list[list[str]]]:
         """Run the command up to ``count`` times back to back; yields the fields of the runs
         that have ended, a group at a time.
 
         Every R line is ``R`` and 11 numbers, then one text per health path (the first line of
-        that file right after the reap). The batch ends early at a failed run. Between groups
+        that file right after the reap). With ``stamps`` (an absolute path), stdout goes through
+        a pipe the server reads as it arrives, stamping each read into that file
+        (measure/series.py reads it). The batch ends early at a failed run. Between groups
         perflab sleeps GROUP_WAIT: one wake-up for many short runs, so perflab's own work
         (parsing, storing) neither competes with the runs for a CPU on every run nor delays the
         next run, which the server starts at once. Closing the generator before the batch is
@@ -130,7 +132,7 @@ class Server:
             # absolute: the server's own cwd is wherever perflab was when it started it
             os.path.abspath(spec.cwd) if spec.cwd else os.getcwd(),
             os.path.abspath(spec.stdin) if spec.stdin else "",
-            "1" if spec.capture_output else "0",
+            ("2" + stamps if stamps else "1") if spec.capture_output else "0",
             str(count), str(len(health)), *health, journal, tag,
         ]
         tail = [str(len(argv)), *argv]

@@ -51,6 +51,8 @@ class RunSpec:
     params: Mapping[str, object] = field(default_factory=dict)  # scan parameters, cpu, n, variant
     sample_pss: bool = False  # concurrent copies: peak PSS of each copy's tree -> metrics["pss_kb"]
     instrument: str = ""  # how else the run is measured: "" (time, rusage) or "cachegrind"
+    series: tuple[MetricPattern, ...] = ()  # per-event lines kept with arrival stamps (measure/series.py)
+    skip_events: int | None = None  # the series' warm-up as a count; None: found by a change point
 
 
 @dataclass
@@ -77,6 +79,7 @@ class RunResult:
     energy: dict[str, float] = field(default_factory=dict)  # joules per domain, e.g. "pkg0"
     health: dict[str, object] = field(default_factory=dict)  # what the machine said during the run
     suspect: bool = False  # taken while the machine was disturbed; health says how
+    series: bytes = b""  # the run's per-event series, compact (measure/series.encode); stored apart
 
     @property
     def ok(self) -> bool:
@@ -104,7 +107,9 @@ class RunResult:
         return self.wall_ns / 1e9
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("series")  # bytes: the store keeps it in a table of its own, JSON has no place for it
+        return d
 
 
 def known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,6 +43,8 @@ class Workload:
     fork_arg: tuple[str, ...] | None = None  # template like ("--fork", "{n}")
     event_arg: tuple[str, ...] | None = None  # template like ("--event", "{k}")
     checksum_metric: str | None = None  # metric name holding an output checksum
+    series: tuple[MetricPattern, ...] = ()  # per-event lines (measure/series.py)
+    skip_events: int | None = None  # the series' warm-up as a count; None: found by a change point
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form, as stored in a campaign's config."""
@@ -54,6 +56,7 @@ class Workload:
         d = dict(d)
         d["argv"] = tuple(d["argv"])  # type: ignore[arg-type]
         d["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics") or ())  # type: ignore[union-attr]
+        d["series"] = tuple(MetricPattern(**m) for m in d.get("series") or ())  # type: ignore[union-attr]
         for key in ("fork_arg", "event_arg"):
             if d.get(key) is not None:
                 d[key] = tuple(d[key])  # type: ignore[arg-type]
@@ -80,6 +83,8 @@ class Workload:
             env=dict(self.env) or None,
             cwd=self.cwd,
             metrics=self.metrics,
+            series=self.series,
+            skip_events=self.skip_events,
             label=self.name,
         )
         base.update(overrides)

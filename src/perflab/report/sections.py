@@ -11,6 +11,8 @@ from perflab.report import plots
 from perflab.report.generic import _cell, _plot, builder, finding, generic, levels
 from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
+from perflab.report.series_html import add_series
+from perflab.studies.run.series import SERIES_METRICS
 from perflab.studies.compare.keys import measure_title
 
 
@@ -32,7 +34,8 @@ def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
     sec = generic(campaign, {"notes": summary.get("warnings", [])})
     ranking = summary.get("ranking") or {}
     measure = ranking.get("measure") or "wall time"
-    metrics = [k for k in _run_medians(benches[0].get("metrics") or {}) if "checksum" not in k]
+    metrics = [k for k in _run_medians(benches[0].get("metrics") or {})
+               if "checksum" not in k and k not in SERIES_METRICS]  # the series table shows those
     rows, marks = [], []
     for i, b in enumerate(benches):
         s, ci, rel = b["summary"], b.get("median_ci") or {}, b.get("relative")
@@ -67,6 +70,7 @@ def run_section(campaign: Any, summary: dict, measurements: list) -> Section:
                   [b["relative"]["low"] for _, b in others], [b["relative"]["high"] for _, b in others],
                   [m.status for m in marks], xlabel=f"{measure} / the reference's (log scale)", level=rl),
               source=title, column=f"{measure} / reference's", level=rl, marks=marks)
+    add_series(sec, benches)
     return sec
 
 

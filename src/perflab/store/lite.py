@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from perflab import store as _package
 from perflab.errors import PerflabError
+from perflab.model.series import series_length
 from perflab.model import RunResult
 from perflab.platform.machine import campaign_labels
 from perflab.store.campaigns import CampaignMethods
@@ -228,6 +229,8 @@ class LiteStore:
                         rep: int = 0, label: str = "") -> int:
         """Store one run; committed before returning so a crash keeps it."""
         row = self._row(campaign_id, result, params, rep, label)
+        if result.series:  # the row and its series in one transaction
+            return int(self._transaction(lambda conn: self._insert(conn, campaign_id, row, result)))
         with self._lock:
             try:
                 # One statement outside BEGIN..COMMIT is its own transaction: one call, not three.
@@ -239,5 +242,16 @@ class LiteStore:
     def add_measurements(self, campaign_id: int, runs: list[tuple[RunResult, dict | None, int, str]]) -> None:
         """The copies of one concurrent point in one transaction: a crash keeps all or none."""
         rows = [self._row(campaign_id, *run) for run in runs]
-        if rows:
+        if rows and any(run[0].series for run in runs):
+            self._transaction(lambda conn: [self._insert(conn, campaign_id, row, run[0]) for row, run in zip(rows, runs)])
+        elif rows:
             self._transaction(lambda conn: conn.executemany(_INSERT, rows))
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, campaign_id: int, row: tuple, result: RunResult) -> int:
+        """One run's row and its per-event series (store/schema.py run_series)."""
+        mid = int(conn.execute(_INSERT, row).lastrowid)
+        if result.series:
+            conn.execute("INSERT INTO run_series (measurement_id, campaign_id, events, data) VALUES (?, ?, ?, ?)",
+                         (mid, campaign_id, series_length(result.series), result.series))
+        return mid

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 # Bump by appending a migration; never edit an applied one (old stores replay them).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _v1_metadata(sa: Any) -> Any:
@@ -202,6 +202,20 @@ def _monitor_samples_table(sa: Any, md: Any) -> Any:
     )
 
 
+def _run_series_table(sa: Any, md: Any) -> Any:
+    """A run's per-event series (measure/series.encode: zlib-compressed delta columns, about 2-3
+    bytes an event), apart from its measurement row so that listing runs never reads them."""
+    return sa.Table(
+        "run_series", md,
+        sa.Column("measurement_id", sa.Integer, sa.ForeignKey("measurements.id", ondelete="CASCADE"),
+                  primary_key=True, autoincrement=False),
+        sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id", ondelete="CASCADE"),
+                  nullable=False, index=True),
+        sa.Column("events", sa.Integer, nullable=False),
+        sa.Column("data", sa.LargeBinary, nullable=False),
+    )
+
+
 def _migrate_7(conn: Any, sa: Any) -> None:
     """v7: the machine monitor's samples beside a campaign's runs."""
     md = sa.MetaData()
@@ -209,9 +223,17 @@ def _migrate_7(conn: Any, sa: Any) -> None:
     _monitor_samples_table(sa, md).create(conn)
 
 
+def _migrate_8(conn: Any, sa: Any) -> None:
+    """v8: per-event series of runs (a workload's event lines), one compact row per run."""
+    md = sa.MetaData()
+    sa.Table("campaigns", md, sa.Column("id", sa.Integer, primary_key=True))
+    sa.Table("measurements", md, sa.Column("id", sa.Integer, primary_key=True))
+    _run_series_table(sa, md).create(conn)
+
+
 MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2, 3: _migrate_3,
                                                      4: _migrate_4, 5: _migrate_5, 6: _migrate_6,
-                                                     7: _migrate_7}
+                                                     7: _migrate_7, 8: _migrate_8}
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 
@@ -273,6 +295,13 @@ SQLITE_SCHEMA = (
     phase VARCHAR(16) NOT NULL, sample JSON,
     PRIMARY KEY (id), FOREIGN KEY(campaign_id) REFERENCES campaigns (id) ON DELETE CASCADE)""",
     "CREATE INDEX ix_monitor_samples_campaign_id ON monitor_samples (campaign_id)",
+    """CREATE TABLE run_series (
+    measurement_id INTEGER NOT NULL, campaign_id INTEGER NOT NULL, events INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (measurement_id),
+    FOREIGN KEY(measurement_id) REFERENCES measurements (id) ON DELETE CASCADE,
+    FOREIGN KEY(campaign_id) REFERENCES campaigns (id) ON DELETE CASCADE)""",
+    "CREATE INDEX ix_run_series_campaign_id ON run_series (campaign_id)",
 )
 
 
@@ -294,6 +323,7 @@ def current_tables(sa: Any) -> dict[str, Any]:
     _artifacts_table(sa, md)
     _run_summaries_table(sa, md)
     _monitor_samples_table(sa, md)
+    _run_series_table(sa, md)
     version_table(sa, md)
     return dict(md.tables)
 

@@ -54,7 +54,9 @@ class Session:
         if self.resumed:
             recover_journals(self.store)
             stored: dict[Key, deque[RunResult]] = defaultdict(deque)
+            series = self.store.series(self.campaign_id)  # a replayed run keeps its per-event series
             for m in self.store.measurements(self.campaign_id):
+                m.result.series = series.get(m.id, b"")
                 stored[(m.label, canonical_params(m.params), int(m.rep))].append(m.result)
             self._stored = dict(stored)
 

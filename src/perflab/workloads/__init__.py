@@ -108,7 +108,7 @@ def _from_toml(tw: TomlWorkload) -> Workload:
         name=tw.name, argv=argv, metrics=tw.metrics, primary_metric=tw.primary_metric,
         higher_is_better=tw.higher_is_better, unit=tw.unit, shell=tw.shell, env=dict(tw.env), cwd=tw.cwd,
         build=tw.build, source=str(tw.path), fork_arg=tw.fork_arg, event_arg=tw.event_arg,
-        checksum_metric=tw.checksum_metric,
+        checksum_metric=tw.checksum_metric, series=tw.series,
     )
 
 

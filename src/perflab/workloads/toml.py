@@ -12,13 +12,14 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.measure.metrics import AGGREGATES, parse_pattern
+from perflab.measure.series import SERIES_METRICS, compile_series
 from perflab.model import BuildRecipe, MetricPattern
 
 DEFAULT_CONFIG = "perflab.toml"
 
 _ALLOWED_KEYS = {
     "command", "metrics", "primary_metric", "higher_is_better", "env", "cwd", "shell", "build",
-    "fork_arg", "event_arg", "checksum_metric", "description", "unit",
+    "fork_arg", "event_arg", "checksum_metric", "description", "unit", "series",
 }
 _BUILD_KEYS = {"sources", "cflags", "ldflags", "language", "output", "compiler"}
 
@@ -43,6 +44,7 @@ class TomlWorkload:
     event_arg: tuple[str, ...] | None
     checksum_metric: str | None
     description: str
+    series: tuple[MetricPattern, ...] = ()
 
 
 class _Toml:
@@ -203,6 +205,17 @@ def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
         groups.extend(compiled.groupindex)
         metrics.append(pattern)
 
+    series_raw = raw.get("series", [])
+    if isinstance(series_raw, str):
+        series_raw = [series_raw]
+    if not isinstance(series_raw, list) or not all(isinstance(x, str) for x in series_raw):
+        raise t.error(f"workload '{name}': series must be a list of regex strings", name, "series")
+    try:
+        series = compile_series(series_raw)
+    except PerflabError as exc:
+        raise t.error(f"workload '{name}': {exc}", name, "series") from None
+    if series:
+        groups.extend(SERIES_METRICS)
     primary = raw.get("primary_metric")
     if primary is not None and (not isinstance(primary, str) or primary not in groups):
         raise t.error(
@@ -244,7 +257,7 @@ def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
         name=name, path=t.path, command=command, metrics=tuple(metrics), primary_metric=primary,
         higher_is_better=hib, unit=unit, env={k: str(v) for k, v in env.items()}, cwd=cwd, shell=shell,
         build=recipe, compiler=compiler, fork_arg=template("fork_arg"), event_arg=template("event_arg"),
-        checksum_metric=checksum, description=desc if isinstance(desc, str) else "",
+        checksum_metric=checksum, description=desc if isinstance(desc, str) else "", series=series,
     )
 
 

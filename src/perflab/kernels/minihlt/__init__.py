@@ -46,6 +46,11 @@ METRICS: tuple[MetricPattern, ...] = (
     MetricPattern(r"(?m)^checksum: 0x[0-9a-f]+ \((?P<checksum>\d+)\)$"),
 )
 
+#: one line per event, with the time minihlt measured for it (measure/series.py)
+SERIES: tuple[MetricPattern, ...] = (
+    MetricPattern(r"^done processing event #(?P<event>\d+) in (?P<ms>[\d.]+) ms$", aggregate="series"),
+)
+
 #: minihlt's own Makefile as a `perflab variants --build` template (its CMakeLists.txt: ``cmake``)
 MAKE_TEMPLATE = "make -C {src} CXX={cxx} CXXFLAGS={cxxflags} LDFLAGS={ldflags} LDLIBS={libs} -j{jobs}"
 
@@ -152,6 +157,7 @@ def workload(
         name=name,
         argv=(exe, *args),
         metrics=METRICS,
+        series=SERIES,
         primary_metric="events_per_s",
         higher_is_better=True,
         build=BuildRecipe(

@@ -9,8 +9,10 @@ from typing import Any
 from perflab.report.terminal.energy import render_energy
 from perflab.studies.instrument import IN_SECTION as INSTRUMENT_SHOWN
 from perflab.report.terminal.instrument import render as render_instrument
+from perflab.report.terminal.series import render as render_series
 from perflab.stats.interval import CI
 from perflab.studies.run.result import Benchmark, RunStudyResult, ranked_by, too_few_runs
+from perflab.studies.run.series import SERIES_METRICS, SeriesSummary
 
 
 def time_unit(seconds: float) -> str:
@@ -96,6 +98,8 @@ def render(result: RunStudyResult, console: Any) -> None:
     if shown and not narrow:
         console.print(table)
     _extra_tables(result, console)
+    render_series([(b.command, SeriesSummary.from_dict(b.series)) for b in shown if b.series], console,
+                  result.workload)
     render_instrument(result.instrument, console)
     render_energy([(b.command, b.energy) for b in shown], console)
     ref = result.reference
@@ -143,6 +147,8 @@ def _extra_tables(result: RunStudyResult, console: Any) -> None:
         meds = {b.command: getattr(b, attr)() for b in result.benchmarks}
         # An instrument's measures have their own table (report/terminal/instrument.py).
         skip = INSTRUMENT_SHOWN if attr == "metric_medians" and result.instrument else ()
+        if attr == "metric_medians":  # the series section shows these with their intervals
+            skip = (*skip, *SERIES_METRICS)
         names = sorted({k for m in meds.values() for k in m if k not in skip})
         if not names:
             continue

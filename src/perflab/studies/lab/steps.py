@@ -174,6 +174,7 @@ def run_step(ctx: LabContext) -> Step:
         warmup=1, runs=10 if q else None, precision=None if q else 0.02,
         min_runs=10, max_runs=None if q else 40, max_time=max_time,
         seed=ctx.config.seed, workload=wl.name, env=tuple((wl.env or {}).items()), cwd=wl.cwd,
+        series=tuple(wl.series), skip_events=wl.skip_events,  # the steady rate and the tail
     )
     return Step(run_mod, config)
 

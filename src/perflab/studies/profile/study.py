@@ -81,6 +81,7 @@ def workload_from_dict(d: dict[str, Any]) -> Workload:
     kw = dict(d)
     kw["argv"] = tuple(kw["argv"])
     kw["metrics"] = tuple(MetricPattern(**m) for m in kw.get("metrics") or ())
+    kw["series"] = tuple(MetricPattern(**m) for m in kw.get("series") or ())
     kw["env"] = dict(kw.get("env") or {})
     for key in ("fork_arg", "event_arg"):
         if kw.get(key) is not None:

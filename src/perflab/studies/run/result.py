@@ -43,6 +43,7 @@ class Benchmark:
     energy: dict | None = None  # EnergySummary.as_dict(): J/run, J/event with CIs (None: not measured)
     # two speeds of the ranked measure (stats.modes.Modes.as_dict() and "measure"); None: one
     modes: dict | None = None
+    series: dict | None = None  # SeriesSummary.as_dict() (studies/run/series.py); None: no series
 
     @property
     def n(self) -> int:
@@ -85,6 +86,9 @@ class RunStudyResult:
     health: dict = field(default_factory=dict)  # governor, turbo, runs sampled, medians of the runs' health
     instrument: dict = field(default_factory=dict)  # a simulated instrument's section (studies/instrument.py)
     ranking: dict = field(default_factory=dict)  # {"measure", "higher_is_better", "reference"}
+    # the named workload whose events `perflab profile --event N` can window (its output has the
+    # "start/done processing event #N" lines the profile's window opens on); None: not one
+    workload: str | None = None
 
     @property
     def reference(self) -> Benchmark | None:
@@ -128,14 +132,14 @@ class RunStudyResult:
                     reference=ref.command if ref else None,
                     fastest=fastest.command if fastest else None, failed_runs=self.failed_runs,
                     suspect_runs=self.suspect_runs, health=self.health, instrument=self.instrument,
-                    verdict=verdict(self))
+                    workload=self.workload, verdict=verdict(self))
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunStudyResult":
         benches = [Benchmark(**known_fields(Benchmark, b)) for b in d.get("benchmarks", ())]
         return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
                    dict(d.get("health") or {}), dict(d.get("instrument") or {}),
-                   dict(d.get("ranking") or {}))
+                   dict(d.get("ranking") or {}), d.get("workload"))
 
 
 def too_few_runs(relative: dict) -> bool:

@@ -32,6 +32,7 @@ from perflab.studies.run.compare import (CV_WARN, compare, precise, precision_mi
                                          two_speeds, two_speeds_line)
 from perflab.studies.run.order import interleave_note, rounds_ahead, two_speeds_seen
 from perflab.studies.run.result import Benchmark, Run, RunStudyResult, health_summary
+from perflab.studies.run.series import profile_target, series_of
 from perflab.studies.session import Session
 from perflab.stats import mad_outliers
 
@@ -78,6 +79,8 @@ class RunConfig:
     cwd: str | None = None
     instrument: str = ""  # "" (time, rusage) or "cachegrind" (measure/cachegrind.py)
     cache_model: str = ""  # the caches the instrument simulates (platform/cache_model.py)
+    series: tuple[MetricPattern, ...] = ()  # per-event lines (measure/series.py)
+    skip_events: int | None = None  # the warm-up as a count of events; None: a change point finds it
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -87,7 +90,7 @@ class RunConfig:
         kw = known_fields(cls, d)
         kw["commands"] = tuple(Command(c["name"], tuple(c["argv"]), bool(c.get("shell")))
                                for c in d.get("commands", ()))
-        kw["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics", ()))
+        kw["metrics"], kw["series"] = (tuple(MetricPattern(**m) for m in d.get(k, ())) for k in ("metrics", "series"))
         kw["parameters"] = tuple((p[0], tuple(p[1])) for p in d.get("parameters", ()))
         kw["env"] = tuple((e[0], e[1]) for e in d.get("env", ()))
         if kw.get("cpus") is not None:
@@ -131,8 +134,8 @@ def plan(config: RunConfig, machine: Machine | None = None) -> list[RunSpec]:
                 argv=tuple(_substitute(a, params) for a in cmd.argv), shell=cmd.shell,
                 cpus=config.cpus, timeout=config.timeout, metrics=config.metrics,
                 perf_events=events, label=label, params=params,
-                capture_output=bool(config.metrics), env=dict(config.env) or None, cwd=config.cwd,
-                instrument=config.instrument,
+                capture_output=bool(config.metrics or config.series), env=dict(config.env) or None,
+                cwd=config.cwd, instrument=config.instrument, series=config.series, skip_events=config.skip_events,
             ))
     return specs
 
@@ -384,6 +387,7 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
     for b in benches:
         energy = summarise(by_label.get(b.command, []), per_event)  # failed runs are left out there
         b.energy = energy.as_dict() if energy is not None else None
+        b.series = series_of(by_label.get(b.command, []), config.skip_events)
     reference = config.reference or (benches[0].command if benches else None)
     warnings.extend(compare(benches, measure, higher, reference))
     if stopped_by == "max-runs" and config.precision is not None:
@@ -392,4 +396,5 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
     result.instrument = instrument.summarise(config.instrument, config.cache_model, benches)
     result.health = health_summary([r.result for r in runs])
     result.ranking = dict(measure=measure, higher_is_better=higher, reference=reference)
+    result.workload = profile_target(config.workload, config.series)
     return result

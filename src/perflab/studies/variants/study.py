@@ -28,7 +28,7 @@ from perflab.kernels.build import BuildError
 from perflab.kernels.variant_build import build_variant, pgo_unchanged
 from perflab.kernels.variant_probe import default_probe
 from perflab.kernels.variants import BuildTarget, Variant, VariantBuild, resolve_baseline
-from perflab.model import MetricPattern, RunResult, RunSpec, Workload
+from perflab.model import RunResult, RunSpec, Workload
 from perflab.stats import cliffs_delta, holm, median, median_ci
 from perflab.stats.shift import paired_ratio_ci
 from perflab.stats.speeds import paired_line, same_speed, worth_looking
@@ -53,15 +53,12 @@ def workload_dict(w: Workload) -> dict:
     """The parts of a Workload a variants campaign needs to re-plan, as JSON."""
     return {"name": w.name, "argv": list(w.argv), "metrics": [asdict(m) for m in w.metrics],
             "primary_metric": w.primary_metric, "higher_is_better": w.higher_is_better,
-            "shell": w.shell, "env": dict(w.env), "cwd": w.cwd, "checksum_metric": w.checksum_metric}
+            "shell": w.shell, "env": dict(w.env), "cwd": w.cwd, "checksum_metric": w.checksum_metric,
+            "series": [asdict(m) for m in w.series], "skip_events": w.skip_events}
 
 
 def workload_from(d: Mapping[str, Any]) -> Workload:
-    return Workload(name=d["name"], argv=tuple(d["argv"]),
-                    metrics=tuple(MetricPattern(**m) for m in d.get("metrics", ())),
-                    primary_metric=d.get("primary_metric"), higher_is_better=d.get("higher_is_better", True),
-                    shell=d.get("shell", False), env=dict(d.get("env") or {}), cwd=d.get("cwd"),
-                    checksum_metric=d.get("checksum_metric"))
+    return Workload.from_dict(dict(d))  # workload_dict's keys are Workload fields
 
 
 @dataclass(frozen=True)
