@@ -10,12 +10,10 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import click
 
-from perflab.errors import PerflabError
 from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist
 
 _UNITS_S = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "m": 60.0, "min": 60.0, "h": 3600.0}

@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 import re
 import struct
-import zlib
-from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable, Sequence
