@@ -78,9 +78,13 @@ def test_decide_shows_a_change_rules_one_out_or_leaves_it_open():
 
 
 def test_runs_needed_scales_with_the_square_of_the_width():
-    # half-width 2 % in logs at 40 runs, a ratio of 1: the margin 1 % needs (2/1)^2 = 4x
+    # half-width 2 % in logs at 40 runs, a ratio of 1: ruling out 1 % needs (2/1)^2 = 4x
     lo, hi = math.exp(-0.02), math.exp(0.02)
     assert seq.runs_needed(40, 1.0, lo, hi, math.expm1(0.01)) == 160
-    # a ratio of 1.5 % with the margin 1 %: it must exclude 1 (1.5 % away)
+    # a ratio 1.5 % up, 2 % below it and 2 % above, margin 1 %: showing it needs the side towards
+    # 1 under 1.5 % ((2/1.5)^2 = 1.78x); ruling it out is impossible but costed at half the margin
     n = seq.runs_needed(40, math.exp(0.015), math.exp(-0.005), math.exp(0.035), math.expm1(0.01))
-    assert n == math.ceil(40 * (0.02 / 0.015) ** 2)
+    assert n == math.ceil(40 * (0.02 / 0.015) ** 2) == 72
+    # an interval longer towards 1 than away (1.07 [0.993, 1.10]): the long side decides
+    n = seq.runs_needed(300, 1.07, 0.993, 1.10, 0.01)
+    assert n == math.ceil(300 * ((math.log(1.07) - math.log(0.993)) / math.log(1.07)) ** 2) == 366

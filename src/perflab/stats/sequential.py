@@ -185,14 +185,17 @@ def decide(ratio: float, low: float, high: float, min_effect: float) -> str | No
 
 
 def runs_needed(runs: int, ratio: float, low: float, high: float, min_effect: float) -> int:
-    """About how many runs (per side) would decide a comparison that ``runs`` left undecided: the
-    log interval's half-width shrinks as 1/sqrt(n), and a decision needs it under the distance of
-    the log ratio from 0 (a change shown) or from the margin log(1 + m) (one ruled out), whichever
-    is larger; a ratio on the margin itself asks for half the margin. The interval is the one
-    at this look's level; the last look's is about as wide, so this is an estimate, not a promise."""
+    """About how many runs (per side) would decide a comparison that ``runs`` left undecided: each
+    side of the log interval shrinks as 1/sqrt(n). A change is shown once the side towards 1 is
+    shorter than the log ratio's distance from 0; one is ruled out once the longer side is shorter
+    than its distance from the margin log(1 + m) (a ratio near the margin asks for half the
+    margin); the cheaper of the two. The interval is the one at this look's level and the last
+    look's is about as wide, so this is an estimate, not a promise."""
     if runs < 1 or not all(math.isfinite(v) and v > 0 for v in (ratio, low, high)) or high <= low:
         return max(2 * runs, 1)
-    half = (math.log(high) - math.log(low)) / 2.0
-    d, margin = abs(math.log(ratio)), math.log1p(min_effect)
-    target = max(d, margin - d, margin / 2.0)
-    return max(runs + 1, math.ceil(round(runs * (half / target) ** 2, 6)))  # float dust is no run
+    d, margin = math.log(ratio), math.log1p(min_effect)
+    below, above = d - math.log(low), math.log(high) - d
+    toward_one = below if d > 0 else above
+    shown = runs * (toward_one / abs(d)) ** 2 if d != 0 else math.inf
+    ruled_out = runs * (max(below, above) / max(margin - abs(d), margin / 2.0)) ** 2
+    return max(runs + 1, math.ceil(round(min(shown, ruled_out), 6)))  # float dust is no run
