@@ -120,3 +120,11 @@ def test_real_commands_five_times_apart_are_decided_before_the_budget(tmp_path):
     assert d["benchmarks"][1]["relative"]["verdict"] == "slower"
     assert len(d["benchmarks"][1]["times"]) < 60
     assert "measured until decided" in p.stdout
+
+
+def test_a_fixed_count_that_shows_nothing_points_to_until_decided():
+    cfg = RunConfig(commands=tuple(Command(n, (n,)) for n in ("a", "b")), runs=10)
+    result, _ = study(cfg, {"b": 1.003}, 0.03)
+    assert result.sequential is None and not result.benchmarks[1].relative["verdict"]
+    assert "not shown to differ from it: b" in verdict(result)
+    assert "this does not show they are equal: --until-decided runs until it tells" in verdict(result)

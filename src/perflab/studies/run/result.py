@@ -192,7 +192,8 @@ def verdict(result: RunStudyResult) -> str:
             text += f", too few runs to tell from it: {', '.join(few)} (no interval reaches the level needed)"
         if same:
             text += (f", not shown to differ from it: {', '.join(same)} (Mann-Whitney's interval "
-                     "holds 1, or the difference is under 1 %; this does not show they are equal)")
+                     "holds 1, or the difference is under 1 %; this does not show they are equal: "
+                     "--until-decided runs until it tells)")
     within = [b for b in rest if b.relative.get("speeds")]
     for b in within:
         text += f"; {b.command}: {b.relative['speeds']}"
