@@ -128,3 +128,11 @@ def test_a_fixed_count_that_shows_nothing_points_to_until_decided():
     assert result.sequential is None and not result.benchmarks[1].relative["verdict"]
     assert "not shown to differ from it: b" in verdict(result)
     assert "this does not show they are equal: --until-decided runs until it tells" in verdict(result)
+
+
+def test_harness_rows_find_the_planted_change_and_count_the_runs_used():
+    from perflab.checks.run_check import rates_until_decided
+
+    r = rates_until_decided("quiet", 2, 3)
+    assert r["false_positive"] == 0.0 and r["detection"] == 1.0
+    assert 10 < r["runs_median"] <= r["runs_p90"] <= 300
