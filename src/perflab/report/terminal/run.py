@@ -114,7 +114,8 @@ def render(result: RunStudyResult, console: Any) -> None:
             elif r.get("undecided"):
                 what = "cannot be told from a change of speed (see the warning)"
             else:
-                what = "not shown to differ (the interval holds 1, or under 1 %; --until-decided runs until it tells)"
+                what = (f"not shown to differ (the interval holds 1, or under {100 * r.get('min_effect', 0.01):g} %; "
+                        "--until-decided runs until it tells)")
             kind = "repeated CI" if result.sequential else "CI"
             console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({level_text(r['level'])} {kind}, "
                           f"Bonferroni over {len(others)}) {what}: {b.command}",

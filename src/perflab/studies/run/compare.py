@@ -134,10 +134,10 @@ def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str 
         b.relative = {"ratio": ratio, "low": w.low, "high": w.high, "level": w.level, "target": level,
                       "significant": up or down, "reference": False,
                       "verdict": None if not (up or down) else _word(up, measure, higher),
-                      "speeds": w.line(), "method": w.method, "undecided": w.undecided}
+                      "speeds": w.line(), "method": w.method, "undecided": w.undecided,
+                      "min_effect": min_effect}
         if sequential:
             b.relative["decision"] = decide(ratio, w.low, w.high, min_effect) if reached else None
-            b.relative["min_effect"] = min_effect
             if b.relative["decision"] == "within":  # an interval inside the margin shows no change of m
                 b.relative["verdict"] = None
         pair = f"'{b.command}' against '{ref.command}'"

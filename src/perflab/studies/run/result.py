@@ -191,8 +191,9 @@ def verdict(result: RunStudyResult) -> str:
         if few:
             text += f", too few runs to tell from it: {', '.join(few)} (no interval reaches the level needed)"
         if same:
+            m = rest[0].relative.get("min_effect", 0.01)
             text += (f", not shown to differ from it: {', '.join(same)} (Mann-Whitney's interval "
-                     "holds 1, or the difference is under 1 %; this does not show they are equal: "
+                     f"holds 1, or the difference is under {100 * m:g} %; this does not show they are equal: "
                      "--until-decided runs until it tells)")
     within = [b for b in rest if b.relative.get("speeds")]
     for b in within:
