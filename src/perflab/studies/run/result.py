@@ -80,7 +80,7 @@ class RunStudyResult:
 
     benchmarks: list[Benchmark]
     warnings: list[str] = field(default_factory=list)
-    stopped_by: str = "runs"  # "runs", "precision", "max-runs", "max-time", "time-budget"
+    stopped_by: str = "runs"  # "runs", "precision", "max-runs", "max-time", "time-budget"; "decided", "budget"
     campaign_id: int | None = None
     health: dict = field(default_factory=dict)  # governor, turbo, runs sampled, medians of the runs' health
     instrument: dict = field(default_factory=dict)  # a simulated instrument's section (studies/instrument.py)
