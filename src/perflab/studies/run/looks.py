@@ -3,8 +3,8 @@
 
 Every command runs in every round (shuffled per round, as always). The budget is --max-runs
 runs a command, or the rounds --max-time holds at the first round's pace, whichever is fewer
-(DEFAULT_BUDGET where neither is given). The looks fall at FIRST_LOOK rounds (--min-runs), then
-every half as many again (stats.sequential.schedule); each comparison spends its share of 5 %
+(DEFAULT_BUDGET where neither is given). The looks fall at --min-runs rounds (10), then every
+half as many again (stats.sequential.schedule); each comparison spends its share of 5 %
 (Bonferroni over the k - 1 comparisons, as without looks) by O'Brien-Fleming-type alpha spending
 over the looks, so "slower", "faster" and "no change of m or more" hold together at 5 % over
 all looks. At each look every comparison's interval is the one of its look's level (a repeated
