@@ -88,3 +88,13 @@ def test_runs_needed_scales_with_the_square_of_the_width():
     # an interval longer towards 1 than away (1.07 [0.993, 1.10]): the long side decides
     n = seq.runs_needed(300, 1.07, 0.993, 1.10, 0.01)
     assert n == math.ceil(300 * ((math.log(1.07) - math.log(0.993)) / math.log(1.07)) ** 2) == 366
+
+
+def test_design_at_a_planned_look_is_the_plans_prefix_and_a_cut_budget_spends_the_rest():
+    plan = seq.planned(10, 300)
+    assert [lk.runs for lk in plan] == seq.schedule(10, 300)
+    assert seq.design_at(10, 300, 120) == list(plan[:7])  # 10, 15, 23, 35, 53, 80, 120
+    cut = seq.design_at(10, 300, 100, final=True)  # a time limit after 100 rounds
+    assert [lk.runs for lk in cut] == [10, 15, 23, 35, 53, 80, 100] and cut[-1].fraction == 1.0
+    assert cut[:-1] == list(plan[:6]) and 0.95 < cut[-1].level < 0.97
+    assert seq.design_at(10, 300, 300, final=True) == list(plan)

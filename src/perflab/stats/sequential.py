@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 SPENDING = ("obf", "pocock")
@@ -164,6 +165,31 @@ def looks(runs: Sequence[int], budget: int, alpha: float = 0.05, kind: str = "ob
     the last one taken as 1 (it spends what is left), boundary and nominal level of each."""
     fractions = [min(1.0, n / budget) for n in runs]
     fractions[-1] = 1.0
+    cs = boundaries(fractions, alpha, kind)
+    return [Look(n, t, c, nominal_level(c)) for n, t, c in zip(runs, fractions, cs)]
+
+
+@lru_cache(maxsize=64)
+def planned(first: int, budget: int, alpha: float = 0.05, kind: str = "obf") -> tuple[Look, ...]:
+    """The looks a budget plans (``schedule(first, budget)``), the last at fraction 1. A look's
+    boundary depends only on the looks up to it, so any prefix is the design of a study that
+    stopped there; cached, as a study asks at every look."""
+    return tuple(looks(schedule(first, budget), budget, alpha, kind))
+
+
+def design_at(first: int, budget: int, rounds: int, alpha: float = 0.05, final: bool = False,
+              kind: str = "obf") -> list[Look]:
+    """The looks of a study that has run ``rounds`` of a ``budget``: the planned looks before it
+    and the look at ``rounds``. ``final`` (the budget ended, or a time limit cut it short): that
+    look spends what is left (fraction 1); else, off the plan, its own share at rounds/budget."""
+    plan = planned(first, budget, alpha, kind)
+    before = [lk for lk in plan if lk.runs < rounds]
+    if not final or rounds == budget:
+        at = [lk for lk in plan if lk.runs == rounds]
+        if at:
+            return before + at
+    runs = [lk.runs for lk in before] + [rounds]
+    fractions = [lk.fraction for lk in before] + [1.0 if final else min(1.0, rounds / budget)]
     cs = boundaries(fractions, alpha, kind)
     return [Look(n, t, c, nominal_level(c)) for n, t, c in zip(runs, fractions, cs)]
 

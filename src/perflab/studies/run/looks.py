@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Sequence
 
 from perflab.stats import sequential
@@ -30,28 +29,6 @@ from perflab.stats import sequential
 DEFAULT_BUDGET = 300  # runs a command: 300 rounds of five 0.1 s commands take 2.5 minutes
 DESIGN = "obf"
 ALPHA = 0.05
-
-
-@lru_cache(maxsize=64)
-def _planned(first: int, budget: int, alpha: float) -> tuple[sequential.Look, ...]:
-    """The looks the budget plans, the last at fraction 1 (a look's boundary depends only on the
-    looks up to it, so any prefix is the design of a run that stopped there)."""
-    return tuple(sequential.looks(sequential.schedule(first, budget), budget, alpha, DESIGN))
-
-
-def _design(first: int, budget: int, rounds: int, alpha: float, final: bool) -> list[sequential.Look]:
-    planned = _planned(first, budget, alpha)
-    before = [lk for lk in planned if lk.runs < rounds]
-    if not final or rounds == budget:
-        at = [lk for lk in planned if lk.runs == rounds]
-        if at:
-            return before + at
-    # a budget cut short (--max-time) or a look off the plan: its last look spends what is left
-    # (or, unfinished, its own share at rounds/budget)
-    runs = [lk.runs for lk in before] + [rounds]
-    fractions = [lk.fraction for lk in before] + [1.0 if final else min(1.0, rounds / budget)]
-    cs = sequential.boundaries(fractions, alpha, DESIGN)
-    return [sequential.Look(n, t, c, sequential.nominal_level(c)) for n, t, c in zip(runs, fractions, cs)]
 
 
 def budget(config: Any, first_round_s: float) -> int:
@@ -67,7 +44,7 @@ def due(config: Any, rounds: int, limit: int, comparisons: int) -> bool:
     (O'Brien-Fleming's first looks spend next to nothing: no interval of so few runs reaches them)."""
     alpha = ALPHA / max(1, comparisons)
     return any(lk.runs == rounds and lk.level < 1.0 - 1e-9
-               for lk in _planned(max(config.min_runs, 2), limit, alpha))
+               for lk in sequential.planned(max(config.min_runs, 2), limit, alpha, DESIGN))
 
 
 @dataclass
@@ -109,7 +86,7 @@ def plan_at(config: Any, runs: Sequence[Any], comparisons: int, stopped_by: str)
     final = rounds >= limit or stopped_by in ("max-time", "budget")
     alpha = ALPHA / max(1, comparisons)
     first = max(config.min_runs, 2)
-    return Plan(_design(first, limit, rounds, alpha, final), limit, alpha, final)
+    return Plan(sequential.design_at(first, limit, rounds, alpha, final, DESIGN), limit, alpha, final)
 
 
 def settle(p: Plan, benches: Sequence[Any]) -> None:
