@@ -110,16 +110,22 @@ def test_cli_refuses_what_cannot_be_decided(tmp_path, args, msg):
     assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
-def test_real_commands_five_times_apart_are_decided_before_the_budget(tmp_path):
+def test_real_commands_five_times_apart_end_slower_or_cannot_tell(tmp_path):
+    # Real processes: on a quiet machine this stops at an early look with "slower"; a machine
+    # loaded enough may leave it open at the budget, which must then say so (never "faster" or
+    # "no change"), so the test does not depend on the machine's speed.
     p = subprocess.run([PERFLAB, "run", "--db", str(tmp_path / "r.db"), "--until-decided", "--max-runs", "60",
                         "--json", str(tmp_path / "r.json"), "sleep 0.01", "sleep 0.05"],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     d = json.loads((tmp_path / "r.json").read_text())
-    assert d["stopped_by"] == "decided" and d["sequential"]["decided"]
-    assert d["benchmarks"][1]["relative"]["verdict"] == "slower"
-    assert len(d["benchmarks"][1]["times"]) < 60
-    assert "measured until decided" in p.stdout
+    rel, q = d["benchmarks"][1]["relative"], d["sequential"]
+    assert len(d["benchmarks"][1]["times"]) <= 60 and "measured until decided" in p.stdout
+    if q["decided"]:
+        assert d["stopped_by"] == "decided" and rel["verdict"] == "slower", rel
+    else:
+        assert d["stopped_by"] == "budget" and rel["decision"] is None and q["needs_runs"] > 60
+        assert "cannot tell within the budget" in p.stdout
 
 
 def test_a_fixed_count_that_shows_nothing_points_to_until_decided():
