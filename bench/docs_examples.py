@@ -643,6 +643,12 @@ EXAMPLES += [
                       r"^note: (the idle|\w+: net energy|energy per event)", r"^energy", r"^results: ")),
         Line("perflab results 1 --monitor-csv monitor.csv > /dev/null; head -3 monitor.csv"),
         Line("perflab report 1 -o monitor.html")]),
+    Example("run-until-decided", "docs/run.md", [Line(
+        "perflab run --until-decided 'sleep 0.02' 'sleep 0.025'",
+        matching(r"^(┏|┃|┡|└|│|ranked|estimate|  \d|measured|comparison)"))]),
+    Example("run-until-decided-early", "docs/run.md", [Line(
+        "perflab run --until-decided 'sleep 0.02' 'sleep 0.05'",
+        matching(r"^(┏|┃|┡|└|│|ranked|  \d|measured)"))]),
     Example("run-ignore-failure", "docs/run.md", [Line(
         "perflab run --runs 10 --ignore-failure 'sleep 0.02' 'sh -c \"sleep 0.01; exit 3\"' 'sleep 0.01'",
         matching(r"^(┏|┃|┡|└|│|ranked|  \d|warning: 'sh -c|perflab: results)"))]),

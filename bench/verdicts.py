@@ -28,6 +28,7 @@ CHECKS = {
     "instances": ("instances_check", "verdict_lines"),
     "variants": ("variants_check", "verdict_lines"),
     "run-compare": ("run_check", "verdict_check"),
+    "run-until-decided": ("run_check", "until_decided_lines"),
     "compare": ("compare_check", "verdict_check"),
     "gate": ("gate_check", "verdict_lines"),
     "modes": ("modes_check", "verdict_check"),

@@ -126,6 +126,49 @@ def rates_asked(model: str, k: int, trials: int, seed: int = 0) -> tuple[float, 
     return fp, det
 
 
+def until_decided(model: str, k: int, slower: float, seed: int) -> RunStudyResult:
+    """One `perflab run --until-decided` of k commands under ``model`` at its default budget."""
+    rng = random.Random(f"{model}-{k}-{slower}-{seed}-until-decided")
+    cfg = run.RunConfig(commands=tuple(run.Command(f"c{i}", (f"c{i}",)) for i in range(k)), seed=seed,
+                        until_decided=True)
+    with open_store(":memory:") as store:
+        return run_study(run, cfg, store, _noisy(model, slower, rng), machine=MACHINE)
+
+
+def rates_until_decided(model: str, k: int, trials: int, seed: int = 0) -> dict[str, float]:
+    """--until-decided on k commands: false positives over all looks (any command called slower
+    or faster, equal commands), detection of the planted 2 % (c1 called slower), the share of
+    null campaigns that ruled out 1 % ('within') and of planted ones left undecided, and the
+    median and 90th percentile of the runs a command took (null and planted together)."""
+    nulls = [until_decided(model, k, 0.0, seed + i) for i in range(trials)]
+    found = [until_decided(model, k, PLANTED, seed + i) for i in range(trials)]
+    runs = sorted(r.benchmarks[0].n + r.benchmarks[0].failed for r in nulls + found)
+
+    def share(results: list[RunStudyResult], test) -> float:
+        return sum(bool(test(r)) for r in results) / trials
+
+    others = lambda r: [b.relative for b in r.benchmarks[1:] if b.relative]  # noqa: E731
+    return dict(
+        false_positive=share(nulls, called),
+        detection=share(found, lambda r: called(r).get("c1") == "slower"),
+        ruled_out=share(nulls, lambda r: all(x.get("decision") == "within" for x in others(r))),
+        undecided=share(found, lambda r: not r.sequential["decided"]),
+        runs_median=runs[len(runs) // 2], runs_p90=runs[min(len(runs) - 1, math.ceil(0.9 * len(runs)) - 1)])
+
+
+def until_decided_lines(runs: int = 60, seed: int = 0, commands: tuple[int, ...] = (2, 5)) -> list[str]:
+    """The --until-decided rows: every noise model, 2 and 5 commands."""
+    lines = []
+    for k in commands:
+        for name in STUDY_MODELS:
+            r = rates_until_decided(name, k, runs, seed)
+            lines.append(f"verdict-check: run-until-decided-{name}-{k}-commands "
+                         f"false_positive={r['false_positive']:.3f} detection={r['detection']:.3f} "
+                         f"runs={runs} null_ruled_out={r['ruled_out']:.3f} undecided={r['undecided']:.3f} "
+                         f"runs_median={r['runs_median']} runs_p90={r['runs_p90']}")
+    return lines
+
+
 def _executor(slower: float, rng: random.Random) -> MockExecutor:
     ex = MockExecutor()
 

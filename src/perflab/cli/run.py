@@ -27,17 +27,17 @@ def _display(argv: tuple[str, ...]) -> str:
     return " ".join(a if re.fullmatch(r"[\w@%+=:,./{}-]+", a) else shlex.quote(a) for a in argv)
 
 
-def _percent(text: str | None) -> float | None:
+def _percent(text: str | None, option: str = "--precision") -> float | None:
     if text is None:
         return None
     t = text.strip()
     try:
         value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
     except ValueError:
-        raise PerflabError(f"--precision '{text}' is not a number: write it like 1% or 0.01") from None
+        raise PerflabError(f"{option} '{text}' is not a number: write it like 1% or 0.01") from None
     if not 0 < value < 1:
         hint = f" (a bare number is a fraction: {t}% is {value / 100:g})" if not t.endswith("%") and 1 <= value < 100 else ""
-        raise PerflabError(f"--precision {text} is out of range: give a fraction between 0 and 1, or a "
+        raise PerflabError(f"{option} {text} is out of range: give a fraction between 0 and 1, or a "
                            f"percentage like 1%{hint}")
     return value
 
@@ -74,6 +74,12 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--runs", "-r", type=Count(1), help="Exactly N timed runs per command.")
 @click.option("--precision", metavar="P%",
               help="Adaptive: run until the 95% CI of the median is within +-P of it.")
+@click.option("--until-decided", is_flag=True,
+              help="Run rounds until each command is shown to differ from the reference by "
+                   "--min-effect or more, or shown not to (5% over all looks), or --max-runs "
+                   "(default 300) / --max-time runs out.")
+@click.option("--min-effect", default="1%", show_default=True, metavar="PCT",
+              help="The smallest difference called, and the margin --until-decided rules out.")
 @click.option("--min-runs", "-m", default=10, show_default=True, type=Count(2),
               help="Fewest runs per command without --runs.")
 @click.option("--max-runs", "-M", type=Count(1), help="Most runs per command without --runs.")
@@ -116,7 +122,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @json_option
 @click.pass_context
 def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, precision,
-            min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
+            until_decided, min_effect, min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
             cpus, perf_stat, instrument, cache_model, timeout, ignore_failure, prepare, export_json, export_csv,
             export_markdown, names, reference, energy_source, monitor, monitor_interval, idle_s, db_url, json_path,
             **gate_options):
@@ -197,6 +203,9 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         raise PerflabError("--parameter-step-size needs --parameter-scan")
     if runs is not None and precision is not None:
         raise PerflabError("give either --runs N or --precision P%, not both")
+    if until_decided and (runs is not None or precision is not None):
+        raise PerflabError(f"--until-decided chooses the runs itself: drop "
+                           f"{'--runs' if runs is not None else '--precision'} (bound it with --max-runs or --max-time)")
     if runs is not None:
         given = [f"--{o.replace('_', '-')}" for o in ("min_runs", "max_runs")
                  if ctx.get_parameter_source(o) is not click.core.ParameterSource.DEFAULT]
@@ -227,6 +236,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         higher_is_better=direction, warmup=warmup,
         runs=runs, precision=_percent(precision), min_runs=min_runs, max_runs=max_runs,
         max_time=max_time, seed=seed, parameters=tuple(parameters), cpus=cpu_tuple,
+        until_decided=until_decided, min_effect=_percent(min_effect, "--min-effect"),
         perf_stat=perf_stat, timeout=timeout, ignore_failure=ignore_failure, prepare=prepare,
         workload=workload_name, env=wl_env, cwd=wl_cwd, reference=reference,
         instrument="" if model is None else instrument, cache_model=model.text() if model else "",
@@ -242,6 +252,9 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     specs = run_study_module.plan(config)
     for spec in specs:
         check_command(spec.argv, spec.shell)
+    if until_decided and len(specs) < 2:
+        raise PerflabError("--until-decided compares commands: give two or more (the first is the "
+                           "reference), or drop --until-decided")
     if reference is not None and reference not in {s.label for s in specs}:
         raise PerflabError(f"--reference {reference!r} names no command: give one of "
                            + ", ".join(repr(s.label) for s in specs))

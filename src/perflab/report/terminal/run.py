@@ -11,7 +11,8 @@ from perflab.studies.instrument import IN_SECTION as INSTRUMENT_SHOWN
 from perflab.report.terminal.instrument import render as render_instrument
 from perflab.report.terminal.series import render as render_series
 from perflab.stats.interval import CI
-from perflab.studies.run.result import Benchmark, RunStudyResult, ranked_by, too_few_runs
+from perflab.studies.run.result import (Benchmark, RunStudyResult, level_text, ranked_by, sequential_line,
+                                        too_few_runs)
 from perflab.studies.run.series import SERIES_METRICS, SeriesSummary
 
 
@@ -69,7 +70,8 @@ def render(result: RunStudyResult, console: Any) -> None:
         table.add_column(col, justify="right", no_wrap=True)
     if many:
         rel_levels = {b.relative["level"] for b in shown if b.relative and b.relative.get("ratio") != 1.0}
-        rel_head = f"{min(rel_levels):.1%} CI" if rel_levels else "CI"
+        rel_head = (f"{min(rel_levels):.1%} CI" if not result.sequential else f"{level_text(min(rel_levels))} repeated CI") \
+            if rel_levels else "CI"
         what = "" if result.measure == "wall time" else f" {result.measure}"  # the ranked measure's ratio
         table.add_column(f"relative{what} [{rel_head}]", justify="right", no_wrap=True)
     for b in shown:
@@ -113,15 +115,24 @@ def render(result: RunStudyResult, console: Any) -> None:
             r = b.relative
             if r.get("verdict"):
                 what = r["verdict"]
+            elif r.get("decision") == "within":
+                what = f"no change of {100 * r['min_effect']:g} % or more (the interval lies inside ±{100 * r['min_effect']:g} %)"
+            elif result.sequential:
+                what = ("cannot tell within the budget (see below)" if result.sequential.get("final")
+                        else "not decided yet")
             elif too_few_runs(r):
                 what = "too few runs to tell (see the warning)"
             elif r.get("undecided"):
                 what = "cannot be told from a change of speed (see the warning)"
             else:
-                what = "not shown to differ (the interval holds 1, or under 1 %)"
-            console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({r['level']:.1%} CI, "
+                what = (f"not shown to differ (the interval holds 1, or under {100 * r.get('min_effect', 0.01):g} %; "
+                        "--until-decided runs until it tells)")
+            kind = "repeated CI" if result.sequential else "CI"
+            console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({level_text(r['level'])} {kind}, "
                           f"Bonferroni over {len(others)}) {what}: {b.command}",
                           highlight=False, markup=False)
+        if result.sequential:
+            console.print(sequential_line(result), highlight=False, markup=False)
     h = result.health
     if h:
         parts = [f"{h['suspect']} of {h['runs']} runs suspect"]

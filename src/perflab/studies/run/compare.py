@@ -20,6 +20,7 @@ from perflab.stats import mad_outliers
 from perflab.stats.interval import median_ci
 from perflab.stats.judge import stratified_min_detectable, stratified_runs_needed
 from perflab.stats.modes import CAUSE, detect_modes
+from perflab.stats.sequential import decide
 from perflab.stats.shift import runs_to_reach
 from perflab.stats.speeds import within_speeds
 from perflab.studies.run.result import Benchmark
@@ -82,11 +83,14 @@ def _value(v: float, measure: str) -> str:
     return f"{v * 1e3:.4g} ms" if v < 1 else f"{v:.4g} s"
 
 
-def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str | None) -> list[str]:
+def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str | None,
+            level: float | None = None, min_effect: float = MIN_EFFECT) -> list[str]:
     """Each other benchmark against the reference in ``measure``: Hodges-Lehmann ratio with
     Moses' interval (the Mann-Whitney test's own) at 1 - alpha/(k-1), Bonferroni over the k-1
     comparisons, so every "better" or "worse" holds together at alpha; a difference under
-    MIN_EFFECT is not called, nor one whose interval could not reach its level (too few runs)."""
+    ``min_effect`` is not called, nor one whose interval could not reach its level (too few runs).
+    ``level``: a sequential look's level (studies/run/looks.py); each comparison then also gets
+    its ``decision`` (stats.sequential.decide: 'larger', 'smaller', 'within' or None)."""
     warnings: list[str] = []
     values = {b.command: ranked_values(b, measure) for b in benches}
     if measure != WALL:
@@ -102,7 +106,8 @@ def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str 
         ref = ok[0]
         warnings.append(f"the reference '{ref_name}' has no {_measured(measure)}: the others are "
                         f"compared with '{ref.command}' instead")
-    level = 1 - ALPHA / (len(ok) - 1)
+    sequential = level is not None
+    level = level if level is not None else 1 - ALPHA / (len(ok) - 1)
     ref_x = values[ref.command]
     for b in ok:
         if b is ref:
@@ -124,16 +129,21 @@ def compare(benches: list[Benchmark], measure: str, higher: bool, ref_name: str 
                           look=two_speeds_tested(xs) or two_speeds_tested(ref_m), higher_is_better=higher)
         ratio = w.ratio
         reached = w.level >= level - 1e-9 and not w.undecided
-        up = reached and w.low > 1.0 and ratio >= 1 + MIN_EFFECT
-        down = reached and w.high < 1.0 and ratio <= 1 / (1 + MIN_EFFECT)
+        up = reached and w.low > 1.0 and ratio >= 1 + min_effect
+        down = reached and w.high < 1.0 and ratio <= 1 / (1 + min_effect)
         b.relative = {"ratio": ratio, "low": w.low, "high": w.high, "level": w.level, "target": level,
                       "significant": up or down, "reference": False,
                       "verdict": None if not (up or down) else _word(up, measure, higher),
-                      "speeds": w.line(), "method": w.method, "undecided": w.undecided}
+                      "speeds": w.line(), "method": w.method, "undecided": w.undecided,
+                      "min_effect": min_effect}
+        if sequential:
+            b.relative["decision"] = decide(ratio, w.low, w.high, min_effect) if reached else None
+            if b.relative["decision"] == "within":  # an interval inside the margin shows no change of m
+                b.relative["verdict"] = None
         pair = f"'{b.command}' against '{ref.command}'"
         if w.two:
             warnings.append(f"{pair}: {w.line()}" + "".join(f"; {n}" for n in w.notes)
-                            + _resolution(w, level, up or down, len(xs)))
+                            + ("" if sequential else _resolution(w, level, up or down, len(xs))))
         if w.undecided:
             warnings.append(f"{pair}: {w.undecided}, so neither is called better")
         elif w.level < level - 1e-9:

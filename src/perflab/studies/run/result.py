@@ -81,7 +81,7 @@ class RunStudyResult:
 
     benchmarks: list[Benchmark]
     warnings: list[str] = field(default_factory=list)
-    stopped_by: str = "runs"  # "runs", "precision", "max-runs", "max-time", "time-budget"
+    stopped_by: str = "runs"  # "runs", "precision", "max-runs", "max-time", "time-budget"; "decided", "budget"
     campaign_id: int | None = None
     health: dict = field(default_factory=dict)  # governor, turbo, runs sampled, medians of the runs' health
     instrument: dict = field(default_factory=dict)  # a simulated instrument's section (studies/instrument.py)
@@ -89,6 +89,7 @@ class RunStudyResult:
     # the named workload whose events `perflab profile --event N` can window (its output has the
     # "start/done processing event #N" lines the profile's window opens on); None: not one
     workload: str | None = None
+    sequential: dict | None = None  # --until-decided: the design, its looks, decided or the runs it needs
 
     @property
     def reference(self) -> Benchmark | None:
@@ -132,14 +133,14 @@ class RunStudyResult:
                     reference=ref.command if ref else None,
                     fastest=fastest.command if fastest else None, failed_runs=self.failed_runs,
                     suspect_runs=self.suspect_runs, health=self.health, instrument=self.instrument,
-                    workload=self.workload, verdict=verdict(self))
+                    workload=self.workload, sequential=self.sequential, verdict=verdict(self))
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunStudyResult":
         benches = [Benchmark(**known_fields(Benchmark, b)) for b in d.get("benchmarks", ())]
         return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
                    dict(d.get("health") or {}), dict(d.get("instrument") or {}),
-                   dict(d.get("ranking") or {}), d.get("workload"))
+                   dict(d.get("ranking") or {}), d.get("workload"), d.get("sequential"))
 
 
 def too_few_runs(relative: dict) -> bool:
@@ -169,24 +170,35 @@ def verdict(result: RunStudyResult) -> str:
             text += f", {rate:.3g} events/s"
     rest = [b for b in ok if b is not ref and b.relative]
     if rest:
-        text += f"; {ranked_by(result)}; against it ({rest[0].relative['target']:.1%} intervals, " \
+        text += f"; {ranked_by(result)}; against it ({level_text(rest[0].relative['target'])} intervals, " \
                 f"Bonferroni over {len(rest)}, 5 % family-wise)"
         for word in ("slower", "faster", "better", "worse"):
             hits = [f"{b.command} {b.relative['ratio']:.3g}x [{b.relative['low']:.3g}, "
                     f"{b.relative['high']:.3g}]" for b in rest if b.relative.get("verdict") == word]
             if hits:
                 text += f", {word}: " + "; ".join(hits)
-        few = [b.command for b in rest if too_few_runs(b.relative)]
-        open_ = [b.command for b in rest if b.relative.get("undecided") and b.command not in few]
-        same = [b.command for b in rest if not b.relative.get("significant") and b.command not in few + open_]
+        seq = result.sequential
+        ruled_out = [b.command for b in rest if b.relative.get("decision") == "within"]
+        if ruled_out:
+            m = rest[0].relative["min_effect"]
+            text += f", no change of {100 * m:g} % or more: {', '.join(ruled_out)} (the interval lies inside ±{100 * m:g} %)"
+        few = [b.command for b in rest if too_few_runs(b.relative) and b.command not in ruled_out]
+        open_ = [b.command for b in rest if b.relative.get("undecided") and b.command not in few + ruled_out]
+        same = [b.command for b in rest if not b.relative.get("significant") and b.command not in few + open_ + ruled_out]
+        if seq and same:
+            text += f", cannot tell within the budget: {', '.join(same)}" if seq.get("final") else \
+                f", not decided yet: {', '.join(same)}"
+            same = []
         if open_:
             text += (f", cannot be told from it: {', '.join(open_)} (one ran at one speed between the "
                      "other's two: a difference cannot be told from a change of speed)")
         if few:
             text += f", too few runs to tell from it: {', '.join(few)} (no interval reaches the level needed)"
         if same:
+            m = rest[0].relative.get("min_effect", 0.01)
             text += (f", not shown to differ from it: {', '.join(same)} (Mann-Whitney's interval "
-                     "holds 1, or the difference is under 1 %; this does not show they are equal)")
+                     f"holds 1, or the difference is under {100 * m:g} %; this does not show they are equal: "
+                     "--until-decided runs until it tells)")
     within = [b for b in rest if b.relative.get("speeds")]
     for b in within:
         text += f"; {b.command}: {b.relative['speeds']}"
@@ -197,12 +209,50 @@ def verdict(result: RunStudyResult) -> str:
         text += (f"; two speeds ({speeds}): its median rests on the mix of speeds in these runs, "
                  "which the machine chose, not the command"
                  + (", the comparisons do not: they are made within each speed" if within else ""))
+    if result.sequential:
+        text += "; " + sequential_line(result)
     failed = [b.command for b in result.benchmarks if not b.summary]
     if failed:
         text += f"; every run of {', '.join(failed)} failed"
     if result.suspect_runs:
         text += f"; {result.suspect_runs} runs suspect (machine disturbed)"
     return text + "."
+
+
+def sequential_line(result: RunStudyResult) -> str:
+    """--until-decided: the design, and where it stopped: decided at a look, or the budget spent
+    with the runs (and time at this run's pace) that would decide it."""
+    q = result.sequential or {}
+    design = q.get("looks") or [{}]
+    last = design[-1]
+    head = (f"measured until decided: {q.get('design', 'alpha spending')}, "
+            f"{q.get('alpha', 0.05):.0%} over all looks")
+    if q.get("decided"):
+        return (f"{head}; every comparison decided at look {len(design)} ({last.get('runs')} runs each, "
+                f"budget {q.get('budget')})")
+    if not q.get("final"):
+        return f"{head}; stopped at look {len(design)} ({last.get('runs')} runs each) before a decision"
+    need = q.get("needs_runs")
+    return (f"{head}; cannot tell within the budget ({last.get('runs')} runs each): about {need} runs "
+            f"each would decide it (~{duration(q.get('needs_s') or 0.0)} at this machine's pace; "
+            f"--until-decided --max-runs {need})")
+
+
+def level_text(level: float) -> str:
+    """'96.9%', '99.97%': a look's level with the digits that tell it from 100 %."""
+    digits = 1
+    while digits < 6 and round(100 * level, digits) >= 100:
+        digits += 1
+    return f"{100 * level:.{digits}f}%"
+
+
+def duration(seconds: float) -> str:
+    """'40 s', '3.2 min', '1.5 h'."""
+    if seconds < 100:
+        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 6000:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def ranked_by(result: RunStudyResult) -> str:

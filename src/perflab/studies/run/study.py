@@ -13,7 +13,6 @@ study unless ``ignore_failure``; it is stored either way and left out of every s
 from __future__ import annotations
 
 import math
-import os
 import random
 import statistics
 import time
@@ -24,12 +23,13 @@ from typing import Any, Iterable
 from perflab.errors import PerflabError
 from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
 from perflab.platform.machine import Machine
-from perflab.platform.sysfs import Root
 from perflab.stats.interval import median_ci
 from perflab.studies import instrument
 from perflab.studies.cost.energy import events_metric, summarise
-from perflab.studies.run.compare import (CV_WARN, compare, precise, precision_missed, ranked_values, ranking,
+from perflab.studies.run.compare import (CV_WARN, MIN_EFFECT, compare, precise, precision_missed, ranked_values, ranking,
                                          two_speeds, two_speeds_line)
+from perflab.studies.run import looks
+from perflab.studies.run.machine_notes import cpu_times, machine_notes
 from perflab.studies.run.order import interleave_note, rounds_ahead, two_speeds_seen
 from perflab.studies.run.result import Benchmark, Run, RunStudyResult, health_summary
 from perflab.studies.run.series import profile_target, series_of
@@ -81,6 +81,9 @@ class RunConfig:
     cache_model: str = ""  # the caches the instrument simulates (platform/cache_model.py)
     series: tuple[MetricPattern, ...] = ()  # per-event lines (measure/series.py)
     skip_events: int | None = None  # the warm-up as a count of events; None: a change point finds it
+    # rounds until every comparison is decided at min_effect, or the budget ends (run/looks.py)
+    until_decided: bool = False
+    min_effect: float = MIN_EFFECT
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -196,14 +199,15 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
             if res is not None and not res.ok and not config.ignore_failure:
                 raise _failure_error(spec.label, res, config.timeout)
     now = getattr(session.executor, "now_ns", None) or time.monotonic_ns
-    before = _cpu_times()
+    before = cpu_times()
     rng = random.Random(config.seed)
     walls: list[list[float]] = [[] for _ in specs]  # successful runs' wall times, per spec
     runs: list[Run] = []
     reps = [0] * len(specs)
     active = list(range(len(specs)))
     target = {i: config.runs for i in active} if config.runs is not None else {}
-    stopped = "runs" if config.runs is not None else "precision" if config.precision else "time-budget"
+    stopped = ("runs" if config.runs is not None else "precision" if config.precision
+               else "budget" if config.until_decided else "time-budget")
     t0 = now()
     first = True
     together: bool | None = None  # decided where the first command would stop (interleave_note)
@@ -229,7 +233,10 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
                 elif not config.ignore_failure:
                     raise _failure_error(spec.label, res, config.timeout)
                 session.say(f"{len(runs)} runs, last: {spec.label}")
-        if first and config.runs is None and config.precision is None:
+        if first and config.until_decided:  # the budget's rounds, every command in every one
+            n = looks.budget(config, sum(r.result.wall_ns for r in runs) / 1e9)
+            target = {i: n for i in active}
+        elif first and config.runs is None and config.precision is None:
             # hyperfine's rule: enough runs to fill the time budget, at least min_runs.
             for i in active:
                 # the first run's wall time, failed or not (a failure still took that long)
@@ -258,6 +265,10 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
         if together and still:
             still = [i for i in active if config.max_runs is None or reps[i] < config.max_runs]
         active = still
+        if (active and config.until_decided and looks.due(config, min(reps), target[active[0]], len(specs) - 1)
+                and _decided(config, runs)):
+            stopped = "decided"
+            break
         if active and config.max_time is not None and (now() - t0) / 1e9 >= config.max_time:
             if all(reps[i] >= 2 for i in active):
                 stopped = "max-time"
@@ -267,33 +278,21 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
         result.warnings.insert(0, interleave_note(stop_round, [b.n for b in result.benchmarks]))
     result.instrument = instrument.with_executor(result.instrument, session.executor)
     if getattr(session.executor, "live", False):  # the mock plays no machine
-        result.warnings.extend(_machine_notes(before, _cpu_times()))
+        result.warnings.extend(machine_notes(before, cpu_times()))
     return result
 
 
-def _cpu_times(root: Root = Root("/")) -> list[int] | None:
-    for line in (root.read("proc/stat") or "").splitlines():
-        if line.startswith("cpu "):
-            return [int(v) for v in line.split()[1:]]
-    return None
-
-
-def _machine_notes(before: list[int] | None, after: list[int] | None,
-                   root: Root = Root("/")) -> list[str]:
-    """Other load and hypervisor steal over the whole study, from /proc."""
-    notes = []
-    load = (root.read("proc/loadavg") or "").split()
-    ncpu = os.cpu_count() or 1
-    if load and float(load[0]) > ncpu:
-        notes.append(f"load average {float(load[0]):.2f} on {ncpu} CPUs: other processes "
-                     "competed with the benchmark")
-    if before and after and len(before) >= 8 and len(after) >= 8:
-        total = sum(after[:8]) - sum(before[:8])
-        steal = (after[7] - before[7]) / total if total > 0 else 0.0
-        if steal > 0.01:
-            notes.append(f"the hypervisor stole {100 * steal:.1f}% of CPU time during the "
-                         "benchmark: timings of a VM are noisy")
-    return notes
+def _decided(config: RunConfig, runs: list[Run]) -> bool:
+    """At a look: whether every comparison with the reference is decided (the comparisons alone,
+    without the rest of analyse's summaries: a long run looks a dozen times)."""
+    benches = _collect(config, runs)
+    for b in benches:
+        b.summary = _describe(b.times) if b.times else None
+    measure, higher = ranking(config.primary_metric, config.higher_is_better)
+    look = looks.plan_at(config, runs, len(benches) - 1, "look")
+    compare(benches, measure, higher, config.reference or benches[0].command, look.level, config.min_effect)
+    looks.settle(look, benches)
+    return look.decided
 
 
 def _describe(xs: list[float]) -> dict[str, float]:
@@ -389,7 +388,8 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
         b.energy = energy.as_dict() if energy is not None else None
         b.series = series_of(by_label.get(b.command, []), config.skip_events)
     reference = config.reference or (benches[0].command if benches else None)
-    warnings.extend(compare(benches, measure, higher, reference))
+    look = looks.plan_at(config, runs, len(benches) - 1, stopped_by) if config.until_decided else None
+    warnings.extend(compare(benches, measure, higher, reference, look.level if look else None, config.min_effect))
     if stopped_by == "max-runs" and config.precision is not None:
         warnings.extend(precision_missed(benches, config.precision, config.max_runs))
     result = RunStudyResult(benches, warnings, stopped_by)
@@ -397,4 +397,7 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
     result.health = health_summary([r.result for r in runs])
     result.ranking = dict(measure=measure, higher_is_better=higher, reference=reference)
     result.workload = profile_target(config.workload, config.series)
+    if look is not None:
+        looks.settle(look, benches)
+        result.sequential = look.as_dict()
     return result
