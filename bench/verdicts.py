@@ -43,7 +43,7 @@ CHECKS = {
 # What a line measured; its other fields (runs=, saves=, planted=, ...) say how, and with the
 # check's name identify it.
 RESULTS = ("false_positive", "detection", "false_fastest_in_tie", "sample_fastest_false_positive",
-           "median_reps_asked")
+           "median_reps_asked", "null_ruled_out", "undecided", "runs_median", "runs_p90")
 
 
 def parse(line: str) -> dict | None:

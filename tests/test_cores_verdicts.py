@@ -220,7 +220,7 @@ def test_no_number_says_why():
     res = _study(CoresConfig(WL, rounds=3, min_rounds=3), lambda spec: 0.05 * random.uniform(0.99, 1.01), 4)
     assert res.mde == math.inf and "too few rounds (3)" in res.mde_why
     assert "smallest detectable slowdown: none, too few rounds (3)" in _text(res)
-    assert "could see: too few rounds (3)" in res.verdict
+    assert "cannot tell whether a CPU is persistently slower: too few rounds (3)" in res.verdict
 
 
 # --- item 5: the workload's primary metric in its own direction -------------------------------------

@@ -124,7 +124,7 @@ def test_fleet_end_to_end(slurm, postgres_url, tmp_path):
     assert all(s["state"] == "done" for s in st.values()), st
 
     rep = _report("runs", db, env, tmp_path)
-    assert set(rep) == {"fleet", "hosts", "platforms", "slow_hosts", "missing"}
+    assert set(rep) == {"fleet", "hosts", "platforms", "slow_hosts", "missing", "cannot_tell"}
     assert sorted(h["host"] for h in rep["hosts"]) == ["node-0", "node-1", "node-2"]
     assert all(h["status"] == "done" and h["headline"]["n"] == 10 for h in rep["hosts"])
     assert len(rep["platforms"]) == 1 and rep["platforms"][0]["n_hosts"] == 3

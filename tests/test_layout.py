@@ -25,7 +25,10 @@ RANK = {
     "report": 7,
     "cli": 8, "__main__": 9,
 }
-MAX_LINES = 400
+# A smoke alarm, not a shape: a file is split where it holds two ideas (STYLE), never to get under
+# a number (a 400-line cap produced squeezed splits); past 600 lines, hyperfine's largest, a
+# file almost always holds two.
+MAX_LINES = 600
 # Heavy third-party libraries may be imported inside functions (start-up time); perflab's own
 # modules may not, except where the CLI loads a subcommand or a study by name.
 LAZY_OK = {"numpy", "scipy", "matplotlib", "sqlalchemy", "rich", "jinja2", "psycopg", "tomllib",
@@ -97,10 +100,10 @@ def _assert_acyclic(edges: dict[str, set[str]], what: str) -> None:
             visit(node, [])
 
 
-def test_no_file_over_400_lines():
+def test_no_file_over_600_lines():
     big = [f"{p.relative_to(SRC)}: {n}" for _, p, _ in _modules()
            if (n := len(p.read_text().splitlines())) > MAX_LINES]
-    assert not big, "files over 400 lines:\n" + "\n".join(big)
+    assert not big, f"files over {MAX_LINES} lines (split where they hold two ideas):\n" + "\n".join(big)
 
 
 def test_perflab_imports_at_module_top():

@@ -36,13 +36,13 @@ def test_a_v4_postgresql_store_is_migrated_to_text_labels(postgres_url):
             conn.execute(sa.text("ALTER TABLE measurements ALTER COLUMN label TYPE VARCHAR(255)"))
             conn.execute(sa.text("DROP TABLE run_summaries"))  # v6
             conn.execute(sa.text("DELETE FROM schema_version WHERE version >= 5"))
-        assert store.schema_version() == 4 and SCHEMA_VERSION == 6 and 5 in MIGRATIONS
+        assert store.schema_version() == 4 and SCHEMA_VERSION >= 6 and 5 in MIGRATIONS
         cid = store.start_campaign("run", {})
         with pytest.raises(sa.exc.DataError):  # what a v4 store does with a long label
             with store.engine.begin() as conn:
                 conn.execute(store.t["measurements"].insert(), store._row(cid, _result(), {}, 0, LONG))
     with open_store(postgres_url) as store:  # reopening applies migrations 5 and 6
-        assert store.schema_version() == 6
+        assert store.schema_version() == SCHEMA_VERSION
         store.add_measurement(cid, _result(), {"i": 1}, label=LONG)
         assert [m.label for m in store.measurements(cid)] == [LONG]
 

@@ -220,7 +220,7 @@ def _migrate_7(conn: Any, sa: Any) -> None:
     """v7: the machine monitor's samples beside a campaign's runs."""
     md = sa.MetaData()
     sa.Table("campaigns", md, sa.Column("id", sa.Integer, primary_key=True))
-    _monitor_samples_table(sa, md).create(conn)
+    _monitor_samples_table(sa, md).create(conn, checkfirst=True)
 
 
 def _migrate_8(conn: Any, sa: Any) -> None:
@@ -228,7 +228,7 @@ def _migrate_8(conn: Any, sa: Any) -> None:
     md = sa.MetaData()
     sa.Table("campaigns", md, sa.Column("id", sa.Integer, primary_key=True))
     sa.Table("measurements", md, sa.Column("id", sa.Integer, primary_key=True))
-    _run_series_table(sa, md).create(conn)
+    _run_series_table(sa, md).create(conn, checkfirst=True)
 
 
 MIGRATIONS: dict[int, Callable[[Any, Any], None]] = {1: _migrate_1, 2: _migrate_2, 3: _migrate_3,
