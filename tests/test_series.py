@@ -286,3 +286,17 @@ def test_hygiene_says_why_a_series_metric_was_never_measured():
     metrics.note_series(True)
     assert metrics.hygiene("steady_rate")[1] is None
     metrics.reset_ledger()
+
+
+def test_the_event_rate_lands_on_the_runs_clock_beside_the_machine_monitor():
+    # Two runs of 40 events of 10 ms each, printed with arrival stamps, started 5 s apart: the
+    # rate the monitor's plot draws is 100 events/s, inside each run's span on the runs' clock.
+    from perflab.model.series import EventSeries, encode
+    from perflab.studies.run.series import rate_timeline
+
+    one = EventSeries(list(range(40)), [10.0] * 40, [(k + 1) * 10_000_000 for k in range(40)])
+    points = rate_timeline([(1_000_000_000, encode(one)), (6_000_000_000, encode(one)), (0, encode(one))])
+    assert points and all(abs(r - 100.0) < 1e-6 for _, r in points)
+    firsts = [t for t, _ in points if t < 5e9]
+    assert firsts and min(firsts) > 1e9 and max(firsts) <= 1.4e9
+    assert all(6e9 < t <= 6.4e9 for t, _ in points if t >= 5e9)  # a run without a start time is left out

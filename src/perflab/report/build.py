@@ -13,6 +13,7 @@ from perflab.report.answers import answers, workloads
 from perflab.report.numbers import plural
 from perflab.report.generic import build_section
 from perflab.report.monitor_html import monitor_answer, monitor_section
+from perflab.studies.run.series import rate_timeline
 from perflab.studies.monitor import stored_result
 from perflab.platform.sysfs import format_cpulist
 
@@ -165,9 +166,13 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
     for c in ([lab] if lab is not None else []) + list(campaigns):
         watched = stored_result(store, c.id)
         if watched is not None:
-            runs = [m.result for cid in [c.id, *(k.id for k in store.campaigns(parent_id=c.id))]
-                    for m in store.measurements(cid)]
-            sec = monitor_section(c, store.monitor_samples(c.id), runs, watched)
+            ids = [c.id, *(k.id for k in store.campaigns(parent_id=c.id))]
+            stored = [(cid, m) for cid in ids for m in store.measurements(cid)]
+            runs = [m.result for _, m in stored]
+            # the event rate of runs that kept a per-event series, on the samples' clock
+            blobs = {mid: b for cid in ids for mid, b in store.series(cid).items()}
+            rate = rate_timeline([(m.result.start_ns, blobs[m.id]) for _, m in stored if m.id in blobs])
+            sec = monitor_section(c, store.monitor_samples(c.id), runs, watched, rate=rate or None)
             beside.append((sec, monitor_answer(c, sec, watched)))
     # Studies record the host with or without its topology: prefer the fullest record.
     hosts.sort(key=lambda h: (bool(_counts(h.get("topology") or {})), len(h.get("metadata") or {})), reverse=True)

@@ -205,3 +205,15 @@ def _rate_over_time(s: EventSeries) -> list[list[float]]:
         if secs > 0:
             points.append([x, w / secs])
     return points
+
+
+def rate_timeline(runs: Sequence[tuple[int, bytes]]) -> list[tuple[int, float]]:
+    """The event rate over time of runs given as (start_ns, stored series): each run's windows
+    (_rate_over_time) placed on the runs' own clock, the one the machine monitor samples on, so
+    the report draws the rate beside the machine's samples."""
+    out: list[tuple[int, float]] = []
+    for start_ns, blob in runs:
+        if not blob or start_ns <= 0:
+            continue
+        out.extend((start_ns + int(x * 1e9), rate) for x, rate in _rate_over_time(decode(blob)))
+    return sorted(out)
