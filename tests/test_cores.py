@@ -337,9 +337,10 @@ def spin(tmp_path_factory):
 
 def _real(spin: str, **kw) -> CoresConfig:
     # ~30 ms per run; a 10% minimum effect keeps the other engineers' load from tipping the verdict;
-    # 3 blocks 3 s apart (a 2-CPU scan's states are judged by its round-to-round correlation)
+    # 3 blocks 5 s apart: a scan tells a slow core only over blocks at least 10 s from first to last
+    # (timeline.MIN_SPAN_S); a 2-CPU scan's states are judged by its round-to-round correlation
     return CoresConfig(Workload("spin", (spin, "12000000")), cpus=(0, 1), **{
-        "rounds": 18, "min_rounds": 9, "precision": 0.03, "min_effect": 0.10, "max_time": 60, "span": 6, **kw})
+        "rounds": 18, "min_rounds": 9, "precision": 0.03, "min_effect": 0.10, "max_time": 60, "span": 10, **kw})
 
 
 def _run_real(config: CoresConfig, store) -> CoresResult:
