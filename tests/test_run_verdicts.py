@@ -201,11 +201,18 @@ def test_harness_prints_a_line_per_noise_model_and_command_count():
     from perflab.checks import run_check
     from perflab.checks.noise import MODELS
 
-    lines = run_check.verdict_check(runs=1)
+    lines = run_check.verdict_check(runs=1, asked=False)  # the asked rows: the test below
     for name in MODELS:
         for k in (5, 8):
             assert any(ln.startswith(f"verdict-check: run-{name}-{k}-commands false_positive=") and
                        "sample_fastest_false_positive=" in ln for ln in lines), name
+
+
+def test_the_harness_reruns_at_the_runs_the_output_asks_for():
+    from perflab.checks import run_check
+
+    fp, det = run_check.rates_asked("two-speed", 5, 1, seed=0)
+    assert 0.0 <= fp <= 1.0 and 0.0 <= det <= 1.0
 
 
 def test_commands_at_two_speeds_are_compared_within_them_and_the_output_asks_for_runs():

@@ -192,9 +192,10 @@ def trial(slower: float, seed: int, runs: int | None = None) -> tuple[bool, bool
     return bool(verdicts), verdicts.get("b") == "slower"
 
 
-def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
+def verdict_check(runs: int = 200, seed: int = 0, asked: bool = True) -> list[str]:
     """The lines bench/verdicts.py prints: two commands as before, then 5 and 8 commands under
-    every noise model (false_positive on the null, detection of the planted 2 %)."""
+    every noise model (false_positive on the null, detection of the planted 2 %); ``asked``: the
+    rows at the runs the output asks for (hundreds a trial: most of this harness's time)."""
     lines = []
     fp = sum(trial(0.0, seed + i)[0] for i in range(runs)) / runs
     det = sum(trial(PLANTED, seed + runs + i)[1] for i in range(runs)) / runs
@@ -207,7 +208,7 @@ def verdict_check(runs: int = 200, seed: int = 0) -> list[str]:
             fp, before, det = rates(name, k, runs, seed)
             lines.append(f"verdict-check: run-{name}-{k}-commands false_positive={fp:.3f} "
                          f"detection={det:.3f} runs={runs} sample_fastest_false_positive={before:.3f}")
-    for name in ASKED_MODELS:
+    for name in ASKED_MODELS if asked else ():
         for k in COMMANDS:
             # the runs the output asks for are hundreds: a quarter of the trials keeps this row's time
             few = max(1, runs // ASKED_SHARE)
