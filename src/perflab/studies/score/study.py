@@ -23,6 +23,7 @@ from perflab.platform.machine import Machine
 from perflab.studies.base import StudyConfig
 from perflab.studies.cost.energy import source_of
 from perflab.studies.instances import placement
+from perflab.studies.instances.study import Run  # one stored copy, as instances keeps it
 from perflab.studies.instances.result import point_energy, point_throughput, summed_metric, unit_of, work_metric
 from perflab.studies.score.analysis import analyse_workloads
 from perflab.studies.score.result import ScoreResult, WorkloadScore
@@ -92,12 +93,6 @@ def plan(config: ScoreConfig, machine: Machine) -> list[RunSpec]:
                                  label=f"{sw.name}/n={n}", params={"workload": sw.name, "copy": s.copy, "round": rep})
                          for s in slots)
     return specs
-
-
-@dataclass
-class Run:
-    params: dict
-    result: Any
 
 
 def execute(config: ScoreConfig, session, machine: Machine) -> ScoreResult:
