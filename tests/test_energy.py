@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def _fake_ipmitool(tmp_path, body: str) -> tuple[str, ...]:
 
 
 def test_ipmi_meter_samples_a_real_process(tmp_path):
-    argv = _fake_ipmitool(tmp_path, f"cat {DATA / 'ipmi-activated.txt'}\n")
+    argv = _fake_ipmitool(tmp_path, f"cat {shlex.quote(str(DATA / 'ipmi-activated.txt'))}\n")
     import time
 
     meter = IpmiMeter(argv, period_s=0.05)

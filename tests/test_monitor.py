@@ -4,6 +4,7 @@ thread, the store, energy gross and net of idle power, and the CLI around them."
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -152,7 +153,7 @@ def test_a_gpu_is_sampled_through_nvidia_smi(tmp_path, monkeypatch):
     bindir.mkdir()
     fake = bindir / "nvidia-smi"
     fake.write_text(f"#!/bin/sh\n[ \"$1\" = \"--query-gpu={','.join(GPU_FIELDS)}\" ] || exit 9\n"
-                    f"cat {NVIDIA / 'query.csv'}\n")
+                    f"cat {shlex.quote(str(NVIDIA / 'query.csv'))}\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monitor = Monitor(1.0, ipmi_argv=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import re
 import shutil
 import subprocess
@@ -101,7 +102,7 @@ def test_columns_widen_a_pipe_and_a_terminal_keeps_its_width(two_runs):
     assert max(len(line) for line in wide.splitlines()) > PIPE_WIDTH
     if shutil.which("script") is None:
         pytest.skip("no script(1) to give the command a terminal")
-    p = subprocess.run(["script", "-qec", f"{sys.executable} -m perflab compare 1 2 --db p.db", "/dev/null"],
+    p = subprocess.run(["script", "-qec", f"{shlex.quote(sys.executable)} -m perflab compare 1 2 --db p.db", "/dev/null"],
                        capture_output=True, text=True, timeout=120, cwd=tmp,
                        env={**os.environ, "COLUMNS": "160", "TERM": "xterm"})
     assert p.returncode == 0, p.stdout
