@@ -4,6 +4,7 @@ kill -9 and resume, and the short verdict check."""
 from __future__ import annotations
 
 import json
+import re
 import math
 import os
 import random
@@ -428,7 +429,7 @@ def test_real_competitor_in_the_first_third_only_is_never_a_slow_core(spin, stor
     assert res.timeline is not None and len(res.timeline.blocks) == 3, details
     assert res.timeline.blocks[1].start_s > 9 and res.timeline.blocks[2].start_s > 19, res.timeline
     assert res.slow == [] and row.verdict not in ("slow", "unresolved"), details
-    assert "slow core" not in res.verdict, details
+    assert not re.search(r"slow core \d", res.verdict), details  # "..., not a slow core" is no claim
     if row.verdict == "contention":  # where the machine let it show, it is named in its stretch
         assert row.slow_blocks == (0,) and "only in block 1 (0-" in res.verdict, details
 
