@@ -245,10 +245,9 @@ class Run:
     result: RunResult
 
 
-def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResult:
-    """Run every point's copies together through the session (stored as they finish), analyse."""
-    d = design(config, machine.topology)
-    specs = plan(config, machine)
+def run_copies(specs: list[RunSpec], session, word: str, reps: int) -> list[Run]:
+    """Each point's copies (the specs of one round and label) released together through the
+    session, stored as they finish; ``word`` names a round in the progress line."""
     runs: list[Run] = []
     batches = [list(g) for _, g in groupby(specs, key=lambda s: (s.params["round"], s.label))]
     for i, batch in enumerate(batches):
@@ -256,7 +255,15 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         out = session.run_concurrent(batch, rep=rnd, together=True)
         runs.extend(Run(dict(s.params), r) for s, r in zip(batch, out.results))
         if i + 1 == len(batches) or batches[i + 1][0].params["round"] != rnd:
-            session.say(f"round {rnd + 1}/{config.reps} done")
+            session.say(f"{word} {rnd + 1}/{reps} done")
+    return runs
+
+
+def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResult:
+    """Run every point's copies together through the session (stored as they finish), analyse."""
+    d = design(config, machine.topology)
+    specs = plan(config, machine)
+    runs = run_copies(specs, session, "round", config.reps)
     result = analyse(config, runs, d.ns, d.policies, capacity(config, machine.topology))
     has_pmu, why = pmu(machine)
     result.notes = d.notes + result.notes + ([] if has_pmu else [

@@ -29,6 +29,7 @@ from typing import Sequence
 
 from perflab.stats.modes import detect_modes
 from perflab.stats.outliers import modified_z_scores
+from perflab.platform.sysfs import format_cpulist  # copy numbers as ranges: '0,3-5,9'
 
 ALPHA = 0.05
 MIN_COPIES = 10  # stats.modes tests two speeds from 10 values on
@@ -125,25 +126,12 @@ def copy_groups(name: str, values: Sequence[float], siblings: str = "") -> CopyG
         ms = statistics.median(vals[i] for i in slow)
         groups = [{"copies": fast, "median": mf}, {"copies": slow, "median": ms}]
         sentence = (f"{name}: two speeds among {n} copies: {len(fast)} at {mf:.4g}, {len(slow)} at "
-                    f"{ms:.4g} ({1 - ms / mf:.1%} slower): copies {_ranges(slow)}")
+                    f"{ms:.4g} ({1 - ms / mf:.1%} slower): copies {format_cpulist(slow)}")
         return CopyGroups(name, n, groups, [], sentence + (f"; {siblings}" if siblings else ""))
     med = statistics.median(vals)
     slow1 = [i for i, z in enumerate(modified_z_scores(vals)) if z < -3.5 and vals[i] < (1 - MIN_GAP) * med]
     if slow1:
         worst = min(vals[i] for i in slow1)
         return CopyGroups(name, n, [], slow1, f"{name}: slow cop{'ies' if len(slow1) > 1 else 'y'} "
-                          f"{_ranges(slow1)} of {n} (down to {1 - worst / med:.1%} below the median)")
+                          f"{format_cpulist(slow1)} of {n} (down to {1 - worst / med:.1%} below the median)")
     return CopyGroups(name, n, [], [], f"{name}: {n} copies at one speed (no slow copy)")
-
-
-def _ranges(ix: Sequence[int]) -> str:
-    """'0,3-5,9'."""
-    out, ix = [], sorted(ix)
-    i = 0
-    while i < len(ix):
-        j = i
-        while j + 1 < len(ix) and ix[j + 1] == ix[j] + 1:
-            j += 1
-        out.append(str(ix[i]) if i == j else f"{ix[i]}-{ix[j]}")
-        i = j + 1
-    return ",".join(out)

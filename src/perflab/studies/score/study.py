@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import statistics
 from dataclasses import dataclass
-from itertools import groupby
 from typing import Any, Sequence
 
 from perflab.errors import PerflabError
@@ -23,7 +22,7 @@ from perflab.platform.machine import Machine
 from perflab.studies.base import StudyConfig
 from perflab.studies.cost.energy import source_of
 from perflab.studies.instances import placement
-from perflab.studies.instances.study import Run  # one stored copy, as instances keeps it
+from perflab.studies.instances.study import Run, run_copies  # noqa: F401 (Run: a score campaign's copies, as instances keeps them)
 from perflab.studies.instances.result import point_energy, point_throughput, summed_metric, unit_of, work_metric
 from perflab.studies.score.analysis import analyse_workloads
 from perflab.studies.score.result import ScoreResult, WorkloadScore
@@ -98,14 +97,7 @@ def plan(config: ScoreConfig, machine: Machine) -> list[RunSpec]:
 def execute(config: ScoreConfig, session, machine: Machine) -> ScoreResult:
     """Run each point's copies together (stored as they finish), then analyse."""
     specs = plan(config, machine)
-    runs: list[Run] = []
-    batches = [list(g) for _, g in groupby(specs, key=lambda s: (s.params["round"], s.label))]
-    for i, batch in enumerate(batches):
-        rnd = batch[0].params["round"]
-        out = session.run_concurrent(batch, rep=rnd, together=True)
-        runs.extend(Run(dict(s.params), r) for s, r in zip(batch, out.results))
-        if i + 1 == len(batches) or batches[i + 1][0].params["round"] != rnd:
-            session.say(f"repetition {rnd + 1}/{config.reps} done")
+    runs = run_copies(specs, session, "repetition", config.reps)
     host = host_of(machine)
     slots = placement.plan(machine.topology, copies_for(config, machine), "compact",
                            threads=config.suite.threads_per_copy)
