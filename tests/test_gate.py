@@ -51,6 +51,11 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%",
                 "--junit", str(junit), "--gate-markdown", str(md), "--gate-json", str(js),
                 "--", "sleep", "0.03", cwd=tmp_path)
+    if p.returncode == 3 and "two speeds in" in p.stdout:
+        # Other load put the runs at two speeds and one side wholly at one of them: the gate says
+        # it cannot tell, and why (on a quiet machine `sleep` runs at one speed and this is never taken).
+        unsure = next(ln for ln in p.stdout.splitlines() if ln.startswith("UNSURE"))
+        pytest.skip(f"machine too loaded to tell (load {os.getloadavg()[0]:.1f}): {unsure[:300]}")
     assert p.returncode == 1, p.stdout + p.stderr
     fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")]
     assert len(fail) == 1 and "wall time" in fail[0] and re.search(r"\d\d% CI", fail[0]) and "p=" in fail[0]
