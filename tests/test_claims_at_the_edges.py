@@ -192,3 +192,31 @@ def test_a_farm_whose_hosts_overlapped_for_a_moment_says_cannot_tell_not_no_slow
     report_terminal(rep, con)
     text = con.export_text()
     assert "cannot tell whether a host of Xeon is slow" in text and "no slow host" not in text
+
+
+def test_a_farm_compared_together_on_levels_that_moved_says_cannot_tell_and_a_null_names_its_reach():
+    # The farm above, measured for real on this VM under other load: 6 s together in 2 blocks, the
+    # peers' levels apart by more than the blocks' noise; only a host 98 % slower would have been
+    # named, and the headline said "no slow host".
+    import random
+    from types import SimpleNamespace
+
+    from perflab.fleet.report import THIN, _cannot_tell
+    from perflab.stats.time_blocks import TimedRuns, judge_group
+
+    def farm(levels, runs=24, seed=1):
+        rng = random.Random(seed)
+        out = {}
+        for name, level in levels.items():
+            starts = [i * 0.25 for i in range(runs)]
+            out[name] = TimedRuns(starts, [t + 0.2 for t in starts],
+                                  [level * rng.lognormvariate(0, 0.02) for _ in starts])
+        return out
+
+    fleet = SimpleNamespace(config={})
+    _, moved = judge_group(farm({"n1": 118.0, "n2": 70.0, "n3": 60.0, "n4": 93.0}))
+    assert moved.mode == "together" and moved.detectable > THIN
+    c = _cannot_tell("Xeon", moved, fleet)
+    assert c is not None and f"only a host {moved.detectable:.0%} or more slower" in c["why"] and "--runs" in c["do"]
+    _, level = judge_group(farm({"n1": 100.0, "n2": 100.0, "n3": 100.0, "n4": 100.0}))
+    assert level.mode == "together" and level.detectable < 0.2 and _cannot_tell("Xeon", level, fleet) is None
