@@ -11,7 +11,8 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.store import open_store
-from perflab.studies.cost.study import load_platforms, render, run_cost
+from perflab.report.terminal.cost import render
+from perflab.studies.cost.study import load_platforms, run_cost
 
 TOML = """
 [requirement]
