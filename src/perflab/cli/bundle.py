@@ -32,7 +32,7 @@ def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> Non
         result = run_verify(config, store, console)
     render_verify(result, config, console)
     if json_path:
-        emit_json(json_path, result.__dict__)
+        emit_json(json_path, result.__dict__, "bundle-verify")
     if not result.same:
         sys.exit(1)
 
@@ -76,4 +76,4 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
         result = run_bundle(config, default_executor(), store, console)
     render(result, config, console)
     if json_path:
-        emit_json(json_path, result.__dict__)
+        emit_json(json_path, result.__dict__, "bundle")

@@ -23,7 +23,7 @@ from perflab.errors import PerflabError
 from perflab.report.compare_html import compare_html
 from perflab.report.terminal.compare import render
 from perflab.store import open_store
-from perflab.store import dumps
+from perflab.store import dumps, envelope
 from perflab.studies.compare.study import CompareConfig, run_compare
 from perflab.studies.gate.study import GateConfig
 
@@ -144,7 +144,8 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
     if json_path != "-":
         render(result, make_console(), fmt)
     if json_path:
-        write_output(json_path, json.dumps(json.loads(dumps(result.as_dict())), indent=2) + "\n", "JSON")
+        write_output(json_path, json.dumps(json.loads(dumps(envelope.wrap("compare", result.as_dict()))), indent=2) + "\n",
+                     "JSON")
     if html_path:
         camps = [store.campaign(config.a), store.campaign(config.b)]
         hosts = [store.host(c.host_id)["hostname"] if c.host_id is not None else "unrecorded"

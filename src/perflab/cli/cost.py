@@ -43,4 +43,4 @@ def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> N
         result = run_cost(config, store, console, draw=plot)
     render(result, console)
     if json_path:
-        emit_json(json_path, result.to_dict())
+        emit_json(json_path, result.to_dict(), "cost")

@@ -43,4 +43,4 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
         result = run_footprint(config, default_executor(), store, console.print)
     render(result, console, show_all=show_all)
     if json_path:
-        emit_json(json_path, result.to_dict())
+        emit_json(json_path, result.to_dict(), "footprint")

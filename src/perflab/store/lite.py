@@ -31,6 +31,7 @@ from perflab.errors import PerflabError
 from perflab.model.series import series_length
 from perflab.model import RunResult
 from perflab.platform.machine import campaign_labels
+from perflab.store import envelope
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.values import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
 from perflab.store.url import _resolve_url
@@ -204,6 +205,9 @@ class LiteStore:
     def finish_campaign(self, campaign_id: int, status: str = "done", summary: dict | None = None) -> None:
         if status not in STATUSES:
             raise ValueError(f"campaign status must be one of {STATUSES}, not {status!r}")
+        if summary is not None:
+            row = self._conn.execute("SELECT study FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+            summary = envelope.wrap(row[0], summary) if row else summary
         cur = self._write("UPDATE campaigns SET status = ?, summary = ?, finished = ? WHERE id = ?",
                           (status, None if summary is None else dumps(summary),
                            None if status == "running" else _now(), campaign_id))
