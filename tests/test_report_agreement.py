@@ -49,13 +49,15 @@ def variants_summary(rng: random.Random) -> dict:
             comps[q] = {"quantity": q, "ratio": r, "ci": _ci(rng, r, 0.9609375, sig), "p": rng.uniform(0.001, 0.04)
                         if sig else rng.uniform(0.06, 1), "p_raw": 0.01, "effect": 0.5, "significant": sig,
                         "higher_is_better": hib, "pairs": 8}
-        out.append({"name": f"v{k}", "flags": "-O2", "status": "measured", "n_ok": 8, "comparisons": comps,
+        out.append({"name": f"v{k}", "flags": "-O2", "status": "measured", "n_ok": 8, "build": {}, "comparisons": comps,
                     "estimates": {"wall_s": {"median": rng.uniform(0.2, 2), "ci": _ci(rng, 1.0, 0.99)},
                                   "maxrss_kb": {"median": 40000.0, "ci": _ci(rng, 40000.0, 0.99)},
                                   "events_per_s": {"median": rng.uniform(50, 200), "ci": _ci(rng, 100.0, 0.99)}}})
-    base = {"name": "base", "flags": "-O2", "status": "baseline", "n_ok": 8, "comparisons": {},
+    base = {"name": "base", "flags": "-O2", "status": "baseline", "n_ok": 8, "build": {}, "comparisons": {},
             "estimates": {"wall_s": {"median": 1.0, "ci": _ci(rng, 1.0, 0.99)}}}
+    # every field a stored VariantsResult has: the section reads it typed (VariantsResult.from_dict)
     return {"baseline": "base", "primary": "events_per_s", "higher_is_better": True, "rounds": 8,
+            "level": 0.95, "alpha": 0.05, "checksum_metric": None, "order": [],
             "variants": [base] + out, "verdict": "simulated"}
 
 

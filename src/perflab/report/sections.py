@@ -14,6 +14,7 @@ from perflab.report.numbers import ci_of, plural, ratio_figure
 from perflab.report.series_html import add_series
 from perflab.studies.run.series import SERIES_METRICS
 from perflab.studies.compare.keys import measure_title
+from perflab.studies.variants.result import VariantOutcome, VariantsResult
 
 
 def ratio_cell(ratio: float | None, ci: dict | None) -> str | None:
@@ -211,46 +212,50 @@ def _ci_end(point: dict, key: str, end: str) -> float | None:
     return (point.get("ci") or {}).get(end) if key == "throughput" else None
 
 
-@builder("variants")
-def variants_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {"notes": summary.get("notes", [])})
-    rows = summary.get("variants") or []
-    base, primary = summary.get("baseline"), summary.get("primary")
-    sec.verdict = summary.get("verdict") or f"baseline {base} only."
-    if summary.get("caveat"):
-        sec.notes.append(summary["caveat"])
-    metrics = sorted({k for v in rows for k in v.get("estimates") or {}} - {"wall_s", "maxrss_kb", "energy_j"})
+@builder("variants", VariantsResult.from_dict)
+def variants_section(campaign: Any, result: VariantsResult, measurements: list) -> Section:
+    sec = generic(campaign, {"notes": []})  # a variants result keeps its notes per variant
+    rows = result.variants
+    base, primary = result.baseline, result.primary
+    sec.verdict = result.verdict or f"baseline {base} only."
+    if result.caveat:
+        sec.notes.append(result.caveat)
+    metrics = sorted({k for v in rows for k in v.estimates} - {"wall_s", "maxrss_kb", "energy_j"})
 
-    def est(v: dict, q: str) -> Any:
-        return ((v.get("estimates") or {}).get(q) or {}).get("median")
+    def est(v: VariantOutcome, q: str) -> Any:
+        e = v.estimates.get(q)
+        return None if e is None else e.median
+
+    def est_ci(v: VariantOutcome, q: str) -> dict | None:
+        e = v.estimates.get(q)
+        return None if e is None or e.ci is None else e.ci.as_dict()
 
     cols = ["variant", "flags", "status", "runs", "median wall [s]", "CI", measure_title("maxrss_kb"),
             "text [B]"] + [f"median {m}" for m in metrics]
-    cells = [[v.get("name"), v.get("flags"), v.get("status"), v.get("n_ok"), est(v, "wall_s"),
-              ci_of(((v.get("estimates") or {}).get("wall_s") or {}).get("ci"), estimate=est(v, "wall_s")),
-              est(v, "maxrss_kb"), ((v.get("build") or {}).get("sizes") or {}).get("text")]
+    cells = [[v.name, v.flags, v.status, v.n_ok, est(v, "wall_s"), ci_of(est_ci(v, "wall_s"), estimate=est(v, "wall_s")),
+              est(v, "maxrss_kb"), (v.build.sizes or {}).get("text")]
              + [est(v, m) for m in metrics] for v in rows]
-    note = _add_energy(cols, cells, [v.get("energy") for v in rows])
+    note = _add_energy(cols, cells, [v.energy for v in rows])
     sec.tables = [Table("Variants", cols, cells, note=note)]
     order = [primary] + [q for q in ("wall_s", "maxrss_kb", "energy_j") if q != primary]
-    comps = [(v, c) for v in rows for q in order
-             if (c := (v.get("comparisons") or {}).get(q)) and v.get("status") != "baseline"]
+    comps = [(v, c) for v in rows for q in order if (c := v.comparisons.get(q)) and v.status != "baseline"]
     if not comps:
         return sec
     title = f"Each variant against the baseline {base} (paired by round, Holm across variants)"
     crow, marks = [], []
     for i, (v, c) in enumerate(comps):
-        f = finding(c.get("significant"), c.get("ratio"), c.get("higher_is_better"))
-        marks.append(Mark(i, c["ratio"], f))
-        crow.append([v.get("name"), name_of(c["quantity"]), "higher" if c.get("higher_is_better") else "lower",
-                     ratio_cell(c["ratio"], c.get("ci")), ci_of(c.get("ci"), estimate=c["ratio"]),
-                     c.get("p"), c.get("pairs"), f])
+        f = finding(c.significant, c.ratio, c.higher_is_better)
+        marks.append(Mark(i, c.ratio, f))
+        ci = c.ci.as_dict() if c.ci is not None else None
+        crow.append([v.name, name_of(c.quantity), "higher" if c.higher_is_better else "lower",
+                     ratio_cell(c.ratio, ci), ci_of(ci, estimate=c.ratio), c.p, c.pairs, f])
     sec.tables.append(Table(title, ["variant", "measure", "better is", "ratio to baseline", "CI", "p (Holm)",
                                     "rounds", "finding"], crow))
-    lv = levels([c.get("ci") for _, c in comps])
+    cis = [c.ci.as_dict() if c.ci is not None else None for _, c in comps]
+    lv = levels(cis)
     _plot(sec, f"Variants against {base}: ratios with their {lv} (log axis centred on 1)", lambda: plots.ratio_axis(
-        [f"{v.get('name')}: {name_of(c['quantity'])}" for v, c in comps], [c["ratio"] for _, c in comps],
-        [(c.get("ci") or {}).get("low") for _, c in comps], [(c.get("ci") or {}).get("high") for _, c in comps],
+        [f"{v.name}: {name_of(c.quantity)}" for v, c in comps], [c.ratio for _, c in comps],
+        [(ci or {}).get("low") for ci in cis], [(ci or {}).get("high") for ci in cis],
         [m.status for m in marks], xlabel=f"variant / {base} (log scale)", level=lv),
         source=title, column="ratio to baseline", level=lv, marks=marks)
     return sec

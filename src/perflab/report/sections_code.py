@@ -3,6 +3,7 @@ own kernels), cost; and the sentences of the summaries that store none (see gene
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from perflab.report import plots
@@ -10,6 +11,8 @@ from perflab.report.flame import flame_box
 from perflab.report.generic import _plot, builder, finding, generic, levels
 from perflab.report.model import Code, Mark, Plot, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
+from perflab.store import dumps
+from perflab.studies.cost.study import CostResult
 from perflab.studies.profile.diff import MAX_TESTED, MIN_TESTED_SHARE
 
 
@@ -105,10 +108,10 @@ def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Se
     return sec
 
 
-@builder("cost")
-def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, summary)
-    pts, env = cost_points(summary)
+@builder("cost", CostResult.from_dict)
+def cost_section(campaign: Any, result: CostResult, measurements: list) -> Section:
+    sec = generic(campaign, json.loads(dumps(result.to_dict())))  # as stored: keys sorted
+    pts, env = cost_points(result)
     if pts:
         def make() -> str:
             return plots.scatter_labeled(pts, "total power [kW]", "total cost",
@@ -117,13 +120,10 @@ def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
     return sec
 
 
-def cost_points(summary: dict) -> tuple[list[tuple[str, float, float, bool]], float | None]:
+def cost_points(result: CostResult) -> tuple[list[tuple[str, float, float, bool]], float | None]:
     """(name, kW, cost, fits power and budget) per platform, and the envelope in kW."""
-    platforms = [p for p in summary.get("platforms") or [] if isinstance(p, dict)]
-    env = (summary.get("requirement") or {}).get("power_envelope_kw")
-    pts = [(p["name"], p["total_power_kw"], p["total_cost"],
-            bool(p.get("fits_power")) and bool(p.get("fits_budget", True))) for p in platforms]
-    return pts, env
+    pts = [(p.name, p.total_power_kw, p.total_cost, p.fits_power and p.fits_budget) for p in result.platforms]
+    return pts, result.requirement.power_envelope_kw
 
 
 @builder("frontend")

@@ -97,8 +97,22 @@ class CostResult:
     plot: str | None = None
     campaign_id: int | None = None
 
+    @property
+    def verdict(self) -> str:
+        """The choice and the first clause of its reason: the campaign's verdict."""
+        return (f"best: {self.best}" if self.best else "no platform fits") + f" ({self.why.split(';')[0]})"
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The stored summary and the --json result: the fields and the verdict."""
+        return {**asdict(self), "verdict": self.verdict}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CostResult":
+        """The result from its stored summary (the verdict is derived, not read)."""
+        return cls(requirement=Requirement(**d["requirement"]),
+                   platforms=[PlatformCost(**{"fits_budget": True, **p}) for p in d["platforms"]],
+                   best=d["best"], why=d["why"],
+                   plot=d.get("plot"), campaign_id=d.get("campaign_id"))
 
 
 def _num(table: dict, key: str, where: str, required: bool = True, positive: bool = True) -> float | None:
@@ -319,7 +333,5 @@ def run_cost(config: CostConfig, store: Any, console: Any = None,
                 raise ValueError("run_cost: config.plot needs draw (report.cost_plot.plot)")
             result.plot = draw(result, config.plot)
             store.add_artifact(campaign, "plot", result.plot, {"format": "svg"})
-        summary = result.to_dict()
-        summary["verdict"] = (f"best: {best}" if best else "no platform fits") + f" ({why.split(';')[0]})"
-        camp.summary = summary
+        camp.summary = result.to_dict()
         return result
