@@ -36,6 +36,18 @@ def test_run_json_and_the_stored_summary_carry_the_envelope(tmp_path):
         assert store.campaign(1).summary["verdict"] == out["result"]["verdict"]
 
 
+def test_the_full_store_writes_the_envelope_and_reads_the_result(tmp_path):
+    """Store (SQLAlchemy) as well as the LiteStore `perflab run` writes through."""
+    db = str(tmp_path / "s.db")
+    with open_store(db) as store:
+        cid = store.start_campaign("cost", {})
+        store.finish_campaign(cid, "done", summary={"best": "a", "verdict": "best: a"})
+        assert store.campaign(cid).summary == {"best": "a", "verdict": "best: a"}
+    with sqlite3.connect(db) as conn:
+        (raw,) = conn.execute("SELECT summary FROM campaigns WHERE id = ?", (cid,)).fetchone()
+    assert json.loads(raw) == envelope.wrap("cost", {"best": "a", "verdict": "best: a"})
+
+
 def test_a_summary_stored_without_the_envelope_reads_and_renders_the_same(tmp_path):
     db = str(tmp_path / "p.db")
     _run(tmp_path, "run", "--runs", "3", "--db", db, "--", "true")
