@@ -96,7 +96,7 @@ def test_the_listing_shows_the_newest_campaigns_and_says_how_many_it_leaves_out(
 
 
 def test_the_listing_shows_a_verdicts_first_clause_never_cut_mid_word():
-    from perflab.cli.results import _short
+    from perflab.report.terminal.results import short as _short
 
     v = "sleep 0.05: median 0.0527 s (98% CI 0.0513..0.0559 s, 10 runs); against it: nothing"
     assert _short(v) == "sleep 0.05: median 0.0527 s (98% CI 0.0513..0.0559 s, 10 runs) [more]"
