@@ -78,12 +78,13 @@ def micro_summary(rng: random.Random) -> dict:
     cells, diffs = [], []
     for b in ("getpid", "sin", "call", "strcpy")[: rng.randint(2, 4)]:
         for abi in ("m64", "m32"):
-            cells.append({"bench": b, "abi": abi, "median_ns": rng.uniform(1, 100), "n": 10})
+            cells.append({"bench": b, "abi": abi, "median_ns": rng.uniform(1, 100), "n": 10, "ci": None,
+                          "ops_per_s": None})
         sig = rng.random() < 0.5
         r = _ratio(rng, sig)
         ci = _ci(rng, r, 0.978515625, sig)
         diffs.append({"bench": b, "abi": "m32", "base": "m64", "pct": 100 * (r - 1), "significant": sig,
-                      "p_adjusted": 0.01 if sig else 0.5,
+                      "p_value": 0.01 if sig else 0.5, "p_adjusted": 0.01 if sig else 0.5,
                       "ci_pct": {"low": 100 * (ci["low"] - 1), "high": 100 * (ci["high"] - 1), "level": ci["level"]}})
     return {"abis": ["m64", "m32"], "cells": cells, "diffs": diffs, "runs": 10 * len(cells)}
 

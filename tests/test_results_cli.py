@@ -61,7 +61,10 @@ def test_listing_gives_instances_and_micro_their_verdict(tmp_path):
         store.finish_campaign(a, "done", {"unit": "events/s", "optimum_n": 4, "optimum_policy": "compact",
                                           "optimum_throughput": 91.84,
                                           "scans": [{"optimum_throughput": 91.84, "within_1pct_n": 3}]})
-        diffs = [{"bench": f"op{i}", "abi": "m32", "pct": 10.0 + i, "significant": i < 8} for i in range(9)]
+        # as MicroResult stores an AbiDiff (the listing reads it through MicroResult.from_dict)
+        diffs = [{"bench": f"op{i}", "abi": "m32", "base": "m64", "pct": 10.0 + i, "p_value": 0.001,
+                  "ci_pct": {"low": 5.0 + i, "high": 15.0 + i, "level": 0.95}, "significant": i < 8}
+                 for i in range(9)]
         b = store.start_campaign("micro", {})
         store.finish_campaign(b, "done", {"abis": ["m64", "m32"], "diffs": diffs, "cells": []})
         rows = {c.study: campaign_row(c) for c in store.campaigns()}

@@ -13,6 +13,7 @@ from perflab.report.model import Code, Mark, Plot, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
 from perflab.store import dumps
 from perflab.studies.cost.study import CostResult
+from perflab.studies.micro.study import MicroResult
 from perflab.studies.profile.diff import MAX_TESTED, MIN_TESTED_SHARE
 
 
@@ -243,39 +244,36 @@ def reference_lines(knees: list[dict], refs: dict, sizes: list[float]) -> dict[s
     return out
 
 
-@builder("micro")
-def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {"notes": summary.get("notes", [])})
-    abis = summary.get("abis") or []
-    cells = summary.get("cells") or []
-    diffs = summary.get("diffs") or []
+@builder("micro", MicroResult.from_dict)
+def micro_section(campaign: Any, result: MicroResult, measurements: list) -> Section:
+    sec = generic(campaign, {"notes": result.notes})
+    abis, diffs = result.abis, result.diffs
     benches: list[str] = []
-    for c in cells:
-        if c.get("bench") not in benches:
-            benches.append(c.get("bench"))
-    val = {(c.get("bench"), c.get("abi")): c for c in cells}
+    for c in result.cells:
+        if c.bench not in benches:
+            benches.append(c.bench)
+    val = {(c.bench, c.abi): c.median_ns for c in result.cells}
     sec.tables = [Table("ns per operation per ABI (median)", ["operation"] + [f"{a} [ns/op]" for a in abis],
-                        [[b] + [(val.get((b, a)) or {}).get("median_ns") for a in abis] for b in benches])]
-    for abi, why in (summary.get("skipped") or {}).items():
+                        [[b] + [val.get((b, a)) for a in abis] for b in benches])]
+    for abi, why in result.skipped.items():
         sec.notes.append(f"{abi}: {why}")
-    sec.verdict = micro_verdict(summary)
+    sec.verdict = result.verdict()
     if not diffs:
         return sec
-    base = diffs[0].get("base", "m64")
+    base = diffs[0].base
     title = f"Time per operation against -{base} (Holm across operations)"
     rows, marks = [], []
     for i, d in enumerate(diffs):
-        ratio, ci = 1 + d["pct"] / 100, _ratio_ci(d.get("ci_pct"))
-        f = finding(d.get("significant"), ratio, False)  # time: lower is better
+        ratio, ci = 1 + d.pct / 100, _ratio_ci(d.ci_pct.as_dict())
+        f = finding(d.significant, ratio, False)  # time: lower is better
         marks.append(Mark(i, ratio, f))
-        rows.append([d["bench"], d["abi"], ratio_figure(ratio, ci),
-                     ci_of(ci, estimate=ratio), d.get("p_adjusted"), f])
+        rows.append([d.bench, d.abi, ratio_figure(ratio, ci), ci_of(ci, estimate=ratio), d.p_adjusted, f])
     sec.tables.append(Table(title, ["operation", "ABI", f"time / -{base} time", "CI", "p (Holm)", "finding"], rows))
-    lv = levels([d.get("ci_pct") for d in diffs])
+    cis = [_ratio_ci(d.ci_pct.as_dict()) for d in diffs]
+    lv = levels([d.ci_pct.as_dict() for d in diffs])
     _plot(sec, f"Time per operation against -{base} ({lv}; log axis)", lambda: plots.ratio_axis(
-        [f"{d['bench']} ({d['abi']})" for d in diffs], [m.value for m in marks],
-        [(_ratio_ci(d.get("ci_pct")) or {}).get("low") for d in diffs],
-        [(_ratio_ci(d.get("ci_pct")) or {}).get("high") for d in diffs],
+        [f"{d.bench} ({d.abi})" for d in diffs], [m.value for m in marks],
+        [(ci or {}).get("low") for ci in cis], [(ci or {}).get("high") for ci in cis],
         [m.status for m in marks], f"time / -{base} time (log scale)", lv),
         source=title, column=f"time / -{base} time", level=lv, marks=marks)
     return sec
@@ -304,17 +302,8 @@ def instances_verdict(summary: dict) -> str:
 
 
 def micro_verdict(summary: dict) -> str:
-    """How many operations differ between ABIs after Holm, the first six named."""
-    diffs = summary.get("diffs") or []
-    sig_ = [d for d in diffs if d.get("significant")]
-    if diffs:
-        named = "; ".join(f"{d['bench']} {d['abi']} {d['pct']:+.0f} %" for d in sig_[:6])
-        more = f"; and {len(sig_) - 6} more" if len(sig_) > 6 else ""
-        return (f"{len(sig_)} of {plural(len(diffs), 'operation')} differ significantly between ABIs"
-                + (f": {named}{more}" if sig_ else "") + ".")
-    cells = summary.get("cells") or []
-    benches = sorted({c.get("bench") for c in cells})
-    return f"{plural(len(benches), 'operation')} measured on {', '.join(summary.get('abis') or [])}." if cells else ""
+    """The micro study's sentence (MicroResult.verdict) for a stored summary, which keeps none."""
+    return MicroResult.from_dict(summary).verdict()
 
 
 # The studies whose stored summary has no "verdict" of its own: the sentence from the summary.
