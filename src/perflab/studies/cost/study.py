@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from perflab.errors import PerflabError
+from perflab.studies.base import decode
 from perflab.studies.cost.power import campaign_power
 from perflab.fleet import state
 from perflab.fleet.report import platform_throughput
@@ -109,10 +110,7 @@ class CostResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CostResult":
         """The result from its stored summary (the verdict is derived, not read)."""
-        return cls(requirement=Requirement(**d["requirement"]),
-                   platforms=[PlatformCost(**{"fits_budget": True, **p}) for p in d["platforms"]],
-                   best=d["best"], why=d["why"],
-                   plot=d.get("plot"), campaign_id=d.get("campaign_id"))
+        return decode(cls, d)
 
 
 def _num(table: dict, key: str, where: str, required: bool = True, positive: bool = True) -> float | None:

@@ -21,12 +21,12 @@ from typing import Any, Iterable
 
 from perflab.errors import PerflabError
 from perflab.kernels.micro import build_micro
-from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
+from perflab.model import MetricPattern, RunResult, RunSpec
 from perflab.kernels import abi as abi_probes
 from perflab.platform import probes
 from perflab.platform.sysfs import Root
 from perflab.stats import CI, cliffs_delta, holm, mann_whitney, median, median_ci
-from perflab.studies.base import StudyConfig, StudyResult
+from perflab.studies.base import StudyConfig, StudyResult, decode
 
 NAME = "micro"
 PROGRAM = "micro-{abi}"  # stands for the ABI's built driver in a plan made before the builds
@@ -152,10 +152,7 @@ class MicroResult(StudyResult):
 
     @classmethod
     def from_dict(cls, d: dict) -> "MicroResult":
-        d = known_fields(cls, d)
-        d["cells"] = [Cell(**{**c, "ci": CI.from_optional(c.get("ci"))}) for c in d.get("cells", [])]
-        d["diffs"] = [AbiDiff(**{**x, "ci_pct": CI.from_dict(x["ci_pct"])}) for x in d.get("diffs", [])]
-        return cls(**d)
+        return decode(cls, d)
 
 
 def _operations(n: int) -> str:
