@@ -19,6 +19,7 @@ from perflab.report.build import build_section  # registers every study's builde
 from perflab.report.model import Report
 from perflab.report.numbers import plural
 from perflab.report.render import to_markdown
+from perflab.studies.instances.result import InstancesResult
 
 FINDINGS = {plots.BETTER, plots.WORSE, plots.NOT_SIGNIFICANT}
 
@@ -122,7 +123,12 @@ def run_summary(rng: random.Random) -> dict:
 def instances_summary(rng: random.Random) -> dict:
     pts = [{"n": n, "throughput": (t := rng.uniform(50, 200)), "ci": _ci(rng, t, 0.96), "reps": 5,
             "per_copy": t / n, "gain_per_copy": None if n == 1 else 3.0} for n in (1, 2, 4)]
-    return {"unit": "events/s", "scans": [{"policy": "compact", "points": pts}], "verdict": "simulated"}
+    best = max(pts, key=lambda p: p["throughput"])
+    # every field a stored InstancesResult has: the section reads it typed (InstancesResult.from_dict)
+    return {"unit": "events/s", "ns": [1, 2, 4], "optimum_n": best["n"], "optimum_throughput": best["throughput"],
+            "optimum_policy": "compact", "verdict": "simulated",
+            "scans": [{"policy": "compact", "points": pts, "optimum_n": best["n"],
+                       "optimum_throughput": best["throughput"], "within_1pct_n": best["n"]}]}
 
 
 SIMULATED = {"variants": variants_summary, "cores": cores_summary, "micro": micro_summary,
@@ -212,7 +218,12 @@ def test_answers_say_what_they_rest_on_and_when_it_is_not_enough():
     inst = instances_summary(random.Random(2))
     for p in inst["scans"][0]["points"]:
         p.update(reps=1, ci=None)
-    inst["verdict"] = "not enough evidence: 1 round per point; a test needs at least 4 (use --reps 5)"
+    # as the study stores a scan of one round: no optimum, the scan's reason says why
+    reason = "not enough evidence: 1 round per point; a test needs at least 4 (use --reps 5)"
+    top = inst["optimum_n"]
+    inst.update(optimum_n=None, optimum_throughput=None, optimum_policy=None)
+    inst["scans"][0].update(optimum_n=None, optimum_throughput=None, top_n=top, reason=reason)
+    inst["verdict"] = InstancesResult.from_dict(inst).verdict()
     a = _answer("instances", inst)
     assert a.answer.startswith("not enough evidence") and a.basis.startswith("1 round per point")
     assert "1 rounds" not in a.basis and "no CI" in a.basis

@@ -14,6 +14,7 @@ from perflab.report.numbers import ci_of, plural, ratio_figure
 from perflab.report.series_html import add_series
 from perflab.studies.run.series import SERIES_METRICS
 from perflab.studies.compare.keys import measure_title
+from perflab.studies.instances.result import InstancesResult
 from perflab.studies.variants.result import VariantOutcome, VariantsResult
 
 
@@ -155,47 +156,49 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
     return sec
 
 
-@builder("instances")
-def instances_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {"notes": summary.get("notes", [])})
-    unit = summary.get("unit", "throughput")
-    scans = summary.get("scans") or []
+@builder("instances", InstancesResult.from_dict)
+def instances_section(campaign: Any, result: InstancesResult, measurements: list) -> Section:
+    sec = generic(campaign, {"notes": result.notes})
+    unit = result.unit
+    scans = result.scans
     if scans:
         # the study's own sentence (it says "not enough evidence" where it has too few rounds)
-        sec.verdict = summary.get("verdict") or instances_verdict(summary).removeprefix("Answer: ")
+        sec.verdict = result.verdict()
+    energy_on = bool(result.energy_source)
     rows, marks = [], []
     for s in scans:
-        for p in s.get("points") or []:
-            marks.append(Mark(len(rows), p.get("throughput"), plots.ESTIMATE))
-            rows.append([s.get("policy"), p.get("n"), p.get("reps"), p.get("throughput"),
-                         ci_of(p.get("ci"), estimate=p.get("throughput")) if p.get("ci") else "no CI: 1 round",
-                         p.get("per_copy"), p.get("gain_per_copy"), p.get("start_spread_us")]
-                        + ([p.get("watts"), p.get("joules_per_unit")] if summary.get("energy_source") else []))
+        for p in s.points:
+            marks.append(Mark(len(rows), p.throughput, plots.ESTIMATE))
+            rows.append([s.policy, p.n, p.reps, p.throughput,
+                         ci_of(p.ci.as_dict(), estimate=p.throughput) if p.ci else "no CI: 1 round",
+                         p.per_copy, p.gain_per_copy, p.start_spread_us]
+                        + ([p.watts, p.joules_per_unit] if energy_on else []))
     work = unit.split("/")[0]
     work = "copy" if work == "copies" else work.removesuffix("s") or "unit"
-    energy = ["watts", f"J per {work}"] if summary.get("energy_source") else []
+    energy = ["watts", f"J per {work}"] if energy_on else []
     title = f"Machine throughput against copies [{unit}]"
     sec.tables = [Table(title, ["policy", "copies", "rounds", f"throughput [{unit}]", "CI", "per copy",
                                 "gain per added copy", "start spread [us]", *energy], rows,
-                        note=f"energy: {summary['energy_source']}; fewest joules per unit of work at "
-                             f"N = {summary.get('energy_optimum_n')}" if energy else "")]
-    fork = summary.get("fork") or []
+                        note=f"energy: {result.energy_source}; fewest joules per unit of work at "
+                             f"N = {result.energy_optimum_n}" if energy else "")]
+    fork = result.fork or []
     if fork:
+        cis = [f.ci.as_dict() if f.ci else None for f in fork]
         sec.tables.append(Table("Forked master without and with NUMA placement (as the trigger-farm study tabled it)",
                                 ["workers", f"no NUMA [{unit}]", f"NUMA [{unit}]", "NUMA gain", "gain CI"],
-                                [[f.get("n"), f.get("no_numa"), f.get("numa"), ratio_cell(f.get("gain"), f.get("ci")),
-                                  ci_of(f.get("ci"), estimate=f.get("gain"))] for f in fork]))
-        if summary.get("fork_verdict"):
-            sec.verdict = ((sec.verdict or "").rstrip(".") + ". Fork master: " + summary["fork_verdict"]["text"]).strip()
+                                [[f.n, f.no_numa, f.numa, ratio_cell(f.gain, ci), ci_of(ci, estimate=f.gain)]
+                                 for f, ci in zip(fork, cis)]))
+        sec.verdict = result.with_fork(sec.verdict)
     if scans:
-        lv = levels([p.get("ci") for s in scans for p in s.get("points") or []])
+        lv = levels([p.ci.as_dict() if p.ci else None for s in scans for p in s.points])
 
         def series(key: str) -> dict:
-            return {s["policy"]: ([p["n"] for p in s["points"] if p.get(key) is not None],
-                                  [p[key] for p in s["points"] if p.get(key) is not None],
-                                  [_ci_end(p, key, "low") for p in s["points"] if p.get(key) is not None],
-                                  [_ci_end(p, key, "high") for p in s["points"] if p.get(key) is not None])
-                    for s in scans}
+            out = {}
+            for s in scans:
+                pts = [p for p in s.points if getattr(p, key) is not None]
+                out[s.policy] = ([p.n for p in pts], [getattr(p, key) for p in pts],
+                                 [_ci_end(p, key, "low") for p in pts], [_ci_end(p, key, "high") for p in pts])
+            return out
 
         _plot(sec, "Machine throughput against number of copies" + (f" ({lv})" if lv else " (1 round: no CI)"),
               lambda: plots.lines(series("throughput"), "copies", f"median throughput [{unit}]", level=lv, zero=True,
@@ -207,9 +210,9 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
     return sec
 
 
-def _ci_end(point: dict, key: str, end: str) -> float | None:
+def _ci_end(point: Any, key: str, end: str) -> float | None:
     """A throughput point's CI end (the gain per copy has no interval)."""
-    return (point.get("ci") or {}).get(end) if key == "throughput" else None
+    return getattr(point.ci, end) if key == "throughput" and point.ci is not None else None
 
 
 @builder("variants", VariantsResult.from_dict)

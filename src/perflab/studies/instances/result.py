@@ -178,6 +178,13 @@ class InstancesResult:
             return "none: every point failed (see the notes for why)"
         return self._answer() + (f"; {self.asked}" if self.asked else "")
 
+    def with_fork(self, verdict: str) -> str:
+        """``verdict`` with the fork master's after it, one sentence: where one line holds both (the
+        report's verdict; the terminal prints them on lines of their own)."""
+        if self.fork_verdict is None:
+            return verdict
+        return ((verdict or "").rstrip(".") + ". Fork master: " + self.fork_verdict.text).strip()
+
     def _answer(self) -> str:
         if self.optimum_n is None:
             scan = max((s for s in self.scans if s.top_n is not None),
