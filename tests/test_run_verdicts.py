@@ -197,11 +197,20 @@ def test_cli_contradictory_limits_and_unknown_reference_refused(tmp_path, args, 
     assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
-def test_harness_prints_a_line_per_noise_model_and_command_count():
+def test_harness_prints_a_line_per_noise_model_and_command_count(monkeypatch):
     from perflab.checks import run_check
     from perflab.checks.noise import MODELS
 
+    # Every model and command count gets its line; one of them is run for real (each is a campaign
+    # of 5 or 8 commands, about 2 s; the rates themselves are the tests above and below).
+    real, asked = run_check.rates, []
+
+    def rates(name, k, trials, seed=0):
+        asked.append((name, k))
+        return real(name, k, trials, seed) if (name, k) == ("two-speed", 5) else (0.0, 0.0, 1.0)
+    monkeypatch.setattr(run_check, "rates", rates)
     lines = run_check.verdict_check(runs=1, asked=False)  # the asked rows: the test below
+    assert {(n, k) for n in MODELS for k in (5, 8)} <= set(asked)
     for name in MODELS:
         for k in (5, 8):
             assert any(ln.startswith(f"verdict-check: run-{name}-{k}-commands false_positive=") and

@@ -42,6 +42,7 @@ class CpuRow:
     mode_shares: tuple[float, ...] = ()  # share of its runs in each run-time mode (when several)
     ipc: float | None = None  # median instructions per cycle (perf stat, where the PMU counts)
     ghz: float | None = None  # median effective frequency: cycles / task-clock
+    pause_rounds: tuple[int, ...] = ()  # normal rounds opening a block after a pause, left out of persistence
     others_out: tuple[int, ...] = ()  # rounds left out: the others far above their own level, it at its own
     why: str = ""  # why a CPU slower by the test is not named slow (its own evidence; the scan's is timeline.why)
 
@@ -118,7 +119,8 @@ class CoresResult:
                                "mode_shares": tuple(c["mode_shares"]),
                                "block_levels": tuple(c.get("block_levels") or ()),
                                "slow_blocks": tuple(c.get("slow_blocks") or ()),
-                               "others_out": tuple(c.get("others_out") or ())})
+                               "others_out": tuple(c.get("others_out") or ()),
+                               "pause_rounds": tuple(c.get("pause_rounds") or ())})
                      for c in d.get("cpus", [])]
         d["slow"] = [SlowCore(**{**s, "cpus": tuple(s["cpus"]), "siblings": tuple(s["siblings"]),
                                  "ratio_ci": CI.from_dict(s["ratio_ci"])}) for s in d.get("slow", [])]
