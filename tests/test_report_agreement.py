@@ -95,14 +95,14 @@ def frontend_summary(rng: random.Random) -> dict:
     for b in (16384, 65536, 262144, 1048576):
         for mode in ("4k", "2m"):
             m = rng.uniform(20, 100)
-            points.append({"bytes": b, "cpu": None, "mode": mode, "median_ns": m, "ci": _ci(rng, m, 0.978515625),
-                           "reps": 10})
+            points.append({"bytes": b, "cpu": None, "mode": mode, "n": b // 16, "median_ns": m,
+                           "ci": _ci(rng, m, 0.978515625), "reps": 10})
         helps = rng.random() < 0.4
         r = rng.uniform(1.05, 1.3) if helps else rng.uniform(0.97, 1.03)
-        ratios.append({"bytes": b, "cpu": None, "ratio": r, "ci": _ci(rng, r, 0.978515625, helps),
-                       "helps": helps, "p_adjusted": 0.01 if helps else 1.0})
+        ratios.append({"bytes": b, "cpu": None, "pairs": 10, "ratio": r, "ci": _ci(rng, r, 0.978515625, helps),
+                       "helps": helps, "p_value": 0.001 if helps else 0.5, "p_adjusted": 0.01 if helps else 1.0})
     return {"kind": "switch", "points": points, "ratios": ratios, "runs": 80,
-            "knees": [{"mode": "4k", "knee_bytes": 65536}, {"mode": "2m", "knee_bytes": 65536}],
+            "knees": [{"cpu": None, "mode": "4k", "knee_bytes": 65536}, {"cpu": None, "mode": "2m", "knee_bytes": 65536}],
             "references": {"L1i cache": 32768, "L2 cache": 1048576, "L1 iTLB reach 4K (64 x 4K)": 262144},
             "verdict": "simulated"}
 
