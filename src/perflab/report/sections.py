@@ -13,7 +13,9 @@ from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
 from perflab.report.series_html import add_series
 from perflab.studies.run.series import SERIES_METRICS
+from perflab.studies.base import decode
 from perflab.studies.compare.keys import measure_title
+from perflab.studies.cores.result import Disturbance, with_disturbances
 from perflab.studies.instances.result import InstancesResult
 from perflab.studies.variants.result import VariantOutcome, VariantsResult
 
@@ -118,12 +120,9 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
     sec = generic(campaign, {"notes": summary.get("notes", [])})
     cpus = summary.get("cpus") or []
     unit = summary.get("unit", "")
-    sec.verdict = summary.get("verdict") or ""
-    for x in summary.get("disturbances") or []:
-        rounds = ", ".join(map(str, x.get("rounds") or []))
-        sec.verdict += (f"; CPU {x.get('cpu')} {'was slower only in' if x.get('intermittent') else 'was disturbed in'} "
-                        f"{plural(len(x.get('rounds') or []), 'round').split(' ', 1)[1]} {rounds} "
-                        f"(cost ratio {ratio_cell(x.get('ratio'), None)})")
+    sec.verdict = with_disturbances(summary.get("verdict") or "",
+                                    [decode(Disturbance, x) for x in summary.get("disturbances") or []],
+                                    lambda ratio: str(ratio_cell(ratio, None)))
 
     def found(c: dict) -> str:
         if c.get("verdict") == "failed" or c.get("ratio") is None:
