@@ -302,7 +302,7 @@ def kill_then_resume(argv: list[str], tmp_path: pathlib.Path, n: int) -> tuple[o
     out = subprocess.run([sys.executable, "-m", "perflab", "resume", "--db", str(db), "--json",
                           str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    return camp, before, out.stdout, json.loads((tmp_path / "r.json").read_text())
+    return camp, before, out.stdout, json.loads((tmp_path / "r.json").read_text())["result"]
 
 
 # The files that take longest (pytest --durations on this VM, summed per file), slowest first.

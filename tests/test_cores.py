@@ -467,7 +467,7 @@ def test_cli_json_concurrent_and_bad_input(tmp_path):
                  "--json", str(out), "--", "true")
     stdout, stderr = p.communicate(timeout=120)
     assert p.returncode == 0, stderr
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["result"]
     assert [c["cpu"] for c in data["cpus"]] == [0, 1] and data["rounds"] == 3 and data["mode"] == "concurrent"
     assert set(data["cpus"][0]["ci"]) == {"low", "high", "level"}
     assert "verdict:" in stdout and "Traceback" not in stderr

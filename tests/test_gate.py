@@ -60,7 +60,7 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")]
     assert len(fail) == 1 and "wall time" in fail[0] and re.search(r"\d\d% CI", fail[0]) and "p=" in fail[0]
     assert "gate: FAIL" in p.stdout
-    data = json.loads(js.read_text())
+    data = json.loads(js.read_text())["result"]
     wall = next(ln for ln in data["lines"] if ln["measure"] == "wall_s")
     # 30 ms against 20 ms of sleep, plus a process start whose cost moves with the load
     # Moses' interval at its real level: 15 runs a side reach a little over 95 % (a mode of each
@@ -118,7 +118,7 @@ def test_noise_large_against_the_threshold_does_not_fail(tmp_path):
     # Not a regression (exit 1): significance keeps it from failing; but 10 runs this noisy could
     # not have seen a 3 % change, so it cannot pass either (exit 3, inconclusive).
     assert p.returncode == 3, p.stdout + p.stderr
-    wall = next(ln for ln in json.loads(js.read_text())["lines"] if ln["measure"] == "wall_s")
+    wall = next(ln for ln in json.loads(js.read_text())["result"]["lines"] if ln["measure"] == "wall_s")
     assert wall["ratio"] > 1.03 and not wall["significant"] and wall["status"] == "UNSURE"
     assert "not significant" in wall["verdict"] and "too few runs to see a 3 % change" in wall["verdict"]
 

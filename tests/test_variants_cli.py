@@ -156,7 +156,7 @@ def test_fast_math_is_a_different_result_and_never_the_fastest(system, tmp_path)
             "--db", str(tmp_path / "v.db"), "--json", str(out)]
     proc = _cli([*args, "--", "{exe}", "3000"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["result"]
     rows = {r["name"]: r for r in data["variants"]}
     assert rows["fm"]["status"] == "different result", rows["fm"]
     assert data["fastest"] != "fm" and "DIFFERS" in proc.stdout
@@ -175,7 +175,7 @@ def test_link_order_demo_end_to_end(tmp_path, capsys, monkeypatch):
     main(["variants", "--link-order-demo", "--rounds", "7", "--db", str(tmp_path / "v.db"), "--json", str(out)])
     err = " ".join(capsys.readouterr().err.split())
     assert "archive-first: built" in err and "libmopt.a, an archive) comes before sinloop.c" in err
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["result"]
     bad = {r["name"]: r for r in data["variants"]}["archive-first"]
     assert data["baseline"] == "objects-first" and any("link order" in n for n in bad["notes"])
     # glibc's sin is slower than the archive's polynomial (about 1.5x here); assert the direction
@@ -265,7 +265,7 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
                              env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "verdict:" in resumed.stdout + resumed.stderr
-    data = json.loads((tmp_path / "r.json").read_text())
+    data = json.loads((tmp_path / "r.json").read_text())["result"]
     with open_store(str(db)) as store:
         after = [(m.id, m.label, m.params["round"]) for m in store.measurements(data["campaign_id"])]
         camp = store.campaign(data["campaign_id"])

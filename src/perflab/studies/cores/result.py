@@ -5,7 +5,7 @@ cannot disagree."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.stats import CI
@@ -244,3 +244,14 @@ def _over(tl: Timeline | None) -> str:
         return ""
     span = f" over {tl.span_s:.0f} s" if tl.span_s == tl.span_s else ""
     return f"in each of {len(tl.blocks)} blocks{span}"
+
+
+def with_disturbances(verdict: str, disturbances: Sequence[Disturbance], figure: Callable[[float], str]) -> str:
+    """``verdict`` followed by every disturbance as a clause, the cost ratio written by ``figure``
+    (the digits its reader needs): the sentence where one line holds the verdict and the rounds
+    a CPU was disturbed in (the report; the terminal prints a disturbance on a line of its own)."""
+    for x in disturbances:
+        rounds = "round" if len(x.rounds) == 1 else "rounds"
+        verdict += (f"; CPU {x.cpu} {'was slower only in' if x.intermittent else 'was disturbed in'} "
+                    f"{rounds} {', '.join(map(str, x.rounds))} (cost ratio {figure(x.ratio)})")
+    return verdict
