@@ -189,7 +189,20 @@ def test_harness_short_under_every_noise_model():
     assert fp <= 0.1  # its detection at 5 rounds is the documented shortfall
 
 
-def test_verdict_lines_name_every_model():
+def test_verdict_lines_name_every_model(monkeypatch):
+    # Each line's rates are the tests above; here every model gets its line, one of each kind run
+    # for real (a campaign of each kind is seconds, 20 lines of them most of this file's time).
+    from perflab.checks import instances_check as ic
+
+    def one_real(fn, real_model, fake):
+        def rates(*a, **k):
+            model = k.get("model", a[0] if isinstance(a[0], str) else ic.FORK_MODEL)
+            return fn(*a, **k) if model == real_model else fake
+        return rates
+    monkeypatch.setattr(ic, "optimum_check", one_real(ic.optimum_check, "loaded", (0.0, 1.0)))
+    monkeypatch.setattr(ic, "rates_asked", one_real(ic.rates_asked, "two-speed", (0.0, 1.0, 5)))
+    monkeypatch.setattr(ic, "verdict_check", one_real(ic.verdict_check, "quiet", (0.0, 1.0)))
+    monkeypatch.setattr(ic, "fork_rates_asked", one_real(ic.fork_rates_asked, "loaded", (0.0, 1.0, 5)))
     lines = verdict_lines(runs=1)
     names = [line.split()[1] for line in lines]
     models = ("quiet", "shift", "two-speed", "skewed", "loaded", "vcpu-states")
