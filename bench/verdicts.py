@@ -27,6 +27,7 @@ CHECKS = {
     "frontend": ("frontend_check", "verdict_lines"),
     "instances": ("instances_check", "verdict_lines"),
     "variants": ("variants_check", "verdict_lines"),
+    "variants-until-decided": ("variants_check", "until_decided_lines"),
     "run-compare": ("run_check", "verdict_check"),
     "run-until-decided": ("run_check", "until_decided_lines"),
     "compare": ("compare_check", "verdict_check"),
