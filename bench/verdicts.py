@@ -26,6 +26,7 @@ CHECKS = {
     "cores": ("cores_check", "verdict_lines"),
     "frontend": ("frontend_check", "verdict_lines"),
     "instances": ("instances_check", "verdict_lines"),
+    "instances-until-decided": ("instances_check", "until_decided_lines"),
     "variants": ("variants_check", "verdict_lines"),
     "variants-until-decided": ("variants_check", "until_decided_lines"),
     "run-compare": ("run_check", "verdict_check"),

@@ -47,7 +47,7 @@ def render(result: VariantsResult, console: Any) -> None:
     levels = {e.ci.level for o in result.variants for e in o.estimates.values()}
     level = f"{min(levels):.0%}" if levels else f"{result.level:.0%}"
     label = LABELS.get(result.primary, result.primary)
-    test = (f"[repeated CI], * = a change of {result.min_effect:.0%} or more, <{result.min_effect:.0%} = "
+    test = (f"repeated CIs, * = a change of {result.min_effect:.0%} or more, <{result.min_effect:.0%} = "
             "ruled out, ? = cannot tell" if result.sequential is not None else f"* = Holm p < {result.alpha:g}")
     t = Table(title=f"variants vs baseline '{result.baseline}': medians [{level} CI]; {label} vs baseline "
                     f"paired by round, {test}")
