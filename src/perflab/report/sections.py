@@ -237,7 +237,10 @@ def variants_section(campaign: Any, summary: dict, measurements: list) -> Sectio
              if (c := (v.get("comparisons") or {}).get(q)) and v.get("status") != "baseline"]
     if not comps:
         return sec
-    title = f"Each variant against the baseline {base} (paired by round, Holm across variants)"
+    seq = summary.get("sequential") is not None  # --until-decided: repeated CIs decide, p is raw
+    title = (f"Each variant against the baseline {base} (paired by round; --until-decided: repeated CIs at the "
+             "last look's level, Bonferroni across variants, alpha spent over the looks)" if seq else
+             f"Each variant against the baseline {base} (paired by round, Holm across variants)")
     crow, marks = [], []
     for i, (v, c) in enumerate(comps):
         f = finding(c.get("significant"), c.get("ratio"), c.get("higher_is_better"))
@@ -245,8 +248,8 @@ def variants_section(campaign: Any, summary: dict, measurements: list) -> Sectio
         crow.append([v.get("name"), name_of(c["quantity"]), "higher" if c.get("higher_is_better") else "lower",
                      ratio_cell(c["ratio"], c.get("ci")), ci_of(c.get("ci"), estimate=c["ratio"]),
                      c.get("p"), c.get("pairs"), f])
-    sec.tables.append(Table(title, ["variant", "measure", "better is", "ratio to baseline", "CI", "p (Holm)",
-                                    "rounds", "finding"], crow))
+    sec.tables.append(Table(title, ["variant", "measure", "better is", "ratio to baseline", "CI",
+                                    "p (raw, not the test)" if seq else "p (Holm)", "rounds", "finding"], crow))
     lv = levels([c.get("ci") for _, c in comps])
     _plot(sec, f"Variants against {base}: ratios with their {lv} (log axis centred on 1)", lambda: plots.ratio_axis(
         [f"{v.get('name')}: {name_of(c['quantity'])}" for v, c in comps], [c["ratio"] for _, c in comps],
