@@ -74,3 +74,10 @@ def test_cli_real_sleeping_copies_until_decided(tmp_path, capsys):
     assert step["decision"] in ("gain", "") and step["ratio"] > 1.2
     text = " ".join(capsys.readouterr().out.split())
     assert "measured until decided" in text and "no N past" not in text
+
+
+def test_min_runs_below_a_testable_look_is_refused(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["instances", "--until-decided", "--min-runs", "3", "--", "true"])
+    assert exc.value.code == 2
+    assert "--min-runs 3: a look needs 4 rounds a point" in capsys.readouterr().err

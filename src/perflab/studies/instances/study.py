@@ -178,6 +178,12 @@ def design(config: InstancesConfig, topology: Topology) -> Design:
     if ns[-1] * t > ncpu:
         notes.append(f"N above {ncpu // t} oversubscribes the {ncpu} usable CPUs "
                      "(bound policies reuse CPUs round-robin)")
+    if config.until_decided and config.min_runs < MIN_ROUNDS:
+        raise PerflabError(f"--min-runs {config.min_runs}: a look needs {MIN_ROUNDS} rounds a point to "
+                           f"compare two (give --min-runs {MIN_ROUNDS} or more)")
+    if config.until_decided and ns[-1] * t <= ncpu:
+        notes.append(f"--until-decided decides the N past the {ncpu // t} CPUs, and this scan has none "
+                     f"(--n up to {ns[-1]}): it stops at its first look")
     level = median_ci(range(config.reps)).level
     if config.reps < MIN_ROUNDS:
         notes.append(f"{config.reps} round{'s' * (config.reps != 1)} per point: too few to test one N "
