@@ -30,8 +30,10 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from perflab.stats import median, sequential
+from perflab.stats import CI, median, sequential
+from perflab.stats.speeds import within_speeds, worth_looking
 from perflab.studies.run.looks import Plan
+from perflab.studies.run.result import duration
 
 DEFAULT_BUDGET = 60  # rounds: a round runs every point of every policy, so it is the study's slow unit
 DESIGN = "obf"
@@ -90,9 +92,6 @@ def past_pairs(samples: Mapping[int, Sequence[float]], capacity: int | None, min
 def decide_past(samples: Mapping[int, Sequence[float]], pairs: Sequence[tuple[int, int]], level: float,
                 min_effect: float) -> dict[int, tuple[str, float, Any]]:
     """N -> (decision, ratio, CI) of each point past the CPU count against ref at ``level``."""
-    from perflab.stats import CI
-    from perflab.stats.speeds import within_speeds, worth_looking
-
     out = {}
     for n, ref in pairs:
         a, b = samples[ref], samples[n]
@@ -132,8 +131,6 @@ def sentence(p: Plan, rounds: int, min_effect: float) -> str:
         return f"{head}; decided at look {len(p.looks)} ({rounds} rounds, budget {p.budget})"
     if not p.final:
         return f"{head}; stopped at look {len(p.looks)} ({rounds} rounds) before a decision"
-    from perflab.studies.run.result import duration
-
     return (f"{head}; cannot tell within the budget ({rounds} rounds): about {p.needs_runs} rounds would "
             f"decide it (~{duration(p.needs_s or 0.0)} at this campaign's pace; --until-decided --max-runs "
             f"{p.needs_runs})")

@@ -37,6 +37,7 @@ from typing import Any, Mapping, Sequence
 from perflab.stats import CI, holm, median
 from perflab.stats.shift import ratio_ci, u_cdf, u_cdf_exact
 from perflab.stats.speeds import within_speeds, worth_looking
+from perflab.studies.run.result import level_text
 
 ALPHA = 0.05
 RATIO_LEVEL = 0.90
@@ -123,8 +124,6 @@ def _step(kind: str, n: int, against: int, xs: Mapping[int, Sequence[float]], p:
 
 def _fmt_step(s: Step) -> str:
     if s.decision is not None and s.ci is not None:
-        from perflab.studies.run.result import level_text
-
         return (f"N = {s.n} x{s.ratio:.3f}, {level_text(s.ci.level)} repeated CI {s.ci.low:.3f}-{s.ci.high:.3f}, "
                 f"{s.decision or 'cannot tell'}")
     ci = f", {s.ci.label()} {s.ci.low:.3f}-{s.ci.high:.3f}" if s.ci is not None else ""
