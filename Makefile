@@ -17,7 +17,7 @@ lab: setup
 test: setup
 	$(BIN)/ruff check src tests bench
 # Exit status 5 is pytest's "no test selected": a PYTEST_ARGS that picks tests of one part only.
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The README's tour and the pages' marked examples, rerun for real and written back into the pages

@@ -450,7 +450,7 @@ EXAMPLES += [
         Line("cp -r tests/data/fmsum . && echo 3000 > train.txt", block=1),
         Line("perflab variants --db doc.db --config fmsum/perflab.toml -V pgo='-O2 pgo' --train '{exe} -f train.txt' "
              "--metric 'checksum: (?P<checksum>\\S+)' --json fm.json -- {exe} 20000", without(r"^round \d+"), block=1),
-        Line("python3 -c 'import json; print(json.dumps(json.load(open(\"fm.json\"))[\"variants\"][1]"
+        Line("python3 -c 'import json; print(json.dumps(json.load(open(\"fm.json\"))[\"result\"][\"variants\"][1]"
              "[\"comparisons\"][\"wall_s\"]))'", block=2)], setup=FMSUM),
     Example("variants-linkorder", "docs/variants.md", [Line("perflab variants --link-order-demo")]),
     Example("variants-cachegrind", "docs/variants.md", [
@@ -575,7 +575,7 @@ EXAMPLES += [
         Line("FPS=100 perflab run -w enc --runs 6 > /dev/null; FPS=150 perflab run -w enc --runs 6 > /dev/null"),
         Line("perflab compare 1 2"),
         Line("perflab compare 1 2 --json - | python3 -c 'import json, sys; "
-             "print(json.dumps(next(r for r in json.load(sys.stdin)[\"rows\"] if r[\"measure\"] == \"metric:fps\")))'")],
+             "print(json.dumps(next(r for r in json.load(sys.stdin)[\"result\"][\"rows\"] if r[\"measure\"] == \"metric:fps\")))'")],
         setup=FPS_TOML),
     Example("compare-two-speeds", "docs/compare.md", [
         Line("perflab run --runs 30 --command-name job -- bash -c 'sleep 0.05' > /dev/null"),
@@ -622,7 +622,7 @@ COIN = ("perflab run --runs 30 -n coin -n steady --json r.json "
         "\"sh -c 'if [ \\$(( \\$(od -An -N1 -tu1 /dev/urandom) % 2 )) = 0 ]; then sleep 0.05; else sleep 0.08; fi'\" "
         "\"sh -c 'od -An -N1 -tu1 /dev/urandom >/dev/null; sleep 0.065'\"")
 EXAMPLES += [
-    Example("run-two-speeds", "docs/run.md", [Line(COIN), Line("jq -r .verdict r.json")]),
+    Example("run-two-speeds", "docs/run.md", [Line(COIN), Line("jq -r .result.verdict r.json")]),
     Example("run-score", "docs/run.md", [Line(
         "perflab run --runs 10 --metric 'score=(?P<score>[0-9.]+)' --primary-metric score -n fast -n slow "
         "\"sh -c 'sleep 0.2; echo score=100'\" \"sh -c 'sleep 0.3; echo score=150'\"")]),

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from perflab.store import envelope
+
 PERFLAB = [sys.executable, "-m", "perflab"]
 SOURCE = r"""
 /* spin: argv[1] = R runs R * 20 million loop iterations (about 10 ms at R = 1 here, unloaded) */
@@ -58,7 +60,7 @@ def perflab(*args: str) -> tuple[dict, str]:
     p = subprocess.run([*PERFLAB, args[0], "--json", out, *args[1:]], capture_output=True, text=True)
     if p.returncode not in (0, 1):
         sys.exit(f"perflab {' '.join(args)} failed ({p.returncode}): {p.stderr.strip()}")
-    data = json.loads(Path(out).read_text())
+    data = envelope.unwrap(json.loads(Path(out).read_text()))  # the study's result
     os.unlink(out)
     return data, p.stdout
 

@@ -32,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from perflab.store import envelope
+
 PERFLAB = [sys.executable, "-m", "perflab"]
 SOURCE = r"""
 /* two speeds: 30 ms, or 48 ms in 4 runs of 10 (a random draw per run); with argv[1] = R and
@@ -83,7 +85,7 @@ def perflab(*args: str) -> dict:
     p = subprocess.run([*PERFLAB, args[0], "--json", out, *args[1:]], capture_output=True, text=True)
     if p.returncode not in (0, 1):
         sys.exit(f"perflab {' '.join(args)} failed ({p.returncode}): {p.stderr.strip()}")
-    data = json.loads(Path(out).read_text())
+    data = envelope.unwrap(json.loads(Path(out).read_text()))  # the study's result
     if KEEP is not None:
         KEEP.mkdir(parents=True, exist_ok=True)
         Path(out).rename(KEEP / f"{args[0]}-{len(list(KEEP.iterdir())) + 1:03d}.json")

@@ -184,7 +184,7 @@ def test_measures_are_stored_and_identical_across_runs(tmp_path):
     p = perflab("run", "--instrument", "cachegrind", "--runs", "3", "--metric",
                 r"(?P<events>\d+) events", "--json", "-", "--", "./prog", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    section = json.loads(p.stdout)["instrument"]
+    section = json.loads(p.stdout)["result"]["instrument"]
     assert section["deterministic"] and section["cache_model_source"] == "detected"
     assert section["cache_model"] == cache_model.detect().text()
     err = " ".join(p.stderr.split())  # piped output may be folded to its width
@@ -226,7 +226,7 @@ def test_a_nondeterministic_program_shows_its_spread(tmp_path):
     p = perflab("run", "--instrument", "cachegrind", "--runs", "3", "--json", "-", "--", "./rnd",
                 cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    section = json.loads(p.stdout)["instrument"]
+    section = json.loads(p.stdout)["result"]["instrument"]
     ir = next(r for r in section["spread"] if r["measure"] == "instructions")
     assert ir["spread"] > 0 and not section["deterministic"] and "instructions" in section["varying"]
     assert "not deterministic: instructions" in " ".join(p.stderr.split())  # stderr with --json -

@@ -106,7 +106,7 @@ def test_compare_of_two_real_builds_tells_half_a_percent_with_two_runs(tmp_path)
         campaign(name)
     same = perflab("compare", "1", "2", "--json", "-", cwd=tmp_path)
     assert same.returncode == 0, same.stderr
-    rows = {r["measure"]: r for r in json.loads(same.stdout)["rows"]}
+    rows = {r["measure"]: r for r in json.loads(same.stdout)["result"]["rows"]}
     for m in ("instructions", "estimated_cycles", "i1_misses", "d1_misses", "ll_misses"):
         assert rows[f"metric:{m}"]["verdict"] == "same (equal counts)", m
     diff = perflab("compare", "1", "3", cwd=tmp_path, env={"COLUMNS": "250"})

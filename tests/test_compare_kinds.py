@@ -196,7 +196,7 @@ def test_compare_cli_json_and_html_with_levels(tmp_path, store):
                         "--json", str(js), "--html", str(page), "--alpha", "0.1"],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    data = json.loads(js.read_text())
+    data = json.loads(js.read_text())["result"]
     row = next(r for r in data["rows"] if r["key"] == "variant=O2" and r["measure"] == "wall_s")
     # Moses' interval at 10 runs a side: the narrowest that reaches 90 % really covers 91.1 %
     assert set(row["ci"]) == {"low", "high", "level"} and row["ci"]["level"] == pytest.approx(0.9108, abs=1e-4)

@@ -84,7 +84,7 @@ def test_instances_of_two_sleeps_through_the_cli(tmp_path):
         assert p.returncode == 0, p.stderr[-2000:]
     p = _cli("compare", "1", "2", "--db", db, "--json", "-")
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
-    data = json.loads(p.stdout)
+    data = json.loads(p.stdout)["result"]
     assert any(r["measure"] == "wall_s" for r in data["rows"])
 
 
@@ -101,7 +101,7 @@ def test_declared_direction_of_a_real_metric(tmp_path, higher, expect):
         assert p.returncode == 0, p.stderr[-2000:]
     p = _cli("compare", "1", "2", "--db", db, "--json", "-", cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
-    data = json.loads(p.stdout)
+    data = json.loads(p.stdout)["result"]
     row = next(r for r in data["rows"] if r["measure"] == "metric:fps")
     assert row["significant"] and row["ratio"] == pytest.approx(1.5)
     assert row["better"] == expect and row["higher_is_better"] is (higher == "true")
@@ -142,7 +142,7 @@ def test_min_effect_option_and_bad_value(store, tmp_path):
     db = str(tmp_path / "perflab.db")
     p = _cli("compare", str(a), str(b), "--db", db, "--min-effect", "2.5%", "--json", "-")
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["min_effect"] == pytest.approx(0.025)
+    assert json.loads(p.stdout)["result"]["min_effect"] == pytest.approx(0.025)
     p = _cli("compare", str(a), str(b), "--db", db, "--min-effect", "lots")
     assert p.returncode == 2 and "--min-effect" in p.stderr and "Traceback" not in p.stderr
 
@@ -211,7 +211,7 @@ def test_two_runs_a_side_print_the_level_they_have(store, tmp_path):
              "--html", str(tmp_path / "c.html"), "--json", str(tmp_path / "c.json"))
     assert p.returncode == 3, p.stderr  # 2 runs a side cannot pass a test: "cannot tell", not "same"
     assert "95%" not in p.stdout and "67%" in p.stdout and "verdict: cannot tell whether wall time" in p.stdout
-    assert json.loads((tmp_path / "c.json").read_text())["rows"][0]["ci"]["level"] == pytest.approx(2 / 3)
+    assert json.loads((tmp_path / "c.json").read_text())["result"]["rows"][0]["ci"]["level"] == pytest.approx(2 / 3)
     assert "(67%)" in (tmp_path / "c.html").read_text()
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.store import open_store
-from perflab.studies.cost.study import load_platforms, render, run_cost
+from perflab.report.terminal.cost import render
+from perflab.studies.cost.study import load_platforms, run_cost
 
 TOML = """
 [requirement]
@@ -135,14 +136,14 @@ def test_campaign_must_be_instances(tmp_path):
 def test_report_cost_plot_reads_the_stored_summary(tmp_path):
     """The envelope line and the red/green marks come from the keys the study really stores."""
     from perflab.report.sections import cost_points
-    from perflab.studies.cost.study import load_platforms, run_cost
+    from perflab.studies.cost.study import CostResult, load_platforms, run_cost
     from perflab.store import open_store
 
     example = Path(__file__).resolve().parent.parent / "src/perflab/examples/trigger-farm-platforms.toml"
     with open_store(str(tmp_path / "s.db")) as store:
         result = run_cost(load_platforms(str(example)), store)
         summary = store.campaign(result.campaign_id).summary
-    pts, env = cost_points(summary)
+    pts, env = cost_points(CostResult.from_dict(summary))
     assert env == result.requirement.power_envelope_kw
     fits = {name: ok for name, _, _, ok in pts}
     assert fits == {p.name: p.fits_power and p.fits_budget for p in result.platforms}

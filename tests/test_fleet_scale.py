@@ -64,8 +64,10 @@ def _farm(store, tmp_path, per: int, runs: int, seed: int, plant: bool) -> list[
     return planted
 
 
-@pytest.mark.parametrize("plant", [True, False], ids=["planted", "null"])
-def test_runs_and_medians_reports_agree(store_url, tmp_path, plant):
+def test_runs_and_medians_reports_agree(store_url, tmp_path):
+    # each backend and each case once (80 hosts x 60 runs a farm): planted on SQLite, null on
+    # PostgreSQL
+    plant = "://" not in store_url
     with open_store(store_url) as store:
         planted = _farm(store, tmp_path, 80, 60, seed=4 if plant else 5, plant=plant)
         fleet = state.load(store, "big")

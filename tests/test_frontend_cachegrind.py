@@ -42,7 +42,7 @@ def scan(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fe-cg")
     p = perflab("frontend", *SCAN, "--json", str(tmp / "r.json"), cwd=tmp)
     assert p.returncode == 0, p.stderr
-    return p.stdout, json.loads((tmp / "r.json").read_text())
+    return p.stdout, json.loads((tmp / "r.json").read_text())["result"]
 
 
 @needs_valgrind

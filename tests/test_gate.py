@@ -51,11 +51,16 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%",
                 "--junit", str(junit), "--gate-markdown", str(md), "--gate-json", str(js),
                 "--", "sleep", "0.03", cwd=tmp_path)
+    if p.returncode == 3 and "two speeds in" in p.stdout:
+        # Other load put the runs at two speeds and one side wholly at one of them: the gate says
+        # it cannot tell, and why (on a quiet machine `sleep` runs at one speed and this is never taken).
+        unsure = next(ln for ln in p.stdout.splitlines() if ln.startswith("UNSURE"))
+        pytest.skip(f"machine too loaded to tell (load {os.getloadavg()[0]:.1f}): {unsure[:300]}")
     assert p.returncode == 1, p.stdout + p.stderr
     fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")]
     assert len(fail) == 1 and "wall time" in fail[0] and re.search(r"\d\d% CI", fail[0]) and "p=" in fail[0]
     assert "gate: FAIL" in p.stdout
-    data = json.loads(js.read_text())
+    data = json.loads(js.read_text())["result"]
     wall = next(ln for ln in data["lines"] if ln["measure"] == "wall_s")
     # 30 ms against 20 ms of sleep, plus a process start whose cost moves with the load
     # Moses' interval at its real level: 15 runs a side reach a little over 95 % (a mode of each
@@ -113,7 +118,7 @@ def test_noise_large_against_the_threshold_does_not_fail(tmp_path):
     # Not a regression (exit 1): significance keeps it from failing; but 10 runs this noisy could
     # not have seen a 3 % change, so it cannot pass either (exit 3, inconclusive).
     assert p.returncode == 3, p.stdout + p.stderr
-    wall = next(ln for ln in json.loads(js.read_text())["lines"] if ln["measure"] == "wall_s")
+    wall = next(ln for ln in json.loads(js.read_text())["result"]["lines"] if ln["measure"] == "wall_s")
     assert wall["ratio"] > 1.03 and not wall["significant"] and wall["status"] == "UNSURE"
     assert "not significant" in wall["verdict"] and "too few runs to see a 3 % change" in wall["verdict"]
 

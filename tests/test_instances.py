@@ -407,7 +407,7 @@ def test_cli_real_copies_per_second_json(tmp_path, capsys):
     out = tmp_path / "inst.json"
     main(["instances", "--n", "1,2", "--policy", "compact", "--reps", "2", "--db", str(tmp_path / "p.db"),
           "--json", str(out), "--", "sleep", "0.05"])
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["result"]
     assert data["unit"] == "copies/s" and data["ns"] == [1, 2]
     tp = [p["throughput"] for p in data["scans"][0]["points"]]
     assert 10 < tp[0] < 21 and tp[1] > 1.3 * tp[0]  # two sleeping copies overlap
@@ -474,7 +474,7 @@ def test_kill_9_then_resume(tmp_path):
                         "--json", str(out)], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "answer: " in p.stdout and f"campaign {camp.id}, resumed" in p.stdout
-    res = InstancesResult.from_dict(json.loads(out.read_text()))
+    res = InstancesResult.from_dict(json.loads(out.read_text())["result"])
     with open_store(str(db)) as s:
         after = s.measurements(camp.id)
         keys = [(m.label, json.dumps(m.params, sort_keys=True), m.rep) for m in after]

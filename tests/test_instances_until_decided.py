@@ -67,7 +67,7 @@ def test_cli_real_sleeping_copies_until_decided(tmp_path, capsys):
     out = tmp_path / "inst.json"
     main(["instances", "--n", "2,3", "--policy", "compact", "--until-decided", "--min-runs", "4",
           "--max-runs", "6", "--db", str(tmp_path / "p.db"), "--json", str(out), "--", "sleep", "0.05"])
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["result"]
     assert data["sequential"] and data["reps"] <= 6 and data["min_effect"] == 0.05
     # three sleeping copies overlap on the 2 CPUs: a gain past them, shown or not yet decided
     (step,) = [s for s in data["scans"][0]["steps"] if s["kind"] == "past"]

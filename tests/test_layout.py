@@ -194,3 +194,49 @@ def test_renderers_take_what_they_print_from_the_study_not_the_instrument():
              if name.startswith("perflab.report") for node, target in _perflab_imports(tree)
              if _package(target) == "measure"]
     assert not reach, "report/ reaching down to measure/:\n" + "\n".join(reach)
+
+
+# common.py refolds any rich table for a pipe's width (the console's plumbing), building none.
+TABLES_OUTSIDE_REPORT_OK = {"cli/common.py"}
+
+
+def _output_calls(tree: ast.AST):
+    """(line, what) for every rich or report table, Markdown table or print a module holds (a
+    progress bar is no table: cli/run.py and cli/lab.py show one while they measure)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module == "rich.table" or node.module == "perflab.report.model"
+                or (node.module == "perflab.report.render" and any(a.name == "table_to_markdown" for a in node.names))):
+            yield node.lineno, f"from {node.module} import {', '.join(a.name for a in node.names)}"
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+            if name == "print" and (owner in ("", "console") or owner.endswith("console")):
+                yield node.lineno, f"{owner + '.' if owner else ''}print(...)"
+            elif (owner, name) == ("click", "echo"):
+                yield node.lineno, "click.echo(...)"
+
+
+def test_no_study_or_cli_module_builds_a_study_table():
+    """A study's table, lines and Markdown are rendered in report/ from its typed result: no study
+    prints at all, and no cli module builds a table (the sentence, the table and the JSON come
+    from one value)."""
+    found = []
+    for name, path, tree in _modules():
+        rel = str(path.relative_to(SRC))
+        if name.startswith("perflab.studies"):
+            found += [f"{rel}:{line}: {what}" for line, what in _output_calls(tree)]
+        elif name.startswith("perflab.cli") and rel not in TABLES_OUTSIDE_REPORT_OK:
+            found += [f"{rel}:{line}: {what}" for line, what in _output_calls(tree)
+                      if what.startswith("from ")]
+    assert not found, "output built outside report/:\n" + "\n".join(found)
+
+
+def test_the_output_check_sees_a_table_built_in_a_cli_module():
+    """The check above is no grep that cannot fail: a cli module building compare's table is caught."""
+    tree = ast.parse("from rich.table import Table as RTable\nfrom perflab.report.model import Table\n"
+                     "def f(console):\n    console.print('x')\n    click.echo('y')\n")
+    assert sorted(w for _, w in _output_calls(tree)) == [
+        "click.echo(...)", "console.print(...)", "from perflab.report.model import Table",
+        "from rich.table import Table"]

@@ -50,7 +50,7 @@ def fps_campaigns(tmp_path_factory):
 def _fps_row(tmp, *flags: str) -> dict:
     p = perflab(tmp, "compare", "1", "2", "--db", "f.db", "--json", "-", *flags)
     assert p.returncode == 0, p.stderr
-    result = json.loads(p.stdout)
+    result = json.loads(p.stdout)["result"]
     return result, next(r for r in result["rows"] if r["measure"] == "metric:fps")
 
 
@@ -83,7 +83,7 @@ def test_variants_source_takes_the_direction(tmp_path, direction, leader):
                 "--metric", r"nps=(?P<nps>\d+)", "--primary-metric", "fps", direction, "--json", "v.json",
                 "--", "{exe}")
     assert p.returncode == 0, p.stderr
-    result = json.loads((tmp_path / "v.json").read_text())
+    result = json.loads((tmp_path / "v.json").read_text())["result"]
     assert result["primary"] == "fps" and result["higher_is_better"] is (direction == "--higher-is-better")
     assert result["fastest"] == leader  # fps 150 against 100 in every round: better only upwards
     assert r"warning: metric regex 'nps=(?P<nps>\d+)' matched in none of 12 runs" in " ".join(p.stdout.split())

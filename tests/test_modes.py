@@ -29,8 +29,9 @@ def test_two_speeds_found_with_shares_and_labels():
 @pytest.mark.parametrize("n", [10, 30, 100])
 def test_false_alarms_on_unimodal_lognormal_below_5_percent(n):
     rng = np.random.default_rng(n)
-    alarms = sum(detect_modes(rng.lognormal(0, 0.05, n)).multimodal for _ in range(300))
-    assert alarms / 300 <= 0.05
+    # 150 samples a size (the modes harness, checks/modes_check.py, has docs/run.md's figures)
+    alarms = sum(detect_modes(rng.lognormal(0, 0.05, n)).multimodal for _ in range(150))
+    assert alarms / 150 <= 0.05
 
 
 def test_a_skewed_sample_stays_one_mode_at_30_runs():

@@ -232,7 +232,7 @@ def test_instances_monitors_with_idle_phases_and_results_exports_them(tmp_path):
     assert res.returncode == 0, res.output
     import json
 
-    summary = json.loads((tmp_path / "i.json").read_text())["monitor"]
+    summary = json.loads((tmp_path / "i.json").read_text())["result"]["monitor"]
     assert [p["phase"] for p in summary["phases"]] == ["idle-before", "study", "idle-after"]
     assert summary["interval_s"] == 0.25 and summary["idle_s"] == 2.0
     assert "monitor: every 0.25 s" in res.output and "machine beside the study" in res.output

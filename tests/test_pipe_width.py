@@ -72,7 +72,7 @@ def test_compare_piped_fits_and_keeps_every_number(two_runs):
     tmp, _ = two_runs
     text = perflab("compare", "1", "2", "--db", "p.db", tmp_path=tmp)
     assert_fits(text)
-    rows = json.loads(perflab("compare", "1", "2", "--db", "p.db", "--json", "-", tmp_path=tmp))["rows"]
+    rows = json.loads(perflab("compare", "1", "2", "--db", "p.db", "--json", "-", tmp_path=tmp))["result"]["rows"]
     assert rows
     cells = column_texts(text)
     for r in rows:

@@ -128,7 +128,7 @@ def test_attach_by_pid_records_event_n_from_the_log(minihlt, tmp_path):
         if job.poll() is None:
             os.kill(job.pid, signal.SIGCONT)
         _stop(job)
-    res = json.loads((tmp_path / "r.json").read_text())
+    res = json.loads((tmp_path / "r.json").read_text())["result"]
     assert res["window_opened"], res["verdict"]
     (row,) = res["recordings"]
     assert row["attached"] == [job.pid]

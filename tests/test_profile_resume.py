@@ -38,7 +38,7 @@ def test_stripped_binary_whole_run(tmp_path):
     assert out.returncode == 0, out.stderr
     import json
 
-    res = json.loads((tmp_path / "r.json").read_text())
+    res = json.loads((tmp_path / "r.json").read_text())["result"]
     assert res["whole_run"] and res["window"] == "whole run"
     assert res["unknown_share"] > 0.5 and "top:" not in res["verdict"]
     assert "in the whole run (no event markers" in res["verdict"]
@@ -86,7 +86,7 @@ def test_kill_9_then_resume(tmp_path):
     assert "recording 1/5 was stored: not recorded again" in out.stdout
     import json
 
-    res = json.loads((tmp_path / "r.json").read_text())
+    res = json.loads((tmp_path / "r.json").read_text())["result"]
     after = store.measurements(1)
     assert store.campaign(1).status == "done"
     assert [m.rep for m in after] == [0, 1, 2, 3, 4]  # none repeated, none lost

@@ -158,7 +158,7 @@ def test_diff_across_builds_folds_clones(progs, tmp_path):
               "--db", str(tmp_path / "p.db"), "--json", str(tmp_path / "d.json")])
     import json
 
-    out = json.loads((tmp_path / "d.json").read_text())
+    out = json.loads((tmp_path / "d.json").read_text())["result"]
     assert out["unit"] == "ms" and out["tested"] is False and out["tests"] == []
     assert out["verdict"].startswith("no test possible: 1 and 1 recording(s)")
 

@@ -88,4 +88,4 @@ def test_variants_cli_pgo_with_default_make(tmp_path):
     assert "pgo: built" in p.stdout + p.stderr
     assert "cannot build" not in p.stdout + p.stderr
     assert not list(tmp_path.glob("*.gcda"))
-    assert json.loads((tmp_path / "v.json").read_text())
+    assert json.loads((tmp_path / "v.json").read_text())["result"]

@@ -94,7 +94,7 @@ def test_compare_cli_json_and_missing_campaign(tmp_path, store):
     p = subprocess.run([sys.executable, "-m", "perflab", "compare", str(a), str(b), "--db", db,
                         "--json", "-"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    data = json.loads(p.stdout)
+    data = json.loads(p.stdout)["result"]
     wall = next(r for r in data["rows"] if r["measure"] == "wall_s")
     assert abs(wall["ratio"] - 2.0) < 0.05
     p = subprocess.run([sys.executable, "-m", "perflab", "compare", str(a), "999", "--db", db],

@@ -19,6 +19,7 @@ from perflab.report.build import build_section  # registers every study's builde
 from perflab.report.model import Report
 from perflab.report.numbers import plural
 from perflab.report.render import to_markdown
+from perflab.studies.instances.result import InstancesResult
 
 FINDINGS = {plots.BETTER, plots.WORSE, plots.NOT_SIGNIFICANT}
 
@@ -49,13 +50,15 @@ def variants_summary(rng: random.Random) -> dict:
             comps[q] = {"quantity": q, "ratio": r, "ci": _ci(rng, r, 0.9609375, sig), "p": rng.uniform(0.001, 0.04)
                         if sig else rng.uniform(0.06, 1), "p_raw": 0.01, "effect": 0.5, "significant": sig,
                         "higher_is_better": hib, "pairs": 8}
-        out.append({"name": f"v{k}", "flags": "-O2", "status": "measured", "n_ok": 8, "comparisons": comps,
+        out.append({"name": f"v{k}", "flags": "-O2", "status": "measured", "n_ok": 8, "build": {}, "comparisons": comps,
                     "estimates": {"wall_s": {"median": rng.uniform(0.2, 2), "ci": _ci(rng, 1.0, 0.99)},
                                   "maxrss_kb": {"median": 40000.0, "ci": _ci(rng, 40000.0, 0.99)},
                                   "events_per_s": {"median": rng.uniform(50, 200), "ci": _ci(rng, 100.0, 0.99)}}})
-    base = {"name": "base", "flags": "-O2", "status": "baseline", "n_ok": 8, "comparisons": {},
+    base = {"name": "base", "flags": "-O2", "status": "baseline", "n_ok": 8, "build": {}, "comparisons": {},
             "estimates": {"wall_s": {"median": 1.0, "ci": _ci(rng, 1.0, 0.99)}}}
+    # every field a stored VariantsResult has: the section reads it typed (VariantsResult.from_dict)
     return {"baseline": "base", "primary": "events_per_s", "higher_is_better": True, "rounds": 8,
+            "level": 0.95, "alpha": 0.05, "checksum_metric": None, "order": [],
             "variants": [base] + out, "verdict": "simulated"}
 
 
@@ -76,12 +79,13 @@ def micro_summary(rng: random.Random) -> dict:
     cells, diffs = [], []
     for b in ("getpid", "sin", "call", "strcpy")[: rng.randint(2, 4)]:
         for abi in ("m64", "m32"):
-            cells.append({"bench": b, "abi": abi, "median_ns": rng.uniform(1, 100), "n": 10})
+            cells.append({"bench": b, "abi": abi, "median_ns": rng.uniform(1, 100), "n": 10, "ci": None,
+                          "ops_per_s": None})
         sig = rng.random() < 0.5
         r = _ratio(rng, sig)
         ci = _ci(rng, r, 0.978515625, sig)
         diffs.append({"bench": b, "abi": "m32", "base": "m64", "pct": 100 * (r - 1), "significant": sig,
-                      "p_adjusted": 0.01 if sig else 0.5,
+                      "p_value": 0.01 if sig else 0.5, "p_adjusted": 0.01 if sig else 0.5,
                       "ci_pct": {"low": 100 * (ci["low"] - 1), "high": 100 * (ci["high"] - 1), "level": ci["level"]}})
     return {"abis": ["m64", "m32"], "cells": cells, "diffs": diffs, "runs": 10 * len(cells)}
 
@@ -91,14 +95,14 @@ def frontend_summary(rng: random.Random) -> dict:
     for b in (16384, 65536, 262144, 1048576):
         for mode in ("4k", "2m"):
             m = rng.uniform(20, 100)
-            points.append({"bytes": b, "cpu": None, "mode": mode, "median_ns": m, "ci": _ci(rng, m, 0.978515625),
-                           "reps": 10})
+            points.append({"bytes": b, "cpu": None, "mode": mode, "n": b // 16, "median_ns": m,
+                           "ci": _ci(rng, m, 0.978515625), "reps": 10})
         helps = rng.random() < 0.4
         r = rng.uniform(1.05, 1.3) if helps else rng.uniform(0.97, 1.03)
-        ratios.append({"bytes": b, "cpu": None, "ratio": r, "ci": _ci(rng, r, 0.978515625, helps),
-                       "helps": helps, "p_adjusted": 0.01 if helps else 1.0})
+        ratios.append({"bytes": b, "cpu": None, "pairs": 10, "ratio": r, "ci": _ci(rng, r, 0.978515625, helps),
+                       "helps": helps, "p_value": 0.001 if helps else 0.5, "p_adjusted": 0.01 if helps else 1.0})
     return {"kind": "switch", "points": points, "ratios": ratios, "runs": 80,
-            "knees": [{"mode": "4k", "knee_bytes": 65536}, {"mode": "2m", "knee_bytes": 65536}],
+            "knees": [{"cpu": None, "mode": "4k", "knee_bytes": 65536}, {"cpu": None, "mode": "2m", "knee_bytes": 65536}],
             "references": {"L1i cache": 32768, "L2 cache": 1048576, "L1 iTLB reach 4K (64 x 4K)": 262144},
             "verdict": "simulated"}
 
@@ -119,7 +123,12 @@ def run_summary(rng: random.Random) -> dict:
 def instances_summary(rng: random.Random) -> dict:
     pts = [{"n": n, "throughput": (t := rng.uniform(50, 200)), "ci": _ci(rng, t, 0.96), "reps": 5,
             "per_copy": t / n, "gain_per_copy": None if n == 1 else 3.0} for n in (1, 2, 4)]
-    return {"unit": "events/s", "scans": [{"policy": "compact", "points": pts}], "verdict": "simulated"}
+    best = max(pts, key=lambda p: p["throughput"])
+    # every field a stored InstancesResult has: the section reads it typed (InstancesResult.from_dict)
+    return {"unit": "events/s", "ns": [1, 2, 4], "optimum_n": best["n"], "optimum_throughput": best["throughput"],
+            "optimum_policy": "compact", "verdict": "simulated",
+            "scans": [{"policy": "compact", "points": pts, "optimum_n": best["n"],
+                       "optimum_throughput": best["throughput"], "within_1pct_n": best["n"]}]}
 
 
 SIMULATED = {"variants": variants_summary, "cores": cores_summary, "micro": micro_summary,
@@ -209,7 +218,12 @@ def test_answers_say_what_they_rest_on_and_when_it_is_not_enough():
     inst = instances_summary(random.Random(2))
     for p in inst["scans"][0]["points"]:
         p.update(reps=1, ci=None)
-    inst["verdict"] = "not enough evidence: 1 round per point; a test needs at least 4 (use --reps 5)"
+    # as the study stores a scan of one round: no optimum, the scan's reason says why
+    reason = "not enough evidence: 1 round per point; a test needs at least 4 (use --reps 5)"
+    top = inst["optimum_n"]
+    inst.update(optimum_n=None, optimum_throughput=None, optimum_policy=None)
+    inst["scans"][0].update(optimum_n=None, optimum_throughput=None, top_n=top, reason=reason)
+    inst["verdict"] = InstancesResult.from_dict(inst).verdict()
     a = _answer("instances", inst)
     assert a.answer.startswith("not enough evidence") and a.basis.startswith("1 round per point")
     assert "1 rounds" not in a.basis and "no CI" in a.basis

@@ -61,7 +61,10 @@ def test_listing_gives_instances_and_micro_their_verdict(tmp_path):
         store.finish_campaign(a, "done", {"unit": "events/s", "optimum_n": 4, "optimum_policy": "compact",
                                           "optimum_throughput": 91.84,
                                           "scans": [{"optimum_throughput": 91.84, "within_1pct_n": 3}]})
-        diffs = [{"bench": f"op{i}", "abi": "m32", "pct": 10.0 + i, "significant": i < 8} for i in range(9)]
+        # as MicroResult stores an AbiDiff (the listing reads it through MicroResult.from_dict)
+        diffs = [{"bench": f"op{i}", "abi": "m32", "base": "m64", "pct": 10.0 + i, "p_value": 0.001,
+                  "ci_pct": {"low": 5.0 + i, "high": 15.0 + i, "level": 0.95}, "significant": i < 8}
+                 for i in range(9)]
         b = store.start_campaign("micro", {})
         store.finish_campaign(b, "done", {"abis": ["m64", "m32"], "diffs": diffs, "cells": []})
         rows = {c.study: campaign_row(c) for c in store.campaigns()}
@@ -96,7 +99,7 @@ def test_the_listing_shows_the_newest_campaigns_and_says_how_many_it_leaves_out(
 
 
 def test_the_listing_shows_a_verdicts_first_clause_never_cut_mid_word():
-    from perflab.cli.results import _short
+    from perflab.report.terminal.results import short as _short
 
     v = "sleep 0.05: median 0.0527 s (98% CI 0.0513..0.0559 s, 10 runs); against it: nothing"
     assert _short(v) == "sleep 0.05: median 0.0527 s (98% CI 0.0513..0.0559 s, 10 runs) [more]"

@@ -132,7 +132,7 @@ def test_cli_ranks_by_the_primary_metric_in_its_direction(tmp_path):
     p = perflab("run", "--db", str(tmp_path / "r.db"), "--runs", "5", "--metric", SCORE,
                 "--primary-metric", "score", "--json", str(tmp_path / "r.json"), LOW, HIGH, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    data = json.loads((tmp_path / "r.json").read_text())
+    data = json.loads((tmp_path / "r.json").read_text())["result"]
     assert data["ranking"] == {"measure": "score", "higher_is_better": True, "reference": LOW}
     assert data["fastest"] == HIGH
     high = data["benchmarks"][1]["relative"]
@@ -145,7 +145,7 @@ def test_cli_ranks_by_the_primary_metric_in_its_direction(tmp_path):
                 "--primary-metric", "score", "--lower-is-better", "--json", str(tmp_path / "q.json"),
                 LOW, HIGH, cwd=tmp_path)
     assert q.returncode == 0, q.stderr
-    data = json.loads((tmp_path / "q.json").read_text())
+    data = json.loads((tmp_path / "q.json").read_text())["result"]
     assert data["fastest"] == LOW and data["benchmarks"][1]["relative"]["verdict"] == "worse"
     assert "ranked by score (lower is better)" in " ".join(q.stdout.split())
 
@@ -161,7 +161,7 @@ def test_cli_ranks_a_perflab_toml_workload_by_its_declared_metric(tmp_path):
     p = perflab("run", "--db", str(tmp_path / "r.db"), "--runs", "5", "-w", "fixed", "-L", "n", "4,2",
                 "--json", str(tmp_path / "r.json"), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    data = json.loads((tmp_path / "r.json").read_text())
+    data = json.loads((tmp_path / "r.json").read_text())["result"]
     assert data["ranking"]["measure"] == "score" and data["ranking"]["higher_is_better"] is True
     # n=2 sleeps less and scores 100 against n=4's 50: better by its score
     best = next(b for b in data["benchmarks"] if b["params"] == {"n": "2"})
@@ -175,8 +175,8 @@ def test_cli_names_two_speeds_of_a_metric(tmp_path):
     p = perflab("run", "--db", str(tmp_path / "r.db"), "--runs", "40", "--metric", SCORE,
                 "--primary-metric", "score", "--json", str(tmp_path / "r.json"), two, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    modes = json.loads((tmp_path / "r.json").read_text())["benchmarks"][0]["modes"]
-    scores = json.loads((tmp_path / "r.json").read_text())["benchmarks"][0]["metrics"]["score"]
+    modes = json.loads((tmp_path / "r.json").read_text())["result"]["benchmarks"][0]["modes"]
+    scores = json.loads((tmp_path / "r.json").read_text())["result"]["benchmarks"][0]["metrics"]["score"]
     low = sum(s < 125 for s in scores)
     if min(low, 40 - low) < 4:  # a fair coin gives fewer than 4 of one side in 40 once in 10^7
         pytest.skip("the coin fell nearly always one way")
@@ -197,11 +197,20 @@ def test_cli_contradictory_limits_and_unknown_reference_refused(tmp_path, args, 
     assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
-def test_harness_prints_a_line_per_noise_model_and_command_count():
+def test_harness_prints_a_line_per_noise_model_and_command_count(monkeypatch):
     from perflab.checks import run_check
     from perflab.checks.noise import MODELS
 
+    # Every model and command count gets its line; one of them is run for real (each is a campaign
+    # of 5 or 8 commands, about 2 s; the rates themselves are the tests above and below).
+    real, asked = run_check.rates, []
+
+    def rates(name, k, trials, seed=0):
+        asked.append((name, k))
+        return real(name, k, trials, seed) if (name, k) == ("two-speed", 5) else (0.0, 0.0, 1.0)
+    monkeypatch.setattr(run_check, "rates", rates)
     lines = run_check.verdict_check(runs=1, asked=False)  # the asked rows: the test below
+    assert {(n, k) for n in MODELS for k in (5, 8)} <= set(asked)
     for name in MODELS:
         for k in (5, 8):
             assert any(ln.startswith(f"verdict-check: run-{name}-{k}-commands false_positive=") and

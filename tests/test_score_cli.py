@@ -29,7 +29,7 @@ def test_import_stores_a_score_campaign_and_results_lists_it(tmp_path):
     r = _run(["import", SUITE, "--json", str(tmp_path / "s.json")], db)
     assert r.exit_code == 0, r.output
     assert "two speeds among 48 copies" in r.output and "mismatch: the file's score_per_core" in r.output
-    assert json.loads((tmp_path / "s.json").read_text())["host"]["cpus"] == 48
+    assert json.loads((tmp_path / "s.json").read_text())["result"]["host"]["cpus"] == 48
     r = _run(["results"], db)
     assert r.exit_code == 0 and "score" in r.output
     r = _run(["score", "--campaign", "2"], db)
@@ -64,7 +64,7 @@ def test_export_of_a_stored_campaign_reimports_to_the_same_figures(tmp_path):
     first = json.loads(out.read_text())
     r = _run(["import", str(out), "--json", str(tmp_path / "back.json")], db)
     assert r.exit_code == 0, r.output
-    back = json.loads((tmp_path / "back.json").read_text())
+    back = json.loads((tmp_path / "back.json").read_text())["result"]
     assert back["score"] == first["profiles"]["hepscore"]["score"] == 872.266
     assert back["score_ci"] == first["perflab"]["score_ci"]
 

@@ -52,7 +52,7 @@ def test_score_runs_a_suite_on_real_processes(tmp_path, monkeypatch):
               "--export", "hep-suite", str(tmp_path / "e.json")], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert "score " in r.output and "95% CI" in r.output and "modelled: 1.6 x TDP 50 W" in r.output
-    res = json.loads((tmp_path / "s.json").read_text())
+    res = json.loads((tmp_path / "s.json").read_text())["result"]
     assert [w["name"] for w in res["workloads"]] == ["a", "b"]
     assert all(len(w["values"]) == 3 and w["copies"] == 2 for w in res["workloads"])
     assert res["score_ci"][0] < res["score"] < res["score_ci"][1]
@@ -131,7 +131,7 @@ def test_resume_replays_the_stored_copies(tmp_path, monkeypatch):
     runner = CliRunner(env={"COLUMNS": "250"})
     r = runner.invoke(cli, ["score", "--suite", "t", "--db", str(db), "--json", "a.json"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
-    first = json.loads((tmp_path / "a.json").read_text())
+    first = json.loads((tmp_path / "a.json").read_text())["result"]
     with open_store(str(db)) as store:
         store.finish_campaign(first["campaign_id"], "interrupted", summary=None)
     r = runner.invoke(cli, ["resume", str(first["campaign_id"]), "--db", str(db)], catch_exceptions=False)

@@ -157,7 +157,7 @@ def test_run_finds_the_warmup_of_a_slow_start(slow_start, tmp_path):
     res = perflab(tmp_path, "run", "--runs", "3", "--json", "r.json", "--series", r"^event (?P<event>\d+)$",
                   "--", sys.executable, str(slow_start), "200")
     assert res.returncode == 0, res.stderr
-    (b,) = json.loads((tmp_path / "r.json").read_text())["benchmarks"]
+    (b,) = json.loads((tmp_path / "r.json").read_text())["result"]["benchmarks"]
     s = b["series"]
     assert s["runs"] == 3  # every run's series, none lost to runs going back to back
     assert all(abs(k - 20) <= 2 for k in s["warmup"]), s["warmup"]

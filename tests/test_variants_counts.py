@@ -119,7 +119,7 @@ def test_variants_of_a_tiny_program_ranked_by_counts(tmp_path):
                         "--rounds", "2", "--warmup", "0", "--instrument", "cachegrind", "--json", "-",
                         "--", "{exe}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    d = json.loads(p.stdout)
+    d = json.loads(p.stdout)["result"]
     assert d["instrument"] == "cachegrind" and d["cache_model"].startswith("I1=")
     o0 = next(v for v in d["variants"] if v["name"] == "O0")
     ir = o0["count_comparisons"]["instructions"]

@@ -80,7 +80,7 @@ def test_link_order_demo_until_decided_end_to_end(tmp_path, capsys, monkeypatch)
     main(["variants", "--link-order-demo", "--until-decided", "--min-runs", "4", "--max-runs", "16",
           "--db", str(tmp_path / "v.db"), "--json", str(out)])
     text = " ".join(capsys.readouterr().out.split())
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["result"]
     bad = {r["name"]: r for r in data["variants"]}["archive-first"]["comparisons"]["wall_s"]
     assert bad["sequential"] and bad["ratio"] > 1.0
     assert bad["decision"] == "larger" or not data["sequential"]["decided"]

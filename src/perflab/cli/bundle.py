@@ -22,27 +22,17 @@ from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath
 def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> None:
     """Unpack a bundle into a fresh directory, run it isolated, compare with a normal run."""
 
+    from perflab.report.terminal.bundle import render_verify
     from perflab.store import open_store
     from perflab.studies.bundle.study import VerifyConfig, run_verify
 
+    config = VerifyConfig(archive=archive, workdir=workdir, isolation=isolation, timeout=timeout, keep=keep)
     console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
-        result = run_verify(VerifyConfig(archive=archive, workdir=workdir, isolation=isolation,
-                                         timeout=timeout, keep=keep), store, console)
-    console.print(f"unpacked into {result.workdir}{'' if keep or workdir else ' (removed)'}; "
-                  f"ran isolated with {result.isolation} in {result.bundle_wall_s * 1e3:.1f} ms")
-    console.print(f"compared {result.compared} with the {result.normal_source}:")
-    console.print(f"  bundle: {result.bundle_value}\n  normal: {result.normal_value}")
-    console.print(("OK: same output" if result.same else "MISMATCH: the bundle's output differs")
-                  + f"  (campaign {result.campaign_id})")
-    if result.differences:
-        console.print("first differing lines:", markup=False)
-        for line in result.differences:
-            console.print(f"  {line}", markup=False)
-    if result.hint:
-        console.print(f"hint: {result.hint}", markup=False)
+        result = run_verify(config, store, console)
+    render_verify(result, config, console)
     if json_path:
-        emit_json(json_path, result.__dict__)
+        emit_json(json_path, result.__dict__, "bundle-verify")
     if not result.same:
         sys.exit(1)
 
@@ -73,9 +63,9 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     """Pack the files a workload really uses (strace) with a one-touch run.sh into OUT.tar.gz."""
 
     from perflab.measure.executor import default_executor
+    from perflab.report.terminal.bundle import render
     from perflab.store import open_store
     from perflab.studies.bundle.study import BundleConfig, run_bundle
-    from perflab.platform.sysfs import format_size as _size
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
     config = BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,
@@ -84,13 +74,6 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     with open_store(db_url) as store:
         console.print(f"results store: {store.display}")
         result = run_bundle(config, default_executor(), store, console)
-    console.print(f"wrote {result.output}: {result.files} files, {result.links} symlinks, "
-                  f"{_size(result.unpacked_bytes)} unpacked, {_size(result.archive_bytes)} compressed"
-                  + (f" (budget {_size(config.budget_bytes)})" if config.budget_bytes else ""))
-    for t in result.by_top:
-        console.print(f"  {t['top']:<8} {t['files']:>5} files {_size(t['bytes']):>10}")
-    console.print(f"run it: tar xzf {output} -C DIR && DIR/run.sh   "
-                  f"(isolation here: {result.isolation_here or 'none available'})")
-    console.print(f"check it: perflab bundle verify {output}   (campaign {result.campaign_id})")
+    render(result, config, console)
     if json_path:
-        emit_json(json_path, result.__dict__)
+        emit_json(json_path, result.__dict__, "bundle")

@@ -77,13 +77,15 @@ def resolve_target(
     return metric_choice().apply(workload, extra_metrics)
 
 
-def emit_json(path: str, data: dict) -> None:
-    """A result as JSON at PATH ('-': stdout); NaN becomes null; an unwritable path is one line."""
+def emit_json(path: str, data: dict, study: str | None) -> None:
+    """A result as JSON at PATH ('-': stdout); NaN becomes null; an unwritable path is one line.
+    A study's result goes in its versioned envelope (store/envelope.py: perflab's version, the
+    results' schema, the study); ``study`` None writes ``data`` as it is (no study's result)."""
     import json
 
-    from perflab.store import dumps
+    from perflab.store import dumps, envelope
 
-    text = json.dumps(json.loads(dumps(data)), indent=2) + "\n"
+    text = json.dumps(json.loads(dumps(data if study is None else envelope.wrap(study, data))), indent=2) + "\n"
     if path == "-":
         click.echo(text, nl=False)
         return
@@ -315,7 +317,8 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
         save_baseline(store, result.campaign_id)
     if json_path:
-        emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()})
+        emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()},
+                  module.NAME)
     return result
 
 

@@ -20,14 +20,11 @@ from perflab.cli.gate_common import (
     write_output,
 )
 from perflab.errors import PerflabError
-from perflab.platform.tune.state import DIFFERS
 from perflab.report.compare_html import compare_html
-from perflab.report.model import Table
-from perflab.report.render import format_cell, table_to_markdown
+from perflab.report.terminal.compare import render
 from perflab.store import open_store
-from perflab.store import dumps
+from perflab.store import dumps, envelope
 from perflab.studies.compare.study import CompareConfig, run_compare
-from perflab.studies.compare.keys import measure_title
 from perflab.studies.gate.study import GateConfig
 
 
@@ -144,68 +141,16 @@ def _compare(store, config: CompareConfig, fmt: str, json_path: str | None, html
         have = sorted({r.measure.removeprefix("metric:") for r in result.rows if r.measure.startswith("metric:")})
         raise PerflabError(f"--primary-metric {choice.name}: campaigns {config.a} and {config.b} have no "
                            f"metric {choice.name} ({'their metrics are ' + ', '.join(have) if have else 'they have no metric'})")
-    a, b = config.a, config.b
-    # Each interval carries the level it really has (67 % at 2 runs a side): printed per row.
-    t = Table(
-        f"{_side(result.campaigns_a)} ({result.study_a}) vs {_side(result.campaigns_b)} ({result.study_b})",
-        ["point", "measure", "n A", "n B", "median A", "median B", "B/A", "CI of B/A (level)",
-         "p (Holm)", "verdict"],
-        [[r.key, measure_title(r.measure), r.n_a, r.n_b, *_medians(r), f"{r.ratio:.4f}",
-          r.ci_text, f"{r.p_adjusted:.3g}", r.verdict_cell]
-         for r in result.rows],
-    )
     if json_path != "-":
-        console = make_console()
-        if fmt == "markdown":
-            click.echo(table_to_markdown(t))
-        else:
-            from rich.markup import escape
-            from rich.table import Table as RTable
-
-            rt = RTable(title=escape(t.title))
-            for c in t.columns:
-                rt.add_column(c, justify="left" if c in ("point", "measure", "verdict") else "right")
-            for row in t.rows:
-                rt.add_row(*[escape(format_cell(c)) for c in row])
-            console.print(rt)
-
-        def say(line: str) -> None:
-            console.print(line, markup=False, highlight=False)
-
-        say(f"verdict: {result.verdict}")
-        say(f"significant: Holm-adjusted p below alpha {result.alpha:g} ({_families(result)}) "
-            f"and the CI of B/A wholly outside 1 +- {100 * result.min_effect:g} % (--min-effect)")
-        for r in result.rows:
-            if r.bimodal:
-                say(f"two speeds: {measure_title(r.measure)} of {r.key}: {r.modes_text()}")
-        for n in result.notes:
-            say(f"{'warning' if n.startswith(DIFFERS) else 'note'}: {n}")
-        if result.unmatched_a or result.unmatched_b:
-            say(f"unmatched: {len(result.unmatched_a)} only in A, {len(result.unmatched_b)} only in B")
+        render(result, make_console(), fmt)
     if json_path:
-        write_output(json_path, json.dumps(json.loads(dumps(result.as_dict())), indent=2) + "\n", "JSON")
+        write_output(json_path, json.dumps(json.loads(dumps(envelope.wrap("compare", result.as_dict()))), indent=2) + "\n",
+                     "JSON")
     if html_path:
-        camps = [store.campaign(a), store.campaign(b)]
+        camps = [store.campaign(config.a), store.campaign(config.b)]
         hosts = [store.host(c.host_id)["hostname"] if c.host_id is not None else "unrecorded"
                  for c in camps]
         write_output(html_path, compare_html(result, camps, hosts), "HTML")
     if result.cannot_tell:
         raise SystemExit(3)  # as the gate's UNSURE: too few runs to tell, not "no difference"
 
-
-def _side(ids) -> str:
-    return f"campaign {ids[0]}" if len(ids) == 1 else "campaigns " + ",".join(map(str, ids))
-
-
-def _medians(r) -> list:
-    """A and B's medians; whole counts in full (1.7e+06 against 1.71e+06 would hide 0.5 %)."""
-    if r.counted and min(r.median_a, r.median_b) >= 1000:
-        return [f"{r.median_a:,.0f}", f"{r.median_b:,.0f}"]
-    return [r.median_a, r.median_b]
-
-
-def _families(result) -> str:
-    """How the alpha was split: 'alpha/2 = 0.025 in each of two families' or 'one family'."""
-    if any(r.overall for r in result.rows):
-        return f"alpha/2 = {result.alpha / 2:g} in each of two families: all points, each point"
-    return "one family"

@@ -23,7 +23,9 @@ def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> N
 
     from perflab.errors import PerflabError
     from perflab.store import open_store
-    from perflab.studies.cost.study import load_platforms, render, run_cost
+    from perflab.report.cost_plot import plot
+    from perflab.report.terminal.cost import render
+    from perflab.studies.cost.study import load_platforms, run_cost
 
     config = load_platforms(platforms_toml)
     req = config.requirement
@@ -38,7 +40,7 @@ def command(platforms_toml, plot_path, target, envelope, db_url, json_path) -> N
     config = replace(config, requirement=req, plot=plot_path)
     console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
-        result = run_cost(config, store, console)
+        result = run_cost(config, store, console, draw=plot)
     render(result, console)
     if json_path:
-        emit_json(json_path, result.to_dict())
+        emit_json(json_path, result.to_dict(), "cost")

@@ -40,7 +40,7 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
     console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store:
         console.print(f"results store: {store.display}")
-        result = run_footprint(config, default_executor(), store, console)
+        result = run_footprint(config, default_executor(), store, console.print)
     render(result, console, show_all=show_all)
     if json_path:
-        emit_json(json_path, result.to_dict())
+        emit_json(json_path, result.to_dict(), "footprint")

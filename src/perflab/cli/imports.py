@@ -31,4 +31,4 @@ def command(path: str, db_url: str | None, json_path: str | None) -> None:
         render(result, console)
         console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
     if json_path:
-        emit_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict(), "score")

@@ -64,7 +64,7 @@ def diff_command(a: str, b: str, threshold: float, top: int, min_effect: float, 
             camp.summary = result.as_dict()
     render_diff(result, _console())
     if json_path:
-        emit_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict(), "profile_diff")
 
 
 class _ProfileCommand(click.Command):
@@ -219,7 +219,7 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
         if files:
             console.print(f"counts per source line: callgrind_annotate --auto=yes {files[0]}")
     if json_path:
-        emit_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict(), "profile")
     if not result.opened:
         sys.exit(1)
 

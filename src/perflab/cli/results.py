@@ -17,34 +17,6 @@ LAST = 50
 MEASURED_ELSEWHERE = ("footprint", "bundle")
 
 
-def _fmt_s(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x >= 1:
-        return f"{x:.3f} s"
-    if x >= 1e-3:
-        return f"{x * 1e3:.2f} ms"
-    return f"{x * 1e6:.1f} us"
-
-
-def _fmt_num(x: float) -> str:
-    return f"{x:.6g}"
-
-
-def _params(params: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(params.items())) or "-"
-
-
-def _short(text: str | None, width: int = 100) -> str:
-    """A verdict's first clause (up to its first '; '), cut at a word where still longer than
-    ``width``, marked [more]: never mid-number, and 'perflab results ID' shows it whole."""
-    text = " ".join(str(text or "").split())
-    first = text.split("; ", 1)[0]
-    if len(first) > width:
-        first = first[:width].rsplit(" ", 1)[0]
-    return first if first == text else first + " [more]"
-
-
 def _journal_notes(console, store, campaign_id: int | None) -> None:
     """Say which runs a perflab killed mid-batch left in its journal, which no listing counts."""
     from perflab.studies.session import journalled_runs
@@ -72,10 +44,9 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
     if (monitor_csv or monitor_json) and campaign_id is None:
         raise PerflabError("--monitor-csv and --monitor-json export one campaign's samples: give its ID "
                            "(perflab results lists them)")
-    from rich.table import Table
-
     from perflab.store import open_store
     from perflab.report.listing import campaign_row, died_note, group_measurements, shown_status
+    from perflab.report.terminal.results import campaigns_table, groups_table, runs_table, short
 
     # Tables go to stderr when the JSON goes to stdout, so `--json -` stays parseable.
     console = make_console(markup=False, highlight=False, stderr="-" in (json_path, monitor_csv, monitor_json))
@@ -89,18 +60,10 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
         if campaign_id is None:
             rows = [campaign_row(c) for c in store.campaigns(study=study, last=last or None)]
             older = store.count_campaigns(study=study) - len(rows) if last and len(rows) == last else 0
-            table = Table(title=f"campaigns in {store.display}")
-            for col in ("id", "study", "status", "runs", "started", "duration", "parent", "verdict"):
-                table.add_column(col, justify="right" if col in ("id", "runs", "duration", "parent") else "left")
-            for r in rows:
-                table.add_row(
-                    str(r["id"]), r["study"] + (f" ({r['name']})" if r["name"] else ""), shown_status(r),
-                    str(r["measurements"]), r["started"].replace("T", " ")[:16],
-                    _fmt_s(r["duration_s"]), str(r["parent_id"] or ""), _short(r["verdict"]),
-                )
+            table = campaigns_table(rows, f"campaigns in {store.display}")
             if rows:
                 console.print(table)
-                if any(_short(r["verdict"]) != " ".join(str(r["verdict"] or "").split()) for r in rows):
+                if any(short(r["verdict"]) != " ".join(str(r["verdict"] or "").split()) for r in rows):
                     console.print("verdict: its first clause; 'perflab results ID' shows a campaign's whole verdict")
                 if older:
                     console.print(f"the newest {len(rows)} of {len(rows) + older} campaigns; {older} older ones "
@@ -138,33 +101,13 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
             if children:
                 console.print("child campaigns: " + ", ".join(f"{c.id} {c.study} ({c.status})" for c in children))
             if all_runs:
-                table = Table()
-                for col in ("run", "label", "params", "rep", "wall", "exit", "metrics"):
-                    table.add_column(col)
-                for m in ms:
-                    r = m.result
-                    exit_ = str(r.exit_code) if r.exit_code is not None else f"signal {r.signal}"
-                    if r.timed_out:
-                        exit_ += " (timeout)"
-                    table.add_row(str(m.id), m.label, _params(m.params), str(m.rep),
-                                  _fmt_s(r.wall_s), exit_,
-                                  ", ".join(f"{k}={_fmt_num(v)}" for k, v in sorted(r.metrics.items())))
+                table = runs_table(ms)
                 payload = {"campaign": row, "machine_state": machine_state, "runs": [
                     {"id": m.id, "label": m.label, "params": m.params, "rep": m.rep, **m.result.as_dict()}
                     for m in ms]}
             else:
                 groups = group_measurements(ms)
-                table = Table()
-                for col in ("label", "params", "runs", "failed", "median wall", "min", "max",
-                            "max RSS", "metrics (median)"):
-                    table.add_column(col, justify="left" if col in ("label", "params", "metrics (median)") else "right")
-                for g in groups:
-                    table.add_row(
-                        g.label, _params(g.params), str(g.n), str(g.failed),
-                        _fmt_s(g.wall_median_s), _fmt_s(g.wall_min_s), _fmt_s(g.wall_max_s),
-                        f"{g.maxrss_median_kb / 1024:.1f} MiB" if g.maxrss_median_kb is not None else "-",
-                        ", ".join(f"{k}={_fmt_num(v)}" for k, v in g.metrics.items()),
-                    )
+                table = groups_table(groups)
                 from dataclasses import asdict
 
                 payload = {"campaign": row, "machine_state": machine_state, "summary": camp.summary, "groups": [asdict(g) for g in groups]}
@@ -199,4 +142,4 @@ def _export_monitor(store, camp, csv_path: str | None, json_path: str | None) ->
             with open(csv_path, "w", encoding="utf-8") as fh:
                 fh.write(text)
     if json_path:
-        emit_json(json_path, monitor_json(camp.id, rows, stored_result(store, camp.id)))
+        emit_json(json_path, monitor_json(camp.id, rows, stored_result(store, camp.id)), None)

@@ -41,4 +41,4 @@ def command(campaign, energy_source, db_url, json_path):
             renderer.render(result, console)
         console.print(f"results: {store.display} (campaign {result.campaign_id}, resumed)", highlight=False)
         if json_path:
-            emit_json(json_path, result.as_dict())
+            emit_json(json_path, result.as_dict(), study)

@@ -282,7 +282,8 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
                 if path:
                     write(result, path)
         if json_path:
-            emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()})
+            emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()},
+                      run_study_module.NAME)
         gate.after(store, result.campaign_id, stdout_taken=console.stderr)
 
 

@@ -81,7 +81,7 @@ def command(suite_name, config_path, reps, copies, seed, timeout, campaign_id, c
         console.print(f"perflab: wrote {export[1]} (HEP Benchmark Suite layout {hepjson.JSON_VERSION}, "
                       f"perflab's intervals under '{hepjson.OWN_KEY}')", highlight=False)
     if json_path and campaign_id is not None:
-        emit_json(json_path, result.as_dict())
+        emit_json(json_path, result.as_dict(), "score")
 
 
 def _measure(suite_name, config_path, reps, copies, seed, timeout, energy_source, db_url, json_path, console):

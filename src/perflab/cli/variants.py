@@ -259,4 +259,4 @@ def command(**opts):
         err.print(f"stored as campaign {result.campaign_id} in {store.display}")
         save_baseline(store, result.campaign_id)
     if opts["json_path"]:
-        emit_json(opts["json_path"], result.as_dict())
+        emit_json(opts["json_path"], result.as_dict(), study.NAME)

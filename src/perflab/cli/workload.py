@@ -26,16 +26,10 @@ def command() -> None:
 @_config_option
 def list_cmd(config_path: str | None) -> None:
     """List the workload names --workload accepts."""
-    from rich.table import Table
-
+    from perflab.report.terminal.workload import workloads_table
     from perflab.workloads import list_workloads
 
-    table = Table(box=None, pad_edge=False)
-    for col in ("name", "source", "command", "description"):
-        table.add_column(col)
-    for w in list_workloads(config_path):
-        table.add_row(w.name, w.source, w.command, w.description)
-    make_console(width=200).print(table)
+    make_console(width=200).print(workloads_table(list_workloads(config_path)))
 
 
 def _build(name: str, cflags: str | None, config_path: str | None):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.errors import PerflabError
-from perflab.store import dumps, open_store
+from perflab.store import dumps, envelope, open_store
 from perflab.store.failover import CONTINUES_LABEL, FAILOVER_LABEL
 
 _BATCH = 5000  # measurements per insert: one executemany, bounded memory
@@ -147,12 +147,17 @@ def _continue(shard, target, camp, host) -> tuple[int, bool]:
             if changed:
                 c = t["campaigns"]
                 conn.execute(c.update().where(c.c.id == old.id).values(
-                    status=camp.status, summary=camp.summary, finished=camp.finished, host_id=host_id))
+                    status=camp.status, summary=_stored(camp), finished=camp.finished, host_id=host_id))
     except sa.exc.SQLAlchemyError as exc:
         raise _failed("merge", camp, target, exc) from None
     finally:
         rows.close()
     return len(new), changed
+
+
+def _stored(camp) -> dict | None:
+    """A campaign's summary as the target stores it: in its envelope, as Store.finish_campaign writes it."""
+    return None if camp.summary is None else envelope.wrap(camp.study, camp.summary)
 
 
 def _artifacts(conn, shard, target, src_id: int, dst_id: int) -> int:
@@ -194,7 +199,7 @@ def _copy(shard, target, camp, host, key: str, replace: int | None) -> int:
                 conn.execute(t["campaigns"].delete().where(t["campaigns"].c.id == replace))
             res = conn.execute(t["campaigns"].insert().values(
                 study=camp.study, name=camp.name, status=camp.status, config=camp.config,
-                summary=camp.summary, host_id=host_id, parent_id=None, started=camp.started,
+                summary=_stored(camp), host_id=host_id, parent_id=None, started=camp.started,
                 finished=camp.finished, labels={**camp.labels, "collected": key},
             ))
             cid = int(res.inserted_primary_key[0])

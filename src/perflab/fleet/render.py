@@ -133,7 +133,11 @@ def report_terminal(rep: dict[str, Any], console) -> None:
                           highlight=False, soft_wrap=True)
     else:
         n = sum(1 for h in rep["hosts"] if h["status"] == "done")
-        console.print(f"no slow host: none of {n} hosts is significantly below its platform's peers "
+        named = [p["time_test"]["detectable_slowdown"] for p in rep["platforms"]
+                 if (p.get("time_test") or {}).get("detectable_slowdown") is not None]
+        seen = (f"; these comparisons name a host {max(named):.0%} or more slower than its peers" if named
+                else "")
+        console.print(f"no slow host: none of {n} hosts is significantly below its platform's peers{seen} "
                       "(this does not show that all hosts are equal, only that no difference above "
                       "the minimum effect was found)", highlight=False, soft_wrap=True)
     if "slow_cores" in rep:

@@ -14,7 +14,7 @@ import socket
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 
-from perflab.store import dumps
+from perflab.store import dumps, envelope
 from perflab.studies.compare.keys import measure_title
 from perflab.studies.gate.result import GateResult
 
@@ -88,5 +88,5 @@ def to_markdown(result: GateResult) -> str:
 
 
 def to_json(result: GateResult) -> str:
-    """The gate result as indented JSON (every CI as {low, high, level})."""
-    return json.dumps(json.loads(dumps(result.as_dict())), indent=2) + "\n"
+    """The gate result as indented JSON (every CI as {low, high, level}), in its versioned envelope."""
+    return json.dumps(json.loads(dumps(envelope.wrap("gate", result.as_dict()))), indent=2) + "\n"

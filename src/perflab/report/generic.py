@@ -2,8 +2,10 @@
 
 Each study stores its result as the campaign summary (a JSON dict). The generic builder renders
 any summary: its ``verdict`` and every list of flat records as a table. Study builders
-(sections.py) add the plots the seeds drew, reading the keys their study writes, and fall back to
-the generic view when a key is absent (an interrupted campaign has a partial summary or none).
+(sections.py) add the plots the seeds drew; a builder registered with its study's Result.from_dict
+takes the typed result (a summary that does not decode, an interrupted campaign's, is shown
+generically), the others read the keys their study writes and fall back to the generic view when
+a key is absent.
 """
 
 from __future__ import annotations
@@ -117,12 +119,19 @@ def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "", 
         sec.notes.append(f"plot '{title}' not drawn: {type(exc).__name__}: {exc}")
 
 
-BUILDERS: dict[str, Callable[[Any, dict, list], Section]] = {}
+BUILDERS: dict[str, Callable[[Any, Any, list], Section]] = {}
+# study -> its Result.from_dict: the builders of these studies take the typed result, decoded
+# once here from the stored summary, never the summary's dict.
+RESULTS: dict[str, Callable[[dict], Any]] = {}
 
 
-def builder(study: str):
-    def deco(fn: Callable[[Any, dict, list], Section]):
+def builder(study: str, result: Callable[[dict], Any] | None = None):
+    """Register a study's section builder; with ``result`` (the study's Result.from_dict), the
+    builder is handed the typed result instead of the summary."""
+    def deco(fn: Callable[[Any, Any, list], Section]):
         BUILDERS[study] = fn
+        if result is not None:
+            RESULTS[study] = result
         return fn
 
     return deco
@@ -133,7 +142,16 @@ def build_section(campaign: Any, measurements: list) -> Section:
     fn = BUILDERS.get(campaign.study)
     if fn is None:
         return generic(campaign, summary)
-    return fn(campaign, summary, measurements)
+    decode = RESULTS.get(campaign.study)
+    if decode is None:
+        return fn(campaign, summary, measurements)
+    try:
+        result = decode(summary)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        # An interrupted or failed campaign keeps a partial summary (or an error alone): what
+        # there is, shown generically.
+        return generic(campaign, summary)
+    return fn(campaign, result, measurements)
 
 
 def _pct(r: float | None) -> str:

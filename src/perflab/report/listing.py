@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from perflab.platform import owner
-from perflab.report.sections import VERDICTS
+from perflab.report.verdicts import VERDICTS
 from perflab.stats import median
 from perflab.store import Campaign, Measurement, canonical_params
 

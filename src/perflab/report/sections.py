@@ -13,7 +13,11 @@ from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
 from perflab.report.series_html import add_series
 from perflab.studies.run.series import SERIES_METRICS
+from perflab.studies.base import decode
 from perflab.studies.compare.keys import measure_title
+from perflab.studies.cores.result import Disturbance, with_disturbances
+from perflab.studies.instances.result import InstancesResult
+from perflab.studies.variants.result import VariantOutcome, VariantsResult
 
 
 def ratio_cell(ratio: float | None, ci: dict | None) -> str | None:
@@ -116,12 +120,9 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
     sec = generic(campaign, {"notes": summary.get("notes", [])})
     cpus = summary.get("cpus") or []
     unit = summary.get("unit", "")
-    sec.verdict = summary.get("verdict") or ""
-    for x in summary.get("disturbances") or []:
-        rounds = ", ".join(map(str, x.get("rounds") or []))
-        sec.verdict += (f"; CPU {x.get('cpu')} {'was slower only in' if x.get('intermittent') else 'was disturbed in'} "
-                        f"{plural(len(x.get('rounds') or []), 'round').split(' ', 1)[1]} {rounds} "
-                        f"(cost ratio {ratio_cell(x.get('ratio'), None)})")
+    sec.verdict = with_disturbances(summary.get("verdict") or "",
+                                    [decode(Disturbance, x) for x in summary.get("disturbances") or []],
+                                    lambda ratio: str(ratio_cell(ratio, None)))
 
     def found(c: dict) -> str:
         if c.get("verdict") == "failed" or c.get("ratio") is None:
@@ -154,47 +155,49 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
     return sec
 
 
-@builder("instances")
-def instances_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {"notes": summary.get("notes", [])})
-    unit = summary.get("unit", "throughput")
-    scans = summary.get("scans") or []
+@builder("instances", InstancesResult.from_dict)
+def instances_section(campaign: Any, result: InstancesResult, measurements: list) -> Section:
+    sec = generic(campaign, {"notes": result.notes})
+    unit = result.unit
+    scans = result.scans
     if scans:
         # the study's own sentence (it says "not enough evidence" where it has too few rounds)
-        sec.verdict = summary.get("verdict") or instances_verdict(summary).removeprefix("Answer: ")
+        sec.verdict = result.verdict()
+    energy_on = bool(result.energy_source)
     rows, marks = [], []
     for s in scans:
-        for p in s.get("points") or []:
-            marks.append(Mark(len(rows), p.get("throughput"), plots.ESTIMATE))
-            rows.append([s.get("policy"), p.get("n"), p.get("reps"), p.get("throughput"),
-                         ci_of(p.get("ci"), estimate=p.get("throughput")) if p.get("ci") else "no CI: 1 round",
-                         p.get("per_copy"), p.get("gain_per_copy"), p.get("start_spread_us")]
-                        + ([p.get("watts"), p.get("joules_per_unit")] if summary.get("energy_source") else []))
+        for p in s.points:
+            marks.append(Mark(len(rows), p.throughput, plots.ESTIMATE))
+            rows.append([s.policy, p.n, p.reps, p.throughput,
+                         ci_of(p.ci.as_dict(), estimate=p.throughput) if p.ci else "no CI: 1 round",
+                         p.per_copy, p.gain_per_copy, p.start_spread_us]
+                        + ([p.watts, p.joules_per_unit] if energy_on else []))
     work = unit.split("/")[0]
     work = "copy" if work == "copies" else work.removesuffix("s") or "unit"
-    energy = ["watts", f"J per {work}"] if summary.get("energy_source") else []
+    energy = ["watts", f"J per {work}"] if energy_on else []
     title = f"Machine throughput against copies [{unit}]"
     sec.tables = [Table(title, ["policy", "copies", "rounds", f"throughput [{unit}]", "CI", "per copy",
                                 "gain per added copy", "start spread [us]", *energy], rows,
-                        note=f"energy: {summary['energy_source']}; fewest joules per unit of work at "
-                             f"N = {summary.get('energy_optimum_n')}" if energy else "")]
-    fork = summary.get("fork") or []
+                        note=f"energy: {result.energy_source}; fewest joules per unit of work at "
+                             f"N = {result.energy_optimum_n}" if energy else "")]
+    fork = result.fork or []
     if fork:
+        cis = [f.ci.as_dict() if f.ci else None for f in fork]
         sec.tables.append(Table("Forked master without and with NUMA placement (as the trigger-farm study tabled it)",
                                 ["workers", f"no NUMA [{unit}]", f"NUMA [{unit}]", "NUMA gain", "gain CI"],
-                                [[f.get("n"), f.get("no_numa"), f.get("numa"), ratio_cell(f.get("gain"), f.get("ci")),
-                                  ci_of(f.get("ci"), estimate=f.get("gain"))] for f in fork]))
-        if summary.get("fork_verdict"):
-            sec.verdict = ((sec.verdict or "").rstrip(".") + ". Fork master: " + summary["fork_verdict"]["text"]).strip()
+                                [[f.n, f.no_numa, f.numa, ratio_cell(f.gain, ci), ci_of(ci, estimate=f.gain)]
+                                 for f, ci in zip(fork, cis)]))
+        sec.verdict = result.with_fork(sec.verdict)
     if scans:
-        lv = levels([p.get("ci") for s in scans for p in s.get("points") or []])
+        lv = levels([p.ci.as_dict() if p.ci else None for s in scans for p in s.points])
 
         def series(key: str) -> dict:
-            return {s["policy"]: ([p["n"] for p in s["points"] if p.get(key) is not None],
-                                  [p[key] for p in s["points"] if p.get(key) is not None],
-                                  [_ci_end(p, key, "low") for p in s["points"] if p.get(key) is not None],
-                                  [_ci_end(p, key, "high") for p in s["points"] if p.get(key) is not None])
-                    for s in scans}
+            out = {}
+            for s in scans:
+                pts = [p for p in s.points if getattr(p, key) is not None]
+                out[s.policy] = ([p.n for p in pts], [getattr(p, key) for p in pts],
+                                 [_ci_end(p, key, "low") for p in pts], [_ci_end(p, key, "high") for p in pts])
+            return out
 
         _plot(sec, "Machine throughput against number of copies" + (f" ({lv})" if lv else " (1 round: no CI)"),
               lambda: plots.lines(series("throughput"), "copies", f"median throughput [{unit}]", level=lv, zero=True,
@@ -206,54 +209,58 @@ def instances_section(campaign: Any, summary: dict, measurements: list) -> Secti
     return sec
 
 
-def _ci_end(point: dict, key: str, end: str) -> float | None:
+def _ci_end(point: Any, key: str, end: str) -> float | None:
     """A throughput point's CI end (the gain per copy has no interval)."""
-    return (point.get("ci") or {}).get(end) if key == "throughput" else None
+    return getattr(point.ci, end) if key == "throughput" and point.ci is not None else None
 
 
-@builder("variants")
-def variants_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {"notes": summary.get("notes", [])})
-    rows = summary.get("variants") or []
-    base, primary = summary.get("baseline"), summary.get("primary")
-    sec.verdict = summary.get("verdict") or f"baseline {base} only."
-    if summary.get("caveat"):
-        sec.notes.append(summary["caveat"])
-    metrics = sorted({k for v in rows for k in v.get("estimates") or {}} - {"wall_s", "maxrss_kb", "energy_j"})
+@builder("variants", VariantsResult.from_dict)
+def variants_section(campaign: Any, result: VariantsResult, measurements: list) -> Section:
+    sec = generic(campaign, {"notes": []})  # a variants result keeps its notes per variant
+    rows = result.variants
+    base, primary = result.baseline, result.primary
+    sec.verdict = result.verdict or f"baseline {base} only."
+    if result.caveat:
+        sec.notes.append(result.caveat)
+    metrics = sorted({k for v in rows for k in v.estimates} - {"wall_s", "maxrss_kb", "energy_j"})
 
-    def est(v: dict, q: str) -> Any:
-        return ((v.get("estimates") or {}).get(q) or {}).get("median")
+    def est(v: VariantOutcome, q: str) -> Any:
+        e = v.estimates.get(q)
+        return None if e is None else e.median
+
+    def est_ci(v: VariantOutcome, q: str) -> dict | None:
+        e = v.estimates.get(q)
+        return None if e is None or e.ci is None else e.ci.as_dict()
 
     cols = ["variant", "flags", "status", "runs", "median wall [s]", "CI", measure_title("maxrss_kb"),
             "text [B]"] + [f"median {m}" for m in metrics]
-    cells = [[v.get("name"), v.get("flags"), v.get("status"), v.get("n_ok"), est(v, "wall_s"),
-              ci_of(((v.get("estimates") or {}).get("wall_s") or {}).get("ci"), estimate=est(v, "wall_s")),
-              est(v, "maxrss_kb"), ((v.get("build") or {}).get("sizes") or {}).get("text")]
+    cells = [[v.name, v.flags, v.status, v.n_ok, est(v, "wall_s"), ci_of(est_ci(v, "wall_s"), estimate=est(v, "wall_s")),
+              est(v, "maxrss_kb"), (v.build.sizes or {}).get("text")]
              + [est(v, m) for m in metrics] for v in rows]
-    note = _add_energy(cols, cells, [v.get("energy") for v in rows])
+    note = _add_energy(cols, cells, [v.energy for v in rows])
     sec.tables = [Table("Variants", cols, cells, note=note)]
     order = [primary] + [q for q in ("wall_s", "maxrss_kb", "energy_j") if q != primary]
-    comps = [(v, c) for v in rows for q in order
-             if (c := (v.get("comparisons") or {}).get(q)) and v.get("status") != "baseline"]
+    comps = [(v, c) for v in rows for q in order if (c := v.comparisons.get(q)) and v.status != "baseline"]
     if not comps:
         return sec
-    seq = summary.get("sequential") is not None  # --until-decided: repeated CIs decide, p is raw
+    seq = result.sequential is not None  # --until-decided: repeated CIs decide, p is raw
     title = (f"Each variant against the baseline {base} (paired by round; --until-decided: repeated CIs at the "
              "last look's level, Bonferroni across variants, alpha spent over the looks)" if seq else
              f"Each variant against the baseline {base} (paired by round, Holm across variants)")
     crow, marks = [], []
     for i, (v, c) in enumerate(comps):
-        f = finding(c.get("significant"), c.get("ratio"), c.get("higher_is_better"))
-        marks.append(Mark(i, c["ratio"], f))
-        crow.append([v.get("name"), name_of(c["quantity"]), "higher" if c.get("higher_is_better") else "lower",
-                     ratio_cell(c["ratio"], c.get("ci")), ci_of(c.get("ci"), estimate=c["ratio"]),
-                     c.get("p"), c.get("pairs"), f])
+        f = finding(c.significant, c.ratio, c.higher_is_better)
+        marks.append(Mark(i, c.ratio, f))
+        ci = c.ci.as_dict() if c.ci is not None else None
+        crow.append([v.name, name_of(c.quantity), "higher" if c.higher_is_better else "lower",
+                     ratio_cell(c.ratio, ci), ci_of(ci, estimate=c.ratio), c.p, c.pairs, f])
     sec.tables.append(Table(title, ["variant", "measure", "better is", "ratio to baseline", "CI",
                                     "p (raw, not the test)" if seq else "p (Holm)", "rounds", "finding"], crow))
-    lv = levels([c.get("ci") for _, c in comps])
+    cis = [c.ci.as_dict() if c.ci is not None else None for _, c in comps]
+    lv = levels(cis)
     _plot(sec, f"Variants against {base}: ratios with their {lv} (log axis centred on 1)", lambda: plots.ratio_axis(
-        [f"{v.get('name')}: {name_of(c['quantity'])}" for v, c in comps], [c["ratio"] for _, c in comps],
-        [(c.get("ci") or {}).get("low") for _, c in comps], [(c.get("ci") or {}).get("high") for _, c in comps],
+        [f"{v.name}: {name_of(c.quantity)}" for v, c in comps], [c.ratio for _, c in comps],
+        [(ci or {}).get("low") for ci in cis], [(ci or {}).get("high") for ci in cis],
         [m.status for m in marks], xlabel=f"variant / {base} (log scale)", level=lv),
         source=title, column="ratio to baseline", level=lv, marks=marks)
     return sec

@@ -3,6 +3,7 @@ own kernels), cost; and the sentences of the summaries that store none (see gene
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from perflab.report import plots
@@ -10,6 +11,10 @@ from perflab.report.flame import flame_box
 from perflab.report.generic import _plot, builder, finding, generic, levels
 from perflab.report.model import Code, Mark, Plot, Section, Table
 from perflab.report.numbers import ci_of, plural, ratio_figure
+from perflab.store import dumps
+from perflab.studies.cost.study import CostResult
+from perflab.studies.frontend.result import FrontendResult
+from perflab.studies.micro.study import MicroResult
 from perflab.studies.profile.diff import MAX_TESTED, MIN_TESTED_SHARE
 
 
@@ -105,10 +110,10 @@ def profile_diff_section(campaign: Any, summary: dict, measurements: list) -> Se
     return sec
 
 
-@builder("cost")
-def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, summary)
-    pts, env = cost_points(summary)
+@builder("cost", CostResult.from_dict)
+def cost_section(campaign: Any, result: CostResult, measurements: list) -> Section:
+    sec = generic(campaign, json.loads(dumps(result.to_dict())))  # as stored: keys sorted
+    pts, env = cost_points(result)
     if pts:
         def make() -> str:
             return plots.scatter_labeled(pts, "total power [kW]", "total cost",
@@ -117,69 +122,72 @@ def cost_section(campaign: Any, summary: dict, measurements: list) -> Section:
     return sec
 
 
-def cost_points(summary: dict) -> tuple[list[tuple[str, float, float, bool]], float | None]:
+def cost_points(result: CostResult) -> tuple[list[tuple[str, float, float, bool]], float | None]:
     """(name, kW, cost, fits power and budget) per platform, and the envelope in kW."""
-    platforms = [p for p in summary.get("platforms") or [] if isinstance(p, dict)]
-    env = (summary.get("requirement") or {}).get("power_envelope_kw")
-    pts = [(p["name"], p["total_power_kw"], p["total_cost"],
-            bool(p.get("fits_power")) and bool(p.get("fits_budget", True))) for p in platforms]
-    return pts, env
+    pts = [(p.name, p.total_power_kw, p.total_cost, p.fits_power and p.fits_budget) for p in result.platforms]
+    return pts, result.requirement.power_envelope_kw
 
 
-@builder("frontend")
-def frontend_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {k: summary.get(k) for k in ("verdict", "notes") if summary.get(k)})
-    if summary.get("instrument"):
-        return frontend_simulated(sec, summary)
-    points = summary.get("points") or []
-    ratios = {(r.get("bytes"), r.get("cpu")): r for r in summary.get("ratios") or []}
+def _ci(ci: Any) -> dict | None:
+    """A CI as the report's helpers read it ({low, high, level}), None where there is none."""
+    return None if ci is None else ci.as_dict()
+
+
+@builder("frontend", FrontendResult.from_dict)
+def frontend_section(campaign: Any, result: FrontendResult, measurements: list) -> Section:
+    sec = generic(campaign, {k: v for k, v in (("verdict", result.verdict), ("notes", result.notes)) if v})
+    if result.instrument:
+        return frontend_simulated(sec, result)
+    points = result.points
+    ratios = {(r.bytes, r.cpu): r for r in result.ratios}
     by_size: dict[tuple, dict] = {}
     for p in points:
-        by_size.setdefault((p.get("bytes"), p.get("cpu")), {})[p.get("mode")] = p
+        by_size.setdefault((p.bytes, p.cpu), {})[p.mode] = p
     rows, marks = [], []
     for (b, cpu), modes in sorted(by_size.items(), key=lambda kv: (kv[0][1] or -1, kv[0][0] or 0)):
-        p4, p2, r = modes.get("4k") or {}, modes.get("2m") or {}, ratios.get((b, cpu)) or {}
-        f = (plots.BETTER if r.get("helps") else plots.NOT_SIGNIFICANT) if r else "—"
+        p4, p2, r = modes.get("4k"), modes.get("2m"), ratios.get((b, cpu))
+        f = (plots.BETTER if r.helps else plots.NOT_SIGNIFICANT) if r else "—"
         if r:
-            marks.append(Mark(len(rows), r["ratio"], f))
+            marks.append(Mark(len(rows), r.ratio, f))
+        m4, m2 = (p4.median_ns if p4 else None), (p2.median_ns if p2 else None)
         rows.append([_size(b or 0), cpu if cpu is not None else "any",
-                     p4.get("median_ns"), ci_of(p4.get("ci"), estimate=p4.get("median_ns")), p2.get("median_ns"),
-                     ci_of(p2.get("ci"), estimate=p2.get("median_ns")),
-                     ratio_figure(r["ratio"], r.get("ci")) if r else None,
-                     ci_of(r.get("ci"), estimate=r.get("ratio")) if r else None, r.get("p_adjusted"), f])
-    title = f"ns per dispatch against hot code size ({summary.get('kind', '')} kernel)"
+                     m4, ci_of(_ci(p4.ci) if p4 else None, estimate=m4), m2,
+                     ci_of(_ci(p2.ci) if p2 else None, estimate=m2),
+                     ratio_figure(r.ratio, _ci(r.ci)) if r else None,
+                     ci_of(_ci(r.ci), estimate=r.ratio) if r else None, r.p_adjusted if r else None, f])
+    title = f"ns per dispatch against hot code size ({result.kind} kernel)"
     sec.tables = [Table(title, ["code size", "CPU", "4 KiB pages [ns]", "CI", "2 MiB pages [ns]", "CI",
                                 "4K / 2M time", "ratio CI", "p (Holm)", "finding: 2 MiB pages"], rows,
-                        note=str(summary.get("huge_reason") or ""))]
-    knees = summary.get("knees") or []
+                        note=str(result.huge_reason or ""))]
+    knees = result.knees
     sec.tables.append(Table("Knee of runtime against code size", ["pages", "CPU", "knee", "nearest reference",
                                                                   "slope before", "slope after"],
-                            [[k.get("mode"), k.get("cpu") if k.get("cpu") is not None else "any",
-                              _size(k["knee_bytes"]) if k.get("knee_bytes") else "no knee in range",
-                              k.get("nearest"), k.get("slope_before"), k.get("slope_after")] for k in knees]))
-    refs = summary.get("references") or {}
+                            [[k.mode, k.cpu if k.cpu is not None else "any",
+                              _size(k.knee_bytes) if k.knee_bytes else "no knee in range",
+                              k.nearest, k.slope_before, k.slope_after] for k in knees]))
+    refs = result.references
     if refs:
         sec.tables.append(Table("This CPU's front-end reach", ["reference", "size"],
                                 [[k, _size(v)] for k, v in refs.items()]))
-    anywhere = [p for p in points if p.get("cpu") is None]
-    lv = levels([p.get("ci") for p in anywhere])
+    anywhere = [p for p in points if p.cpu is None]
+    lv = levels([_ci(p.ci) for p in anywhere])
 
     def make() -> str:
         series = {}
         for mode in ("4k", "2m"):
-            ps = sorted((p for p in anywhere if p.get("mode") == mode), key=lambda p: p["bytes"])
+            ps = sorted((p for p in anywhere if p.mode == mode), key=lambda p: p.bytes)
             if ps:
-                series[f"{mode.upper()} pages"] = ([p["bytes"] / 1024 for p in ps], [p["median_ns"] for p in ps],
-                                                   [(p.get("ci") or {}).get("low") for p in ps],
-                                                   [(p.get("ci") or {}).get("high") for p in ps])
+                series[f"{mode.upper()} pages"] = ([p.bytes / 1024 for p in ps], [p.median_ns for p in ps],
+                                                   [p.ci.low if p.ci else None for p in ps],
+                                                   [p.ci.high if p.ci else None for p in ps])
         return plots.lines(series, "hot code size [KiB] (log scale)", "time per dispatch [ns]", logx=True,
-                           vlines=reference_lines(knees, refs, [p["bytes"] for p in anywhere]), level=lv)
+                           vlines=reference_lines(knees, refs, [p.bytes for p in anywhere]), level=lv)
 
     if anywhere:
         _plot(sec, f"Runtime against code size, 4 KiB and 2 MiB text pages ({lv})", make)
     measured = [(m, rows[m.row]) for m in marks]
     if measured:
-        rl = levels([r.get("ci") for r in ratios.values()])
+        rl = levels([_ci(r.ci) for r in ratios.values()])
         _plot(sec, f"Time with 4 KiB pages over time with 2 MiB pages ({rl}; above 1: 2 MiB pages help)",
               lambda: plots.ratio_axis([f"{row[0]}" + (f" CPU {row[1]}" if row[1] != "any" else "")
                                         for _, row in measured], [m.value for m, _ in measured],
@@ -190,43 +198,42 @@ def frontend_section(campaign: Any, summary: dict, measurements: list) -> Sectio
     return sec
 
 
-def frontend_simulated(sec: Section, summary: dict) -> Section:
+def frontend_simulated(sec: Section, result: FrontendResult) -> Section:
     """--instrument cachegrind: simulated misses per dispatch against code size, the I1-miss
     curve with the simulated I1 (the expected knee) and the fitted knee as vertical lines."""
-    pts = sorted((p for p in summary.get("points") or [] if p.get("i1_per_dispatch") is not None),
-                 key=lambda p: p["bytes"])
-    title = (f"Simulated misses per dispatch against hot code size ({summary.get('instrument')}, cache "
-             f"model {summary.get('cache_model')}, {summary.get('cache_model_source') or 'given'})")
+    pts = sorted((p for p in result.points if p.i1_per_dispatch is not None), key=lambda p: p.bytes)
+    title = (f"Simulated misses per dispatch against hot code size ({result.instrument}, cache "
+             f"model {result.cache_model}, {result.cache_model_source or 'given'})")
     column = "I1 misses / dispatch"
     sec.tables = [Table(title, ["code size", column, "LL instruction misses / dispatch",
                                 "instructions / dispatch", "runs", "run-to-run spread"],
-                        [[_size(p["bytes"]), p["i1_per_dispatch"], p.get("ll_i_per_dispatch"),
-                          p.get("ir_per_dispatch"), p.get("reps"), p.get("count_spread")] for p in pts])]
-    knees = [k for k in summary.get("knees") or [] if k.get("knee_bytes")]
-    vlines = {"simulated I1 (expected knee)": summary["expected_knee_bytes"] / 1024} \
-        if summary.get("expected_knee_bytes") else {}
-    vlines.update({"knee": k["knee_bytes"] / 1024 for k in knees})
+                        [[_size(p.bytes), p.i1_per_dispatch, p.ll_i_per_dispatch,
+                          p.ir_per_dispatch, p.reps, p.count_spread] for p in pts])]
+    knees = [k for k in result.knees if k.knee_bytes]
+    vlines = {"simulated I1 (expected knee)": result.expected_knee_bytes / 1024} \
+        if result.expected_knee_bytes else {}
+    vlines.update({"knee": k.knee_bytes / 1024 for k in knees})
     if pts:
         _plot(sec, "I1 misses per dispatch against code size (simulated; no TLB model)",
-              lambda: plots.lines({"I1 misses": ([p["bytes"] / 1024 for p in pts],
-                                                 [p["i1_per_dispatch"] for p in pts])},
+              lambda: plots.lines({"I1 misses": ([p.bytes / 1024 for p in pts],
+                                                 [p.i1_per_dispatch for p in pts])},
                                   "hot code size [KiB] (log scale)", "simulated I1 misses per dispatch",
                                   logx=True, vlines=vlines),
-              source=title, column=column, marks=[Mark(i, p["i1_per_dispatch"], plots.ESTIMATE)
+              source=title, column=column, marks=[Mark(i, p.i1_per_dispatch, plots.ESTIMATE)
                                                   for i, p in enumerate(pts)])
     return sec
 
 
 def _ratio_end(ratios: dict, row: list, end: str) -> float | None:
     for r in ratios.values():
-        if _size(r.get("bytes") or 0) == row[0] and (r.get("cpu") if r.get("cpu") is not None else "any") == row[1]:
-            return (r.get("ci") or {}).get(end)
+        if _size(r.bytes or 0) == row[0] and (r.cpu if r.cpu is not None else "any") == row[1]:
+            return getattr(r.ci, end) if r.ci is not None else None
     return None
 
 
-def reference_lines(knees: list[dict], refs: dict, sizes: list[float]) -> dict[str, float]:
+def reference_lines(knees: list, refs: dict, sizes: list[float]) -> dict[str, float]:
     """Vertical lines in KiB: the L1i and L2 sizes and the 4K iTLB reach inside the scanned range,
-    and the knees, one line (and one label) where two knees coincide."""
+    and the knees (frontend's KneeReport), one line (and one label) where two knees coincide."""
     if not sizes:
         return {}
     lo, hi = min(sizes) / 2, max(sizes) * 2
@@ -236,46 +243,43 @@ def reference_lines(knees: list[dict], refs: dict, sizes: list[float]) -> dict[s
             out[name] = v / 1024
     at: dict[float, list[str]] = {}
     for k in knees:
-        if k.get("knee_bytes"):
-            at.setdefault(k["knee_bytes"] / 1024, []).append(k["mode"].upper())
+        if k.knee_bytes:
+            at.setdefault(k.knee_bytes / 1024, []).append(k.mode.upper())
     for x, modes in at.items():
         out[f"knee ({', '.join(modes)} pages)"] = x
     return out
 
 
-@builder("micro")
-def micro_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {"notes": summary.get("notes", [])})
-    abis = summary.get("abis") or []
-    cells = summary.get("cells") or []
-    diffs = summary.get("diffs") or []
+@builder("micro", MicroResult.from_dict)
+def micro_section(campaign: Any, result: MicroResult, measurements: list) -> Section:
+    sec = generic(campaign, {"notes": result.notes})
+    abis, diffs = result.abis, result.diffs
     benches: list[str] = []
-    for c in cells:
-        if c.get("bench") not in benches:
-            benches.append(c.get("bench"))
-    val = {(c.get("bench"), c.get("abi")): c for c in cells}
+    for c in result.cells:
+        if c.bench not in benches:
+            benches.append(c.bench)
+    val = {(c.bench, c.abi): c.median_ns for c in result.cells}
     sec.tables = [Table("ns per operation per ABI (median)", ["operation"] + [f"{a} [ns/op]" for a in abis],
-                        [[b] + [(val.get((b, a)) or {}).get("median_ns") for a in abis] for b in benches])]
-    for abi, why in (summary.get("skipped") or {}).items():
+                        [[b] + [val.get((b, a)) for a in abis] for b in benches])]
+    for abi, why in result.skipped.items():
         sec.notes.append(f"{abi}: {why}")
-    sec.verdict = micro_verdict(summary)
+    sec.verdict = result.verdict()
     if not diffs:
         return sec
-    base = diffs[0].get("base", "m64")
+    base = diffs[0].base
     title = f"Time per operation against -{base} (Holm across operations)"
     rows, marks = [], []
     for i, d in enumerate(diffs):
-        ratio, ci = 1 + d["pct"] / 100, _ratio_ci(d.get("ci_pct"))
-        f = finding(d.get("significant"), ratio, False)  # time: lower is better
+        ratio, ci = 1 + d.pct / 100, _ratio_ci(d.ci_pct.as_dict())
+        f = finding(d.significant, ratio, False)  # time: lower is better
         marks.append(Mark(i, ratio, f))
-        rows.append([d["bench"], d["abi"], ratio_figure(ratio, ci),
-                     ci_of(ci, estimate=ratio), d.get("p_adjusted"), f])
+        rows.append([d.bench, d.abi, ratio_figure(ratio, ci), ci_of(ci, estimate=ratio), d.p_adjusted, f])
     sec.tables.append(Table(title, ["operation", "ABI", f"time / -{base} time", "CI", "p (Holm)", "finding"], rows))
-    lv = levels([d.get("ci_pct") for d in diffs])
+    cis = [_ratio_ci(d.ci_pct.as_dict()) for d in diffs]
+    lv = levels([d.ci_pct.as_dict() for d in diffs])
     _plot(sec, f"Time per operation against -{base} ({lv}; log axis)", lambda: plots.ratio_axis(
-        [f"{d['bench']} ({d['abi']})" for d in diffs], [m.value for m in marks],
-        [(_ratio_ci(d.get("ci_pct")) or {}).get("low") for d in diffs],
-        [(_ratio_ci(d.get("ci_pct")) or {}).get("high") for d in diffs],
+        [f"{d.bench} ({d.abi})" for d in diffs], [m.value for m in marks],
+        [(ci or {}).get("low") for ci in cis], [(ci or {}).get("high") for ci in cis],
         [m.status for m in marks], f"time / -{base} time (log scale)", lv),
         source=title, column=f"time / -{base} time", level=lv, marks=marks)
     return sec
@@ -289,33 +293,4 @@ def _ratio_ci(ci_pct: dict | None) -> dict | None:
             "level": ci_pct.get("level")}
 
 
-def instances_verdict(summary: dict) -> str:
-    """The study's own answer where its summary has one; an older summary's most throughput."""
-    if summary.get("verdict"):
-        # the optimum is not the highest median: the study's sentence says what it is and why
-        return f"Answer: {summary['verdict']}"
-    scans = summary.get("scans") or []
-    if not scans:
-        return ""
-    best = max(scans, key=lambda s: s.get("optimum_throughput") or 0)
-    return (f"Most throughput: {summary.get('optimum_throughput') or 0:.4g} {summary.get('unit', 'throughput')} "
-            f"with {plural(summary.get('optimum_n'), 'copy')} (policy {summary.get('optimum_policy')}); "
-            f"{plural(best.get('within_1pct_n'), 'copy')} already give 99 % of it.")
-
-
-def micro_verdict(summary: dict) -> str:
-    """How many operations differ between ABIs after Holm, the first six named."""
-    diffs = summary.get("diffs") or []
-    sig_ = [d for d in diffs if d.get("significant")]
-    if diffs:
-        named = "; ".join(f"{d['bench']} {d['abi']} {d['pct']:+.0f} %" for d in sig_[:6])
-        more = f"; and {len(sig_) - 6} more" if len(sig_) > 6 else ""
-        return (f"{len(sig_)} of {plural(len(diffs), 'operation')} differ significantly between ABIs"
-                + (f": {named}{more}" if sig_ else "") + ".")
-    cells = summary.get("cells") or []
-    benches = sorted({c.get("bench") for c in cells})
-    return f"{plural(len(benches), 'operation')} measured on {', '.join(summary.get('abis') or [])}." if cells else ""
-
-
-# The studies whose stored summary has no "verdict" of its own: the sentence from the summary.
-VERDICTS = {"instances": instances_verdict, "micro": micro_verdict}
+from perflab.report.verdicts import VERDICTS, instances_verdict, micro_verdict  # noqa: E402,F401 (their old home)

@@ -92,7 +92,7 @@ class GroupTime:
     window: tuple[float, float] | None = None
     blocks: list[tuple[float, float]] = field(default_factory=list)
     df: float | None = None
-    detectable: float | None = None  # apart: the smallest slowdown the test can name (fraction)
+    detectable: float | None = None  # the smallest slowdown the test names (fraction; window: None)
     why: str = ""
     left_out: list[str] = field(default_factory=list)  # together: ran outside the window the others shared
     # window: each member's values inside the window, and how many runs it had outside
@@ -147,6 +147,20 @@ def _most_together(starts: dict[str, float], ends: dict[str, float]) -> set[str]
     return out
 
 
+def _named_at(errors, alpha: float) -> float:
+    """The slowdown a member's test names at the study's alpha (Bonferroni over the members, as
+    Holm's first step), the median over the members of 1 - exp(-t x SE): what a "no slow host"
+    could have seen."""
+    import numpy as np
+    from scipy import stats as st
+
+    errors = list(errors)
+    m = max(len(errors), 1)
+    out = [1.0 - math.exp(-float(st.t.ppf(1.0 - alpha / m, max(df, 1.0))) * se) if se == se else 1.0
+           for se, df in errors]
+    return float(np.median(out)) if out else 1.0
+
+
 def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min_runs: int = MIN_RUNS,
                 alpha: float = 0.05):
     """(per member (mean log difference, its SE, df, block diffs, part diffs, runs outside, states held),
@@ -165,7 +179,8 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
             return ({k: (mean, se, df, diffs, parts,
                          sum(1 for x in runs[k].rounds if int(x) not in keep), False)
                      for k, (mean, se, df, diffs, parts) in res.items()},
-                    GroupTime("rounds", df=df, rounds=used))
+                    GroupTime("rounds", df=df, rounds=used,
+                              detectable=_named_at(((se, df) for _, se, df, _, _ in res.values()), alpha)))
         why = (f"they were measured in visits, but only {len(used)} round(s) hold a visit of every one of "
                f"them (each needs {MIN_ROUNDS}): the visits of a host are pooled")
     else:
@@ -239,7 +254,8 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
                           tuple(float(x) for x in d[i]), tuple(float(x) for x in pd[i]),
                           int(np.count_nonzero(idx[k] < 0)), held)
             return out, GroupTime("together", (lo, hi), [(lo + j * width, lo + (j + 1) * width) for j in range(b)],
-                                  df, left_out=left_out)
+                                  df, left_out=left_out,
+                                  detectable=_named_at(((v[1], v[2]) for v in out.values()), alpha))
         why = (f"the common window ({hi - lo:.1f} s) holds fewer than {2 * min_runs} runs of one of them: "
                "too few for 2 time blocks")
     elif not why:

@@ -13,7 +13,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.platform.machine import campaign_labels
-from perflab.store import tx
+from perflab.store import envelope, tx
 from perflab.store.baselines import BaselineMethods
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.failover import FailoverStore
@@ -226,6 +226,10 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods
         if status not in STATUSES:
             raise ValueError(f"campaign status must be one of {STATUSES}, not {status!r}")
         c = self.t["campaigns"]
+        if summary is not None:
+            with self.engine.connect() as conn:
+                study = conn.execute(self._sa.select(c.c.study).where(c.c.id == int(campaign_id))).scalar()
+            summary = envelope.wrap(study, summary) if study is not None else summary
         values = dict(status=status, summary=_jsonable(summary) if summary is not None else None,
                       finished=None if status == "running" else _now())
         # An update is idempotent: retried as it is.
@@ -267,7 +271,7 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods
     def _campaign(row: Any) -> Campaign:
         return Campaign(
             id=row.id, study=row.study, name=row.name or "", status=row.status,
-            config=row.config or {}, summary=row.summary, host_id=row.host_id,
+            config=row.config or {}, summary=envelope.unwrap(row.summary), host_id=row.host_id,
             parent_id=row.parent_id, started=_utc(row.started), finished=_utc(row.finished),
             n_measurements=None if row.n_measurements is None else int(row.n_measurements),
             labels=row.labels or {},

@@ -21,6 +21,7 @@ from typing import Any
 from perflab import store as _package
 from perflab.errors import PerflabError
 from perflab.platform.machine import campaign_labels
+from perflab.store import envelope
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.tx import StoreUnreachable, retry_seconds
 from perflab.store.values import _jsonable, _now, host_identity
@@ -118,7 +119,8 @@ class FailoverStore:
             for cid, c in sorted(self._campaigns.items()):  # a parent before its children
                 conn.execute(t["campaigns"].insert().values(
                     id=cid, study=c["study"], name=c["name"], status=c["status"], config=c["config"],
-                    summary=c["summary"], started=c["started"], finished=c["finished"],
+                    summary=None if c["summary"] is None else envelope.wrap(c["study"], c["summary"]),
+                    started=c["started"], finished=c["finished"],
                     host_id=c["host_id"] if c["host_id"] in self._hosts else None,
                     parent_id=c["parent_id"] if c["parent_id"] in self._campaigns else None,
                     labels={**c["labels"], FAILOVER_LABEL: self._store.display, CONTINUES_LABEL: True}))

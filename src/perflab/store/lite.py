@@ -31,6 +31,7 @@ from perflab.errors import PerflabError
 from perflab.model.series import series_length
 from perflab.model import RunResult
 from perflab.platform.machine import campaign_labels
+from perflab.store import envelope
 from perflab.store.campaigns import CampaignMethods
 from perflab.store.values import _RESULT_COLUMNS, STATUSES, canonical_params, dumps, host_identity
 from perflab.store.url import _resolve_url
@@ -204,9 +205,16 @@ class LiteStore:
     def finish_campaign(self, campaign_id: int, status: str = "done", summary: dict | None = None) -> None:
         if status not in STATUSES:
             raise ValueError(f"campaign status must be one of {STATUSES}, not {status!r}")
-        cur = self._write("UPDATE campaigns SET status = ?, summary = ?, finished = ? WHERE id = ?",
-                          (status, None if summary is None else dumps(summary),
-                           None if status == "running" else _now(), campaign_id))
+
+        def close(conn: sqlite3.Connection) -> sqlite3.Cursor:
+            # the study names the result in its envelope; read in the write's transaction, under
+            # the lock a host capture on another thread also takes
+            row = conn.execute("SELECT study FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+            stored = None if summary is None else dumps(envelope.wrap(row[0], summary) if row else summary)
+            return conn.execute("UPDATE campaigns SET status = ?, summary = ?, finished = ? WHERE id = ?",
+                                (status, stored, None if status == "running" else _now(), campaign_id))
+
+        cur = self._transaction(close)
         if cur.rowcount == 0:
             raise PerflabError(f"no campaign {campaign_id} in {self.display}")
 

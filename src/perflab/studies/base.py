@@ -3,8 +3,11 @@ back by resume) and the runs a result rests on."""
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping
 
 from perflab.model import known_fields
 
@@ -31,6 +34,40 @@ class StudyConfig:
 
 def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def decode(cls: type, data: Mapping[str, Any]) -> Any:
+    """A dataclass from its JSON form (``asdict`` of it), by its fields' type hints: nested
+    dataclasses (a CI among them), lists, tuples, dicts and optional values; keys that name no
+    field are dropped (a form stored by another perflab version) and a missing field takes its
+    default. A hand-written ``from_dict`` is left for the forms this cannot read (an older
+    summary's patched keys)."""
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _decode(hints[f.name], data[f.name])
+                  for f in dataclasses.fields(cls) if f.init and f.name in data})
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    if value is None or tp is Any:
+        return value
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        kinds = [a for a in args if a is not type(None)]
+        # one kind besides None is decoded as that kind; a union of several is kept as stored
+        return _decode(kinds[0], value) if len(kinds) == 1 else value
+    if origin is list:
+        return [_decode(args[0], v) for v in value] if args else list(value)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], v) for v in value)
+        return tuple(_decode(a, v) for a, v in zip(args, value)) if args else tuple(value)
+    if origin is dict:
+        return {k: _decode(args[1], v) for k, v in value.items()} if args else dict(value)
+    if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
+        return decode(tp, value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # JSON writes 2.0 as 2
+    return value
 
 
 @dataclass(kw_only=True)

@@ -88,6 +88,7 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
         rnds = tuple(rounds[j] for j in np.flatnonzero(have))
         row.others_out = tuple(rounds[j] for j in np.flatnonzero(others[i]))
         sets = _test(row, dr[have], rnds, d_cis[i], scale, config, res.higher_is_better)
+        sets["have"] = rnds
         kept[i, [ri[r] for r in sets["extra"]]] = np.nan
         tested.append((row, sets, i))
     lv, lv_all = timeline.levels(kept, blocks), timeline.levels(d, blocks)
@@ -105,8 +106,11 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
         row.p_adjusted = p
     found = [i for row, _, i in tested if row.p_adjusted < config.alpha]
     res.timeline = timeline.hold(kept, blocks, times, lv, found, rounds)
+    paused = timeline.after_pause(blocks, times)
     for row, sets, i in tested:
         block_sets = _block_sets(lv[i], lv_all[i], s_block, df, config, max(m, 1))
+        mine = [blocks[ri[r]] for r in sets["have"]]
+        sets["lead"] = timeline.leading(sets["have"], mine, paused, set(row.normal))
         _classify(row, sets, block_sets, config, res.timeline.tells if multi else False)
         if row.verdict in ("intermittent", "disturbed"):
             sel = [d[i, ri[r]] for r in row.disturbed]
@@ -131,6 +135,11 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
         if r.others_out and r.verdict in ("slow", "unresolved", "intermittent", "contention"):
             res.notes.append(f"CPU {r.cpu}: {rounds_text(r.others_out)} left out of its test: the other CPUs ran far "
                              f"above their own level there while CPU {r.cpu} ran at its own, which says nothing of it")
+    for r in res.cpus:
+        if r.verdict == "slow" and r.pause_rounds:
+            res.notes.append(f"CPU {r.cpu} ran at the others' level in {rounds_text(r.pause_rounds)}, the first "
+                             f"rounds after a pause between blocks, and slower in the rest: whatever slows it was away for a moment after each pause (a competitor "
+                             f"that slept while the machine idled, say)")
     res.verdict = compose_verdict(res)
     return res
 
@@ -191,13 +200,19 @@ def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], bs: dict[str, Any],
     """slow, unresolved, contention, intermittent, disturbed, uneven or not significant (study.py)."""
     big = row.ratio >= 1 + config.min_effect
     significant = row.p_adjusted < config.alpha and big
-    persistent = len(row.normal) <= allowed(row.rounds, config.persistence)
+    # rounds that open a block after a pause, back at the others' level while the CPU is slower in
+    # the rest of every block, are a moment of the pause, not of the CPU: left out of its
+    # persistence (a CPU ten times slower beside a real-time competitor that slept through each
+    # pause ran at full speed in the first rounds after it, and was called intermittent)
+    lead = sets.get("lead", ())
+    persistent = len(row.normal) - len(lead) <= allowed(row.rounds - len(lead), config.persistence)
     if significant and persistent and bs["every"]:
         # a slow core is claimed only where its ratio's interval, at the level asked, holds no
         # "no change": else the sentence would claim more than its own table shows
         c = row.ratio_ci
         shown = c is not None and c.level >= 1 - config.alpha and c.low > 1
         row.verdict = "slow" if tells and shown else "unresolved"
+        row.pause_rounds = tuple(lead)
         if tells and not shown:
             row.why = (f"its ratio's interval [{c.low:.3g}, {c.high:.3g}] ({c.level:.0%}) holds no change"
                        if c is not None and c.level >= 1 - config.alpha else

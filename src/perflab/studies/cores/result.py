@@ -5,7 +5,7 @@ cannot disagree."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.stats import CI
@@ -42,6 +42,7 @@ class CpuRow:
     mode_shares: tuple[float, ...] = ()  # share of its runs in each run-time mode (when several)
     ipc: float | None = None  # median instructions per cycle (perf stat, where the PMU counts)
     ghz: float | None = None  # median effective frequency: cycles / task-clock
+    pause_rounds: tuple[int, ...] = ()  # normal rounds opening a block after a pause, left out of persistence
     others_out: tuple[int, ...] = ()  # rounds left out: the others far above their own level, it at its own
     why: str = ""  # why a CPU slower by the test is not named slow (its own evidence; the scan's is timeline.why)
 
@@ -118,7 +119,8 @@ class CoresResult:
                                "mode_shares": tuple(c["mode_shares"]),
                                "block_levels": tuple(c.get("block_levels") or ()),
                                "slow_blocks": tuple(c.get("slow_blocks") or ()),
-                               "others_out": tuple(c.get("others_out") or ())})
+                               "others_out": tuple(c.get("others_out") or ()),
+                               "pause_rounds": tuple(c.get("pause_rounds") or ())})
                      for c in d.get("cpus", [])]
         d["slow"] = [SlowCore(**{**s, "cpus": tuple(s["cpus"]), "siblings": tuple(s["siblings"]),
                                  "ratio_ci": CI.from_dict(s["ratio_ci"])}) for s in d.get("slow", [])]
@@ -242,3 +244,14 @@ def _over(tl: Timeline | None) -> str:
         return ""
     span = f" over {tl.span_s:.0f} s" if tl.span_s == tl.span_s else ""
     return f"in each of {len(tl.blocks)} blocks{span}"
+
+
+def with_disturbances(verdict: str, disturbances: Sequence[Disturbance], figure: Callable[[float], str]) -> str:
+    """``verdict`` followed by every disturbance as a clause, the cost ratio written by ``figure``
+    (the digits its reader needs): the sentence where one line holds the verdict and the rounds
+    a CPU was disturbed in (the report; the terminal prints a disturbance on a line of its own)."""
+    for x in disturbances:
+        rounds = "round" if len(x.rounds) == 1 else "rounds"
+        verdict += (f"; CPU {x.cpu} {'was slower only in' if x.intermittent else 'was disturbed in'} "
+                    f"{rounds} {', '.join(map(str, x.rounds))} (cost ratio {figure(x.ratio)})")
+    return verdict

@@ -18,7 +18,8 @@ detect.py), Holm-corrected (one block: the one-sided
 sign test over rounds, detect.py). Slow = significant, median ratio >= 1 + min_effect, slower in
 every block (above the rest, and not below min_effect and clearly below its own mean level;
 with many blocks, all but 1 - persistence of them), persistent over rounds (no more
-than 1 - ``persistence`` of its rounds back at the others' level, detect.round_sets), and the
+than 1 - ``persistence`` of its rounds back at the others' level, detect.round_sets; those that
+open a block after a pause are left out and named, timeline.leading), and the
 scan spans more time than the machine's per-CPU slowness holds (round-to-round and
 block-to-block correlation, timeline.hold); else *unresolved*, named with what to do. A CPU
 clearly slow in some blocks only is *contention* in those stretches, with their times; a

@@ -99,6 +99,38 @@ def split_blocks(blocks_of_rounds: Sequence[int], n_blocks: int) -> list[int]:
     return [min(n_blocks - 1, i * n_blocks // max(n, 1)) for i in range(n)]
 
 
+def after_pause(block_of: Sequence[int], times) -> set[int]:
+    """Blocks (by index) that began after the scan paused: the time from the previous block's
+    last round to their first is more than 1 s and more than 5 rounds' worth (``--span`` waits
+    between blocks). Without round times (stored runs that carry none): none."""
+    import numpy as np
+
+    t = np.asarray(times, dtype=float)
+    if t.size < 2 or not np.isfinite(t).all():
+        return set()
+    step = float(np.median(np.diff(t)))
+    out = set()
+    for j in range(1, len(block_of)):
+        if block_of[j] != block_of[j - 1] and t[j] - t[j - 1] > max(1.0, 5 * step):
+            out.add(block_of[j])
+    return out
+
+
+def leading(rounds_in: Sequence[int], block_of: Sequence[int], paused: set[int], marked: set[int]) -> tuple[int, ...]:
+    """The marked rounds that open a block begun after a pause, each block's unbroken leading run of
+    them while it is under half the block's rounds (``rounds_in``: the round numbers, in order,
+    with ``block_of`` their blocks): a CPU whose slowness was away for a moment after each pause."""
+    out: list[int] = []
+    for b in sorted(paused):
+        mine = [r for r, bb in zip(rounds_in, block_of) if bb == b]
+        run = 0
+        while run < len(mine) and mine[run] in marked:
+            run += 1
+        if 0 < run and 2 * run < len(mine):
+            out += mine[:run]
+    return tuple(out)
+
+
 def levels(d, block_of):
     """(CPUs x blocks) median of each CPU's log-ratios in each block (NaN where none)."""
     import numpy as np

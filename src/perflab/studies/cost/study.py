@@ -13,9 +13,10 @@ import math
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from perflab.errors import PerflabError
+from perflab.studies.base import decode
 from perflab.studies.cost.power import campaign_power
 from perflab.fleet import state
 from perflab.fleet.report import platform_throughput
@@ -97,8 +98,19 @@ class CostResult:
     plot: str | None = None
     campaign_id: int | None = None
 
+    @property
+    def verdict(self) -> str:
+        """The choice and the first clause of its reason: the campaign's verdict."""
+        return (f"best: {self.best}" if self.best else "no platform fits") + f" ({self.why.split(';')[0]})"
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The stored summary and the --json result: the fields and the verdict."""
+        return {**asdict(self), "verdict": self.verdict}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CostResult":
+        """The result from its stored summary (the verdict is derived, not read)."""
+        return decode(cls, d)
 
 
 def _num(table: dict, key: str, where: str, required: bool = True, positive: bool = True) -> float | None:
@@ -282,8 +294,11 @@ def _campaign_throughput(store: Any, campaign_id: int, name: str) -> float:
     return float(value)
 
 
-def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
-    """Cost, power and fit of every platform, the best one, and optionally the SVG plot."""
+def run_cost(config: CostConfig, store: Any, console: Any = None,
+             draw: Callable[[CostResult, str], str] | None = None) -> CostResult:
+    """Cost, power and fit of every platform, the best one, and the SVG plot where config.plot
+    names a file: ``draw(result, path)`` (report.cost_plot.plot) writes it and returns its path,
+    stored with the campaign; the study draws nothing itself."""
     req = config.requirement
     with store.open_campaign("cost", {
         "source": config.source, "requirement": asdict(req),
@@ -312,75 +327,9 @@ def run_cost(config: CostConfig, store: Any, console: Any = None) -> CostResult:
         best, why = choose(costs, req)
         result = CostResult(requirement=req, platforms=costs, best=best, why=why, campaign_id=campaign)
         if config.plot:
-            result.plot = plot(result, config.plot)
+            if draw is None:
+                raise ValueError("run_cost: config.plot needs draw (report.cost_plot.plot)")
+            result.plot = draw(result, config.plot)
             store.add_artifact(campaign, "plot", result.plot, {"format": "svg"})
-        summary = result.to_dict()
-        summary["verdict"] = (f"best: {best}" if best else "no platform fits") + f" ({why.split(';')[0]})"
-        camp.summary = summary
+        camp.summary = result.to_dict()
         return result
-
-
-def plot(result: CostResult, path: str) -> str:
-    """Total cost against total power per platform, with the power envelope, as SVG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    req = result.requirement
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for c in result.platforms:
-        color = "tab:green" if c.name == result.best else ("tab:blue" if c.fits_power else "tab:red")
-        ax.scatter([c.total_power_kw], [c.total_cost / 1e6], color=color, s=40, zorder=3)
-        ax.annotate(f"{c.name} ({c.nodes})", (c.total_power_kw, c.total_cost / 1e6),
-                    textcoords="offset points", xytext=(5, 4), fontsize=8)
-    ax.axvline(req.power_envelope_kw, color="tab:red", linestyle="--", label=f"envelope {req.power_envelope_kw:g} kW")
-    xmax = max(max(c.total_power_kw for c in result.platforms), req.power_envelope_kw) * 1.15
-    ax.axvspan(req.power_envelope_kw, xmax, color="tab:red", alpha=0.07)
-    if req.budget is not None:
-        ax.axhline(req.budget / 1e6, color="tab:orange", linestyle=":", label="budget")
-    ax.set_xlim(0, xmax)
-    ax.set_ylim(0, None)
-    ax.set_xlabel("total power (kW)")
-    ax.set_ylabel(f"total cost (M{req.currency})")
-    ax.set_title(f"{req.target_events_per_s:,.0f} {req.unit}: cost vs power (nodes in brackets)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, format="svg")
-    plt.close(fig)
-    return str(Path(path).absolute())
-
-
-def render(result: CostResult, console: Any) -> None:
-    from rich.table import Table
-
-    req = result.requirement
-    cur = req.currency
-    t = Table(title=f"{req.target_events_per_s:,.0f} {req.unit} inside {req.power_envelope_kw:g} kW"
-                    + (f", budget {req.budget:,.0f} {cur}" if req.budget is not None else ""))
-    per = "event/s" if req.unit == "events/s" else req.unit
-    for col in ("platform", f"{req.unit}/node", "nodes", f"node {cur}", f"total {cur}", "node W", "total kW",
-                "fits", f"{cur} per {per}", f"W per {per}"):
-        t.add_column(col, justify="left" if col == "platform" else "right")
-    for c in result.platforms:
-        fits = "yes" if c.fits_power and c.fits_budget else ("no (power)" if not c.fits_power else "no (budget)")
-        mark = " *" if c.name == result.best else ""
-        t.add_row(c.name + mark,
-                  f"{c.throughput_per_node:,.1f}" + (f" ({c.throughput_source})" if c.throughput_source != "given" else ""),
-                  f"{c.nodes:,}", f"{c.node_price:,.0f}", f"{c.total_cost:,.0f}",
-                  f"{c.node_power_w:,.0f}" + _power_mark(c.power_source),
-                  f"{c.total_power_kw:,.1f}", fits, f"{c.cost_per_event_s:.2f}", f"{c.watts_per_event_s:.3f}")
-    console.print(t)
-    # the reason of "no platform fits" begins with those words itself
-    console.print(f"best: {result.best}. {result.why}" if result.best else result.why)
-    console.print("(est.) = 1.6 x TDP x sockets, an estimate within 5 % of measured nodes; (RAPL) = CPU packages and DRAM "
-                  "measured by a campaign, which undercounts the node; others measured at the node."
-                  + (f"  Plot: {result.plot}" if result.plot else "") + f"  Campaign {result.campaign_id}.")
-
-
-def _power_mark(source: str) -> str:
-    """How a node power figure was obtained, as a short mark in the table."""
-    if source.startswith("campaign"):
-        return " (RAPL)" if "RAPL" in source else f" ({source.split(':')[0]})"
-    return "" if source == "measured" else " (est.)"

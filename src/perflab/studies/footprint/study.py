@@ -16,7 +16,7 @@ import stat as stat_mod
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from perflab.model import Workload
 from perflab.errors import PerflabError
@@ -255,14 +255,16 @@ def _argv(workload: Workload) -> tuple[str, ...]:
     return tuple(workload.argv)
 
 
-def run_footprint(config: FootprintConfig, executor: Any, store: Any, console: Any = None) -> FootprintResult:
-    """Trace the workload, list its files, and measure the tracing overhead."""
+def run_footprint(config: FootprintConfig, executor: Any, store: Any,
+                  warn: Callable[[str], None] | None = None) -> FootprintResult:
+    """Trace the workload, list its files, and measure the tracing overhead; ``warn`` hears, before
+    the runs start, what makes the trace slower than it could be (the study prints nothing)."""
     wl = config.workload
     cpu = config.cpu if config.cpu is not None else default_cpu()
     cwd = os.path.abspath(wl.cwd or os.getcwd())
     seccomp = config.seccomp and strace.seccomp_bpf_supported()
-    if config.seccomp and not seccomp and console is not None:
-        console.print("strace has no --seccomp-bpf here: tracing stops the workload at every system call")
+    if config.seccomp and not seccomp and warn is not None:
+        warn("strace has no --seccomp-bpf here: tracing stops the workload at every system call")
     tmpdir = tempfile.mkdtemp(prefix="perflab-strace-")
     traced: list[float] = []
     untraced: list[float] = []

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from perflab.model import known_fields
 from perflab.stats import CI
-from perflab.studies.base import StudyResult
+from perflab.studies.base import StudyResult, decode
 
 
 @dataclass
@@ -96,8 +95,4 @@ class FrontendResult(StudyResult):
 
     @classmethod
     def from_dict(cls, d: dict) -> "FrontendResult":
-        d = known_fields(cls, d)
-        d["points"] = [Point(**{**p, "ci": CI.from_optional(p.get("ci"))}) for p in d.get("points", [])]
-        d["ratios"] = [PageRatio(**{**r, "ci": CI.from_dict(r["ci"])}) for r in d.get("ratios", [])]
-        d["knees"] = [KneeReport(**k) for k in d.get("knees", [])]
-        return cls(**d)
+        return decode(cls, d)

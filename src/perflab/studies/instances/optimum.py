@@ -37,6 +37,7 @@ from typing import Any, Mapping, Sequence
 from perflab.stats import CI, holm, median
 from perflab.stats.shift import ratio_ci, u_cdf, u_cdf_exact
 from perflab.stats.speeds import within_speeds, worth_looking
+from perflab.studies.base import decode
 from perflab.studies.run.result import level_text
 
 ALPHA = 0.05
@@ -93,7 +94,7 @@ class Step:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Step":
-        return cls(**{**d, "ci": CI.from_optional(d.get("ci"))})
+        return decode(cls, d)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from perflab.model import RunResult, Workload
 from perflab.stats import CI, median, median_ci
+from perflab.studies.base import decode
 from perflab.studies.cost.energy import run_joules
 from perflab.studies.instances import power
 from perflab.studies.instances.optimum import Step
@@ -32,7 +33,7 @@ class _WithCI:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Any:
-        return cls(**{**d, "ci": CI.from_optional(d.get("ci"))})
+        return decode(cls, d)
 
 
 @dataclass
@@ -74,8 +75,7 @@ class PolicyScan:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PolicyScan":
-        return cls(**{**d, "points": [Point.from_dict(p) for p in d["points"]],
-                      "steps": [Step.from_dict(s) for s in d.get("steps") or []]})
+        return decode(cls, d)
 
 
 @dataclass
@@ -181,6 +181,13 @@ class InstancesResult:
             return "none: every point failed (see the notes for why)"
         return self._answer() + (f"; {self.asked}" if self.asked else "")
 
+    def with_fork(self, verdict: str) -> str:
+        """``verdict`` with the fork master's after it, one sentence: where one line holds both (the
+        report's verdict; the terminal prints them on lines of their own)."""
+        if self.fork_verdict is None:
+            return verdict
+        return ((verdict or "").rstrip(".") + ". Fork master: " + self.fork_verdict.text).strip()
+
     def _answer(self) -> str:
         if self.optimum_n is None:
             scan = max((s for s in self.scans if s.top_n is not None),
@@ -208,12 +215,7 @@ class InstancesResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "InstancesResult":
-        d = dict(d)
-        d.pop("verdict", None)
-        d["scans"] = [PolicyScan.from_dict(s) for s in d["scans"]]
-        d["fork"] = [ForkRow.from_dict(r) for r in d["fork"]] if d.get("fork") is not None else None
-        d["fork_verdict"] = ForkVerdict.from_dict(d["fork_verdict"]) if d.get("fork_verdict") else None
-        return cls(**d)
+        return decode(cls, d)  # "verdict", which as_dict adds, names no field
 
 
 def point_throughput(results: Sequence[RunResult], work: str | None,

@@ -21,12 +21,12 @@ from typing import Any, Iterable
 
 from perflab.errors import PerflabError
 from perflab.kernels.micro import build_micro
-from perflab.model import MetricPattern, RunResult, RunSpec, known_fields
+from perflab.model import MetricPattern, RunResult, RunSpec
 from perflab.kernels import abi as abi_probes
 from perflab.platform import probes
 from perflab.platform.sysfs import Root
 from perflab.stats import CI, cliffs_delta, holm, mann_whitney, median, median_ci
-from perflab.studies.base import StudyConfig, StudyResult
+from perflab.studies.base import StudyConfig, StudyResult, decode
 
 NAME = "micro"
 PROGRAM = "micro-{abi}"  # stands for the ABI's built driver in a plan made before the builds
@@ -138,12 +138,25 @@ class MicroResult(StudyResult):
     diffs: list[AbiDiff] = field(default_factory=list)
     thresholds: dict[str, dict[str, int]] = field(default_factory=dict)  # ABI -> seed 000's probe
 
+    def verdict(self) -> str:
+        """How many operations differ between ABIs after Holm, the first six named; without a
+        comparison, what was measured on which ABIs (the report's and the listing's sentence)."""
+        sig_ = [d for d in self.diffs if d.significant]
+        if self.diffs:
+            named = "; ".join(f"{d.bench} {d.abi} {d.pct:+.0f} %" for d in sig_[:6])
+            more = f"; and {len(sig_) - 6} more" if len(sig_) > 6 else ""
+            return (f"{len(sig_)} of {_operations(len(self.diffs))} differ significantly between ABIs"
+                    + (f": {named}{more}" if sig_ else "") + ".")
+        benches = {c.bench for c in self.cells}
+        return f"{_operations(len(benches))} measured on {', '.join(self.abis)}." if self.cells else ""
+
     @classmethod
     def from_dict(cls, d: dict) -> "MicroResult":
-        d = known_fields(cls, d)
-        d["cells"] = [Cell(**{**c, "ci": CI.from_optional(c.get("ci"))}) for c in d.get("cells", [])]
-        d["diffs"] = [AbiDiff(**{**x, "ci_pct": CI.from_dict(x["ci_pct"])}) for x in d.get("diffs", [])]
-        return cls(**d)
+        return decode(cls, d)
+
+
+def _operations(n: int) -> str:
+    return "1 operation" if n == 1 else f"{n:,} operations"
 
 
 def usable_abis(wanted: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from perflab.kernels.variants import VariantBuild
 from perflab.stats.interval import CI
+from perflab.studies.base import decode
 from perflab.studies.run.result import duration, level_text
 
 LABELS = {"wall_s": "elapsed", "maxrss_kb": "max RSS", "energy_j": "energy"}
@@ -24,7 +25,7 @@ class Estimate:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Estimate":
-        return cls(d["median"], CI.from_dict(d["ci"]))
+        return decode(cls, d)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Comparison":
-        return cls(**{**d, "ci": CI.from_dict(d["ci"]), "speeds": d.get("speeds", "")})
+        return decode(cls, d)
 
 
 def pct(ratio: float) -> str:
@@ -142,11 +143,7 @@ class VariantOutcome:
 
     @classmethod
     def from_dict(cls, d: dict) -> "VariantOutcome":
-        return cls(**{**d, "build": BuildInfo(**d["build"]),
-                      "estimates": {k: Estimate.from_dict(e) for k, e in d["estimates"].items()},
-                      "comparisons": {k: Comparison.from_dict(c) for k, c in d["comparisons"].items()},
-                      "count_comparisons": {k: Comparison.from_dict(c)
-                                            for k, c in (d.get("count_comparisons") or {}).items()}})
+        return decode(cls, d)
 
 
 @dataclass
@@ -191,9 +188,7 @@ class VariantsResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "VariantsResult":
-        d = {k: v for k, v in d.items() if k != "study" and k in cls.__dataclass_fields__}
-        return cls(**{**d, "variants": [VariantOutcome.from_dict(v) for v in d["variants"]],
-                      "contest": {k: Comparison.from_dict(c) for k, c in (d.get("contest") or {}).items()}})
+        return decode(cls, d)  # "study", which as_dict adds, names no field
 
 
 def candidates(result: VariantsResult) -> list[VariantOutcome]:
