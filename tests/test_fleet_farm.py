@@ -77,6 +77,11 @@ def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_pa
                     "too loaded for the planted slow node to bind")
 
     rep = _report("farm", db=postgres_url, env=env, cwd=tmp_path)
+    thin = [c for c in rep["cannot_tell"] if c["platform"].startswith("[A]")]
+    if thin and not rep["slow_hosts"]:
+        # Other load moved the nodes' levels so much that the report itself says it cannot tell
+        # (and what would): never "no slow host". A quiet machine names node2.
+        pytest.skip(f"machine too loaded to tell (load {os.getloadavg()[0]:.1f}): {thin[0]['why']}")
     # The node's own identity, with no --host-label: each slurmd's name.
     assert sorted(h["host"] for h in rep["hosts"]) == ["node1", "node2", "node3", "node4"]
     assert all(h["status"] == "done" for h in rep["hosts"]), rep["hosts"]
