@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -299,23 +300,32 @@ def test_verdict_check_short():
 # --- (c) real runs: a tiny CPU-bound C loop, pinned; a competitor planted on CPU 1 ---------------
 
 SPIN_C = textwrap.dedent("""\
+    #include <signal.h>
     #include <stdio.h>
     #include <stdlib.h>
     #include <string.h>
+    #include <sys/prctl.h>
     #include <time.h>
+    #include <unistd.h>
     static double now(void) {
         struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9;
     }
     int main(int argc, char **argv) {
         volatile unsigned long x = 1;
-        if (argc > 2 && strcmp(argv[1], "hog") == 0) {  /* busy DUTY% of every 10 ms, forever */
+        if (argc > 2 && strcmp(argv[1], "hog") == 0) {  /* busy DUTY% of every 10 ms, while its parent lives */
+            /* A real-time hog that outlived a killed test run would halve every later scan's CPU:
+               it dies with the process that started it (the signal, and the check each period
+               for a parent that died before the signal was set). */
+            pid_t parent = getppid();
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             double duty = atof(argv[2]) / 100.0;
             struct timespec rest = {0, (long)((1.0 - duty) * 1e7)};
-            for (;;) {
+            while (getppid() == parent) {
                 double end = now() + duty * 1e-2;
                 while (now() < end) x = x * 6364136223846793005UL + 1;
                 nanosleep(&rest, NULL);
             }
+            return 0;
         }
         long n = argc > 1 ? atol(argv[1]) : 0;
         for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
@@ -361,6 +371,30 @@ def _cpu_share(store, campaign_id: int) -> dict[int, float]:
         if r.exit_code == 0 and r.wall_ns > 0:
             shares.setdefault(m.params["cpu"], []).append((r.user_s + r.sys_s) / (r.wall_ns / 1e9))
     return {cpu: median(v) for cpu, v in shares.items()}
+
+
+def test_the_hog_dies_with_the_process_that_started_it(spin):
+    # A test run killed with kill -9 runs no finally: the hog must not outlive it.
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                               f"p = subprocess.Popen([{spin!r}, 'hog', '5']); print(p.pid, flush=True); "
+                               "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        hog = int(parent.stdout.readline())
+        assert Path(f"/proc/{hog}/cmdline").read_bytes().split(b"\0")[1] == b"hog"
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while _running(hog):
+        assert time.monotonic() < deadline, f"the hog {hog} outlived its parent"
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 @TWO_CPUS
