@@ -3,6 +3,7 @@ holds that stop a study at a known point for kill -9 tests (Hold, kill_then_resu
 
 from __future__ import annotations
 
+import atexit
 import os
 import pathlib
 import pwd
@@ -21,6 +22,29 @@ import pytest
 
 PG_BIN = os.environ.get("PERFLAB_PG_BIN", "/usr/lib/postgresql/15/bin")
 
+# Every temporary file of the session, the tests' and their commands', lives in one directory
+# under the user's TMPDIR, removed at exit: a perflab a test kills with kill -9 cannot remove its
+# perf fifos (perflab-ctl-*), headless Chromium leaves its singleton socket directory, and each
+# session made a tune state directory; /tmp held 371 of those and 43 of Chromium's after a day
+# of runs. A session itself killed leaves its directory, removed by the next session (its pid is
+# gone). xdist's workers inherit TMPDIR and so share their controller's directory. pytest's own
+# tmp_path stays where pytest keeps it (the user's TMPDIR, its last three sessions).
+USER_TMP = tempfile.gettempdir()
+_PREFIX = "perflab-tests-"
+if os.environ.get("PERFLAB_TESTS_TMP") != os.environ.get("TMPDIR"):
+    for stale in pathlib.Path(USER_TMP).glob(f"{_PREFIX}*-*"):
+        pid = stale.name[len(_PREFIX):].split("-")[0]
+        try:
+            mine = stale.lstat().st_uid == os.geteuid()
+        except OSError:  # another session removed it first
+            continue
+        if mine and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(stale, ignore_errors=True)
+    _session_tmp = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
+    atexit.register(shutil.rmtree, _session_tmp, True)
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", USER_TMP)
+    os.environ["TMPDIR"] = os.environ["PERFLAB_TESTS_TMP"] = tempfile.tempdir = _session_tmp
+
 # Tests never read nor write the machine's real tune state (/run/perflab): what `perflab machine
 # tune` and a study's --tune record in a test stays in a directory of this session.
 os.environ["PERFLAB_STATE_DIR"] = tempfile.mkdtemp(prefix="perflab-state-")
@@ -30,11 +54,11 @@ def shared_tmp() -> str:
     """A temporary directory another user can enter: TMPDIR where every directory above it lets
     others through, else /tmp or /var/tmp (a TMPDIR under a home of mode 700 would keep the
     `postgres` user, or any user a test runs a command as, out of its own files)."""
-    for d in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+    for d in (USER_TMP, "/tmp", "/var/tmp"):
         p = pathlib.Path(d).resolve()
         if p.is_dir() and all(q.stat().st_mode & 0o001 for q in (p, *p.parents)):
             return str(p)
-    return tempfile.gettempdir()
+    return USER_TMP
 
 
 def _free_port() -> int:
