@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,18 +24,47 @@ SCRIPT = ROOT / "scripts" / "slurm-local"
 SECRET = "Pw-s3cr3t-9x"
 
 
+# Where Slurm's daemons are on Debian: /usr/sbin, outside a user's PATH (scripts/slurm-local
+# adds it the same way).
+SLURM_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+
+
+def slurm_missing() -> str | None:
+    """Why no local Slurm cluster can start here, or None."""
+    missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch") if shutil.which(t, path=SLURM_PATH) is None]
+    if missing:
+        return f"Slurm is not installed ({', '.join(missing)} missing): run scripts/install-system-packages.sh"
+    return None
+
+
+def cluster_dir(tmp_path_factory, name: str):
+    """A directory for a local cluster: slurm.conf cannot hold a path with a space, so where
+    the temporary directory has one (TMPDIR="/tmp/my tmp") the cluster lives in /tmp."""
+    d = tmp_path_factory.mktemp(name)
+    if any(c.isspace() for c in str(d)):
+        d = Path(tempfile.mkdtemp(prefix=f"perflab-{name}-", dir="/tmp"))
+    return d
+
+
+def stop_cluster(d: Path) -> None:
+    subprocess.run([str(SCRIPT), "stop", str(d)], capture_output=True, timeout=60)
+    if d.name.startswith("perflab-"):  # one of cluster_dir's own in /tmp
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory):
     """A private single-node Slurm cluster; yields its SLURM_CONF."""
-    missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing): run scripts/install-system-packages.sh")
-    d = tmp_path_factory.mktemp("slurm")
+    if why := slurm_missing():
+        pytest.skip(why)
+    d = cluster_dir(tmp_path_factory, "slurm")
     out = subprocess.run([str(SCRIPT), "start", str(d)], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        stop_cluster(d)
     assert out.returncode == 0, out.stdout + out.stderr
     conf = out.stdout.strip().splitlines()[-1].split("=", 1)[1]
     yield conf
-    subprocess.run([str(SCRIPT), "stop", str(d)], capture_output=True, timeout=60)
+    stop_cluster(d)
 
 
 def _env(slurm_conf: str | None, tmp_path: Path, **extra) -> dict:
