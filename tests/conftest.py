@@ -31,7 +31,7 @@ PG_BIN = os.environ.get("PERFLAB_PG_BIN", "/usr/lib/postgresql/15/bin")
 # tmp_path stays where pytest keeps it (the user's TMPDIR, its last three sessions).
 USER_TMP = tempfile.gettempdir()
 _PREFIX = "perflab-tests-"
-if os.environ.get("PERFLAB_TESTS_TMP") != os.environ.get("TMPDIR"):
+if not os.environ.get("PERFLAB_TESTS_TMP") or os.environ["PERFLAB_TESTS_TMP"] != os.environ.get("TMPDIR"):
     for stale in pathlib.Path(USER_TMP).glob(f"{_PREFIX}*-*"):
         pid = stale.name[len(_PREFIX):].split("-")[0]
         try:
@@ -89,7 +89,9 @@ class PgServer:
             except KeyError:
                 subprocess.run(["useradd", "--system", "--no-create-home", "postgres"], check=True)
             self.prefix = ["runuser", "-u", "postgres", "--"]
-        self.base = tempfile.mkdtemp(prefix="perflab-pg-", dir=shared_tmp() if self.prefix else None)
+        where = shared_tmp() if self.prefix else USER_TMP
+        self._stop_stale(where)
+        self.base = tempfile.mkdtemp(prefix=f"perflab-pg-{os.getpid()}-", dir=where)
         if self.prefix:
             shutil.chown(self.base, "postgres")
         self.data = os.path.join(self.base, "data")
@@ -97,6 +99,23 @@ class PgServer:
         self._run(f"{PG_BIN}/initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--no-sync",
                   "-E", "UTF8", "--locale=C")
         self.start()
+
+    def _stop_stale(self, where: str) -> None:
+        """Stop and remove the servers of sessions that were killed (their pid is gone): a killed
+        session runs no teardown, and its server would run on, holding its port and memory."""
+        owner = pwd.getpwnam("postgres").pw_uid if self.prefix else os.geteuid()
+        for stale in pathlib.Path(where).glob("perflab-pg-*-*"):
+            pid = stale.name.split("-")[2]
+            try:
+                theirs = stale.lstat().st_uid != owner  # another user's: not ours to stop
+            except OSError:  # another session removed it first
+                continue
+            if theirs or not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+                continue
+            if (stale / "data" / "postmaster.pid").exists():
+                subprocess.run(self.prefix + [f"{PG_BIN}/pg_ctl", "-D", str(stale / "data"), "-m", "immediate",
+                                              "-w", "stop"], capture_output=True, timeout=60)
+            shutil.rmtree(stale, ignore_errors=True)
 
     @property
     def url(self) -> str:
@@ -185,6 +204,20 @@ def _topology_filter(member, path):
     return tarfile.data_filter(member, path)
 
 
+def _topology_members(tf: tarfile.TarFile):
+    """The members to extract where tarfile has no extraction filters (Debian 12's Python 3.11.2;
+    they came in 3.11.4): what filter="data" would refuse is refused here too."""
+    for m in tf:
+        if _TOPOLOGY_SKIP.match(m.name):
+            continue
+        if m.name.startswith("/") or ".." in m.name.split("/") or not (m.isreg() or m.isdir() or m.issym()):
+            raise tarfile.TarError(f"{tf.name}: {m.name} is not a plain file, directory or link below the top")
+        if m.issym() and (m.linkname.startswith("/") or os.path.normpath(
+                os.path.join(os.path.dirname(m.name), m.linkname)).startswith("..")):
+            raise tarfile.TarError(f"{tf.name}: {m.name} links outside the tree ({m.linkname})")
+        yield m
+
+
 @pytest.fixture(scope="session")
 def topology_root(tmp_path_factory):
     """name -> perflab.platform.sysfs.Root of that unpacked fixture tree (extracted once)."""
@@ -201,7 +234,10 @@ def topology_root(tmp_path_factory):
             dest = base / name
             dest.mkdir()
             with tarfile.open(tarball) as tf:
-                tf.extractall(dest, filter=_topology_filter)
+                if hasattr(tarfile, "data_filter"):
+                    tf.extractall(dest, filter=_topology_filter)
+                else:
+                    tf.extractall(dest, members=_topology_members(tf))
             (top,) = [p for p in dest.iterdir() if p.is_dir()]
             roots[name] = Root(str(top))
         return roots[name]
