@@ -16,6 +16,7 @@ import pytest
 from perflab.measure.energy import choose_meter, describe_sources
 from perflab.platform.show import machine_info, render
 from perflab.platform.sysfs import Root
+from tests.conftest import shared_tmp
 
 ENERGY = Path(__file__).parent / "data" / "energy"
 TOPOLOGY = "64amd64-4s2n4ca2co"
@@ -27,8 +28,9 @@ def machine_tree(topology_root):
     made: list[str] = []
 
     def make(energy: str | None) -> Root:
-        # mkdtemp, opened to all: the unreadable case reads it as another user (nobody).
-        top = tempfile.mkdtemp(prefix="perflab-energy-")
+        # mkdtemp where others can enter, opened to all: the unreadable case reads it as another
+        # user (nobody).
+        top = tempfile.mkdtemp(prefix="perflab-energy-", dir=shared_tmp())
         os.chmod(top, 0o755)
         made.append(top)
         dest = os.path.join(top, "tree")
