@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,12 +39,33 @@ def slurm_missing() -> str | None:
 
 
 def cluster_dir(tmp_path_factory, name: str):
-    """A directory for a local cluster: slurm.conf cannot hold a path with a space, so where
-    the temporary directory has one (TMPDIR="/tmp/my tmp") the cluster lives in /tmp."""
-    d = tmp_path_factory.mktemp(name)
+    """A directory for a local cluster, named after this session's pid (NAME-PID-N): slurm.conf
+    cannot hold a path with a space, so where the temporary directory has one (TMPDIR="/tmp/my
+    tmp") the cluster lives in /tmp. The clusters of killed sessions are stopped first."""
+    stop_orphaned_clusters()
+    d = tmp_path_factory.mktemp(f"{name}-{os.getpid()}-")
     if any(c.isspace() for c in str(d)):
-        d = Path(tempfile.mkdtemp(prefix=f"perflab-{name}-", dir="/tmp"))
+        d = Path(tempfile.mkdtemp(prefix=f"perflab-{name}-{os.getpid()}-", dir="/tmp"))
     return d
+
+
+def stop_orphaned_clusters() -> None:
+    """Stop the local clusters that killed test sessions left running: a session killed with
+    kill -9 runs no teardown, and its munged, slurmctld and slurmd would run on, unowned."""
+    me = os.geteuid()
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or proc.stat().st_uid != me:
+                continue
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
+            continue
+        if not argv[0].endswith("slurmctld") or "-f" not in argv[:-1]:
+            continue
+        d = Path(argv[argv.index("-f") + 1]).parent
+        m = re.fullmatch(r"(?:perflab-)?(?:slurm|farm)-(\d+)-\w*", d.name)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            stop_cluster(d)
 
 
 def stop_cluster(d: Path) -> None:
