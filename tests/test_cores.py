@@ -314,9 +314,10 @@ SPIN_C = textwrap.dedent("""\
         volatile unsigned long x = 1;
         if (argc > 2 && strcmp(argv[1], "hog") == 0) {  /* busy DUTY% of every 10 ms, while its parent lives */
             /* A real-time hog that outlived a killed test run would halve every later scan's CPU:
-               it dies with the process that started it (the signal, and the check each period
-               for a parent that died before the signal was set). */
-            pid_t parent = getppid();
+               it dies with the process that started it, PARENT (argv[3], else its parent now):
+               the signal, and the check each period for a parent that died before the signal
+               was set, even before this main ran. */
+            pid_t parent = argc > 3 ? (pid_t)atol(argv[3]) : getppid();
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             double duty = atof(argv[2]) / 100.0;
             struct timespec rest = {0, (long)((1.0 - duty) * 1e7)};
@@ -375,12 +376,17 @@ def _cpu_share(store, campaign_id: int) -> dict[int, float]:
 
 def test_the_hog_dies_with_the_process_that_started_it(spin):
     # A test run killed with kill -9 runs no finally: the hog must not outlive it.
-    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
-                               f"p = subprocess.Popen([{spin!r}, 'hog', '5']); print(p.pid, flush=True); "
-                               "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen([sys.executable, "-c", "import os, subprocess, sys, time; "
+                               f"p = subprocess.Popen([{spin!r}, 'hog', '5', str(os.getpid())]); "
+                               "print(p.pid, flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
         hog = int(parent.stdout.readline())
-        assert Path(f"/proc/{hog}/cmdline").read_bytes().split(b"\0")[1] == b"hog"
+        deadline = time.monotonic() + 10
+        # the kernel fills in a new program's arguments a moment after the exec Popen waited for
+        while not (argv := Path(f"/proc/{hog}/cmdline").read_bytes()):
+            assert time.monotonic() < deadline, f"the hog {hog} has no arguments after 10 s"
+            time.sleep(0.01)
+        assert argv.split(b"\0")[1:3] == [b"hog", b"5"], argv
     finally:
         parent.kill()
         parent.wait()
@@ -405,7 +411,7 @@ def test_real_planted_competitor_on_cpu1_is_slow(spin, store, concurrent):
     # scan: a persistent slowdown (CPU 1's runs get about a tenth of it). A plain busy loop is not
     # enough on this shared, loaded machine: the load balancer moves the other tasks to CPU 0
     # until both CPUs are equally crowded.
-    competitor = subprocess.Popen(["chrt", "-f", "1", "taskset", "-c", "1", spin, "hog", "90"],
+    competitor = subprocess.Popen(["chrt", "-f", "1", "taskset", "-c", "1", spin, "hog", "90", str(os.getpid())],
                                   stdout=subprocess.DEVNULL)
     try:
         res = _run_real(_real(spin, concurrent=concurrent), store)
