@@ -84,9 +84,11 @@ def test_root_only_counters_are_named_unreadable(machine_tree):
     # Since the PLATYPUS fix the kernel makes energy_uj 0400 root: a user sees the zones but
     # cannot read them. Read here as nobody (the test runs as root on the project's VMs).
     root = machine_tree("intel-2s")
-    for zone in ("intel-rapl:0", "intel-rapl:1:0"):
-        os.chmod(root.join(f"sys/class/powercap/{zone}/energy_uj"), 0o400)
     was = os.geteuid()
+    for zone in ("intel-rapl:0", "intel-rapl:1:0"):
+        # Without root the files are the test user's own: mode 0 keeps that user out as the
+        # kernel's 0400 root keeps a user out.
+        os.chmod(root.join(f"sys/class/powercap/{zone}/energy_uj"), 0o400 if was == 0 else 0)
     if was == 0:
         os.seteuid(65534)
     try:
