@@ -338,6 +338,21 @@ SPIN_C = textwrap.dedent("""\
 TWO_CPUS = pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0), reason="needs CPUs 0 and 1")
 
 
+def _realtime_refused() -> str | None:
+    """Why the competitor cannot run SCHED_FIFO here (chrt's own line), or None: without root
+    (CAP_SYS_NICE) or an RLIMIT_RTPRIO it would exit at once, and a scan with no competitor
+    shows nothing."""
+    try:
+        p = subprocess.run(["chrt", "-f", "1", "true"], capture_output=True, text=True, timeout=10)
+    except OSError as exc:
+        return f"chrt: {exc.strerror}"
+    return None if p.returncode == 0 else (p.stderr.strip() or f"chrt -f 1 exited {p.returncode}")
+
+
+REALTIME = pytest.mark.skipif(bool(_NO_REALTIME := _realtime_refused()),
+                              reason=f"a SCHED_FIFO competitor needs root or CAP_SYS_NICE: {_NO_REALTIME}")
+
+
 @pytest.fixture(scope="module")
 def spin(tmp_path_factory):
     from perflab.kernels.build import build
@@ -404,6 +419,7 @@ def _running(pid: int) -> bool:
 
 
 @TWO_CPUS
+@REALTIME
 @pytest.mark.parametrize("concurrent", [False, True])
 @pytest.mark.serial  # a CPU loaded by another test would be a slow CPU
 def test_real_planted_competitor_on_cpu1_is_slow(spin, store, concurrent):
@@ -446,6 +462,7 @@ def test_real_without_competitor_flags_nothing(spin, store):
 
 
 @TWO_CPUS
+@REALTIME
 @pytest.mark.serial  # it plants load on CPU 1
 def test_real_competitor_in_the_first_third_only_is_never_a_slow_core(spin, store):
     # The same real-time competitor on CPU 1, but only for the first 4 s of a scan whose 3 blocks
