@@ -7,6 +7,7 @@ import json
 import re
 import math
 import os
+import shlex
 import random
 import signal
 import sqlite3
@@ -495,7 +496,8 @@ def test_real_competitor_in_the_first_third_only_is_never_a_slow_core(spin, stor
 def test_real_failures_are_stored_not_fatal(tmp_path, store):
     script = tmp_path / "flaky.sh"
     # fails on every third call, counted in a file: a workload that crashes now and then
-    script.write_text(f"#!/bin/sh\nn=$(cat {tmp_path}/n 2>/dev/null || echo 0); echo $((n+1)) > {tmp_path}/n\n"
+    n = shlex.quote(str(tmp_path / "n"))  # the shell reads it: a TMPDIR may hold a space
+    script.write_text(f"#!/bin/sh\nn=$(cat {n} 2>/dev/null || echo 0); echo $((n+1)) > {n}\n"
                       "[ $((n % 3)) -eq 2 ] && exit 7\nexit 0\n")
     script.chmod(0o755)
     res = _run_real(CoresConfig(Workload("flaky", (str(script),)), cpus=(0, 1), rounds=6, min_rounds=6, span=0,

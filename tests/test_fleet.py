@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import re
 import shutil
 import subprocess
@@ -264,7 +265,7 @@ def test_submit_without_db_uses_the_default_store(slurm, tmp_path):
     perflab(["fleet", "submit", "plain", "--nodelist", node, "--log-dir", str(logs), "--", "run", "--runs", "2",
              "--", "true"], env, tmp_path)
     script = (logs / "plain.sbatch").read_text()
-    assert f"db={tmp_path / 'perflab.db'}\n" in script
+    assert f"db={shlex.quote(str(tmp_path / 'perflab.db'))}\n" in script
     _wait_idle(env)
     st = _status("plain", str(tmp_path / "perflab.db"), env, tmp_path)
     assert st[node]["state"] == "done" and st[node]["host"] == node, st
