@@ -209,7 +209,7 @@ def test_make_and_cmake_failures_name_the_log(tmp_path):
                                  "-V", "O3=-O3", "--db", str(tmp_path / "v.db"), "--", "{exe}"], tmp_path),
                            "the baseline 'base' cannot be measured here: cannot build: make build of variant")
     assert "undefined_thing" in line and "full log: " in line
-    log = Path(re.search(r"full log: (\S+?build\.log)", line).group(1))
+    log = Path(re.search(r"full log: (/.+?build\.log)", line).group(1))  # the path may hold a space
     assert log.is_file() and "undefined_thing" in log.read_text()
     (broken / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(x C)\n"
                                            "message(FATAL_ERROR \"no such option here\")\n")
