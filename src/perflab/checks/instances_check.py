@@ -27,9 +27,9 @@ collects.
 
 from __future__ import annotations
 
-import math
 import random
 
+from perflab.checks import until
 from perflab.checks.noise import STUDY_MODELS, Campaign
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
@@ -280,24 +280,15 @@ def rates_until_decided(model: str, trials: int, seed: int = 0) -> dict[str, flo
     and 90th percentile of the rounds taken (null and planted together)."""
     nulls = [until_decided_campaign(model, 0.0, seed + i) for i in range(trials)]
     found = [until_decided_campaign(model, WAIT, seed + trials + i) for i in range(trials)]
-    rounds = sorted(r.reps for r in nulls + found)
-    share = lambda rs, test: sum(bool(test(r)) for r in rs) / trials  # noqa: E731
-    past = lambda r: [s for scan in r.scans for s in scan.steps if s.kind == "past"]  # noqa: E731
-    return dict(
-        false_positive=share(nulls, lambda r: (r.optimum_n or 0) > BOX_CPUS),
-        detection=share(found, lambda r: (r.optimum_n or 0) > BOX_CPUS),
-        ruled_out=share(nulls, lambda r: past(r) and all(s.decision == "no gain" for s in past(r))),
-        undecided=share(found, lambda r: not r.sequential["decided"]),
-        runs_median=rounds[len(rounds) // 2],
-        runs_p90=rounds[min(len(rounds) - 1, math.ceil(0.9 * len(rounds)) - 1)])
+    past = lambda r: [s for scan in r.scans for s in scan.steps if s.kind == "past"]  # noqa: E731  (a one-line predicate, named)
+    return until.rates(nulls, found, [r.reps for r in nulls + found], lambda r: (r.optimum_n or 0) > BOX_CPUS,
+                       lambda r: (r.optimum_n or 0) > BOX_CPUS,
+                       lambda r: past(r) and all(s.decision == "no gain" for s in past(r)))
 
 
 def until_decided_lines(runs: int = 40, seed: int = 0) -> list[str]:
     """The --until-decided rows of the optimum: every noise model."""
     lines = []
     for name in STUDY_MODELS:
-        r = rates_until_decided(name, runs, seed)
-        lines.append(f"verdict-check: instances-until-decided-{name} false_positive={r['false_positive']:.3f} "
-                     f"detection={r['detection']:.3f} runs={runs} null_ruled_out={r['ruled_out']:.3f} "
-                     f"undecided={r['undecided']:.3f} runs_median={r['runs_median']} runs_p90={r['runs_p90']}")
+        lines.append(until.line(f"instances-until-decided-{name}", rates_until_decided(name, runs, seed), runs))
     return lines

@@ -30,6 +30,7 @@ import math
 import random
 import re
 
+from perflab.checks import until
 from perflab.checks.noise import STUDY_MODELS
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunSpec
@@ -142,18 +143,10 @@ def rates_until_decided(model: str, k: int, trials: int, seed: int = 0) -> dict[
     median and 90th percentile of the runs a command took (null and planted together)."""
     nulls = [until_decided(model, k, 0.0, seed + i) for i in range(trials)]
     found = [until_decided(model, k, PLANTED, seed + i) for i in range(trials)]
-    runs = sorted(r.benchmarks[0].n + r.benchmarks[0].failed for r in nulls + found)
-
-    def share(results: list[RunStudyResult], test) -> float:
-        return sum(bool(test(r)) for r in results) / trials
-
-    others = lambda r: [b.relative for b in r.benchmarks[1:] if b.relative]  # noqa: E731
-    return dict(
-        false_positive=share(nulls, called),
-        detection=share(found, lambda r: called(r).get("c1") == "slower"),
-        ruled_out=share(nulls, lambda r: all(x.get("decision") == "within" for x in others(r))),
-        undecided=share(found, lambda r: not r.sequential["decided"]),
-        runs_median=runs[len(runs) // 2], runs_p90=runs[min(len(runs) - 1, math.ceil(0.9 * len(runs)) - 1)])
+    others = lambda r: [b.relative for b in r.benchmarks[1:] if b.relative]  # noqa: E731  (a one-line predicate, named)
+    return until.rates(nulls, found, [r.benchmarks[0].n + r.benchmarks[0].failed for r in nulls + found], called,
+                       lambda r: called(r).get("c1") == "slower",
+                       lambda r: all(x.get("decision") == "within" for x in others(r)))
 
 
 def until_decided_lines(runs: int = 60, seed: int = 0, commands: tuple[int, ...] = (2, 5)) -> list[str]:
@@ -161,11 +154,8 @@ def until_decided_lines(runs: int = 60, seed: int = 0, commands: tuple[int, ...]
     lines = []
     for k in commands:
         for name in STUDY_MODELS:
-            r = rates_until_decided(name, k, runs, seed)
-            lines.append(f"verdict-check: run-until-decided-{name}-{k}-commands "
-                         f"false_positive={r['false_positive']:.3f} detection={r['detection']:.3f} "
-                         f"runs={runs} null_ruled_out={r['ruled_out']:.3f} undecided={r['undecided']:.3f} "
-                         f"runs_median={r['runs_median']} runs_p90={r['runs_p90']}")
+            lines.append(until.line(f"run-until-decided-{name}-{k}-commands",
+                                    rates_until_decided(name, k, runs, seed), runs))
     return lines
 
 

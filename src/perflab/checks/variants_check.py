@@ -14,10 +14,10 @@ would see 2 % (studies/variants/power.py); ``rates_asked`` is the user who then 
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import replace
 
+from perflab.checks import until
 from perflab.checks.noise import MODELS, STUDY_MODELS, NoiseModel
 from perflab.kernels.variants import BuildTarget, Variant
 from perflab.measure.executor import MockExecutor
@@ -157,23 +157,14 @@ def rates_until_decided(model: str, trials: int, seed: int = 0) -> dict[str, flo
     m = STUDY_MODELS[model]
     nulls = [until_decided(m, {}, seed + i) for i in range(trials)]
     found = [until_decided(m, {"lto": PLANTED}, seed + i) for i in range(trials)]
-    rounds = sorted(r.rounds for r in nulls + found)
-    share = lambda rs, test: sum(bool(test(r)) for r in rs) / trials  # noqa: E731
-    return dict(
-        false_positive=share(nulls, _called), detection=share(found, lambda r: r.fastest == "lto"),
-        ruled_out=share(nulls, lambda r: all(c.decision == "within" for o in r.variants
-                                             for q, c in o.comparisons.items() if q == r.primary)),
-        undecided=share(found, lambda r: not r.sequential["decided"]),
-        runs_median=rounds[len(rounds) // 2],
-        runs_p90=rounds[min(len(rounds) - 1, math.ceil(0.9 * len(rounds)) - 1)])
+    return until.rates(nulls, found, [r.rounds for r in nulls + found], _called, lambda r: r.fastest == "lto",
+                       lambda r: all(c.decision == "within" for o in r.variants
+                                     for q, c in o.comparisons.items() if q == r.primary))
 
 
 def until_decided_lines(runs: int = 40, seed: int = 0) -> list[str]:
     """The --until-decided rows: every noise model of the variants harness."""
     lines = []
     for name in STUDY_MODELS:
-        r = rates_until_decided(name, runs, seed)
-        lines.append(f"verdict-check: variants-until-decided-{name} false_positive={r['false_positive']:.3f} "
-                     f"detection={r['detection']:.3f} runs={runs} null_ruled_out={r['ruled_out']:.3f} "
-                     f"undecided={r['undecided']:.3f} runs_median={r['runs_median']} runs_p90={r['runs_p90']}")
+        lines.append(until.line(f"variants-until-decided-{name}", rates_until_decided(name, runs, seed), runs))
     return lines
