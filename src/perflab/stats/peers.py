@@ -158,7 +158,7 @@ def slow_members(
             level = max(0.0, 1.0 - (1.0 - cov_m) - (1.0 - cov_p))
             tests.append(PeerTest(name, group, n, med, med_p, ratio, low, high, level, p))
     tested = [t for t in tests if t.p_value is not None]
-    adjusted = holm([t.p_value for t in tested]) if tested else []
+    adjusted = holm([t.p_value for t in tested if t.p_value is not None]) if tested else []
     out: list[PeerTest] = []
     by_id = {id(t): p for t, p in zip(tested, adjusted)}
     for t in tests:
