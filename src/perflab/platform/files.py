@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+from typing import Literal
 
 
 def join_path(base: str, path: str) -> str:
@@ -62,7 +63,7 @@ def interpreters(path: str) -> list[str]:
                 return []
             is64 = head[4] == 2
             little = head[5] == 1
-            order = "little" if little else "big"
+            order: Literal["little", "big"] = "little" if little else "big"
             num = lambda off, n: int.from_bytes(head[off:off + n], order)  # noqa: E731
             if is64:
                 phoff, phentsize, phnum = num(32, 8), num(54, 2), num(56, 2)

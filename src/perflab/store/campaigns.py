@@ -7,7 +7,7 @@ import signal
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from perflab.errors import PerflabError
 from perflab.platform import owner as _owner
@@ -34,6 +34,11 @@ class OpenCampaign:
 
 class CampaignMethods:
     """The Store's campaign context manager (mixed into Store)."""
+
+    # Defined by Store (store/db.py), which mixes this class in.
+    start_campaign: Callable[..., Any]
+    resume_campaign: Callable[..., Any]
+    finish_campaign: Callable[..., Any]
 
     @contextmanager
     def open_campaign(

@@ -141,7 +141,8 @@ class Session:
         if len(set(keys)) != len(keys):
             raise ValueError("concurrent copies need distinct params (e.g. a copy index)")
         if self._stored and all(self._stored.get(k) for k in keys):
-            results = [self._replay(k) for k in keys]
+            # Every key holds a stored run (checked above): no replay comes back None.
+            results = [r for r in (self._replay(k) for k in keys) if r is not None]
             starts = [r.start_ns for r in results]
             return ConcurrentResult(results, max(starts) - min(starts), min(starts), starts, together)
         if self.energy is not None:

@@ -113,6 +113,7 @@ def render(result: RunStudyResult, console: Any) -> None:
                       highlight=False)
         for b in others:
             r = b.relative
+            assert r is not None  # `others` keeps only those with one
             if r.get("verdict"):
                 what = r["verdict"]
             elif r.get("decision") == "within":

@@ -282,8 +282,10 @@ class DiffRow:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "DiffRow":
-        return cls(**{k: d.get(k) for k in ("symbol", "dso", "a_samples", "b_samples", "extra",
-                                            "share_of_extra", "ci")})
+        # Any: the stored row's fields, each of its own type.
+        fields: dict[str, Any] = {k: d.get(k) for k in ("symbol", "dso", "a_samples", "b_samples", "extra",
+                                                        "share_of_extra", "ci")}
+        return cls(**fields)
 
 
 def diff_profiles(a: Profile, b: Profile) -> list[DiffRow]:

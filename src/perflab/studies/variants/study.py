@@ -314,8 +314,9 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
                      for name, rs in by_round.items()}
         comps = {o.name: _compare(q, higher, per_round[o.name], per_round[base], config.level) for o in others}
         names = [n for n, c in comps.items() if c is not None]
-        for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):
-            outcomes[n].comparisons[q] = replace(comps[n], p=p, significant=p < config.alpha)
+        # The ignores: `names` holds only the comparisons made (not None).
+        for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):  # type: ignore[union-attr]
+            outcomes[n].comparisons[q] = replace(comps[n], p=p, significant=p < config.alpha)  # type: ignore[type-var, assignment]
     if csm and b.checksum is not None:
         for o in outcomes.values():
             if o.name != base and o.checksum is not None and o.checksum != b.checksum:
@@ -393,5 +394,6 @@ def _contest(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunR
     comps = {o.name: _compare(q, higher, per_round[lead.name], per_round[o.name], level) for o in rivals}
     names = [n for n, c in comps.items() if c is not None]
     result.leader = lead.name
-    for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):
-        result.contest[n] = replace(comps[n], p=p, significant=p < result.alpha)
+    # The ignores: `names` holds only the comparisons made (not None).
+    for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):  # type: ignore[union-attr]
+        result.contest[n] = replace(comps[n], p=p, significant=p < result.alpha)  # type: ignore[type-var, assignment]
