@@ -83,7 +83,7 @@ def against_fastest(result: RunStudyResult, alpha: float = 0.05) -> dict[str, st
     """The rule before: each command against the sample-fastest by the same interval
     (Bonferroni over k-1) on the same runs; command -> 'slower' where it called one."""
     ok = [b for b in result.benchmarks if b.times]
-    fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]
+    fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]  # ok keeps benchmarks with times, each with its summary
     level = 1 - alpha / (len(ok) - 1)
     out = {}
     for b in ok:
@@ -147,7 +147,7 @@ def rates_until_decided(model: str, k: int, trials: int, seed: int = 0) -> dict[
     def share(results: list[RunStudyResult], test) -> float:
         return sum(bool(test(r)) for r in results) / trials
 
-    others = lambda r: [b.relative for b in r.benchmarks[1:] if b.relative]  # noqa: E731
+    others = lambda r: [b.relative for b in r.benchmarks[1:] if b.relative]  # noqa: E731 - a one-line reader for the tests below
     return dict(
         false_positive=share(nulls, called),
         detection=share(found, lambda r: called(r).get("c1") == "slower"),

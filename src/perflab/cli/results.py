@@ -143,4 +143,4 @@ def _export_monitor(store, camp, csv_path: str | None, json_path: str | None) ->
                 fh.write(text)
     if json_path:
         # The ignore: stored_result is None only for a campaign without samples, refused above.
-        emit_json(json_path, monitor_json(camp.id, rows, stored_result(store, camp.id)), None)  # type: ignore[arg-type]
+        emit_json(json_path, monitor_json(camp.id, rows, stored_result(store, camp.id)), None)  # type: ignore[arg-type]  # see above

@@ -20,6 +20,7 @@ from typing import Any
 from perflab.errors import PerflabError
 from perflab.stats import median
 from perflab.stats.peers import median_ci_positions, median_ci
+from perflab.stats.peer_medians import MemberSummary
 from perflab.store.summaries import ALL, RUNS_PER_S, RunSummary
 
 
@@ -29,7 +30,7 @@ class HostData:
 
     values: list[float] = field(default_factory=list)  # higher is better
     headline: dict[str, Any] = field(default_factory=dict)
-    summary: RunSummary | None = None  # host_summaries' (values then stay empty)
+    summary: RunSummary | MemberSummary | None = None  # host_summaries' (values then stay empty); visits pooled
 
 
 def _ci(xs: list[float]) -> dict | None:

@@ -89,4 +89,4 @@ class Workload:
             label=self.name,
         )
         base.update(overrides)
-        return RunSpec(**base)  # type: ignore[arg-type]
+        return RunSpec(**base)  # type: ignore[arg-type]  # base holds RunSpec's fields by name

@@ -114,7 +114,7 @@ def render(info: dict, console=None) -> None:
     caches = Table(title="caches")
     for col, just in (("level", "right"), ("type", "left"), ("size", "right"), ("instances", "right"),
                       ("CPUs each", "right"), ("sharing", "left")):
-        caches.add_column(col, justify=just)  # type: ignore[arg-type]  # rich wants a Literal: the words above are
+        caches.add_column(col, justify=just)  # type: ignore[arg-type]  # rich wants a Literal; the tuple holds its words
     kinds: dict[tuple, list[dict]] = {}
     for c in t["caches"]:
         kinds.setdefault((c["level"], c["type"], c["size_bytes"]), []).append(c)

@@ -141,7 +141,7 @@ def slow_members(
                 tests.append(PeerTest(name, group, n, med, None, None, None, None, None, None))
                 continue
             mine = np.sort(positions[owner == i])
-            peer_at = lambda k: _kth_excluding(pool_sorted, mine, k)  # noqa: E731
+            peer_at = lambda k: _kth_excluding(pool_sorted, mine, k)  # noqa: E731 - closes over this member's positions
             med_p, lo_p, hi_p, cov_p = _median_and_ci(peer_at, n_p, each)
             if big:
                 u = rank_sums[i] - n * (n + 1) / 2.0

@@ -265,7 +265,7 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
 
     # The ignore below: `level` is the blocks' array in the together mode above, one number a
     # member here; splitting judge_group by mode is a refactor of its own.
-    level = {k: float(np.median(np.log(np.asarray(runs[k].values, float)))) for k in names}  # type: ignore[assignment]
+    level = {k: float(np.median(np.log(np.asarray(runs[k].values, float)))) for k in names}  # type: ignore[assignment]  # see above
     out = {}
     k_peers = len(names) - 1
     sds = []

@@ -70,7 +70,7 @@ class CampaignMethods:
             self.finish_campaign(handle.id, "interrupted", summary=handle.summary)
             # The innermost campaign is the one to resume; the CLI names it in its last line.
             if getattr(exc, "campaign_id", None) is None:
-                exc.campaign_id = handle.id  # type: ignore[attr-defined]
+                exc.campaign_id = handle.id  # type: ignore[attr-defined]  # the CLI reads it back to name the campaign to resume
             raise
         except BaseException as exc:
             error = {"error": _one_line(exc) if not isinstance(exc, PerflabError) else str(exc)}

@@ -78,7 +78,7 @@ def open_store(url_or_path: str | None = None) -> "Store":
     shard = os.environ.get("PERFLAB_FAILOVER_SHARD", "").strip()
     if shard and sqlite_path is None and url.startswith("postgresql"):
         # A fleet task: what the server cannot take after its retries goes to this SQLite file.
-        return FailoverStore(store, shard)  # type: ignore[return-value]
+        return FailoverStore(store, shard)  # type: ignore[return-value]  # FailoverStore forwards every Store method
     return store
 
 

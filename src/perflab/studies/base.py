@@ -19,7 +19,7 @@ class StudyConfig:
     decoders: ClassVar[dict[str, Callable[[Any], Any]]] = {}
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)  # type: ignore[call-overload]  # a subclass is a dataclass; this mixin is not
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Any:

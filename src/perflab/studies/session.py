@@ -100,7 +100,7 @@ class Session:
             while stop < end and not self.stored(spec, stop):
                 stop += 1
             params = dict(spec.params or {})
-            batch = self.executor.run_batch(  # type: ignore[attr-defined]
+            batch = self.executor.run_batch(  # type: ignore[attr-defined]  # the Executor protocol does not declare the batch methods yet
                 spec, stop - rep, journal, (self.campaign_id, spec.label, params, rep))
             settled = False  # every run the server journalled is in the store
             try:
@@ -126,7 +126,7 @@ class Session:
             return None  # energy is read around each run; the mock runs one at a time
         if self._journal is False:
             self._journal = Journal.beside(getattr(self.store, "path", None))
-        return self._journal  # type: ignore[return-value]
+        return self._journal  # type: ignore[return-value]  # False only before the first call, replaced above
 
     def close(self) -> None:
         """The journal goes when it is empty (all stored); a batch cut short leaves it for

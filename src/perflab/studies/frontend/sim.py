@@ -81,7 +81,7 @@ def analyse(config: Any, ok: dict, failed: dict, result: FrontendResult, ctx: Co
     if pts:
         k = onset_knee(pts, result.references)
         # The ignore: k is knee_fit's five fields, all before `measure`.
-        result.knees.append(KneeReport(None, "4k", *k, measure=MEASURE) if k else  # type: ignore[misc]
+        result.knees.append(KneeReport(None, "4k", *k, measure=MEASURE) if k else  # type: ignore[misc]  # see above
                             KneeReport(None, "4k", None, measure=MEASURE))
     result.verdict, result.evidence = verdict(config, result)
     result.notes += notes(config, result)

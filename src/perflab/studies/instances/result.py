@@ -29,7 +29,7 @@ class _WithCI:
     """as_dict / from_dict of a row whose ``ci`` is a CI or None (asdict gives its low/high/level)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)  # type: ignore[call-overload]  # a subclass is a dataclass; this mixin is not
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Any:

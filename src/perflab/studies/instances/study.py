@@ -393,8 +393,8 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None) -> 
     if not ok:
         return PolicyScan(policy, points, None, None, None, reason="every point failed")
     # The ignores: `ok` holds only points with a throughput, which mypy cannot carry through a list.
-    top = max(ok, key=lambda p: p.throughput)  # type: ignore[arg-type, return-value]
-    within = min((p for p in ok if p.throughput >= (1 - WITHIN) * top.throughput), key=lambda p: p.n)  # type: ignore[operator]
+    top = max(ok, key=lambda p: p.throughput)  # type: ignore[arg-type, return-value]  # see above
+    within = min((p for p in ok if p.throughput >= (1 - WITHIN) * top.throughput), key=lambda p: p.n)  # type: ignore[operator]  # see above
     # Every repetition is a point of the fit, so 4 values of N with 3 reps are enough for a knee.
     xs = [float(p.n) for p in ok for _ in p.samples]
     ys = [x for p in ok for x in p.samples]

@@ -354,9 +354,9 @@ def mean_profile(profiles: Sequence[Profile]) -> Profile:
     m = merge(profiles)
     k = len(profiles)
     for f in m.functions.values():
-        f.period = f.period / k  # type: ignore[assignment]
-        f.samples = f.samples / k  # type: ignore[assignment]
-    return Profile(m.samples / k, m.period / k, m.functions)  # type: ignore[arg-type]
+        f.period = f.period / k  # type: ignore[assignment]  # int fields hold the mean, a float
+        f.samples = f.samples / k  # type: ignore[assignment]  # as above
+    return Profile(m.samples / k, m.period / k, m.functions)  # type: ignore[arg-type]  # as above
 
 
 def unknown_share(p: Profile) -> float:

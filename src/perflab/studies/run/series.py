@@ -98,7 +98,7 @@ def summarise(blobs: Sequence[bytes], walls: Sequence[float], skip_events: int |
         # disturbing those runs (or heavy events that happen to come early): no cut there.
         lone = [parts[i][2].warmup.events for i in found]
         # The ignore: a series that gave a steady part above gives one without the skip too.
-        parts = [(s, w, replace(steady_part(s, 0), warmup=Warmup(0, "none")) if i in found else p)  # type: ignore[type-var, misc]
+        parts = [(s, w, replace(steady_part(s, 0), warmup=Warmup(0, "none")) if i in found else p)  # type: ignore[type-var, misc]  # see above
                  for i, (s, w, p) in enumerate(parts)]
     if len(parts) >= 3:
         clusters, kind = [(p.events, p.seconds) for _, _, p in parts], "runs"

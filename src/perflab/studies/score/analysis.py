@@ -33,7 +33,7 @@ def analyse_workloads(result: ScoreResult, level: float = method.LEVEL) -> Score
         result.score = method.hepscore([w.ratio for w in scored if w.ratio is not None], weights, result.scaling)
         if all(lm is not None for lm in lms):
             # The ignore: score_interval is None only without a log mean, and each has one here.
-            _, lo, hi = method.score_interval([lm for lm in lms if lm is not None], weights, result.scaling, level)  # type: ignore[misc]
+            _, lo, hi = method.score_interval([lm for lm in lms if lm is not None], weights, result.scaling, level)  # type: ignore[misc]  # see above
             result.score_ci = [lo, hi]
             result.cannot_tell = ""
         elif not result.cannot_tell:

@@ -315,8 +315,8 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
         comps = {o.name: _compare(q, higher, per_round[o.name], per_round[base], config.level) for o in others}
         names = [n for n, c in comps.items() if c is not None]
         # The ignores: `names` holds only the comparisons made (not None).
-        for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):  # type: ignore[union-attr]
-            outcomes[n].comparisons[q] = replace(comps[n], p=p, significant=p < config.alpha)  # type: ignore[type-var, assignment]
+        for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):  # type: ignore[union-attr]  # see above
+            outcomes[n].comparisons[q] = replace(comps[n], p=p, significant=p < config.alpha)  # type: ignore[type-var, assignment]  # see above
     if csm and b.checksum is not None:
         for o in outcomes.values():
             if o.name != base and o.checksum is not None and o.checksum != b.checksum:
@@ -395,5 +395,5 @@ def _contest(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunR
     names = [n for n, c in comps.items() if c is not None]
     result.leader = lead.name
     # The ignores: `names` holds only the comparisons made (not None).
-    for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):  # type: ignore[union-attr]
-        result.contest[n] = replace(comps[n], p=p, significant=p < result.alpha)  # type: ignore[type-var, assignment]
+    for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):  # type: ignore[union-attr]  # see above
+        result.contest[n] = replace(comps[n], p=p, significant=p < result.alpha)  # type: ignore[type-var, assignment]  # see above
