@@ -3,6 +3,7 @@ holds that stop a study at a known point for kill -9 tests (Hold, kill_then_resu
 
 from __future__ import annotations
 
+import atexit
 import os
 import pathlib
 import pwd
@@ -21,6 +22,29 @@ import pytest
 
 PG_BIN = os.environ.get("PERFLAB_PG_BIN", "/usr/lib/postgresql/15/bin")
 
+# Every temporary file of the session, the tests' and their commands', lives in one directory
+# under the user's TMPDIR, removed at exit: a perflab a test kills with kill -9 cannot remove its
+# perf fifos (perflab-ctl-*), headless Chromium leaves its singleton socket directory, and each
+# session made a tune state directory; /tmp held 371 of those and 43 of Chromium's after a day
+# of runs. A session itself killed leaves its directory, removed by the next session (its pid is
+# gone). xdist's workers inherit TMPDIR and so share their controller's directory. pytest's own
+# tmp_path stays where pytest keeps it (the user's TMPDIR, its last three sessions).
+USER_TMP = tempfile.gettempdir()
+_PREFIX = "perflab-tests-"
+if not os.environ.get("PERFLAB_TESTS_TMP") or os.environ["PERFLAB_TESTS_TMP"] != os.environ.get("TMPDIR"):
+    for stale in pathlib.Path(USER_TMP).glob(f"{_PREFIX}*-*"):
+        pid = stale.name[len(_PREFIX):].split("-")[0]
+        try:
+            mine = stale.lstat().st_uid == os.geteuid()
+        except OSError:  # another session removed it first
+            continue
+        if mine and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(stale, ignore_errors=True)
+    _session_tmp = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
+    atexit.register(shutil.rmtree, _session_tmp, True)
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", USER_TMP)
+    os.environ["TMPDIR"] = os.environ["PERFLAB_TESTS_TMP"] = tempfile.tempdir = _session_tmp
+
 # Tests never read nor write the machine's real tune state (/run/perflab): what `perflab machine
 # tune` and a study's --tune record in a test stays in a directory of this session.
 os.environ["PERFLAB_STATE_DIR"] = tempfile.mkdtemp(prefix="perflab-state-")
@@ -30,11 +54,11 @@ def shared_tmp() -> str:
     """A temporary directory another user can enter: TMPDIR where every directory above it lets
     others through, else /tmp or /var/tmp (a TMPDIR under a home of mode 700 would keep the
     `postgres` user, or any user a test runs a command as, out of its own files)."""
-    for d in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+    for d in (USER_TMP, "/tmp", "/var/tmp"):
         p = pathlib.Path(d).resolve()
         if p.is_dir() and all(q.stat().st_mode & 0o001 for q in (p, *p.parents)):
             return str(p)
-    return tempfile.gettempdir()
+    return USER_TMP
 
 
 def _free_port() -> int:
@@ -65,7 +89,9 @@ class PgServer:
             except KeyError:
                 subprocess.run(["useradd", "--system", "--no-create-home", "postgres"], check=True)
             self.prefix = ["runuser", "-u", "postgres", "--"]
-        self.base = tempfile.mkdtemp(prefix="perflab-pg-", dir=shared_tmp() if self.prefix else None)
+        where = shared_tmp() if self.prefix else USER_TMP
+        self._stop_stale(where)
+        self.base = tempfile.mkdtemp(prefix=f"perflab-pg-{os.getpid()}-", dir=where)
         if self.prefix:
             shutil.chown(self.base, "postgres")
         self.data = os.path.join(self.base, "data")
@@ -73,6 +99,23 @@ class PgServer:
         self._run(f"{PG_BIN}/initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--no-sync",
                   "-E", "UTF8", "--locale=C")
         self.start()
+
+    def _stop_stale(self, where: str) -> None:
+        """Stop and remove the servers of sessions that were killed (their pid is gone): a killed
+        session runs no teardown, and its server would run on, holding its port and memory."""
+        owner = pwd.getpwnam("postgres").pw_uid if self.prefix else os.geteuid()
+        for stale in pathlib.Path(where).glob("perflab-pg-*-*"):
+            pid = stale.name.split("-")[2]
+            try:
+                theirs = stale.lstat().st_uid != owner  # another user's: not ours to stop
+            except OSError:  # another session removed it first
+                continue
+            if theirs or not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+                continue
+            if (stale / "data" / "postmaster.pid").exists():
+                subprocess.run(self.prefix + [f"{PG_BIN}/pg_ctl", "-D", str(stale / "data"), "-m", "immediate",
+                                              "-w", "stop"], capture_output=True, timeout=60)
+            shutil.rmtree(stale, ignore_errors=True)
 
     @property
     def url(self) -> str:
@@ -161,6 +204,20 @@ def _topology_filter(member, path):
     return tarfile.data_filter(member, path)
 
 
+def _topology_members(tf: tarfile.TarFile):
+    """The members to extract where tarfile has no extraction filters (Debian 12's Python 3.11.2;
+    they came in 3.11.4): what filter="data" would refuse is refused here too."""
+    for m in tf:
+        if _TOPOLOGY_SKIP.match(m.name):
+            continue
+        if m.name.startswith("/") or ".." in m.name.split("/") or not (m.isreg() or m.isdir() or m.issym()):
+            raise tarfile.TarError(f"{tf.name}: {m.name} is not a plain file, directory or link below the top")
+        if m.issym() and (m.linkname.startswith("/") or os.path.normpath(
+                os.path.join(os.path.dirname(m.name), m.linkname)).startswith("..")):
+            raise tarfile.TarError(f"{tf.name}: {m.name} links outside the tree ({m.linkname})")
+        yield m
+
+
 @pytest.fixture(scope="session")
 def topology_root(tmp_path_factory):
     """name -> perflab.platform.sysfs.Root of that unpacked fixture tree (extracted once)."""
@@ -177,7 +234,10 @@ def topology_root(tmp_path_factory):
             dest = base / name
             dest.mkdir()
             with tarfile.open(tarball) as tf:
-                tf.extractall(dest, filter=_topology_filter)
+                if hasattr(tarfile, "data_filter"):
+                    tf.extractall(dest, filter=_topology_filter)
+                else:
+                    tf.extractall(dest, members=_topology_members(tf))
             (top,) = [p for p in dest.iterdir() if p.is_dir()]
             roots[name] = Root(str(top))
         return roots[name]

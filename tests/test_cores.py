@@ -7,12 +7,14 @@ import json
 import re
 import math
 import os
+import shlex
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -299,23 +301,33 @@ def test_verdict_check_short():
 # --- (c) real runs: a tiny CPU-bound C loop, pinned; a competitor planted on CPU 1 ---------------
 
 SPIN_C = textwrap.dedent("""\
+    #include <signal.h>
     #include <stdio.h>
     #include <stdlib.h>
     #include <string.h>
+    #include <sys/prctl.h>
     #include <time.h>
+    #include <unistd.h>
     static double now(void) {
         struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9;
     }
     int main(int argc, char **argv) {
         volatile unsigned long x = 1;
-        if (argc > 2 && strcmp(argv[1], "hog") == 0) {  /* busy DUTY% of every 10 ms, forever */
+        if (argc > 2 && strcmp(argv[1], "hog") == 0) {  /* busy DUTY% of every 10 ms, while its parent lives */
+            /* A real-time hog that outlived a killed test run would halve every later scan's CPU:
+               it dies with the process that started it, PARENT (argv[3], else its parent now):
+               the signal, and the check each period for a parent that died before the signal
+               was set, even before this main ran. */
+            pid_t parent = argc > 3 ? (pid_t)atol(argv[3]) : getppid();
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             double duty = atof(argv[2]) / 100.0;
             struct timespec rest = {0, (long)((1.0 - duty) * 1e7)};
-            for (;;) {
+            while (getppid() == parent) {
                 double end = now() + duty * 1e-2;
                 while (now() < end) x = x * 6364136223846793005UL + 1;
                 nanosleep(&rest, NULL);
             }
+            return 0;
         }
         long n = argc > 1 ? atol(argv[1]) : 0;
         for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
@@ -325,6 +337,21 @@ SPIN_C = textwrap.dedent("""\
 """)
 
 TWO_CPUS = pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0), reason="needs CPUs 0 and 1")
+
+
+def _realtime_refused() -> str | None:
+    """Why the competitor cannot run SCHED_FIFO here (chrt's own line), or None: without root
+    (CAP_SYS_NICE) or an RLIMIT_RTPRIO it would exit at once, and a scan with no competitor
+    shows nothing."""
+    try:
+        p = subprocess.run(["chrt", "-f", "1", "true"], capture_output=True, text=True, timeout=10)
+    except OSError as exc:
+        return f"chrt: {exc.strerror}"
+    return None if p.returncode == 0 else (p.stderr.strip() or f"chrt -f 1 exited {p.returncode}")
+
+
+REALTIME = pytest.mark.skipif(bool(_NO_REALTIME := _realtime_refused()),
+                              reason=f"a SCHED_FIFO competitor needs root or CAP_SYS_NICE: {_NO_REALTIME}")
 
 
 @pytest.fixture(scope="module")
@@ -363,7 +390,37 @@ def _cpu_share(store, campaign_id: int) -> dict[int, float]:
     return {cpu: median(v) for cpu, v in shares.items()}
 
 
+def test_the_hog_dies_with_the_process_that_started_it(spin):
+    # A test run killed with kill -9 runs no finally: the hog must not outlive it.
+    parent = subprocess.Popen([sys.executable, "-c", "import os, subprocess, sys, time; "
+                               f"p = subprocess.Popen([{spin!r}, 'hog', '5', str(os.getpid())]); "
+                               "print(p.pid, flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        hog = int(parent.stdout.readline())
+        deadline = time.monotonic() + 10
+        # the kernel fills in a new program's arguments a moment after the exec Popen waited for
+        while not (argv := Path(f"/proc/{hog}/cmdline").read_bytes()):
+            assert time.monotonic() < deadline, f"the hog {hog} has no arguments after 10 s"
+            time.sleep(0.01)
+        assert argv.split(b"\0")[1:3] == [b"hog", b"5"], argv
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while _running(hog):
+        assert time.monotonic() < deadline, f"the hog {hog} outlived its parent"
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 @TWO_CPUS
+@REALTIME
 @pytest.mark.parametrize("concurrent", [False, True])
 @pytest.mark.serial  # a CPU loaded by another test would be a slow CPU
 def test_real_planted_competitor_on_cpu1_is_slow(spin, store, concurrent):
@@ -371,7 +428,7 @@ def test_real_planted_competitor_on_cpu1_is_slow(spin, store, concurrent):
     # scan: a persistent slowdown (CPU 1's runs get about a tenth of it). A plain busy loop is not
     # enough on this shared, loaded machine: the load balancer moves the other tasks to CPU 0
     # until both CPUs are equally crowded.
-    competitor = subprocess.Popen(["chrt", "-f", "1", "taskset", "-c", "1", spin, "hog", "90"],
+    competitor = subprocess.Popen(["chrt", "-f", "1", "taskset", "-c", "1", spin, "hog", "90", str(os.getpid())],
                                   stdout=subprocess.DEVNULL)
     try:
         res = _run_real(_real(spin, concurrent=concurrent), store)
@@ -412,6 +469,7 @@ def test_real_without_competitor_flags_nothing(spin, store):
 
 
 @TWO_CPUS
+@REALTIME
 @pytest.mark.serial  # it plants load on CPU 1
 def test_real_competitor_in_the_first_third_only_is_never_a_slow_core(spin, store):
     # The same real-time competitor on CPU 1, but only for the first 4 s of a scan whose 3 blocks
@@ -444,7 +502,8 @@ def test_real_competitor_in_the_first_third_only_is_never_a_slow_core(spin, stor
 def test_real_failures_are_stored_not_fatal(tmp_path, store):
     script = tmp_path / "flaky.sh"
     # fails on every third call, counted in a file: a workload that crashes now and then
-    script.write_text(f"#!/bin/sh\nn=$(cat {tmp_path}/n 2>/dev/null || echo 0); echo $((n+1)) > {tmp_path}/n\n"
+    n = shlex.quote(str(tmp_path / "n"))  # the shell reads it: a TMPDIR may hold a space
+    script.write_text(f"#!/bin/sh\nn=$(cat {n} 2>/dev/null || echo 0); echo $((n+1)) > {n}\n"
                       "[ $((n % 3)) -eq 2 ] && exit 7\nexit 0\n")
     script.chmod(0o755)
     res = _run_real(CoresConfig(Workload("flaky", (str(script),)), cpus=(0, 1), rounds=6, min_rounds=6, span=0,

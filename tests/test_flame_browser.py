@@ -152,8 +152,14 @@ def test_flame_graph_zooms_searches_and_tells_in_chromium(tmp_path):
         if "main" in frames and frames[-1] != "main":
             under[";".join(frames[frames.index("main") + 1:])] += count
     assert sum(under.values()) >= 0.5 * res.samples
+    # The widest is one of minihlt's own, and so is at least one of the next two: the third may be
+    # a library function minihlt calls (libm's expm1, when perf counts user space only, as for a
+    # user without root: the kernel's samples drop out), under main directly where the walk lost
+    # its caller (libm has no frame pointers).
+    own = ("mh::", "(anonymous namespace)::")
     widest = sorted((n for _, n in tree(under).walk()), key=lambda n: -n.total)[1:4]
-    assert all(n.name.startswith(("mh::", "(anonymous namespace)::")) for n in widest), [n.name for n in widest]
+    assert widest[0].name.startswith(own), [n.name for n in widest]
+    assert sum(n.name.startswith(own) for n in widest) >= 2, [n.name for n in widest]
 
     html_path = tmp_path / "report.html"
     html_path.write_text(to_html(build_report(store, select_campaigns(store, [str(res.campaign_id)]))))

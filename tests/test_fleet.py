@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,18 +26,68 @@ SCRIPT = ROOT / "scripts" / "slurm-local"
 SECRET = "Pw-s3cr3t-9x"
 
 
+# Where Slurm's daemons are on Debian: /usr/sbin, outside a user's PATH (scripts/slurm-local
+# adds it the same way).
+SLURM_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+
+
+def slurm_missing() -> str | None:
+    """Why no local Slurm cluster can start here, or None."""
+    missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch") if shutil.which(t, path=SLURM_PATH) is None]
+    if missing:
+        return f"Slurm is not installed ({', '.join(missing)} missing): run scripts/install-system-packages.sh"
+    return None
+
+
+def cluster_dir(tmp_path_factory, name: str):
+    """A directory for a local cluster, named after this session's pid (NAME-PID-N): slurm.conf
+    cannot hold a path with a space, so where the temporary directory has one (TMPDIR="/tmp/my
+    tmp") the cluster lives in /tmp. The clusters of killed sessions are stopped first."""
+    stop_orphaned_clusters()
+    d = tmp_path_factory.mktemp(f"{name}-{os.getpid()}-")
+    if any(c.isspace() for c in str(d)):
+        d = Path(tempfile.mkdtemp(prefix=f"perflab-{name}-{os.getpid()}-", dir="/tmp"))
+    return d
+
+
+def stop_orphaned_clusters() -> None:
+    """Stop the local clusters that killed test sessions left running: a session killed with
+    kill -9 runs no teardown, and its munged, slurmctld and slurmd would run on, unowned."""
+    me = os.geteuid()
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or proc.stat().st_uid != me:
+                continue
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
+            continue
+        if not argv[0].endswith("slurmctld") or "-f" not in argv[:-1]:
+            continue
+        d = Path(argv[argv.index("-f") + 1]).parent
+        m = re.fullmatch(r"(?:perflab-)?(?:slurm|farm)-(\d+)-\w*", d.name)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            stop_cluster(d)
+
+
+def stop_cluster(d: Path) -> None:
+    subprocess.run([str(SCRIPT), "stop", str(d)], capture_output=True, timeout=60)
+    if d.name.startswith("perflab-"):  # one of cluster_dir's own in /tmp
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory):
     """A private single-node Slurm cluster; yields its SLURM_CONF."""
-    missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing): run scripts/install-system-packages.sh")
-    d = tmp_path_factory.mktemp("slurm")
+    if why := slurm_missing():
+        pytest.skip(why)
+    d = cluster_dir(tmp_path_factory, "slurm")
     out = subprocess.run([str(SCRIPT), "start", str(d)], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        stop_cluster(d)
     assert out.returncode == 0, out.stdout + out.stderr
     conf = out.stdout.strip().splitlines()[-1].split("=", 1)[1]
     yield conf
-    subprocess.run([str(SCRIPT), "stop", str(d)], capture_output=True, timeout=60)
+    stop_cluster(d)
 
 
 def _env(slurm_conf: str | None, tmp_path: Path, **extra) -> dict:
@@ -212,7 +265,7 @@ def test_submit_without_db_uses_the_default_store(slurm, tmp_path):
     perflab(["fleet", "submit", "plain", "--nodelist", node, "--log-dir", str(logs), "--", "run", "--runs", "2",
              "--", "true"], env, tmp_path)
     script = (logs / "plain.sbatch").read_text()
-    assert f"db={tmp_path / 'perflab.db'}\n" in script
+    assert f"db={shlex.quote(str(tmp_path / 'perflab.db'))}\n" in script
     _wait_idle(env)
     st = _status("plain", str(tmp_path / "perflab.db"), env, tmp_path)
     assert st[node]["state"] == "done" and st[node]["host"] == node, st

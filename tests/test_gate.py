@@ -54,7 +54,7 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     if p.returncode == 3 and "two speeds in" in p.stdout:
         # Other load put the runs at two speeds and one side wholly at one of them: the gate says
         # it cannot tell, and why (on a quiet machine `sleep` runs at one speed and this is never taken).
-        unsure = next(ln for ln in p.stdout.splitlines() if ln.startswith("UNSURE"))
+        unsure = next((ln for ln in p.stdout.splitlines() if ln.startswith("UNSURE")), p.stdout[-300:])
         pytest.skip(f"machine too loaded to tell (load {os.getloadavg()[0]:.1f}): {unsure[:300]}")
     assert p.returncode == 1, p.stdout + p.stderr
     fail = [ln for ln in p.stdout.splitlines() if ln.startswith("FAIL")]
@@ -317,6 +317,11 @@ def test_baseline_save_on_a_study_other_than_run_then_gate_against_it(tmp_path):
     second = perflab(*scan, "--", "sleep", "0.01", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     gate = perflab("compare", "--baseline", "nightly", "2", "--fail-if", "median>+400%", cwd=tmp_path)
+    if gate.returncode == 3 and "two speeds" in gate.stdout:
+        # Other load put a CPU's sleeps at two speeds, too few runs at either: the gate says it
+        # cannot tell, and why (never a regression; a quiet machine's sleeps run at one speed).
+        unsure = next((ln for ln in gate.stdout.splitlines() if ln.startswith("UNSURE")), gate.stdout[-300:])
+        pytest.skip(f"machine too loaded to tell (load {os.getloadavg()[0]:.1f}): {unsure[:300]}")
     assert gate.returncode == 0, gate.stdout + gate.stderr
     assert "of cpu=0" in gate.stdout and "gate: pass" in gate.stdout
     bad = perflab("micro", "--bench", "getpid", "--baseline-save", "no spaces", cwd=tmp_path)

@@ -5,6 +5,7 @@ leaves to recover; a failed run ends a batch; the server dies with perflab."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -56,7 +57,8 @@ def test_a_failed_run_ends_the_batch_and_keeps_its_output(tmp_path):
     counter = tmp_path / "n"
     counter.write_text("0")
     # fails on its 3rd and 6th runs, saying which on stderr
-    script = (f'n=$(( $(cat {counter}) + 1 )); echo $n > {counter}; '
+    c = shlex.quote(str(counter))  # the shell reads it: a TMPDIR may hold a space
+    script = (f'n=$(( $(cat {c}) + 1 )); echo $n > {c}; '
               'if [ $((n % 3)) -eq 0 ]; then echo "bad run $n" >&2; exit 3; fi')
     with open_fast(db) as store, RealExecutor() as ex:
         camp = store.start_campaign("run", {})
@@ -70,7 +72,7 @@ def test_a_failed_run_ends_the_batch_and_keeps_its_output(tmp_path):
 
 
 SCRIPT = textwrap.dedent("""
-    import os, signal, sys
+    import os, shlex, signal, sys
     from perflab.measure.executor import RealExecutor
     from perflab.model import RunSpec
     from perflab.store.lite import open_fast
@@ -91,7 +93,7 @@ SCRIPT = textwrap.dedent("""
             real_add(campaign_id, runs)
 
     store.add_measurements = lagging
-    spec = RunSpec(argv=(f"echo x >> {log}; sleep 0.01",), shell=True, label="k")
+    spec = RunSpec(argv=(f"echo x >> {shlex.quote(str(log))}; sleep 0.01",), shell=True, label="k")
     for i, _ in enumerate(session.run_many(spec, 0, 200)):
         if seen > stop_after + 8:
             with open(log + ".children", "w") as fh:  # the spawn server, for the test to wait on

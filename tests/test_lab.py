@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import re
 import signal
 import subprocess
@@ -66,7 +67,7 @@ def test_lab_report_renders_in_chromium(quick_lab, tmp_path):
 # each run to one CPU, so the log tells the two studies' executions apart. The executions after
 # the first `free` then wait at a Hold (tests/conftest.py) until the test has killed perflab.
 def _toml(log, hold) -> str:
-    command = ["sh", "-c", f"grep Cpus_allowed_list /proc/$$/status >> {log}; {hold.script()}", "sh",
+    command = ["sh", "-c", f"grep Cpus_allowed_list /proc/$$/status >> {shlex.quote(str(log))}; {hold.script()}", "sh",
                "sh", "-c", "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; echo 'events: 10'"]
     return (f"[workload.counter]\ncommand = {json.dumps(command)}\n"
             'metrics = ["events: (?P<events>\\\\d+)"]\n')

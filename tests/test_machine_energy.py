@@ -16,6 +16,7 @@ import pytest
 from perflab.measure.energy import choose_meter, describe_sources
 from perflab.platform.show import machine_info, render
 from perflab.platform.sysfs import Root
+from tests.conftest import shared_tmp
 
 ENERGY = Path(__file__).parent / "data" / "energy"
 TOPOLOGY = "64amd64-4s2n4ca2co"
@@ -27,8 +28,9 @@ def machine_tree(topology_root):
     made: list[str] = []
 
     def make(energy: str | None) -> Root:
-        # mkdtemp, opened to all: the unreadable case reads it as another user (nobody).
-        top = tempfile.mkdtemp(prefix="perflab-energy-")
+        # mkdtemp where others can enter, opened to all: the unreadable case reads it as another
+        # user (nobody).
+        top = tempfile.mkdtemp(prefix="perflab-energy-", dir=shared_tmp())
         os.chmod(top, 0o755)
         made.append(top)
         dest = os.path.join(top, "tree")
@@ -82,9 +84,11 @@ def test_root_only_counters_are_named_unreadable(machine_tree):
     # Since the PLATYPUS fix the kernel makes energy_uj 0400 root: a user sees the zones but
     # cannot read them. Read here as nobody (the test runs as root on the project's VMs).
     root = machine_tree("intel-2s")
-    for zone in ("intel-rapl:0", "intel-rapl:1:0"):
-        os.chmod(root.join(f"sys/class/powercap/{zone}/energy_uj"), 0o400)
     was = os.geteuid()
+    for zone in ("intel-rapl:0", "intel-rapl:1:0"):
+        # Without root the files are the test user's own: mode 0 keeps that user out as the
+        # kernel's 0400 root keeps a user out.
+        os.chmod(root.join(f"sys/class/powercap/{zone}/energy_uj"), 0o400 if was == 0 else 0)
     if was == 0:
         os.seteuid(65534)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -59,7 +60,9 @@ def _held_command(tmp_path: Path) -> tuple[list[str], Path]:
     the release file: the campaign stays live for as long as the test needs, however fast or
     slow the machine (a fixed number of short sleeps could all end before the test looked)."""
     first, release = tmp_path / "first", tmp_path / "release"
-    script = f"mkdir {first} 2>/dev/null || while [ ! -e {release} ]; do sleep 0.01; done"
+    # the shell reads the paths: a TMPDIR may hold a space
+    script = (f"mkdir {shlex.quote(str(first))} 2>/dev/null || "
+              f"while [ ! -e {shlex.quote(str(release))} ]; do sleep 0.01; done")
     return ["sh", "-c", script], release
 
 

@@ -192,3 +192,25 @@ def test_perf_energy_event_in_joules(name):
     # and the system-wide IPC and frequency perf printed (cycles over all CPUs' clock)
     assert counters["instructions"] / counters["cycles"] == pytest.approx(printed(name, "instructions")[0], abs=0.005)
     assert counters["cycles"] / (counters["cpu-clock"] * 1e6) == pytest.approx(printed(name, "cycles")[0], abs=0.0005)
+
+
+def test_user_space_only_counts_keep_the_names_asked_for(capsys, monkeypatch):
+    # Recorded without root: perf names every event "task-clock:u"; the counts keep the names
+    # perflab asked for, and a note says once that the kernel's share is left out.
+    monkeypatch.setattr(perfstat, "_noted", set())
+    monkeypatch.setattr(perfstat, "_unsupported", set())
+    counters, unsupported = perfstat.parse(text("kvm-no-pmu-user-space-only-perf6.1.csv"))
+    assert "task-clock:u" in counters and "task-clock" not in counters
+    counters, unsupported = perfstat.as_asked(counters, unsupported, ())
+    assert sorted(counters) == sorted(perfstat.SOFTWARE_EVENTS) and counters["page-faults"] == 46
+    assert unsupported == list(perfstat.HARDWARE_EVENTS)
+    assert "user space only" in capsys.readouterr().err
+    # an event asked for as "cycles:u" keeps its name, and no note is due
+    monkeypatch.setattr(perfstat, "_noted", set())
+    assert perfstat.as_asked({"cycles:u": 5.0}, [], ("cycles:u",)) == ({"cycles:u": 5.0}, [])
+    assert capsys.readouterr().err == ""
+    # a root's names pass as they are
+    rooted = perfstat.parse(text("kvm-no-pmu-perf6.1.csv"))
+    assert perfstat.as_asked(*rooted, ("iTLB-load-misses", "L1-icache-load-misses", "task-clock",
+                                       "duration_time")) == rooted
+    assert capsys.readouterr().err == ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -55,8 +56,9 @@ def test_kill_9_then_resume(tmp_path):
     db, log, release = tmp_path / "p.db", tmp_path / "executions.log", tmp_path / "release"
     # The third recording waits for the release file, created after the kill: the campaign cannot
     # end before the test kills it, however fast the machine.
-    held = (f"n=$(wc -l < {log} 2>/dev/null || echo 0); echo run >> {log}; "
-            f"[ $n -lt 2 ] || while [ ! -e {release} ]; do sleep 0.01; done; exec {exe} 3 1 10000000 100")
+    q = {k: shlex.quote(str(v)) for k, v in (("log", log), ("release", release), ("exe", exe))}  # a TMPDIR may hold a space
+    held = (f"n=$(wc -l < {q['log']} 2>/dev/null || echo 0); echo run >> {q['log']}; "
+            f"[ $n -lt 2 ] || while [ ! -e {q['release']} ]; do sleep 0.01; done; exec {q['exe']} 3 1 10000000 100")
     proc = subprocess.Popen(
         _cli("profile", "--db", str(db), "--out", str(tmp_path / "out"), "--event", "1", "--repeat", "5",
              "--", "sh", "-c", held),

@@ -1,6 +1,7 @@
 """End-to-end windowed profiling with real perf: only event K is recorded; diffs across builds."""
 
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -70,7 +71,8 @@ def test_only_event_k_is_recorded(progs, tmp_path):
 
 def test_forking_workload_children_followed(progs, tmp_path):
     """The workload is perf's child: processes it starts are recorded too (inherit)."""
-    script = f"{progs['-O2']} 3 1 {N} 0 - & {progs['-O2']} 3 1 {N} 0 -; wait"
+    exe = shlex.quote(progs["-O2"])  # the shell reads it: a TMPDIR may hold a space
+    script = f"{exe} 3 1 {N} 0 - & {exe} 3 1 {N} 0 -; wait"
     rec = record_window(["/bin/sh", "-c", script], str(tmp_path / "perf.data"),
                         Window(start=r"start processing event #0\b", stop=None))
     samples = read_samples(rec.perf_data)

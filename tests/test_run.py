@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -354,7 +355,8 @@ def test_cli_bad_input_exit_2(tmp_path, args, msg):
 def test_cli_failure_keeps_measurements(tmp_path):
     db = tmp_path / "r.db"
     flag = tmp_path / "n"
-    script = f"n=$(cat {flag} 2>/dev/null || echo 0); echo $((n+1)) > {flag}; [ $n -lt 2 ]"
+    q = shlex.quote(str(flag))  # the shell reads it: a TMPDIR may hold a space
+    script = f"n=$(cat {q} 2>/dev/null || echo 0); echo $((n+1)) > {q}; [ $n -lt 2 ]"
     p = perflab("run", "--db", str(db), "--runs", "5", "--shell", "--", script)
     assert p.returncode == 2 and "exited with status 1" in p.stderr
     s = open_store(str(db))
@@ -407,7 +409,7 @@ def test_cli_parameter_scan_prepare_precision(tmp_path):
     out = tmp_path / "p.json"
     count = tmp_path / "count"
     p = perflab("run", "--db", str(tmp_path / "r.db"), "--runs", "3", "--warmup", "1",
-                "-P", "n", "1", "2", "-D", "0.5", "--prepare", f"echo x >> {count}",
+                "-P", "n", "1", "2", "-D", "0.5", "--prepare", f"echo x >> {shlex.quote(str(count))}",
                 "--export-json", str(out), "--", "sleep", "{n}e-3")
     assert p.returncode == 0, p.stderr
     res = json.loads(out.read_text())["results"]
@@ -438,7 +440,7 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
 
     db, log = tmp_path / "r.db", tmp_path / "runs.log"
     hold = Hold(tmp_path, 9)  # the warm-up and 8 runs; the 9th waits until perflab is killed
-    argv = ["sh", "-c", f"echo x >> {log}; {hold.script()}", "sh", "sleep", "0.05"]
+    argv = ["sh", "-c", f"echo x >> {shlex.quote(str(log))}; {hold.script()}", "sh", "sleep", "0.05"]
     p = subprocess.Popen([PERFLAB, "run", "--db", str(db), "--runs", "30", "--warmup", "1", "--", *argv],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import re
 import shutil
 import signal
@@ -212,7 +213,7 @@ def test_make_and_cmake_failures_name_the_log(tmp_path):
                                  "-V", "O3=-O3", "--db", str(tmp_path / "v.db"), "--", "{exe}"], tmp_path),
                            "the baseline 'base' cannot be measured here: cannot build: make build of variant")
     assert "undefined_thing" in line and "full log: " in line
-    log = Path(re.search(r"full log: (\S+?build\.log)", line).group(1))
+    log = Path(re.search(r"full log: (/.+?build\.log)", line).group(1))  # the path may hold a space
     assert log.is_file() and "undefined_thing" in log.read_text()
     (broken / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(x C)\n"
                                            "message(FATAL_ERROR \"no such option here\")\n")
@@ -234,8 +235,10 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
     log, db, release = tmp_path / "executions.log", tmp_path / "v.db", tmp_path / "release"
     # The sixth run waits for the release file, created after the kill: the campaign cannot end
     # before the test kills it, however fast the machine.
-    cmd = (f"n=$(wc -l < {log} 2>/dev/null || echo 0); echo run >> {log}; "
-           f"[ $n -lt 5 ] || while [ ! -e {release} ]; do sleep 0.01; done; exec {{exe}} 30000")
+    # the shell reads the paths (a TMPDIR may hold a space); {exe}, perflab's build, too
+    ql, qr = shlex.quote(str(log)), shlex.quote(str(release))
+    cmd = (f"n=$(wc -l < {ql} 2>/dev/null || echo 0); echo run >> {ql}; "
+           f"[ $n -lt 5 ] || while [ ! -e {qr} ]; do sleep 0.01; done; exec \"{{exe}}\" 30000")
     args = [*PERFLAB, "variants", "--source", str(FMSUM / "fmsum.c"), "-V", "O1=-O1", "--rounds", "6",
             "--warmup", "0", "--db", str(db), "--", "sh", "-c", cmd]
     env = {**os.environ, "PERFLAB_CACHE": str(tmp_path / "cache")}

@@ -27,6 +27,7 @@ collects.
 
 from __future__ import annotations
 
+import math
 import random
 
 from perflab.checks.noise import STUDY_MODELS, Campaign, VcpuCampaign
@@ -248,4 +249,55 @@ def fork_asked_lines(runs: int, seed: int = 0) -> list[str]:
         fp, det, mid = fork_rates_asked(model, runs, seed)
         lines.append(f"verdict-check: instances-fork-{model}-asked false_positive={fp:.3f} detection={det:.3f} "
                      f"median_reps_asked={mid} runs={runs}")
+    return lines
+
+
+def until_decided_campaign(model: str, wait: float, seed: int, max_runs: int | None = None) -> instances.InstancesResult:
+    """One `perflab instances --until-decided` campaign on the 2-CPU box (as optimum_campaign)."""
+    rng = random.Random(seed * 7919 + 41)
+    campaign = STUDY_MODELS[model].campaign(rng)
+    ex = MockExecutor()
+    hit: dict[tuple, float] = {}
+
+    def copy_time(spec: RunSpec) -> float:
+        n = int(spec.params["n"])
+        key = (spec.params["round"], spec.label)
+        if key not in hit:
+            hit[key] = campaign.burst_hits()
+        burst = hit[key] if spec.params["copy"] == 0 else 1.0
+        return max(1.0, n * (1 - wait) / BOX_CPUS) * campaign.factor() * burst
+
+    ex.model = copy_time
+    machine = Machine(topology=one_node_box(BOX_CPUS), metadata={"hostname": "sim"})
+    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed, until_decided=True, max_runs=max_runs)
+    return instances.execute(cfg, _Memory(ex), machine)
+
+
+def rates_until_decided(model: str, trials: int, seed: int = 0) -> dict[str, float]:
+    """--until-decided under ``model``: false 'optimum above the CPU count' on the flat machine
+    over all looks, detection of the 20 % gain past it, the share of null campaigns that ruled
+    out a gain of 5 % at every N past the CPUs, of planted ones left undecided, and the median
+    and 90th percentile of the rounds taken (null and planted together)."""
+    nulls = [until_decided_campaign(model, 0.0, seed + i) for i in range(trials)]
+    found = [until_decided_campaign(model, WAIT, seed + trials + i) for i in range(trials)]
+    rounds = sorted(r.reps for r in nulls + found)
+    share = lambda rs, test: sum(bool(test(r)) for r in rs) / trials  # noqa: E731 - one-line readers for the rates below
+    past = lambda r: [s for scan in r.scans for s in scan.steps if s.kind == "past"]  # noqa: E731 - as above
+    return dict(
+        false_positive=share(nulls, lambda r: (r.optimum_n or 0) > BOX_CPUS),
+        detection=share(found, lambda r: (r.optimum_n or 0) > BOX_CPUS),
+        ruled_out=share(nulls, lambda r: past(r) and all(s.decision == "no gain" for s in past(r))),
+        undecided=share(found, lambda r: not r.sequential["decided"]),
+        runs_median=rounds[len(rounds) // 2],
+        runs_p90=rounds[min(len(rounds) - 1, math.ceil(0.9 * len(rounds)) - 1)])
+
+
+def until_decided_lines(runs: int = 40, seed: int = 0) -> list[str]:
+    """The --until-decided rows of the optimum: every noise model."""
+    lines = []
+    for name in STUDY_MODELS:
+        r = rates_until_decided(name, runs, seed)
+        lines.append(f"verdict-check: instances-until-decided-{name} false_positive={r['false_positive']:.3f} "
+                     f"detection={r['detection']:.3f} runs={runs} null_ruled_out={r['ruled_out']:.3f} "
+                     f"undecided={r['undecided']:.3f} runs_median={r['runs_median']} runs_p90={r['runs_p90']}")
     return lines

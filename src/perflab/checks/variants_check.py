@@ -14,6 +14,7 @@ would see 2 % (studies/variants/power.py); ``rates_asked`` is the user who then 
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import replace
 from typing import Any
@@ -22,7 +23,7 @@ from perflab.checks.noise import MODELS, STUDY_MODELS, StudyModel
 from perflab.kernels.variants import BuildTarget, Variant
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, RunSpec, Workload
-from perflab.studies.variants.study import VariantsConfig, analyse, plan
+from perflab.studies.variants.study import VariantsConfig, analyse, measure, plan
 
 PLANTED = 1.03
 ASKED_MODELS = ("two-speed", "vcpu-states")  # the models at two speeds, where the output asks for rounds
@@ -131,3 +132,49 @@ def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
 
 if __name__ == "__main__":
     print("\n".join(verdict_lines()))
+
+
+def until_decided(model: StudyModel, speedups: dict[str, float], seed: int, max_runs: int | None = None):
+    """One `perflab variants --until-decided` campaign: the study's own rounds and stop rule
+    (study.measure) through the MockExecutor, at its default budget and --min-effect."""
+    rng = random.Random(f"{model.name}-{sorted(speedups.items())}-{seed}-until-decided")
+    config = replace(sim_config(seed=seed), until_decided=True, max_runs=max_runs)
+    specs = [s for s in plan(config) if s.params["round"] >= 0]
+    ex = MockExecutor(NoisyMachine(speedups, rng, len(specs), model))
+    runs, stopped = measure(config, specs, lambda s: ex.run(replace(s, argv=("true",))), ex.now_ns)
+    return analyse(config, runs, stopped_by=stopped)
+
+
+def _called(result) -> bool:
+    """Any build called faster or slower than the baseline on the primary quantity."""
+    return any(c.significant for o in result.variants for q, c in o.comparisons.items() if q == result.primary)
+
+
+def rates_until_decided(model: str, trials: int, seed: int = 0) -> dict[str, float]:
+    """--until-decided under ``model``: false positives over all looks (any build called faster or
+    slower, equal builds), detection of the planted 3 % (named the fastest), the share of null
+    campaigns that ruled out every build at the margin and of planted ones left undecided, and
+    the median and 90th percentile of the rounds taken (null and planted together)."""
+    m = STUDY_MODELS[model]
+    nulls = [until_decided(m, {}, seed + i) for i in range(trials)]
+    found = [until_decided(m, {"lto": PLANTED}, seed + i) for i in range(trials)]
+    rounds = sorted(r.rounds for r in nulls + found)
+    share = lambda rs, test: sum(bool(test(r)) for r in rs) / trials  # noqa: E731 - a one-line reader for the rates below
+    return dict(
+        false_positive=share(nulls, _called), detection=share(found, lambda r: r.fastest == "lto"),
+        ruled_out=share(nulls, lambda r: all(c.decision == "within" for o in r.variants
+                                             for q, c in o.comparisons.items() if q == r.primary)),
+        undecided=share(found, lambda r: not r.sequential["decided"]),
+        runs_median=rounds[len(rounds) // 2],
+        runs_p90=rounds[min(len(rounds) - 1, math.ceil(0.9 * len(rounds)) - 1)])
+
+
+def until_decided_lines(runs: int = 40, seed: int = 0) -> list[str]:
+    """The --until-decided rows: every noise model of the variants harness."""
+    lines = []
+    for name in STUDY_MODELS:
+        r = rates_until_decided(name, runs, seed)
+        lines.append(f"verdict-check: variants-until-decided-{name} false_positive={r['false_positive']:.3f} "
+                     f"detection={r['detection']:.3f} runs={runs} null_ruled_out={r['ruled_out']:.3f} "
+                     f"undecided={r['undecided']:.3f} runs_median={r['runs_median']} runs_p90={r['runs_p90']}")
+    return lines

@@ -29,6 +29,24 @@ from perflab.studies.instances import placement
 MAX_COPIES = 65536
 
 
+def _sequential(until_decided: bool, min_effect: str, min_runs: int, max_runs: int | None,
+                max_time: float | None, reps: int) -> dict:
+    """--until-decided and its budget as InstancesConfig fields; a budget without it is an error."""
+    from perflab.cli.run import _percent
+
+    given = [name for name, v in (("--max-runs", max_runs), ("--max-time", max_time)) if v is not None]
+    if not until_decided:
+        if given:
+            raise PerflabError(f"{' and '.join(given)} bound --until-decided: add --until-decided, or drop them")
+        return {}
+    if reps != 5:
+        raise PerflabError("--until-decided chooses the rounds itself: drop --reps, or bound it with --max-runs N")
+    if max_runs is not None and max_runs < min_runs:
+        raise PerflabError(f"--max-runs {max_runs} is below --min-runs {min_runs}: raise --max-runs")
+    return dict(until_decided=True, min_effect=_percent(min_effect, "--min-effect"), min_runs=min_runs,
+                max_runs=max_runs, max_time=max_time)
+
+
 @click.command(name="instances", context_settings={"ignore_unknown_options": True})
 @click.option("--n", "ns", type=CountList(1, MAX_COPIES), metavar="LIST", help="Copy counts, e.g. 1-4,6,8.")
 @click.option("--max", "max_n", type=Count(1, MAX_COPIES), metavar="N",
@@ -44,6 +62,17 @@ MAX_COPIES = 65536
                    "on the same events and workers.")
 @click.option("--reps", default=5, show_default=True, type=Count(1, 100_000),
               help="Rounds of every point (5 give a 94% interval for a median; an optimum needs 4 or more).")
+@click.option("--until-decided", is_flag=True,
+              help="Run rounds until every N past the CPU count is shown to gain --min-effect or more "
+                   "over the best N at or below it, or shown not to (5% over all looks), or --max-runs "
+                   "(default 60) / --max-time runs out; replaces --reps.")
+@click.option("--min-effect", default="5%", show_default=True, metavar="PCT",
+              help="With --until-decided: the smallest gain past the CPU count called, and the margin ruled out.")
+@click.option("--min-runs", type=Count(2, 100_000), default=5, show_default=True,
+              help="With --until-decided: the rounds of the first look.")
+@click.option("--max-runs", type=Count(2, 100_000), help="With --until-decided: the most rounds (default 60).")
+@click.option("--max-time", type=Duration(), metavar="S",
+              help="With --until-decided: the most seconds of rounds (at the first round's pace).")
 @click.option("--plan", "plan_only", is_flag=True,
               help="Print where each copy would run (CPUs, memory node) for each policy and N; run nothing.")
 @click.option("--root", "root_dir", metavar="DIR",
@@ -56,8 +85,8 @@ MAX_COPIES = 65536
 @target_options
 @study_output_options
 @tune_options
-def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only, root_dir, seed, timeout,
-            energy_source, monitor, monitor_interval, idle_s, workload_name, config_path, shell, command_args, db_url, json_path):
+def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, until_decided, min_effect, min_runs,
+            max_runs, max_time, plan_only, root_dir, seed, timeout, energy_source, monitor, monitor_interval, idle_s, workload_name, config_path, shell, command_args, db_url, json_path):
     """How many concurrent copies give the most throughput, and where should they run?
 
     N copies start together; machine throughput (total work over the makespan, first start to
@@ -84,6 +113,7 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, plan_only
     config = instances.InstancesConfig(
         workload=workload, ns=ns, max_n=max_n, policies=tuple(policies) or None, reps=reps,
         fork_master=fork_master, numa_pin=numa_pin, threads_per_copy=threads, seed=seed, timeout=timeout,
+        **_sequential(until_decided, min_effect, min_runs, max_runs, max_time, reps),
     )
     console = make_console(stderr=json_path == "-")
     machine = capture()

@@ -123,6 +123,24 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
     return target, replace(wl, argv=("{exe}", *wl.argv[1:]), build=None)
 
 
+def _sequential(opts: dict) -> dict:
+    """--until-decided and its budget as VariantsConfig fields; a budget without it is an error."""
+    from perflab.cli.run import _percent
+    from perflab.studies.variants.study import DEFAULT_ROUNDS
+
+    given = [f"--{k.replace('_', '-')}" for k in ("max_runs", "max_time") if opts[k] is not None]
+    if not opts["until_decided"]:
+        if given:
+            raise PerflabError(f"{' and '.join(given)} bound --until-decided: add --until-decided, or drop them")
+        return {}
+    if opts["rounds"] != DEFAULT_ROUNDS:
+        raise PerflabError("--until-decided chooses the rounds itself: drop --rounds, or bound it with --max-runs N")
+    if opts["max_runs"] is not None and opts["max_runs"] < opts["min_runs"]:
+        raise PerflabError(f"--max-runs {opts['max_runs']} is below --min-runs {opts['min_runs']}: raise --max-runs")
+    return dict(until_decided=True, min_effect=_percent(opts["min_effect"], "--min-effect"),
+                min_runs=opts["min_runs"], max_runs=opts["max_runs"], max_time=opts["max_time"])
+
+
 @click.command(name="variants")
 @target_options
 @click.option("--variant", "-V", "variant_specs", multiple=True, metavar="NAME='FLAGS'",
@@ -147,6 +165,17 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
 @click.option("--jobs", "-j", type=Count(0, 1024), default=0, help="Parallel build jobs (0: one per CPU).")
 @click.option("--rounds", "-r", type=Count(2, 100_000), default=study.DEFAULT_ROUNDS, show_default=True,
               help="Interleaved rounds (runs per variant).")
+@click.option("--until-decided", is_flag=True,
+              help="Run rounds until each build is shown faster or slower than the baseline by "
+                   "--min-effect or more, or shown not to (5% over all looks and builds), or "
+                   "--max-runs (default 300) / --max-time runs out; replaces --rounds.")
+@click.option("--min-effect", default="2%", show_default=True, metavar="PCT",
+              help="With --until-decided: the smallest change called, and the margin ruled out.")
+@click.option("--min-runs", type=Count(2, 100_000), default=10, show_default=True,
+              help="With --until-decided: the rounds of the first look.")
+@click.option("--max-runs", type=Count(2, 100_000), help="With --until-decided: the most rounds (default 300).")
+@click.option("--max-time", type=Duration(), metavar="S",
+              help="With --until-decided: the most seconds of rounds (at the first round's pace).")
 @click.option("--warmup", type=Count(0, 1000), default=1, show_default=True, help="Unrecorded warm-up rounds.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the per-round shuffle.")
 @click.option("--events", type=Count(1, 10**12), help="minihlt: events per run.")
@@ -205,7 +234,7 @@ def command(**opts):
     config = study.VariantsConfig(
         target=target, workload=wl, variants=tuple(variants), baseline=baseline, rounds=opts["rounds"],
         warmup=opts["warmup"], seed=opts["seed"], train_argv=train, train_cwd=os.getcwd(),
-        timeout=opts["timeout"], jobs=opts["jobs"])
+        timeout=opts["timeout"], jobs=opts["jobs"], **_sequential(opts))
     from perflab.cli.common import instrument_wrap
     from perflab.cli.run import _cache_model
 

@@ -347,7 +347,9 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
                                                      for t in tests if t.group == key and t.block_ratios}
     rep = {"fleet": fleet.name, "hosts": hosts, "platforms": list(platforms.values()),
            "slow_hosts": slow, "missing": missing,
+           # a platform with a host named slow has its answer, however wide its comparison
            "cannot_tell": [c for key in platforms if judged is not None and key in time_of
+                           and not platforms[key].get("slow_hosts")
                            for c in [_cannot_tell(key, time_of[key], fleet)] if c]}
     if fleet.study == "cores":
         # Seed 001 at farm level: each host's own cores verdict (its CPUs against each other),

@@ -146,6 +146,28 @@ def _event_name(raw: str) -> str:
     return m.group(1) + (":" + m.group(2) if m.group(2) else "")
 
 
+def as_asked(counters: dict[str, float], unsupported: list[str],
+             events: Sequence[str]) -> tuple[dict[str, float], list[str]]:
+    """Counters and unsupported events under the names asked for.
+
+    Without root and with kernel.perf_event_paranoid at 2 (Debian's default), perf counts user
+    space only and says so by naming each event ``task-clock:u``; the counts keep the name perflab
+    asked for (a study compares runs by it), and a note says once that the kernel's share is left
+    out. An event asked for with a modifier keeps it."""
+    asked = set(requested_events(events))
+
+    def name(event: str) -> str:
+        base, _, mod = event.rpartition(":")
+        return base if mod == "u" and base in asked and event not in asked else event
+
+    renamed = {name(e): v for e, v in counters.items()}
+    if any(name(e) != e for e in (*counters, *unsupported)):
+        note_once("user-space-only", "perf counts user space only here (no root, "
+                  "kernel.perf_event_paranoid 2 or more): the counters leave the kernel's share out; "
+                  "run as root, or lower kernel.perf_event_paranoid to 1, to count it")
+    return renamed, [name(e) for e in unsupported]
+
+
 def per_unit(counters: dict[str, float], event: str, units: float) -> float | None:
     """``event`` counted per unit of work (e.g. iTLB misses per dispatch), or None if not counted."""
     if event not in counters or units <= 0:

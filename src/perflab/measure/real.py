@@ -193,7 +193,7 @@ class RealExecutor:
         if perf_out is not None:
             try:
                 with open(perf_out, encoding="utf-8", errors="replace") as fh:
-                    counters, unsupported = perfstat.parse(fh.read())
+                    counters, unsupported = perfstat.as_asked(*perfstat.parse(fh.read()), spec.perf_events)  # type: ignore[arg-type]  # a perf output only where events were asked
             except OSError:
                 counters, unsupported = {}, []
             result.counters = counters

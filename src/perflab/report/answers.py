@@ -64,7 +64,9 @@ def _evidence(study: str, s: dict) -> str:
             for q, c in sorted((v.get("comparisons") or {}).items()):
                 if c.get("significant"):
                     parts.append(f"{v.get('name')} {measure_title(q).split(' [')[0]}: "
-                                 f"{ratio_text(c.get('ratio', 0), c.get('ci'))}, p = {c.get('p', 1):.2g} (Holm)")
+                                 f"{ratio_text(c.get('ratio', 0), c.get('ci'))}, "
+                                 + ("decided by its repeated CI (--until-decided)" if c.get("sequential")
+                                    else f"p = {c.get('p', 1):.2g} (Holm)"))
         if parts:
             return "; ".join(parts)
         return "no variant significantly different from the baseline" if s.get("variants") else ""

@@ -244,7 +244,10 @@ def variants_section(campaign: Any, result: VariantsResult, measurements: list) 
     comps = [(v, c) for v in rows for q in order if (c := v.comparisons.get(q)) and v.status != "baseline"]
     if not comps:
         return sec
-    title = f"Each variant against the baseline {base} (paired by round, Holm across variants)"
+    seq = result.sequential is not None  # --until-decided: repeated CIs decide, p is raw
+    title = (f"Each variant against the baseline {base} (paired by round; --until-decided: repeated CIs at the "
+             "last look's level, Bonferroni across variants, alpha spent over the looks)" if seq else
+             f"Each variant against the baseline {base} (paired by round, Holm across variants)")
     crow, marks = [], []
     for i, (v, c) in enumerate(comps):
         f = finding(c.significant, c.ratio, c.higher_is_better)
@@ -252,8 +255,8 @@ def variants_section(campaign: Any, result: VariantsResult, measurements: list) 
         ci = c.ci.as_dict() if c.ci is not None else None
         crow.append([v.name, name_of(c.quantity), "higher" if c.higher_is_better else "lower",
                      ratio_cell(c.ratio, ci), ci_of(ci, estimate=c.ratio), c.p, c.pairs, f])
-    sec.tables.append(Table(title, ["variant", "measure", "better is", "ratio to baseline", "CI", "p (Holm)",
-                                    "rounds", "finding"], crow))
+    sec.tables.append(Table(title, ["variant", "measure", "better is", "ratio to baseline", "CI",
+                                    "p (raw, not the test)" if seq else "p (Holm)", "rounds", "finding"], crow))
     cis = [c.ci.as_dict() if c.ci is not None else None for _, c in comps]
     lv = levels(cis)
     _plot(sec, f"Variants against {base}: ratios with their {lv} (log axis centred on 1)", lambda: plots.ratio_axis(

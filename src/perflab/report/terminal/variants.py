@@ -20,6 +20,9 @@ def _vs_base(o: VariantOutcome, primary: str) -> str:
     if c is None:
         return "-"
     star = "*" if c.significant else ""
+    if c.sequential:  # --until-decided: the decision of the repeated interval, not a p
+        word = {"larger": "", "smaller": "", "within": f" <{c.min_effect:.0%}"}.get(c.decision, " ?")
+        return f"{pct(c.ratio)} [{pct(c.ci.low)}, {pct(c.ci.high)}] {star}{word}".rstrip()
     return f"{pct(c.ratio)} [{pct(c.ci.low)}, {pct(c.ci.high)}] {star}p={c.p:.2g}"
 
 
@@ -44,8 +47,10 @@ def render(result: VariantsResult, console: Any) -> None:
     levels = {e.ci.level for o in result.variants for e in o.estimates.values()}
     level = f"{min(levels):.0%}" if levels else f"{result.level:.0%}"
     label = LABELS.get(result.primary, result.primary)
+    test = (f"repeated CIs, * = a change of {result.min_effect:.0%} or more, <{result.min_effect:.0%} = "
+            "ruled out, ? = cannot tell" if result.sequential is not None else f"* = Holm p < {result.alpha:g}")
     t = Table(title=f"variants vs baseline '{result.baseline}': medians [{level} CI]; {label} vs baseline "
-                    f"paired by round, * = Holm p < {result.alpha:g}")
+                    f"paired by round, {test}")
     metric = result.primary not in LABELS
     counts = ["instructions", "estimated_cycles"] if result.instrument else []
     cols = ["variant", "status", "elapsed s", *([result.primary] if metric else []), "max RSS MiB", "text KiB",

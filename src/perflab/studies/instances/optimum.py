@@ -38,6 +38,7 @@ from perflab.stats import CI, holm, median
 from perflab.stats.shift import ratio_ci, u_cdf, u_cdf_exact
 from perflab.stats.speeds import within_speeds, worth_looking
 from perflab.studies.base import decode
+from perflab.studies.run.result import level_text
 
 ALPHA = 0.05
 RATIO_LEVEL = 0.90
@@ -84,6 +85,9 @@ class Step:
     p: float  # one-sided exact Mann-Whitney
     p_adjusted: float  # Holm over the points past the CPU count; the fixed sequence needs none
     significant: bool
+    # --until-decided (looks.py): 'gain' or 'no gain' of min_effect, '' undecided, by the
+    # repeated interval ``ci`` at the look's level; p is then the raw one-sided p, for reference
+    decision: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,13 +124,19 @@ def _step(kind: str, n: int, against: int, xs: Mapping[int, Sequence[float]], p:
 
 
 def _fmt_step(s: Step) -> str:
+    if s.decision is not None and s.ci is not None:
+        return (f"N = {s.n} x{s.ratio:.3f}, {level_text(s.ci.level)} repeated CI {s.ci.low:.3f}-{s.ci.high:.3f}, "
+                f"{s.decision or 'cannot tell'}")
     ci = f", {s.ci.label()} {s.ci.low:.3f}-{s.ci.high:.3f}" if s.ci is not None else ""
     p = f"Holm p = {s.p_adjusted:.2g}" if s.kind == "past" else f"p = {s.p:.2g}"
     return f"N = {s.n} x{s.ratio:.3f}{ci}, {p}"
 
 
-def choose(samples: Mapping[int, Sequence[float]], capacity: int | None, alpha: float = ALPHA) -> Choice:
-    """The optimum of one scan from its per-round throughputs {N: [values]} (see the module doc)."""
+def choose(samples: Mapping[int, Sequence[float]], capacity: int | None, alpha: float = ALPHA,
+           decided: Mapping[int, tuple[str, float, CI]] | None = None) -> Choice:
+    """The optimum of one scan from its per-round throughputs {N: [values]} (see the module doc).
+    ``decided`` (--until-decided, looks.py): each point past the CPU count's decision, ratio and
+    repeated interval against ref, in place of the Holm step."""
     xs = {n: list(v) for n, v in samples.items() if len(v) >= MIN_ROUNDS and all(x > 0 for x in v)}
     if not xs:
         most = max((len(v) for v in samples.values()), default=0)
@@ -145,16 +155,26 @@ def choose(samples: Mapping[int, Sequence[float]], capacity: int | None, alpha: 
     if inside and past:
         ref = top(inside)
         ps = [greater(xs[n], xs[ref]) for n in past]
-        past_steps = [_step("past", n, ref, xs, p, q, alpha) for n, p, q in zip(past, ps, holm(ps))]
+        if decided is not None:
+            past_steps = [Step(n, ref, "past", decided[n][1], decided[n][2], p, p, decided[n][0] == "gain",
+                               decided[n][0]) for n, p in zip(past, ps)]
+            how = f"repeated CIs, Bonferroni over {len(decided)}, alpha spent over the looks"
+        else:
+            past_steps = [_step("past", n, ref, xs, p, q, alpha) for n, p, q in zip(past, ps, holm(ps))]
+            how = f"one-sided Mann-Whitney, Holm over {len(past)}"
         steps += past_steps
         gainers = [s.n for s in past_steps if s.significant]
         tested = "; ".join(_fmt_step(s) for s in past_steps if s.significant or not gainers)
-        how = f"one-sided Mann-Whitney, Holm over {len(past)}"
         if gainers:
             pool = gainers
             past_said = (f"past the {capacity} CPUs, yet significantly better than N = {ref}, the best at "
                          f"or below them ({tested}; {how}): the copies gain from running together "
                          "(waits on I/O, locks or memory, or CPUs not counted)")
+        elif decided is not None and any(not s.decision for s in past_steps):
+            past_said = f"cannot tell whether an N past the {capacity} CPUs gains over N = {ref} ({tested}; {how})"
+        elif decided is not None:
+            past_said = (f"no N past the {capacity} CPUs gains over N = {ref} by the minimum effect or more "
+                         f"({tested}; {how})")
         else:
             past_said = f"no N past the {capacity} CPUs is significantly better than N = {ref} ({tested}; {how})"
     elif not inside:

@@ -165,6 +165,9 @@ class InstancesResult:
     energy_optimum_n: int | None = None  # fewest joules per unit of work (optimum policy)
     rounds_needed: int | None = None  # two speeds, no gain past the CPU count: the rounds that would see one
     asked: str = ""  # what the rounds can and cannot see at two speeds, and the rounds asked for
+    # --until-decided: the design and where it stopped (run/looks.Plan.as_dict); asked says it
+    sequential: dict | None = None
+    min_effect: float = 0.0
     campaign_id: int | None = None
 
     @property

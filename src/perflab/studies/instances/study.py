@@ -17,16 +17,17 @@ per round and judged by an exact sign test over all pairs (see result.py).
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec, Workload
 from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
 from perflab.stats import knee, median, median_ci
-from perflab.studies.instances import placement
+from perflab.studies.instances import looks, placement
 from perflab.studies.base import StudyConfig
 from perflab.studies.instances.result import (
     MIN_LEVEL,
@@ -74,6 +75,12 @@ class InstancesConfig(StudyConfig):
     threads_per_copy: int = 1
     seed: int = 0
     timeout: float | None = None
+    # --until-decided: rounds until every N past the CPU count gains min_effect or is ruled out (looks.py)
+    until_decided: bool = False
+    min_effect: float = 0.05
+    min_runs: int = 5  # the first look, in rounds
+    max_runs: int | None = None  # the budget in rounds (looks.DEFAULT_BUDGET where None)
+    max_time: float | None = None  # seconds: the rounds it holds at the first round's pace
 
     decoders = {"workload": Workload.from_dict}
 
@@ -171,6 +178,12 @@ def design(config: InstancesConfig, topology: Topology) -> Design:
     if ns[-1] * t > ncpu:
         notes.append(f"N above {ncpu // t} oversubscribes the {ncpu} usable CPUs "
                      "(bound policies reuse CPUs round-robin)")
+    if config.until_decided and config.min_runs < MIN_ROUNDS:
+        raise PerflabError(f"--min-runs {config.min_runs}: a look needs {MIN_ROUNDS} rounds a point to "
+                           f"compare two (give --min-runs {MIN_ROUNDS} or more)")
+    if config.until_decided and ns[-1] * t <= ncpu:
+        notes.append(f"--until-decided decides the N past the {ncpu // t} CPUs, and this scan has none "
+                     f"(--n up to {ns[-1]}): it stops at its first look")
     level = median_ci(range(config.reps)).level
     if config.reps < MIN_ROUNDS:
         notes.append(f"{config.reps} round{'s' * (config.reps != 1)} per point: too few to test one N "
@@ -221,7 +234,8 @@ def plan(config: InstancesConfig, machine: Machine) -> list[RunSpec]:
     if d.fork_events is not None:
         points += [("fork", mode, n) for mode in ("no-numa", "numa") for n in d.ns]
     specs: list[RunSpec] = []
-    for rnd in range(config.reps):
+    # --until-decided: the budget's rounds; execute stops at the look that decides
+    for rnd in range(rounds_planned(config)):
         order = list(points)
         rng.shuffle(order)
         for kind, what, n in order:
@@ -237,6 +251,10 @@ def plan(config: InstancesConfig, machine: Machine) -> list[RunSpec]:
     return specs
 
 
+def rounds_planned(config: InstancesConfig) -> int:
+    return (config.max_runs or looks.DEFAULT_BUDGET) if config.until_decided else config.reps
+
+
 @dataclass
 class Run:
     """One stored copy: its design key and what it measured (a store Measurement fits too)."""
@@ -245,9 +263,11 @@ class Run:
     result: RunResult
 
 
-def run_copies(specs: list[RunSpec], session, word: str, reps: int) -> list[Run]:
+def run_copies(specs: list[RunSpec], session, word: str, reps: int,
+               stop: Callable[[int, list[Run]], bool] | None = None) -> list[Run]:
     """Each point's copies (the specs of one round and label) released together through the
-    session, stored as they finish; ``word`` names a round in the progress line."""
+    session, stored as they finish; ``word`` names a round in the progress line. ``stop``: asked
+    after each round (its number, the runs so far) whether to end there."""
     runs: list[Run] = []
     batches = [list(g) for _, g in groupby(specs, key=lambda s: (s.params["round"], s.label))]
     for i, batch in enumerate(batches):
@@ -256,6 +276,8 @@ def run_copies(specs: list[RunSpec], session, word: str, reps: int) -> list[Run]
         runs.extend(Run(dict(s.params), r) for s, r in zip(batch, out.results))
         if i + 1 == len(batches) or batches[i + 1][0].params["round"] != rnd:
             session.say(f"{word} {rnd + 1}/{reps} done")
+            if stop is not None and i + 1 < len(batches) and stop(rnd, runs):
+                break
     return runs
 
 
@@ -263,8 +285,27 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
     """Run every point's copies together through the session (stored as they finish), analyse."""
     d = design(config, machine.topology)
     specs = plan(config, machine)
-    runs = run_copies(specs, session, "round", config.reps)
-    result = analyse(config, runs, d.ns, d.policies, capacity(config, machine.topology))
+    cpus = capacity(config, machine.topology)
+    stopped = {"by": "budget" if config.until_decided else ""}
+    now = getattr(session.executor, "now_ns", None) or time.monotonic_ns
+    t0 = now()
+
+    def look(rnd: int, runs: list[Run]) -> bool:
+        """--until-decided, after round ``rnd``: the budget's end, --max-time, or a look that decides."""
+        rounds = rnd + 1
+        limit = looks.budget(config, _round_s([r for r in runs if int(r.params["round"]) == 0]))
+        if rounds >= limit or (config.max_time is not None and (now() - t0) / 1e9 >= config.max_time):
+            stopped["by"] = "budget" if rounds >= limit else "max-time"
+            return True
+        res = analyse(config, runs, d.ns, d.policies, cpus, stopped_by="look") if looks.due(
+            config, rounds, limit, max(1, _past_count(config, d, cpus))) else None
+        if res is not None and res.sequential and res.sequential["decided"]:
+            stopped["by"] = "decided"
+            return True
+        return False
+
+    runs = run_copies(specs, session, "round", rounds_planned(config), look if config.until_decided else None)
+    result = analyse(config, runs, d.ns, d.policies, cpus, stopped_by=stopped["by"] or None)
     has_pmu, why = pmu(machine)
     result.notes = d.notes + result.notes + ([] if has_pmu else [
         f"IPC and last-level-cache misses per event not measured: {why}"])
@@ -281,15 +322,28 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
     return result
 
 
+def _key(r: Any) -> tuple:
+    """A point of a round: its copies run together, so the slowest copy is the point's time."""
+    return (r.params.get("policy"), r.params.get("mode"), r.params["n"])
+
+
+def _past_count(config: InstancesConfig, d: Design, cpus: int) -> int:
+    """The comparisons --until-decided makes: every policy's N past the CPU count."""
+    return len(d.policies) * sum(n > cpus for n in d.ns)
+
+
 def capacity(config: InstancesConfig, topology: Topology) -> int:
     """How many copies the usable CPUs hold at once (CPUs / threads per copy)."""
     return max(1, len(placement.usable_cpus(topology)) // config.threads_per_copy)
 
 
 def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | None = None,
-            policies: Sequence[str] | None = None, cpus: int | None = None) -> InstancesResult:
+            policies: Sequence[str] | None = None, cpus: int | None = None,
+            stopped_by: str | None = None) -> InstancesResult:
     """Throughput per point, its CI, optimum (optimum.py) and knee per policy; fork rows
-    and verdict. ``cpus``: copies the machine holds at once (None: unknown, no N is 'past'). Pure."""
+    and verdict. ``cpus``: copies the machine holds at once (None: unknown, no N is 'past').
+    --until-decided: the points past the CPU count at the look's level (looks.py); ``stopped_by``
+    'budget' or 'max-time' makes the last look spend what is left. Pure."""
     wl = config.workload
     work = work_metric(wl)
     summed = summed_metric(wl)
@@ -326,7 +380,8 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         spread = results[0].health.get("start_spread_ns")
         if spread is not None:
             a["spread"].append(float(spread))
-    scans = [_scan(p, ns, acc, failed_pts, cpus) for p in policies]
+    seq = _sequential(config, acc, policies, cpus, runs, stopped_by) if config.until_decided else None
+    scans = [_scan(p, ns, acc, failed_pts, cpus, seq[1].get(p) if seq else None) for p in policies]
     done = [s for s in scans if s.optimum_n is not None]
     best = max(done, key=lambda s: s.optimum_throughput) if done else None  # type: ignore[arg-type, return-value]  # set with optimum_n
     fork = fork_rows(ns, points_of(runs, "mode"), work) if config.fork_master else None
@@ -340,15 +395,24 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
                   if p.throughput is not None and p.watts is not None}
         energy_n = energy_optimal(points)
     measured = [r.result for r in runs if r.result.energy]
-    rounds_needed, asked = _ask(scans, ns, cpus, config.reps)
+    rounds = 1 + max((int(r.params["round"]) for r in runs), default=-1)
+    if seq is None:
+        rounds_needed, asked = _ask(scans, ns, cpus, config.reps)
+    else:
+        plan_, _, open_ = seq
+        per_round = _round_s(runs)
+        looks.settle(plan_, open_, config.min_effect, rounds, per_round)
+        rounds_needed, asked = plan_.needs_runs, looks.sentence(plan_, rounds, config.min_effect)
+    reps = rounds if config.until_decided else config.reps
     return InstancesResult(
+        sequential=seq[0].as_dict() if seq else None, min_effect=config.min_effect if seq else 0.0,
         rounds_needed=rounds_needed, asked=asked,
         energy_source=source_of(measured) if measured else None, energy_optimum_n=energy_n,
         unit=unit_of(wl), ns=list(ns), scans=scans, optimum_n=best.optimum_n if best else None,
         optimum_throughput=best.optimum_throughput if best else None,
         optimum_policy=best.policy if best else None, own_metric=wl.primary_metric,
         fork=fork, fork_verdict=fork_verdict(fork) if fork else None, failures=failures, notes=notes,
-        level=median_ci(range(config.reps)).level, reps=config.reps, cpus=cpus, ranked_by=ranking(wl),
+        level=median_ci(range(reps)).level, reps=reps, cpus=cpus, ranked_by=ranking(wl),
         own_higher_is_better=wl.higher_is_better, summed=summed is not None,
     )
 
@@ -368,7 +432,36 @@ def _ask(scans: Sequence[PolicyScan], ns: Sequence[int], cpus: int | None, reps:
     return need, power.sentence(seen, reps, need, past > 0)
 
 
-def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None) -> PolicyScan:
+def _round_s(runs: Sequence[Any]) -> float:
+    """A round's time at this campaign's pace: each point's slowest copy, the median over rounds."""
+    per: dict[int, dict[tuple, float]] = {}
+    for r in runs:
+        pts = per.setdefault(int(r.params["round"]), {})
+        pts[_key(r)] = max(pts.get(_key(r), 0.0), r.result.wall_ns / 1e9)
+    return median([sum(p.values()) for p in per.values()]) if per else 0.0
+
+
+def _sequential(config: InstancesConfig, acc, policies: Sequence[str], cpus: int | None, runs: Sequence[Any],
+                stopped_by: str | None):
+    """--until-decided at the rounds measured: (the design's Plan, policy -> {N past the CPU count:
+    (decision, ratio, CI)}, the undecided ones' (ratio, CI))."""
+    samples = {p: {n: a["tp"] for (q, n), a in acc.items() if q == p} for p in policies}
+    pairs = {p: looks.past_pairs(samples[p], cpus, MIN_ROUNDS) for p in policies}
+    k = sum(len(v) for v in pairs.values())
+    rounds = 1 + max((int(r.params["round"]) for r in runs), default=-1)
+    first = _round_s([r for r in runs if int(r.params["round"]) == 0])
+    limit = looks.budget(config, first)
+    spent = sum(_round_s([r for r in runs if int(r.params["round"]) == i]) for i in range(rounds))
+    final = (stopped_by in ("budget", "max-time") or rounds >= limit
+             or (stopped_by is None and config.max_time is not None and spent >= config.max_time))
+    plan_ = looks.plan_at(config, max(rounds, 2), limit, k, final)
+    decided = {p: looks.decide_past(samples[p], pairs[p], plan_.level, config.min_effect) for p in policies}
+    open_ = [(ratio, ci) for d in decided.values() for dec, ratio, ci in d.values() if not dec]
+    return plan_, decided, open_
+
+
+def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None,
+          decided: dict | None = None) -> PolicyScan:
     points: list[Point] = []
     prev: Point | None = None
     for n in ns:
@@ -399,7 +492,7 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None) -> 
     xs = [float(p.n) for p in ok for _ in p.samples]
     ys = [x for p in ok for x in p.samples]
     k = knee(xs, ys) if len(set(xs)) >= 3 else None
-    choice = choose({p.n: p.samples for p in ok}, cpus)
+    choice = choose({p.n: p.samples for p in ok}, cpus, decided=decided)
     at = next((p for p in ok if p.n == choice.optimum_n), None)
     return PolicyScan(policy, points, choice.optimum_n, at.throughput if at else None, within.n,
                       knee_n=None if k is None else k.x, best_n=choice.best_n, top_n=top.n,

@@ -8,6 +8,7 @@ from typing import Any
 from perflab.kernels.variants import VariantBuild
 from perflab.stats.interval import CI
 from perflab.studies.base import decode
+from perflab.studies.run.result import duration, level_text
 
 LABELS = {"wall_s": "elapsed", "maxrss_kb": "max RSS", "energy_j": "energy"}
 
@@ -41,15 +42,31 @@ class Comparison:
     higher_is_better: bool
     pairs: int = 0  # rounds paired: both ran successfully (and, under two speeds, at one speed)
     speeds: str = ""  # stats.speeds.paired_line where rounds across two speeds were left out
+    # --until-decided: the interval is a repeated one at the look's level (p is then Wilcoxon's
+    # raw p, for reference); decision 'larger', 'smaller', 'within' (no change of min_effect or
+    # more) or '' (cannot tell); stats.sequential.decide
+    sequential: bool = False
+    decision: str = ""
+    min_effect: float = 0.0
 
     @property
     def better(self) -> bool | None:
         """True/False when the difference is significant, None when it is not."""
         return None if not self.significant else (self.ratio > 1) == self.higher_is_better
 
+    def evidence(self) -> str:
+        """'Holm p=0.003', or at a look of --until-decided 'alpha spent over the looks'."""
+        return "alpha spent over the looks" if self.sequential else f"Holm p={self.p:.2g}"
+
+    def label(self) -> str:
+        """'95% CI', or at a look of --until-decided '99.2% repeated CI'."""
+        return f"{level_text(self.ci.level)} repeated CI" if self.sequential else self.ci.label()
+
     def text(self) -> str:
         """'events_per_s +3.1 % [+1.2 %, +5.0 %] (95% CI), faster (Holm p=0.003)'."""
-        if self.better is None:
+        if self.sequential and self.better is None:
+            word = f"no change of {self.min_effect:.0%} or more" if self.decision == "within" else "cannot tell"
+        elif self.better is None:
             word = "no significant difference"
         elif self.quantity == "maxrss_kb":
             word = "less memory" if self.better else "more memory"
@@ -58,7 +75,7 @@ class Comparison:
         else:
             word = "faster" if self.better else "slower"
         return (f"{LABELS.get(self.quantity, self.quantity)} {pct(self.ratio)} [{pct(self.ci.low)}, "
-                f"{pct(self.ci.high)}] ({self.ci.label()}), {word} (Holm p={self.p:.2g})"
+                f"{pct(self.ci.high)}] ({self.label()}), {word} ({self.evidence()})"
                 + (f"; {self.speeds}" if self.speeds else ""))
 
     def as_dict(self) -> dict:
@@ -155,6 +172,10 @@ class VariantsResult:
     count_ranking: dict[str, list[str]] = field(default_factory=dict)  # count -> variants, fewest first
     disagreements: list[str] = field(default_factory=list)  # where counts and time point opposite ways
     rounds_needed: int | None = None  # compared within two speeds, none named: the rounds that would see 2 %
+    # --until-decided: the design and where it stopped (studies/run/looks.Plan.as_dict), the margin
+    sequential: dict | None = None
+    min_effect: float = 0.0
+    stopped_by: str = ""
 
     def row(self, name: str) -> VariantOutcome:
         return next(v for v in self.variants if v.name == name)
@@ -216,8 +237,8 @@ def verdicts(result: VariantsResult) -> None:
         lead = result.row(result.leader) if result.leader else leader_of(result, same)
         beats = {n: c for n, c in result.contest.items() if c.better}
         c = lead.comparisons[result.primary]
-        against = (f"{label} {pct(c.ratio)} [{pct(c.ci.low)}, {pct(c.ci.high)}] ({c.ci.label()}) against "
-                   f"{base.name}, Holm p={c.p:.2g}")
+        against = (f"{label} {pct(c.ratio)} [{pct(c.ci.low)}, {pct(c.ci.high)}] ({c.label()}) against "
+                   f"{base.name}, {c.evidence()}")
         rivals = [o.name for o in result.variants if o.status == "measured" and o.name != lead.name]
         if all(n in beats for n in rivals):
             result.fastest = lead.name
@@ -225,20 +246,22 @@ def verdicts(result: VariantsResult) -> None:
             if beats:
                 result.verdict += ("; better than each other variant (paired by "
                                    f"round, Holm over {len(beats)}): " + ", ".join(
-                                       f"{n} ({pct(k.ratio)}, Holm p={k.p:.2g})" for n, k in beats.items()))
+                                       f"{n} ({pct(k.ratio)}, {k.evidence()})" for n, k in beats.items()))
         else:
             result.tied = [lead.name] + [n for n in rivals if n not in beats]
             close = ", ".join(f"{lead.name} vs {n} {pct(k.ratio)} [{pct(k.ci.low)}, {pct(k.ci.high)}] "
-                              f"({k.ci.label()}), Holm p={k.p:.2g}"
+                              f"({k.label()}), {k.evidence()}"
                               for n, k in result.contest.items() if n not in beats)
             result.verdict = (f"tie for fastest: {', '.join(result.tied)} ({lead.name} is faster than "
                               f"{base.name} but not significantly better than the others, paired by round, Holm over "
                               f"{len(result.contest)}: {close}); best estimate {lead.name}, {against}")
+    elif result.sequential is not None:
+        result.verdict = _undecided_verdict(result, base.name, label)
     else:
         result.verdict = (f"no variant is faster than {base.name} with significance ({label}, Wilcoxon "
                           f"signed-rank paired by round, Holm across {n_cmp} variant(s), alpha {result.alpha:g}, {result.rounds} rounds)")
     # Wilcoxon's smallest two-sided p with n pairs is 2 / 2^n; Holm multiplies it by the variants
-    if n_cmp and 2.0 / 2 ** result.rounds * n_cmp >= result.alpha:
+    if result.sequential is None and n_cmp and 2.0 / 2 ** result.rounds * n_cmp >= result.alpha:
         need = next(n for n in range(2, 64) if 2.0 / 2 ** n * n_cmp < result.alpha)
         result.verdict += (f"; with {result.rounds} rounds and {n_cmp} variant(s) no difference can reach "
                            f"significance (smallest Holm p {2.0 / 2 ** result.rounds * n_cmp:.2g}): "
@@ -259,8 +282,42 @@ def verdicts(result: VariantsResult) -> None:
         result.verdict += f"; not compared: {', '.join(bad)}"
     if result.ranking:
         result.verdict += f"; ranked by {result.ranking}"
+    if result.sequential is not None:
+        result.verdict += "; " + sequential_line(result)
     result.caveat = (
         "This says which build ran faster on this machine, with this input and compiler; another CPU, "
         "input or compiler can rank the builds differently. An equal checksum shows equal output for "
         "this input only" + ("" if result.checksum_metric else "; no checksum was checked") + "."
     )
+
+
+def _undecided_verdict(result: VariantsResult, base: str, label: str) -> str:
+    """--until-decided, no variant shown faster: the builds ruled out at the margin and those it
+    cannot tell, never "no difference" on undecided evidence."""
+    within = [o.name for o in result.variants if (c := o.comparisons.get(result.primary)) is not None
+              and c.decision == "within"]
+    open_ = [o.name for o in result.variants if (c := o.comparisons.get(result.primary)) is not None
+             and not c.decision]
+    parts = []
+    if within:
+        parts.append(f"no change of {result.min_effect:.0%} or more against {base} ({label}): {', '.join(within)}")
+    if open_:
+        parts.append(f"cannot tell whether faster or slower than {base} by {result.min_effect:.0%}: {', '.join(open_)}")
+    return "; ".join(parts) or f"no variant faster than {base} by {result.min_effect:.0%} or more"
+
+
+def sequential_line(result: VariantsResult) -> str:
+    """--until-decided: the design, and where it stopped: decided at a look, or the budget spent
+    with the rounds (and time at this campaign's pace) that would decide it."""
+    q = result.sequential or {}
+    design = q.get("looks") or [{}]
+    rounds = design[-1].get("runs")
+    head = (f"measured until decided: {q.get('design', 'alpha spending')}, {q.get('alpha_each', 0.05):.2%} "
+            f"a build over all looks (Bonferroni over the builds)")
+    if q.get("decided"):
+        return f"{head}; every build decided at look {len(design)} ({rounds} rounds, budget {q.get('budget')})"
+    if not q.get("final"):
+        return f"{head}; stopped at look {len(design)} ({rounds} rounds) before a decision"
+    need = q.get("needs_runs")
+    return (f"{head}; cannot tell within the budget ({rounds} rounds): about {need} rounds would decide it "
+            f"(~{duration(q.get('needs_s') or 0.0)} at this campaign's pace; --until-decided --max-runs {need})")

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from perflab.errors import PerflabError
 from perflab.kernels.build import BuildError
@@ -30,10 +31,11 @@ from perflab.kernels.variant_probe import default_probe
 from perflab.kernels.variants import BuildTarget, Variant, VariantBuild, resolve_baseline
 from perflab.model import RunResult, RunSpec, Workload
 from perflab.stats import cliffs_delta, holm, median, median_ci
+from perflab.stats.sequential import decide
 from perflab.stats.shift import paired_ratio_ci
 from perflab.stats.speeds import paired_line, same_speed, worth_looking
 from perflab.studies.cost.energy import events_metric, run_joules, summarise
-from perflab.studies.variants import power
+from perflab.studies.variants import looks, power
 from perflab.studies.variants.counts import COUNT_RUNS, analyse_counts, counts_verdict
 from perflab.studies.variants.result import (
     BuildInfo, Comparison, Estimate, VariantOutcome, VariantsResult, candidates, leader_of, verdicts,
@@ -81,6 +83,12 @@ class VariantsConfig:
     jobs: int = 0  # parallel build jobs; 0: one per allowed CPU
     instrument: str = ""  # "cachegrind": COUNT_RUNS simulated runs per variant beside the timed rounds
     cache_model: str = ""  # the caches the instrument simulates (platform/cache_model.py)
+    # --until-decided: rounds until each build is decided at min_effect, or the budget ends (looks.py)
+    until_decided: bool = False
+    min_effect: float = power.RESOLUTION  # 2 %: what the rounds it asks for under two speeds see
+    min_runs: int = 10  # the first look, in rounds
+    max_runs: int | None = None  # the budget in rounds (looks.DEFAULT_BUDGET where None)
+    max_time: float | None = None  # seconds: the rounds it holds at the first round's pace
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -104,11 +112,15 @@ def plan(config: VariantsConfig, machine: Any = None) -> list[RunSpec]:
     """Warm-up rounds (negative round numbers), then the measured rounds, each in shuffled order."""
     if config.rounds < 2:
         raise PerflabError("--rounds must be at least 2 to compare variants (try --rounds 16)")
+    if config.until_decided and not 0 < config.min_effect < 1:
+        raise PerflabError(f"--min-effect {config.min_effect:g} is out of range: give a percentage like 1%")
     variants, _ = resolve_baseline(config.variants, config.baseline)
     names = [v.name for v in variants]
     rng = random.Random(config.seed)
     specs = []
-    for rnd in range(-config.warmup, config.rounds):
+    # --until-decided: the budget's rounds; the campaign stops at the look that decides (measure)
+    rounds = (config.max_runs or looks.DEFAULT_BUDGET) if config.until_decided else config.rounds
+    for rnd in range(-config.warmup, rounds):
         order = list(names)
         rng.shuffle(order)
         specs += [config.workload.spec(label=name, timeout=config.timeout,
@@ -178,27 +190,73 @@ def execute(config: VariantsConfig, session: Any, machine: Any = None) -> Varian
                 session.store.add_artifact(session.campaign_id, "binary", str(vb.path),
                                            {"variant": name, "cached": vb.cached})
     failures: Counter[str] = Counter()
-    runs: list[tuple[dict, RunResult]] = []
     specs = plan(config, machine)
-    session.say(f"measuring {sum(isinstance(b, VariantBuild) for b in builds.values())} variants x "
-                f"{config.rounds} rounds, interleaved in shuffled order (+{config.warmup} warm-up)"
+    n_builds = sum(isinstance(b, VariantBuild) for b in builds.values())
+    session.say(f"measuring {n_builds} variants x "
+                + (f"up to {config.max_runs or looks.DEFAULT_BUDGET} rounds until decided" if config.until_decided
+                   else f"{config.rounds} rounds")
+                + f", interleaved in shuffled order (+{config.warmup} warm-up)"
                 + (f", then {COUNT_RUNS} simulated runs each ({config.instrument})" if config.instrument else ""))
-    for spec in specs:
+
+    def run_one(spec: RunSpec) -> RunResult | None:
         name, rnd = spec.params["variant"], spec.params["round"]
         vb = builds[name]
         if not isinstance(vb, VariantBuild) or failures[name] >= MAX_FAILURES:
-            continue
+            return None
         spec = replace(spec, argv=_argv(spec.argv, vb.path))
         if rnd < 0:
             session.warmup(spec)
-            continue
+            return None
         res = session.run(spec, rep=rnd)
-        runs.append((dict(spec.params), res))
         if not res.ok:
             failures[name] += 1
             session.say(f"{name}: round {rnd} failed: {res.failure}")
+        return res
+
+    now = getattr(session.executor, "now_ns", None) or time.monotonic_ns
+    runs, stopped = measure(config, specs, run_one, now, session.say)
     infos = {n: BuildInfo.of(b) for n, b in builds.items()}
-    return analyse(config, runs, infos)
+    return analyse(config, runs, infos, stopped_by=stopped)
+
+
+def measure(config: VariantsConfig, specs: Sequence[RunSpec], run_one: Callable[[RunSpec], RunResult | None],
+            now: Callable[[], int], say: Callable[[str], None] = lambda _: None,
+            ) -> tuple[list[tuple[dict, RunResult]], str]:
+    """The plan's runs through ``run_one`` (None: not run, or a warm-up), in order: every round,
+    or with --until-decided the rounds up to the look that decides every build or the budget's
+    end; then the simulated runs. (params, result) pairs and what stopped the rounds."""
+    runs: list[tuple[dict, RunResult]] = []
+    walls: dict[int, list[float]] = {}
+    timed = [s for s in specs if not s.params.get("instrument")]
+    stopped, limit, t0 = "rounds", None, now()
+    for i, spec in enumerate(timed):
+        res = run_one(spec)
+        rnd = spec.params["round"]
+        if res is not None:
+            runs.append((dict(spec.params), res))
+            walls.setdefault(rnd, []).append(res.wall_s)
+        if not config.until_decided or rnd < 0 or (i + 1 < len(timed) and timed[i + 1].params["round"] == rnd):
+            continue  # a look falls between rounds only
+        rounds = rnd + 1
+        if limit is None:
+            limit = looks.budget(config, looks.first_round_s(walls))
+        if rounds >= limit:
+            stopped = "budget"
+            break
+        if config.max_time is not None and (now() - t0) / 1e9 >= config.max_time:
+            stopped = "max-time"
+            break
+        compared = {p["variant"] for p, r in runs if r.ok} - {resolve_baseline(config.variants, config.baseline)[1]}
+        if looks.due(config, rounds, limit, len(compared)):
+            look = analyse(config, runs, stopped_by="look")
+            if look.sequential and look.sequential["decided"]:
+                say(f"decided after {rounds} rounds")
+                stopped = "decided"
+                break
+    for spec in specs:
+        if spec.params.get("instrument") and (res := run_one(spec)) is not None:
+            runs.append((dict(spec.params), res))
+    return runs, stopped
 
 
 def _runs(runs: Sequence[Any]) -> list[tuple[dict, RunResult]]:
@@ -266,9 +324,12 @@ def _compare(q: str, higher: bool, a: dict[int, float], b: dict[int, float], lev
                       higher_is_better=higher, pairs=len(xa), speeds=speeds)
 
 
-def analyse(config: VariantsConfig, runs: Sequence[Any],
-            builds: Mapping[str, BuildInfo] | None = None) -> VariantsResult:
-    """Per variant: medians with CIs, failures, checksum; against the baseline: one Comparison per quantity."""
+def analyse(config: VariantsConfig, runs: Sequence[Any], builds: Mapping[str, BuildInfo] | None = None,
+            stopped_by: str | None = None) -> VariantsResult:
+    """Per variant: medians with CIs, failures, checksum; against the baseline: one Comparison per
+    quantity. --until-decided: each at its look's level (looks.py); ``stopped_by`` ('budget',
+    'max-time': the last look spends what is left; 'look', 'decided': a planned look; None: read
+    from the runs, the budget's end where they reach it)."""
     variants, base = resolve_baseline(config.variants, config.baseline)
     pairs = _runs(runs)
     simulated = [(p, r) for p, r in pairs if p.get("instrument")]
@@ -309,14 +370,20 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
         outcomes[v.name] = o
     b = outcomes[base]
     others = [o for o in outcomes.values() if o.name != base and o.n_ok >= 2 and b.n_ok >= 2]
+    look = _look(config, by_round, others, stopped_by) if config.until_decided else None
     for q, higher in quantities:
         per_round = {name: {rnd: x for rnd, r in rs if r.ok and (x := _value(r, q)) is not None}
                      for name, rs in by_round.items()}
-        comps = {o.name: _compare(q, higher, per_round[o.name], per_round[base], config.level) for o in others}
-        names = [n for n, c in comps.items() if c is not None]
-        # The ignores: `names` holds only the comparisons made (not None).
-        for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):  # type: ignore[union-attr]  # see above
-            outcomes[n].comparisons[q] = replace(comps[n], p=p, significant=p < config.alpha)  # type: ignore[type-var, assignment]  # see above
+        level = look.level if look is not None else config.level
+        comps = {o.name: _compare(q, higher, per_round[o.name], per_round[base], level) for o in others}
+        made = {n: c for n, c in comps.items() if c is not None}
+        names = list(made)
+        if look is not None:
+            for n in names:
+                outcomes[n].comparisons[q] = _decided(made[n], level, config.min_effect)
+            continue
+        for n, p in zip(names, holm([made[n].p_raw for n in names]) if names else []):
+            outcomes[n].comparisons[q] = replace(made[n], p=p, significant=p < config.alpha)
     if csm and b.checksum is not None:
         for o in outcomes.values():
             if o.name != base and o.checksum is not None and o.checksum != b.checksum:
@@ -330,18 +397,50 @@ def analyse(config: VariantsConfig, runs: Sequence[Any],
     primary = metric if metric and any(metric in o.estimates for o in outcomes.values()) else "wall_s"
     higher = dict(quantities)[primary]
     result = VariantsResult(baseline=base, primary=primary, level=config.level, alpha=config.alpha,
-                            rounds=config.rounds, checksum_metric=csm,
+                            rounds=len(order) if config.until_decided else config.rounds, checksum_metric=csm,
                             variants=list(outcomes.values()),
                             order=[order[k] for k in sorted(order)], higher_is_better=higher,
                             ranking=_ranking(metric, primary, higher), instrument=config.instrument,
                             cache_model=config.cache_model)
-    _contest(result, by_round, config.level)
+    if look is not None:
+        result.min_effect, result.stopped_by = config.min_effect, stopped_by or ""
+        decisions = [(c.decision, c) for o in others if (c := o.comparisons.get(primary)) is not None]
+        round_s = sum(e.median for o in outcomes.values() if (e := o.estimates.get("wall_s")) is not None)
+        looks.settle(look, decisions, config.min_effect, look.looks[-1].runs, round_s)
+        result.sequential = look.as_dict()
+    rivals = sum(o.status == "measured" for o in result.variants) - 1
+    _contest(result, by_round, config.level if look is None else
+             looks.plan_at(config, look.looks[-1].runs, look.budget, rivals, look.final).level,
+             config.min_effect if look is not None else None)
     verdicts(result)
-    _rounds_asked(result, by_round, [o.name for o in others])
+    if look is None:
+        _rounds_asked(result, by_round, [o.name for o in others])
     if config.instrument:
         analyse_counts(result, simulated)
         result.verdict += counts_verdict(result)
     return result
+
+
+def _look(config: VariantsConfig, by_round: Mapping[str, list[tuple[int, RunResult]]],
+          others: Sequence[VariantOutcome], stopped_by: str | None):
+    """--until-decided: the design's looks up to the rounds measured (looks.plan_at), from the
+    budget the first round's pace sets."""
+    rounds = 1 + max((rnd for rs in by_round.values() for rnd, _ in rs), default=-1)
+    first = [r.wall_s for rs in by_round.values() for rnd, r in rs if rnd == 0]
+    limit = looks.budget(config, sum(first) or 1e-6)
+    spent_s = sum(r.wall_s for rs in by_round.values() for _, r in rs)
+    final = (stopped_by in ("budget", "max-time") or rounds >= limit
+             or (stopped_by is None and config.max_time is not None and spent_s >= config.max_time))
+    return looks.plan_at(config, max(rounds, 2), limit, len(others), final)
+
+
+def _decided(c: Comparison, level: float, min_effect: float) -> Comparison:
+    """A comparison at a look: decided 'larger' / 'smaller' (a change of at least min_effect
+    shown), 'within' (ruled out) or '' (cannot tell), by its repeated interval at the look's level
+    (stats.sequential.decide); an interval that cannot reach that level decides nothing."""
+    d = decide(c.ratio, c.ci.low, c.ci.high, min_effect) if c.ci.level >= level - 1e-9 else None
+    return replace(c, p=c.p_raw, significant=d in ("larger", "smaller"), decision=d or "",
+                   min_effect=min_effect, sequential=True)
 
 
 def _rounds_asked(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunResult]]],
@@ -377,7 +476,8 @@ def _ranking(metric: str | None, primary: str, higher: bool) -> str:
     return "elapsed time, lower is better (the workload declares no primary metric)"
 
 
-def _contest(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunResult]]], level: float) -> None:
+def _contest(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunResult]]], level: float,
+             min_effect: float | None = None) -> None:
     """The leader (best estimate among the variants better than the baseline) against every
     other variant of the same result on the primary quantity, paired by round (Wilcoxon
     signed-rank), Holm over those rivals; the leader is the fastest only where it beats each one
@@ -392,8 +492,16 @@ def _contest(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunR
     per_round = {o.name: {rnd: x for rnd, r in by_round[o.name] if r.ok and (x := _value(r, q)) is not None}
                  for o in [lead, *rivals]}
     comps = {o.name: _compare(q, higher, per_round[lead.name], per_round[o.name], level) for o in rivals}
-    names = [n for n, c in comps.items() if c is not None]
+    made = {n: c for n, c in comps.items() if c is not None}
+    names = list(made)
     result.leader = lead.name
-    # The ignores: `names` holds only the comparisons made (not None).
-    for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):  # type: ignore[union-attr]  # see above
-        result.contest[n] = replace(comps[n], p=p, significant=p < result.alpha)  # type: ignore[type-var, assignment]  # see above
+    if min_effect is not None:  # --until-decided: the leader's repeated interval against each rival
+        for n in names:
+            c = made[n]
+            shown = c.ci.level >= level - 1e-9 and (c.ci.low > 1.0 or c.ci.high < 1.0)
+            d = decide(c.ratio, c.ci.low, c.ci.high, min_effect) if c.ci.level >= level - 1e-9 else None
+            result.contest[n] = replace(c, p=c.p_raw, significant=shown, decision=d or "",
+                                        min_effect=min_effect, sequential=True)
+        return
+    for n, p in zip(names, holm([made[n].p_raw for n in names]) if names else []):
+        result.contest[n] = replace(made[n], p=p, significant=p < result.alpha)
