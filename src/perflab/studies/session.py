@@ -100,7 +100,7 @@ class Session:
             while stop < end and not self.stored(spec, stop):
                 stop += 1
             params = dict(spec.params or {})
-            batch = self.executor.run_batch(  # type: ignore[attr-defined]  # the Executor protocol does not declare the batch methods yet
+            batch = self.executor.run_batch(  # type: ignore[attr-defined]  # only an executor with can_batch gets here, and it has run_batch
                 spec, stop - rep, journal, (self.campaign_id, spec.label, params, rep))
             settled = False  # every run the server journalled is in the store
             try:
