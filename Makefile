@@ -16,6 +16,7 @@ lab: setup
 # or plant load on chosen CPUs, and run alone after.
 test: setup
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy --cache-dir .mypy_cache
 # Exit status 5 is pytest's "no test selected": a PYTEST_ARGS that picks tests of one part only.
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
@@ -42,4 +43,4 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache

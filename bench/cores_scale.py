@@ -89,7 +89,7 @@ def one(seed: int, concurrent: bool) -> dict:
             finally:
                 timed["store"] += time.process_time() - t
 
-        store.add_measurement = timed_insert  # type: ignore[method-assign]
+        store.add_measurement = timed_insert  # type: ignore[method-assign]  # timing each insert
         config = cores.CoresConfig(Workload("sim", ("sim",)), concurrent=concurrent)
         t0 = time.process_time()
         res = run_study(cores, config, store, MockExecutor(timed_model),

@@ -62,7 +62,7 @@ def start_postgres() -> tuple[str, callable]:
         subprocess.run(prefix + [f"{PG_BIN}/pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
 
-    stop.base = base  # type: ignore[attr-defined]
+    stop.base = base  # type: ignore[attr-defined]  # the caller removes the directory
     return f"postgresql://postgres@127.0.0.1:{port}/fleet", stop
 
 

@@ -79,7 +79,7 @@ class PgServer:
             pytest.skip(f"PostgreSQL server binaries not found in {PG_BIN} "
                         "(scripts/install-system-packages.sh installs postgresql)")
         try:
-            import psycopg  # noqa: F401
+            import psycopg  # noqa: F401 - imported only to find whether it is installed
         except ImportError:
             pytest.skip("psycopg 3 not installed: pip install -e '.[postgres]'")
         self.prefix: list[str] = []

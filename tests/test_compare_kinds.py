@@ -112,7 +112,7 @@ def test_instances_campaigns_match_despite_start_spread_and_aggregate_copies(sto
     a = run_study(instances, cfg, store, _SpreadMock(model({}, 1), 1), machine=machine).campaign_id
     b = run_study(instances, cfg, store, _SpreadMock(model({3: 1.1}, 2), 2), machine=machine).campaign_id
     # The incidental facts differ between the campaigns (kept in each run's health, not its params).
-    spreads = lambda c: {m.result.health["start_spread_ns"] for m in store.measurements(c)}  # noqa: E731
+    spreads = lambda c: {m.result.health["start_spread_ns"] for m in store.measurements(c)}  # noqa: E731 - a one-line reader for the two campaigns
     assert not spreads(a) & spreads(b)
     res = run_compare(CompareConfig(a, b), store)
     assert not res.unmatched_a and not res.unmatched_b

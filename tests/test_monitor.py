@@ -219,7 +219,7 @@ def _perflab(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "200"}
     proc = subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
                           timeout=300, env=env)
-    proc.output = proc.stdout + proc.stderr  # type: ignore[attr-defined]
+    proc.output = proc.stdout + proc.stderr  # type: ignore[attr-defined]  # one text for the assertions
     return proc
 
 

@@ -128,7 +128,7 @@ def test_diff_names_the_planted_function_first(tmp_path):
         cfg = profile.ProfileConfig(workload=wl, instrument="callgrind", repeat=2,
                                     out_dir=str(tmp_path / "out"))
         ids.append(run_study(profile, cfg, store, None).campaign_id)
-    a, b = (load_side(str(i), store, None) for i in ids)  # type: ignore[arg-type]
+    a, b = (load_side(str(i), store, None) for i in ids)  # type: ignore[arg-type]  # no recorder: both sides are stored
     res = diff(ProfileDiffConfig(str(ids[0]), str(ids[1])), a, b)
     top = res.count_rows[0]
     assert top.symbol == "mh::FieldMap::field(double const*, double*) const"

@@ -4,7 +4,7 @@ from perflab import startup
 
 startup.begin()  # before the imports it is about (perflab/startup.py)
 
-from perflab.cli import main  # noqa: E402
+from perflab.cli import main  # noqa: E402 - startup.begin() must run first
 
 if __name__ == "__main__":
     main()

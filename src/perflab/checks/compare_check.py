@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 
-from perflab.checks.noise import MODELS, STUDY_MODELS, NoiseModel
+from perflab.checks.noise import MODELS, STUDY_MODELS, StudyModel
 from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies.compare.study import CompareConfig, run_compare
@@ -33,7 +33,7 @@ COMMANDS = (("fast", 0.05), ("mid", 0.08), ("slow", 0.12))
 RUNS = 10
 
 
-def _campaign(store, model: NoiseModel, slower: float, rng: random.Random, runs: int = RUNS) -> int:
+def _campaign(store, model: StudyModel, slower: float, rng: random.Random, runs: int = RUNS) -> int:
     """One stored `run` campaign of COMMANDS under ``model``, every run ``1 + slower`` longer."""
     camp = model.campaign(rng)
     cid = store.start_campaign("run", {"commands": [{"name": n} for n, _ in COMMANDS],
@@ -53,7 +53,7 @@ def _campaign(store, model: NoiseModel, slower: float, rng: random.Random, runs:
     return cid
 
 
-def trial(slower_b: float, seed: int, model: NoiseModel = MODELS["quiet"],
+def trial(slower_b: float, seed: int, model: StudyModel = MODELS["quiet"],
           runs: int = RUNS) -> tuple[bool, bool]:
     """(any significant row, B found slower in wall time and faster nowhere) for one pair."""
     rng = random.Random(seed)
@@ -67,7 +67,7 @@ def trial(slower_b: float, seed: int, model: NoiseModel = MODELS["quiet"],
     return bool(sig), slower
 
 
-def replicated_trial(slower_b: float, seed: int, model: NoiseModel, k: int = REPLICATES,
+def replicated_trial(slower_b: float, seed: int, model: StudyModel, k: int = REPLICATES,
                      runs: int = RUNS) -> tuple[bool, bool]:
     """trial() with k campaigns a side, compared as `perflab compare a1,..,ak b1,..,bk` does."""
     rng = random.Random(seed)
@@ -81,7 +81,7 @@ def replicated_trial(slower_b: float, seed: int, model: NoiseModel, k: int = REP
     return bool(sig), slower
 
 
-def replicated_rates(model: NoiseModel, runs: int, seed: int = 0, k: int = REPLICATES,
+def replicated_rates(model: StudyModel, runs: int, seed: int = 0, k: int = REPLICATES,
                      planted: float = REPLICATED_PLANTED) -> tuple[float, float]:
     """(false-alarm rate, detection rate) of replicated compare over ``runs`` trials each."""
     fp = sum(replicated_trial(0.0, seed + i, model, k)[0] for i in range(runs)) / runs
@@ -89,7 +89,7 @@ def replicated_rates(model: NoiseModel, runs: int, seed: int = 0, k: int = REPLI
     return fp, det
 
 
-def rates(model: NoiseModel, runs: int, seed: int = 0, per_campaign: int = RUNS) -> tuple[float, float]:
+def rates(model: StudyModel, runs: int, seed: int = 0, per_campaign: int = RUNS) -> tuple[float, float]:
     """(false-alarm rate, detection rate) over ``runs`` null and ``runs`` planted trials, with
     ``per_campaign`` runs of each command in each campaign."""
     fp = sum(trial(0.0, seed + i, model, per_campaign)[0] for i in range(runs)) / runs

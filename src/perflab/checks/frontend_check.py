@@ -98,7 +98,7 @@ def sim_model(i1_bytes: int, rng: random.Random):
 
 def sim_campaign(i1_bytes: int, seed: int) -> tuple[int | None, str]:
     """One simulated cachegrind campaign: (knee bytes or None, verdict)."""
-    config = FrontendConfig(**SIM_SCAN, instrument="cachegrind",  # type: ignore[arg-type]
+    config = FrontendConfig(**SIM_SCAN, instrument="cachegrind",  # type: ignore[arg-type]  # SIM_SCAN holds FrontendConfig's fields by name
                             cache_model=f"I1={i1_bytes},8,64 D1=32768,8,64 LL=33554432,16,64")
     machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={})
     ex = MockExecutor(model=sim_model(i1_bytes, random.Random(seed)))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 
 from perflab.checks import until
-from perflab.checks.noise import STUDY_MODELS, Campaign
+from perflab.checks.noise import STUDY_MODELS, Campaign, VcpuCampaign
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, RunSpec, Workload
 from perflab.platform.machine import Machine
@@ -87,7 +87,7 @@ def _arg(argv: tuple[str, ...], name: str, default: int) -> int:
     return int(found[-1]) if found else default
 
 
-def _executor(gain: float, campaign: Campaign, ncpu: int) -> MockExecutor:
+def _executor(gain: float, campaign: Campaign | VcpuCampaign, ncpu: int) -> MockExecutor:
     common: dict[tuple, float] = {}
     ex = MockExecutor()
 
@@ -190,7 +190,7 @@ def optimum_campaign(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS, r
 
     ex.model = copy_time
     machine = Machine(topology=one_node_box(ncpu), metadata={"hostname": "sim"})
-    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed, **({"reps": reps} if reps else {}))
+    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed, **({"reps": reps} if reps else {}))  # type: ignore[arg-type]  # reps only
     return instances.execute(cfg, _Memory(ex), machine)
 
 

@@ -65,7 +65,7 @@ class Campaign:
         self.rng = rng
         self.level = rng.lognormvariate(0.0, model.shift) if model.shift else 1.0
         self.runs = 0
-        self.slow = bool(model.two_speed) and rng.random() < model.two_speed[1]
+        self.slow = model.two_speed is not None and rng.random() < model.two_speed[1]
 
     def _speed(self) -> float:
         m = self.model
@@ -195,4 +195,5 @@ TIMED_MODELS: dict[str, VcpuStatesModel] = {"vcpu-states": VcpuStatesModel()}
 # Every model a study's harness runs under: the whole-machine ones, and the guest of vcpu-states
 # as one vCPU sees it in time (``factor()``: CPU 0, 0.2 s a run), the machine a run, compare,
 # gate, variants or instances campaign on such a guest gets when it is not spread over CPUs.
-STUDY_MODELS: dict[str, NoiseModel | VcpuStatesModel] = {**MODELS, **TIMED_MODELS}
+StudyModel = NoiseModel | VcpuStatesModel  # what a study's harness runs under
+STUDY_MODELS: dict[str, StudyModel] = {**MODELS, **TIMED_MODELS}

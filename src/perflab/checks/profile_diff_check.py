@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 
-from perflab.checks.noise import STUDY_MODELS, NoiseModel
+from perflab.checks.noise import STUDY_MODELS, StudyModel
 from perflab.studies.profile.diff_flame import ratio_interval
 from perflab.studies.profile.diff import MIN_TEST_RECORDINGS, ProfileDiffConfig, ProfileDiffResult, Side, diff
 from perflab.studies.profile.parse import Function, Profile
@@ -39,7 +39,7 @@ def _poisson(rng: random.Random, lam: float) -> int:
         k += 1
 
 
-def recording(model: NoiseModel, campaign, rng: random.Random, slower: dict[str, float]) -> Profile:
+def recording(model: StudyModel, campaign, rng: random.Random, slower: dict[str, float]) -> Profile:
     """One recording's profile: the machine's factor on the whole window, each function's own
     jitter, Poisson sample counts."""
     factor = campaign.factor() * campaign.burst_hits()
@@ -54,7 +54,7 @@ def recording(model: NoiseModel, campaign, rng: random.Random, slower: dict[str,
     return Profile(total_n, total_n * PERIOD_NS, funcs)
 
 
-def simulate(model: NoiseModel, rng: random.Random, per_side: int, slower: dict[str, float]) -> ProfileDiffResult:
+def simulate(model: StudyModel, rng: random.Random, per_side: int, slower: dict[str, float]) -> ProfileDiffResult:
     """Two campaigns of ``per_side`` recordings each under ``model``; B with ``slower`` applied."""
     ca, cb = model.campaign(rng), model.campaign(rng)
     a = Side("A", [recording(model, ca, rng, {}) for _ in range(per_side)], "cpu-clock")
@@ -68,7 +68,7 @@ def detected(res: ProfileDiffResult) -> bool:
     return side_b_up.get(PLANTED_FUNCTION, False)
 
 
-def rates(model: NoiseModel, runs: int, per_side: int = MIN_TEST_RECORDINGS, seed: int = 0) -> tuple[float, float]:
+def rates(model: StudyModel, runs: int, per_side: int = MIN_TEST_RECORDINGS, seed: int = 0) -> tuple[float, float]:
     """(false-difference rate, detection rate) over ``runs`` null and ``runs`` planted diffs."""
     rng = random.Random(seed)
     fp = det = 0
@@ -78,7 +78,7 @@ def rates(model: NoiseModel, runs: int, per_side: int = MIN_TEST_RECORDINGS, see
     return fp / runs, det / runs
 
 
-def ratio_coverage(model: NoiseModel, runs: int, per_side: int = MIN_TEST_RECORDINGS, seed: int = 0,
+def ratio_coverage(model: StudyModel, runs: int, per_side: int = MIN_TEST_RECORDINGS, seed: int = 0,
                    level: float = 0.95) -> float:
     """How often the differential flame graph's interval of B/A (diff_flame.ratio_interval) holds
     the true ratio, 1, for each function of null diffs (both sides one program): its real level."""
@@ -89,7 +89,7 @@ def ratio_coverage(model: NoiseModel, runs: int, per_side: int = MIN_TEST_RECORD
         pa = [recording(model, ca, rng, {}) for _ in range(per_side)]
         pb = [recording(model, cb, rng, {}) for _ in range(per_side)]
         for i in range(len(SHARES)):
-            ri = ratio_interval(*([p.share(f"f{i}") for p in side] for side in (pa, pb)), level)
+            ri = ratio_interval(*([p.share(f"f{i}") for p in side] for side in (pa, pb)), level)  # type: ignore[call-arg, arg-type]  # a, b
             if ri is not None:
                 total += 1
                 held += ri[1] <= 1.0 <= ri[2]

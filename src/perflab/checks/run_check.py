@@ -84,7 +84,7 @@ def against_fastest(result: RunStudyResult, alpha: float = 0.05) -> dict[str, st
     """The rule before: each command against the sample-fastest by the same interval
     (Bonferroni over k-1) on the same runs; command -> 'slower' where it called one."""
     ok = [b for b in result.benchmarks if b.times]
-    fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]
+    fastest = min(ok, key=lambda b: b.summary["median"])  # type: ignore[index]  # ok keeps benchmarks with times, each with its summary
     level = 1 - alpha / (len(ok) - 1)
     out = {}
     for b in ok:

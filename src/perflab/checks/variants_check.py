@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Any
 
 from perflab.checks import until
-from perflab.checks.noise import MODELS, STUDY_MODELS, NoiseModel
+from perflab.checks.noise import MODELS, STUDY_MODELS, StudyModel
 from perflab.kernels.variants import BuildTarget, Variant
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunResult, RunSpec, Workload
@@ -33,7 +34,7 @@ def sim_config(rounds: int | None = None, seed: int = 0) -> VariantsConfig:
     wl = Workload(name="sim", argv=("{exe}",), primary_metric="events_per_s", checksum_metric="checksum")
     variants = (Variant("base", ("-O2", "-m64")), Variant("O3", ("-O3",)), Variant("lto", ("-O2", "-flto")),
                 Variant("native", ("-O2", "-march=native")))
-    kw = {"rounds": rounds} if rounds is not None else {}
+    kw: dict[str, Any] = {"rounds": rounds} if rounds is not None else {}
     return VariantsConfig(BuildTarget("sim"), wl, variants, warmup=0, seed=seed, **kw)
 
 
@@ -42,7 +43,7 @@ class NoisyMachine:
     first run of a round the burst hits."""
 
     def __init__(self, speedups: dict[str, float], rng: random.Random, n_runs: int = 0,
-                 model: NoiseModel = MODELS["quiet"]) -> None:
+                 model: StudyModel = MODELS["quiet"]) -> None:
         self.speedups, self.campaign = speedups, model.campaign(rng)
         self.round: int | None = None
 
@@ -58,7 +59,7 @@ class NoisyMachine:
 
 
 def simulate(config: VariantsConfig, speedups: dict[str, float], rng: random.Random,
-             model: NoiseModel = MODELS["quiet"]):
+             model: StudyModel = MODELS["quiet"]):
     """One campaign: the plan run through the MockExecutor, then the study's analysis."""
     specs = [s for s in plan(config) if s.params["round"] >= 0]
     ex = MockExecutor(NoisyMachine(speedups, rng, len(specs), model))
@@ -67,7 +68,7 @@ def simulate(config: VariantsConfig, speedups: dict[str, float], rng: random.Ran
 
 
 def rates(runs: int = 200, seed: int = 0, rounds: int | None = None,
-          model: NoiseModel = MODELS["quiet"]) -> tuple[float, float, float]:
+          model: StudyModel = MODELS["quiet"]) -> tuple[float, float, float]:
     """(false positive, detection, false fastest among two equal ones) over ``runs`` campaigns each."""
     rng = random.Random(seed)
     fp = det = split = 0
@@ -81,7 +82,7 @@ def rates(runs: int = 200, seed: int = 0, rounds: int | None = None,
     return fp / runs, det / runs, split / runs
 
 
-def _found_asked(config: VariantsConfig, speedups: dict[str, float], rng: random.Random, model: NoiseModel,
+def _found_asked(config: VariantsConfig, speedups: dict[str, float], rng: random.Random, model: StudyModel,
                  seed: int) -> tuple[bool, bool]:
     """(any variant called different, 'lto' named the fastest) of a campaign at the default rounds
     and, where it named no fastest and asked for rounds (--rounds N), of a fresh one at those."""
@@ -94,7 +95,7 @@ def _found_asked(config: VariantsConfig, speedups: dict[str, float], rng: random
     return called, again.fastest == "lto"
 
 
-def rates_asked(runs: int, seed: int = 0, model: NoiseModel = MODELS["two-speed"]) -> tuple[float, float]:
+def rates_asked(runs: int, seed: int = 0, model: StudyModel = MODELS["two-speed"]) -> tuple[float, float]:
     """The user who reruns with the rounds the output asks for where it named no fastest variant:
     (false positives on the null over both campaigns, detection of the planted 3 %)."""
     rng = random.Random(f"asked-{seed}")
@@ -133,7 +134,7 @@ if __name__ == "__main__":
     print("\n".join(verdict_lines()))
 
 
-def until_decided(model: NoiseModel, speedups: dict[str, float], seed: int, max_runs: int | None = None):
+def until_decided(model: StudyModel, speedups: dict[str, float], seed: int, max_runs: int | None = None):
     """One `perflab variants --until-decided` campaign: the study's own rounds and stop rule
     (study.measure) through the MockExecutor, at its default budget and --min-effect."""
     rng = random.Random(f"{model.name}-{sorted(speedups.items())}-{seed}-until-decided")

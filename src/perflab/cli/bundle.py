@@ -40,7 +40,7 @@ def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> Non
 class _BundleCommand(click.Command):
     """`perflab bundle ...` packs; `perflab bundle verify ...` is handed to the verify command."""
 
-    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
+    def make_context(self, info_name, args, parent=None, **extra):
         if args and args[0] == "verify":
             return verify.make_context(f"{info_name} verify", list(args[1:]), parent=parent, **extra)
         return super().make_context(info_name, args, parent=parent, **extra)

@@ -72,9 +72,9 @@ def command(campaigns: tuple[str, ...], baseline: str | None, fail_if: tuple[str
         if len(campaigns) != 1:
             raise PerflabError("--baseline NAME takes one CAMPAIGN to gate: perflab compare --baseline "
                                "main 7 --fail-if 'median>+3%'")
-        config = GateConfig(baseline, _ids(campaigns[0], one=True)[0], thresholds_of(fail_if), alpha, cross_machine)
+        gate = GateConfig(baseline, _ids(campaigns[0], one=True)[0], thresholds_of(fail_if), alpha, cross_machine)
         store = open_store(db_url)
-        exit_for(run_gate(store, config, junit_path, markdown_path, json_path, html_path))
+        exit_for(run_gate(store, gate, junit_path, markdown_path, json_path, html_path))
         return
     if len(campaigns) != 2:
         raise PerflabError("compare takes two campaigns A B (ids from 'perflab results'), or "

@@ -41,7 +41,7 @@ def _check_study(argv: tuple[str, ...]) -> None:
     study, args = argv[0], list(argv[1:])
     ctx = click.Context(cli)
     try:
-        cli.get_command(ctx, study).make_context(study, args, parent=ctx)
+        cli.get_command(ctx, study).make_context(study, args, parent=ctx)  # type: ignore[union-attr]  # one of submit.STUDIES, checked first
     except click.exceptions.Exit:
         raise PerflabError(f"the study options print help instead of running: {' '.join(args)}") from None
     except click.ClickException as exc:

@@ -267,7 +267,7 @@ class Positive(click.ParamType):
 
 # ---- the primary metric and the series (cli/metric_options.py) ----------------------------------
 
-from perflab.cli.metric_options import MetricChoice, metric_choice, primary_metric_options  # noqa: E402,F401
+from perflab.cli.metric_options import MetricChoice, metric_choice, primary_metric_options  # noqa: E402,F401 - re-exported for the commands that import options
 
 
 # ---- a study's --tune: the machine tuned before it, reset after it (platform/tune/reset.py) ------

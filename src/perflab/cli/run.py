@@ -236,7 +236,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         higher_is_better=direction, warmup=warmup,
         runs=runs, precision=_percent(precision), min_runs=min_runs, max_runs=max_runs,
         max_time=max_time, seed=seed, parameters=tuple(parameters), cpus=cpu_tuple,
-        until_decided=until_decided, min_effect=_percent(min_effect, "--min-effect"),
+        until_decided=until_decided, min_effect=_percent(min_effect, "--min-effect"),  # type: ignore[arg-type]  # it has a default
         perf_stat=perf_stat, timeout=timeout, ignore_failure=ignore_failure, prepare=prepare,
         workload=workload_name, env=wl_env, cwd=wl_cwd, reference=reference,
         instrument="" if model is None else instrument, cache_model=model.text() if model else "",

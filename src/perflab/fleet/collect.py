@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.store import dumps, envelope, open_store
@@ -56,6 +57,7 @@ def collect(name: str, shard_dir: Path, target, required: bool = True) -> Collec
     if required and not paths:
         raise PerflabError(f"no *.db shards in {shard_dir}; did the fleet's tasks run with --shards there?")
     res = CollectResult(skipped=[], merged=[])
+    assert res.skipped is not None and res.merged is not None  # made as lists just above
     existing = {c.labels.get("collected"): c for c in target.campaigns() if c.labels.get("collected")}
     for path in paths:
         if target.path and Path(target.path).resolve() == path.resolve():
@@ -177,7 +179,7 @@ def _artifacts(conn, shard, target, src_id: int, dst_id: int) -> int:
     return len(new)
 
 
-def _failed(verb: str, camp: object, target: object, exc: Exception) -> PerflabError:
+def _failed(verb: str, camp: Any, target: Any, exc: Exception) -> PerflabError:
     """One line for a merge or copy the target refused (its transaction rolled back)."""
     why = " ".join(str(getattr(exc, "orig", exc)).split())[:200]
     return PerflabError(f"cannot {verb} campaign {camp.id} into {target.display}: {why}; nothing of it "

@@ -20,6 +20,7 @@ from typing import Any
 from perflab.errors import PerflabError
 from perflab.stats import median
 from perflab.stats.peers import median_ci_positions, median_ci
+from perflab.stats.peer_medians import MemberSummary
 from perflab.store.summaries import ALL, RUNS_PER_S, RunSummary
 
 
@@ -29,7 +30,7 @@ class HostData:
 
     values: list[float] = field(default_factory=list)  # higher is better
     headline: dict[str, Any] = field(default_factory=dict)
-    summary: RunSummary | None = None  # host_summaries' (values then stay empty)
+    summary: RunSummary | MemberSummary | None = None  # host_summaries' (values then stay empty); visits pooled
 
 
 def _ci(xs: list[float]) -> dict | None:
@@ -45,7 +46,7 @@ def _instances(summary: dict) -> HostData:
     if not scans:
         return HostData(headline={"note": "no scan in the campaign's summary"})
     best = max(scans, key=lambda s: s.get("optimum_throughput") or 0.0)
-    point = next((p for p in best.get("points", []) if p.get("n") == best.get("optimum_n")), {})
+    point: dict[str, Any] = next((p for p in best.get("points", []) if p.get("n") == best.get("optimum_n")), {})
     samples = [float(x) for x in point.get("samples") or [] if x is not None]
     return HostData(samples, {
         "quantity": f"throughput ({summary.get('unit', '')}) at the optimum".replace(" ()", ""),
@@ -98,7 +99,7 @@ def _runs(store, campaigns: list, metric: str | None, labels: dict[int, str] | N
     distinct = set(labels.values()) if labels else set()
     if len(distinct) > 1:
         # Per-host labels (a command naming its node-local bundle directory): fetch them too.
-        query = sa.select(m.c.campaign_id, value, m.c.label).where(m.c.campaign_id.in_(list(labels)))
+        query = sa.select(m.c.campaign_id, value, m.c.label).where(m.c.campaign_id.in_(list(labels)))  # type: ignore[arg-type]  # not None where distinct holds two
         query = query.where(ok).where(m.c.label.in_(sorted(distinct)))
     elif distinct:
         query = query.where(m.c.label == distinct.pop())
@@ -146,14 +147,14 @@ def _fetch_raw(store, query) -> list[tuple]:
 def _selection(store, campaigns: list) -> tuple[str | None, dict[int, str] | None]:
     """(the throughput metric or None for 1 / wall time, campaign id -> label compared or None: all)."""
     metric, label = first_run(store, [c.id for c in campaigns])
-    labels = None
+    labels: dict[int, str] | None = None
     if campaigns[0].study == "run":
         # Compare each host's first command (runs interleave, so the first stored run may be of
         # another); its name may differ per host, e.g. a path into the node's bundle directory.
         labels = {}
         for c in campaigns:
             benches = (c.summary or {}).get("benchmarks") or []
-            labels[c.id] = benches[0].get("command", label) if benches else label
+            labels[c.id] = benches[0].get("command", label) if benches else label  # type: ignore[assignment]  # a run campaign has a first run
     return metric, labels
 
 

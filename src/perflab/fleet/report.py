@@ -69,7 +69,7 @@ def _spread(values: list[float]) -> dict[str, Any]:
     arr = np.asarray(values, dtype=float)
     ci = None
     if arr.size >= 2:
-        lo, hi, level = median_ci(arr, 0.95)
+        lo, hi, level = median_ci(arr, 0.95)  # type: ignore[arg-type]  # an array serves as the sequence
         ci = {"low": lo, "high": hi, "level": round(level, 4)}
     p10, p25, p75, p90 = (float(x) for x in np.quantile(arr, [0.1, 0.25, 0.75, 0.9]))
     med = float(np.median(arr))
@@ -158,7 +158,8 @@ def _by_round(data: dict, groups: dict, owner: dict, round_of: dict[str, int]) -
     out: dict = {}
     for g, hs in groups.items():
         for h in hs:
-            vals, rounds = [], []
+            vals: list[float] = []
+            rounds: list[int] = []
             for c in owner[(g, h)]:
                 v = data[c.id].values if c.id in data else []
                 vals += v
@@ -238,6 +239,8 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             entry["visits"] = [{"slot": o.slot, "round": round_of.get(o.slot), "status": o.state, "job": o.job,
                                 "campaign_id": o.campaign_id} for o in visits[host]]
         if s.state == "done":
+            # A done slot's campaign is read (the **plat below relies on it): so is its platform.
+            assert plat is not None and key is not None
             mine = [campaigns[o.campaign_id] for o in visits.get(host, [s])
                     if o.state == "done" and o.campaign_id in campaigns]
             for c in mine:
@@ -267,10 +270,13 @@ def build(store, fleet: state.Fleet, submitter, alpha: float = 0.05, min_effect:
             entry["error"] = s.reason
             entry["log"] = s.log
         hosts.append(entry)
+    judged: dict | None
     if by_runs and groups and round_of:
         judged = _by_round(data, groups, owner, round_of)
     else:
         judged = _by_time(store, done, groups, owner) if by_runs and groups else None
+    # Any: TimedTests where time is judged (the only place their time fields are read), else PeerTests.
+    tests: Any
     if not groups:
         tests = []
     elif judged is not None:

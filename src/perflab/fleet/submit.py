@@ -197,7 +197,7 @@ def _rehome(fleet: state.Fleet, failed: list[str], submitter: Submitter,
             out[slot] = node
         else:
             spare = next((n for n in up if n not in taken and n not in out.values()), None)
-            why = f"{node} is not up {states.get(node, '(not in sinfo)')}"
+            why = f"{node} is not up {states.get(node, '(not in sinfo)')}"  # type: ignore[arg-type]  # None: not in sinfo
             if spare is None:
                 notes.append(f"slot {slot}: {why} and every node that is up has a slot of this fleet; "
                              f"left failed (bring {node} back, then resubmit)")
@@ -220,7 +220,7 @@ def _revisit(fleet: state.Fleet, failed: list[str], submitter: Submitter,
         if node in up:
             out[slot] = node
         else:
-            notes.append(f"slot {slot}: {node} is not up {states.get(node, '(not in sinfo)')}; a visit is "
+            notes.append(f"slot {slot}: {node} is not up {states.get(node, '(not in sinfo)')}; a visit is "  # type: ignore[arg-type]  # as above
                          f"measured on its own node, so it is left failed (bring {node} back, then resubmit)")
     return out, notes
 
@@ -234,6 +234,7 @@ def resubmit(store, fleet: state.Fleet, submitter: Submitter, db: str) -> tuple[
         return {}, []
     pl = Placement(**{**fleet.config["placement"], "nodelist": tuple(fleet.config["placement"]["nodelist"])})
     submitter.check(pl)
+    nodes: dict[str, str] | None
     if fleet.config.get("visits", 1) > 1:
         nodes, notes = _revisit(fleet, slots, submitter, pl)
     else:

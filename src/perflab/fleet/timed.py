@@ -61,10 +61,10 @@ def timed_runs(store, campaigns: list, metric: str | None, labels: dict[int, str
         keep = np.isfinite(vals)
         offset = (c.labels or {}).get("clock_offset_ns")
         try:
-            base = float(offset) / 1e9
+            base = float(offset) / 1e9  # type: ignore[arg-type]  # None raises TypeError, caught
         except (TypeError, ValueError):
             base = _epoch(c.started) - float(arr[:, 0].min()) / 1e9
-        out[c.id] = TimedRuns(arr[keep, 0] / 1e9 + base, arr[keep, 1] / 1e9 + base, vals[keep])
+        out[c.id] = TimedRuns(arr[keep, 0] / 1e9 + base, arr[keep, 1] / 1e9 + base, vals[keep])  # type: ignore[arg-type]  # arrays
     return out
 
 
@@ -94,6 +94,7 @@ def time_note(gt: GroupTime, outside: int, held: list[str], visits: bool = True)
     (``visits``: whether the fleet could have visited its nodes in rounds, i.e. one job a node)."""
     if gt.mode in ("together", "window"):
         w = gt.window
+        assert w is not None  # these two modes have a window
         tail = (f"; {outside} run(s) outside it (a host still running after a peer had ended, or "
                 "started before one began) not compared") if outside else ""
         alone = (f"; {', '.join(gt.left_out)} ran outside that window (before the others started or after "

@@ -101,8 +101,8 @@ def build(
     out = root / output_name
     if out.exists():
         log = (root / "build.log").read_text() if (root / "build.log").exists() else ""
-        cmd = tuple((root / "command").read_text().split("\0")) if (root / "command").exists() else ()
-        return BuildResult(out, key, True, cmd, log)
+        stored = tuple((root / "command").read_text().split("\0")) if (root / "command").exists() else ()
+        return BuildResult(out, key, True, stored, log)
 
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root.parent))

@@ -266,7 +266,7 @@ def _build_locked(
     if v.pgo and not train_argv:
         raise BuildError("a PGO variant needs a training command (the study gives one by default)")
     libs = _split_libs(v.link_flags)[1]
-    if libs and target.template != "cmake" and "{libs}" not in target.template:
+    if libs and target.template != "cmake" and "{libs}" not in (target.template or ""):
         raise BuildError(f"variant '{v.name}' links {' '.join(libs)} but the build template has no {{libs}}: "
                          "add e.g. LDLIBS={libs} to it")
     jobs = jobs or len(os.sched_getaffinity(0))
@@ -289,7 +289,7 @@ def _build_locked(
                   ("", [f"-fprofile-use={prof}", "-fprofile-correction", "-Wmissing-profile"])]
     kind = "CMake" if cmake else shlex.split(target.template or "")[0]
     ran: list[str] = []
-    notes: list[str] = []
+    notes = []
     template = target.template or ""
     # --build make tries the common conventions in turn before it gives up.
     tries = [DEFAULT_MAKE, MY_MAKE] if template == DEFAULT_MAKE else [template]
@@ -302,8 +302,8 @@ def _build_locked(
         if cmake:
             work.mkdir()
         else:
-            shutil.copytree(target.src_dir, work, symlinks=True, ignore=_ignore)
-        vals = _values(v, target.src_dir if cmake else work, extra, extra, jobs, marker)
+            shutil.copytree(target.src_dir, work, symlinks=True, ignore=_ignore)  # type: ignore[arg-type]  # checked on entry
+        vals = _values(v, target.src_dir if cmake else work, extra, extra, jobs, marker)  # type: ignore[arg-type]  # as above
         text = ""
         for cmd in _commands(template, vals, work):
             ran.append(shlex.join(cmd))

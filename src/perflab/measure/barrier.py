@@ -114,7 +114,7 @@ def run_released(ex: CopyHost, specs: Sequence[RunSpec], together: bool = True) 
     start_list = []
     for c in copies:
         pid = c["pid"]
-        own_start = records.get(("S", pid), [None, None, str(release)])
+        own_start = records.get(("S", pid), ["", "", str(release)])  # only its start is read
         start_list.append(int(own_start[2]))
         status, ru = statuses[pid]
         err_rec = records.get(("E", pid))
@@ -122,8 +122,8 @@ def run_released(ex: CopyHost, specs: Sequence[RunSpec], together: bool = True) 
             raise_spawn_errno(int(err_rec[2]), base_argv(c["spec"])[0])
         res = ex.finish(c["spec"], status, ru, release, ends[pid], timed[pid],
                         c["out"], c["err"], c["perf_out"], records.get(("R", pid)))
-        if peaks.get(pid) is not None:
-            res.metrics["pss_kb"] = float(peaks[pid])  # peak PSS of the command's process tree
+        if (peak := peaks.get(pid)) is not None:
+            res.metrics["pss_kb"] = float(peak)  # peak PSS of the command's process tree
         if together:
             # Copies released together are timed from the common release, as the contract says.
             res.wall_ns = res.end_ns - release

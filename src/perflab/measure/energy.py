@@ -51,6 +51,8 @@ class RaplMeter:
         self.interval_s = max(1.0, shortest_wrap_s / 2)
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
+        self._last: dict[str, int] = {}  # set by start()
+        self._acc: dict[str, int] = {}
 
     def _sample(self) -> None:
         with self._lock:

@@ -109,7 +109,8 @@ class PssSampler:
     def sample(self) -> None:
         for pid in self.pids:
             kb = tree_pss_kb(self.root, pid, include_self=False)
-            if kb is not None and (self.peaks[pid] is None or kb > self.peaks[pid]):
+            peak = self.peaks[pid]
+            if kb is not None and (peak is None or kb > peak):
                 self.peaks[pid] = kb
         self.samples += 1
 

@@ -133,7 +133,7 @@ class RealExecutor:
     def trampoline(self) -> tuple[str, ...] | None:
         if self._tramp is False:
             self._tramp = spawnrun_trampoline()
-        return self._tramp  # type: ignore[return-value]
+        return self._tramp  # type: ignore[return-value]  # False only before the first call, replaced above
 
     def _perf_path(self, index: int = 0) -> str:
         import tempfile
@@ -172,9 +172,9 @@ class RealExecutor:
         else:
             exit_code, sig = decode_status(pid_status)
             result = RunResult(
-                wall_ns=end_ns - start_ns, user_s=ru.ru_utime, sys_s=ru.ru_stime,  # type: ignore[attr-defined]
-                maxrss_kb=ru.ru_maxrss, minflt=ru.ru_minflt, majflt=ru.ru_majflt,  # type: ignore[attr-defined]
-                nvcsw=ru.ru_nvcsw, nivcsw=ru.ru_nivcsw,  # type: ignore[attr-defined]
+                wall_ns=end_ns - start_ns, user_s=ru.ru_utime, sys_s=ru.ru_stime,  # type: ignore[attr-defined]  # ru is the rusage the wait returned
+                maxrss_kb=ru.ru_maxrss, minflt=ru.ru_minflt, majflt=ru.ru_majflt,  # type: ignore[attr-defined]  # as above
+                nvcsw=ru.ru_nvcsw, nivcsw=ru.ru_nivcsw,  # type: ignore[attr-defined]  # as above
                 exit_code=exit_code, signal=sig, timed_out=timed_out, start_ns=start_ns, end_ns=end_ns,
             )
             if timed_out:
@@ -193,7 +193,7 @@ class RealExecutor:
         if perf_out is not None:
             try:
                 with open(perf_out, encoding="utf-8", errors="replace") as fh:
-                    counters, unsupported = perfstat.as_asked(*perfstat.parse(fh.read()), spec.perf_events)
+                    counters, unsupported = perfstat.as_asked(*perfstat.parse(fh.read()), spec.perf_events)  # type: ignore[arg-type]  # a perf output only where events were asked
             except OSError:
                 counters, unsupported = {}, []
             result.counters = counters
@@ -321,7 +321,7 @@ class RealExecutor:
                     "max RSS then includes perflab's own (install gcc to fix)")
             else:
                 self._srv = Server.start(path, self._out, self._err, self.devnull)
-        return self._srv  # type: ignore[return-value]
+        return self._srv  # type: ignore[return-value]  # never False here: replaced above
 
     def _stop_server(self) -> None:
         if isinstance(self._srv, Server):

@@ -124,7 +124,7 @@ BLOCKS = 200  # stamps-only series are judged in at most this many blocks of eve
 class Steady:
     """One run's steady part: its events, their seconds, the warm-up, the per-event times."""
 
-    warmup: object  # stats.steady.Warmup
+    warmup: Warmup
     events: float  # events in the steady part
     seconds: float  # their time
     times: list[float]  # per-event ms of the steady part (block means where stamps-only)

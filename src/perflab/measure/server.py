@@ -73,7 +73,7 @@ class Server:
         self.pid, self.req, self.resp = pid, req, resp
         self._buf = b""
         self.stopped = False
-        self._env_at_start = dict(os.environ._data)  # type: ignore[attr-defined]
+        self._env_at_start = dict(os.environ._data)  # type: ignore[attr-defined]  # the bytes behind os.environ
 
     @classmethod
     def start(cls, path: str, out: int, err: int, devnull: int) -> "Server":

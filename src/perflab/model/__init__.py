@@ -48,7 +48,7 @@ class RunSpec:
     perf_events: tuple[str, ...] | None = None  # collect `perf stat -e` counters when set
     capture_output: bool = True  # keep stdout/stderr for metrics and the failure tail
     label: str = ""  # the command's display name (hyperfine's "command")
-    params: Mapping[str, object] = field(default_factory=dict)  # scan parameters, cpu, n, variant
+    params: Mapping[str, Any] = field(default_factory=dict)  # scan parameters, cpu, n, variant
     sample_pss: bool = False  # concurrent copies: peak PSS of each copy's tree -> metrics["pss_kb"]
     instrument: str = ""  # how else the run is measured: "" (time, rusage) or "cachegrind"
     series: tuple[MetricPattern, ...] = ()  # per-event lines kept with arrival stamps (measure/series.py)
@@ -77,7 +77,7 @@ class RunResult:
     stdout_tail: str = ""
     stderr_tail: str = ""  # last lines of stderr, kept when the run failed
     energy: dict[str, float] = field(default_factory=dict)  # joules per domain, e.g. "pkg0"
-    health: dict[str, object] = field(default_factory=dict)  # what the machine said during the run
+    health: dict[str, Any] = field(default_factory=dict)  # what the machine said during the run
     suspect: bool = False  # taken while the machine was disturbed; health says how
     series: bytes = b""  # the run's per-event series, compact (measure/series.encode); stored apart
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from perflab.model import MetricPattern, RunSpec
 
@@ -51,20 +51,21 @@ class Workload:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> "Workload":
+    def from_dict(cls, d: Mapping[str, Any]) -> "Workload":
         """The inverse of ``as_dict`` (lists back to tuples), for resuming a stored campaign."""
         d = dict(d)
-        d["argv"] = tuple(d["argv"])  # type: ignore[arg-type]
-        d["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics") or ())  # type: ignore[union-attr]
-        d["series"] = tuple(MetricPattern(**m) for m in d.get("series") or ())  # type: ignore[union-attr]
+        d["argv"] = tuple(d["argv"])
+        d["metrics"] = tuple(MetricPattern(**m) for m in d.get("metrics") or ())
+        d["series"] = tuple(MetricPattern(**m) for m in d.get("series") or ())
         for key in ("fork_arg", "event_arg"):
             if d.get(key) is not None:
-                d[key] = tuple(d[key])  # type: ignore[arg-type]
+                d[key] = tuple(d[key])
         if d.get("build"):
-            b = dict(d["build"])  # type: ignore[call-overload]
-            d["build"] = BuildRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in b.items()})
-        d["env"] = dict(d.get("env") or {})  # type: ignore[call-overload]
-        return cls(**d)  # type: ignore[arg-type]
+            b = dict(d["build"])
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in b.items()}
+            d["build"] = BuildRecipe(**fields)
+        d["env"] = dict(d.get("env") or {})
+        return cls(**d)
 
     def metric_names(self) -> tuple[str, ...]:
         """The named groups of the workload's metric regexes, in order."""
@@ -88,4 +89,4 @@ class Workload:
             label=self.name,
         )
         base.update(overrides)
-        return RunSpec(**base)  # type: ignore[arg-type]
+        return RunSpec(**base)  # type: ignore[arg-type]  # base holds RunSpec's fields by name

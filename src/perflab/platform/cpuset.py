@@ -60,7 +60,7 @@ def _pids(root: Root, cgroup: str) -> list[str]:
 
 
 def tune(root: Root, cpus: tuple[int, ...], others: list[int], state: dict[str, Any], sid: str,
-         dry_run: bool, save: Callable[[], None]) -> tuple[str, str, list[str]]:
+         dry_run: bool, save: Callable[[], None]) -> tuple[str, str] | tuple[str, str, list[str]]:
     """Build the shield (recorded in ``state`` before each step); the knob's (status, text, more lines)."""
     kind, mount = find(root)
     if kind is None:
@@ -139,7 +139,8 @@ def tune(root: Root, cpus: tuple[int, ...], others: list[int], state: dict[str, 
 
 def _classify(root: Root, mount: str) -> tuple[list[str], list[str]]:
     """The root cpuset's processes: (movable, kernel threads bound to their CPUs)."""
-    movable, bound = [], []
+    movable: list[str] = []
+    bound: list[str] = []
     for pid in _pids(root, mount):
         (bound if _flags(root, pid) & PF_NO_SETAFFINITY else movable).append(pid)
     return movable, bound

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+from typing import Literal
 
 
 def join_path(base: str, path: str) -> str:
@@ -62,8 +63,8 @@ def interpreters(path: str) -> list[str]:
                 return []
             is64 = head[4] == 2
             little = head[5] == 1
-            order = "little" if little else "big"
-            num = lambda off, n: int.from_bytes(head[off:off + n], order)  # noqa: E731
+            order: Literal["little", "big"] = "little" if little else "big"
+            num = lambda off, n: int.from_bytes(head[off:off + n], order)  # noqa: E731 - a one-line reader for the header fields below
             if is64:
                 phoff, phentsize, phnum = num(32, 8), num(54, 2), num(56, 2)
             else:
@@ -71,7 +72,7 @@ def interpreters(path: str) -> list[str]:
             for i in range(phnum):
                 f.seek(phoff + i * phentsize)
                 ph = f.read(phentsize)
-                p = lambda off, n: int.from_bytes(ph[off:off + n], order)  # noqa: E731
+                p = lambda off, n: int.from_bytes(ph[off:off + n], order)  # noqa: E731 - as above, for the program headers
                 if p(0, 4) != 3:  # PT_INTERP
                     continue
                 off, size = (p(8, 8), p(32, 8)) if is64 else (p(4, 4), p(16, 4))

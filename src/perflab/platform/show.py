@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from perflab.platform.metadata import collect
 from perflab.platform.probes import all_probes
@@ -92,7 +92,7 @@ def render(info: dict, console=None) -> None:
     head.add_row("offline CPUs", format_cpulist(t["offline"]) or "none")
     if t["allowed"] is not None:
         head.add_row("allowed (affinity)", format_cpulist(t["allowed"]))
-    sockets = {}
+    sockets: dict[Any, Any] = {}
     for c in t["cpus"]:
         sockets.setdefault(c["socket"], []).append(c["id"])
     head.add_row("sockets", "; ".join(f"{s}: {format_cpulist(v)}" for s, v in sorted(sockets.items())))
@@ -114,7 +114,7 @@ def render(info: dict, console=None) -> None:
     caches = Table(title="caches")
     for col, just in (("level", "right"), ("type", "left"), ("size", "right"), ("instances", "right"),
                       ("CPUs each", "right"), ("sharing", "left")):
-        caches.add_column(col, justify=just)
+        caches.add_column(col, justify=just)  # type: ignore[arg-type]  # rich wants a Literal; the tuple holds its words
     kinds: dict[tuple, list[dict]] = {}
     for c in t["caches"]:
         kinds.setdefault((c["level"], c["type"], c["size_bytes"]), []).append(c)

@@ -207,13 +207,14 @@ def read_topology(root: Root = Root("/")) -> Topology:
         notes.append("no NUMA information in sysfs: one node (id 0) holding every online CPU")
         node_cpus[0] = tuple(sorted(online))
         distances: dict[tuple[int, int], int] = {}
+        mem: dict[int, int | None]
         mem = {0: None}
     else:
         for n in node_ids:
             base = f"{NODE_DIR}/node{n}"
             listed = root.read_cpulist(f"{base}/cpulist")
-            cpus = set(listed) if listed is not None else set(parse_cpumask(root.read(f"{base}/cpumap")))
-            node_cpus[n] = tuple(sorted(cpus & online))
+            in_node = set(listed) if listed is not None else set(parse_cpumask(root.read(f"{base}/cpumap")))
+            node_cpus[n] = tuple(sorted(in_node & online))
         distances = _distances(root, node_ids)
         mem = {n: _node_mem(root, n) for n in node_ids}
     node_of: dict[int, int] = {}

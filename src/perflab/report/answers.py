@@ -202,7 +202,7 @@ def program(campaign: Any) -> tuple[str, bool]:
     if isinstance(w, str):
         return w, w in BUILTIN
     names = [c.get("name") for c in cfg.get("commands") or [] if isinstance(c, dict) and c.get("name")]
-    return (", ".join(names) or cfg.get("label") or ""), False
+    return (", ".join(names) or cfg.get("label") or ""), False  # type: ignore[arg-type]  # names: strings, the truthy ones
 
 
 def workloads(campaigns: list[Any]) -> list[str]:

@@ -10,7 +10,7 @@ a key is absent.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from perflab.platform import owner
 from perflab.report import plots
@@ -168,7 +168,7 @@ def finding(significant: bool | None, ratio: float | None, higher_is_better: boo
     return plots.BETTER if (ratio > 1) == bool(higher_is_better) else plots.WORSE
 
 
-def levels(cis: list[dict | None]) -> str:
+def levels(cis: Sequence[dict | None]) -> str:
     """The intervals' level for a legend: '96% CI', or '96-99% CIs' where they differ."""
     ls = sorted({round(100 * c["level"]) for c in cis if c and c.get("level")})
     if not ls:

@@ -7,6 +7,7 @@ is kept as plain text here and escaped by the renderer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 
 class Code(str):
@@ -18,7 +19,7 @@ class Code(str):
 class Table:
     title: str
     columns: list[str]
-    rows: list[list[object]]
+    rows: Sequence[Sequence[object]]
     note: str = ""
 
 

@@ -164,10 +164,11 @@ def instances_section(campaign: Any, result: InstancesResult, measurements: list
         # the study's own sentence (it says "not enough evidence" where it has too few rounds)
         sec.verdict = result.verdict()
     energy_on = bool(result.energy_source)
-    rows, marks = [], []
+    rows: list[list[object]] = []
+    marks: list[Mark] = []
     for s in scans:
         for p in s.points:
-            marks.append(Mark(len(rows), p.throughput, plots.ESTIMATE))
+            marks.append(Mark(len(rows), p.throughput, plots.ESTIMATE))  # type: ignore[arg-type]  # None: a failed point
             rows.append([s.policy, p.n, p.reps, p.throughput,
                          ci_of(p.ci.as_dict(), estimate=p.throughput) if p.ci else "no CI: 1 round",
                          p.per_copy, p.gain_per_copy, p.start_spread_us]
@@ -268,5 +269,5 @@ def variants_section(campaign: Any, result: VariantsResult, measurements: list) 
 
 # The builders of the studies that run perflab's own kernels (and the verdict helpers others
 # import from here) register on import.
-from perflab.report.sections_code import VERDICTS, cost_points, instances_verdict, micro_verdict  # noqa: E402,F401
+from perflab.report.sections_code import VERDICTS, cost_points, instances_verdict, micro_verdict  # noqa: E402,F401 - registers on import, after this module's builders; re-exported
 from perflab.report import score_section  # noqa: E402,F401  (registers the score builder)

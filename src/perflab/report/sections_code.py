@@ -143,7 +143,8 @@ def frontend_section(campaign: Any, result: FrontendResult, measurements: list) 
     by_size: dict[tuple, dict] = {}
     for p in points:
         by_size.setdefault((p.bytes, p.cpu), {})[p.mode] = p
-    rows, marks = [], []
+    rows: list[list[object]] = []
+    marks: list[Mark] = []
     for (b, cpu), modes in sorted(by_size.items(), key=lambda kv: (kv[0][1] or -1, kv[0][0] or 0)):
         p4, p2, r = modes.get("4k"), modes.get("2m"), ratios.get((b, cpu))
         f = (plots.BETTER if r.helps else plots.NOT_SIGNIFICANT) if r else "—"
@@ -212,14 +213,14 @@ def frontend_simulated(sec: Section, result: FrontendResult) -> Section:
     knees = [k for k in result.knees if k.knee_bytes]
     vlines = {"simulated I1 (expected knee)": result.expected_knee_bytes / 1024} \
         if result.expected_knee_bytes else {}
-    vlines.update({"knee": k.knee_bytes / 1024 for k in knees})
+    vlines.update({"knee": k.knee_bytes / 1024 for k in knees if k.knee_bytes})
     if pts:
         _plot(sec, "I1 misses per dispatch against code size (simulated; no TLB model)",
               lambda: plots.lines({"I1 misses": ([p.bytes / 1024 for p in pts],
                                                  [p.i1_per_dispatch for p in pts])},
                                   "hot code size [KiB] (log scale)", "simulated I1 misses per dispatch",
                                   logx=True, vlines=vlines),
-              source=title, column=column, marks=[Mark(i, p.i1_per_dispatch, plots.ESTIMATE)
+              source=title, column=column, marks=[Mark(i, p.i1_per_dispatch, plots.ESTIMATE)  # type: ignore[arg-type]  # pts keeps counted points
                                                   for i, p in enumerate(pts)])
     return sec
 

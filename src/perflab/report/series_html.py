@@ -34,12 +34,13 @@ def add_series(sec: Section, benches: list[dict]) -> None:
         "steady: events after the warm-up over their time (runs as clusters from 3 runs, else 10 batches "
         "a run, which see event-to-event variation only); quantiles: order-statistic intervals at the "
         f"level shown, over {found[0][1].over}")))
+    # The ignores: mypy cannot type a lambda whose defaults bind the loop's values (made with none).
     for command, s in found:
         runs = {f"run {i + 1}": ([p[0] for p in pts], [p[1] for p in pts]) for i, pts in enumerate(s.rate_over_time)}
-        _plot(sec, f"{command}: event rate over time, per run", lambda runs=runs, s=s: plots.lines(
+        _plot(sec, f"{command}: event rate over time, per run", lambda runs=runs, s=s: plots.lines(  # type: ignore[misc]  # see above
             runs, xlabel="seconds since the run started", ylabel="events/s", zero=True,
             hline=("steady rate", s.steady_rate)), source=TITLE, column="steady [events/s]", unit="events/s")
-        _plot(sec, f"{command}: per-event time, empirical CDF", lambda s=s: plots.lines(
+        _plot(sec, f"{command}: per-event time, empirical CDF", lambda s=s: plots.lines(  # type: ignore[misc]  # see above
             {command[:30]: ([p[0] for p in s.ecdf], [p[1] for p in s.ecdf])},
             xlabel="ms per event", ylabel="share of events at or below", logx=s.max_ms > 20 * s.quantiles["p50"]["value"]),
             source=TITLE, column="p50 [ms]", unit="ms")

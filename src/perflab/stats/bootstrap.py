@@ -8,10 +8,13 @@ makes the interval deterministic: the same data and seed give the same interval.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from perflab.errors import PerflabError
 from perflab.stats.describe import _values
+
+if TYPE_CHECKING:
+    from perflab.stats.describe import Values
 
 # Resample in blocks so that n_boot x n never needs more than ~8M floats at once.
 _BLOCK_ELEMENTS = 8_000_000
@@ -33,7 +36,7 @@ def _check(confidence: float, n_boot: int) -> None:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
 
 
-def bootstrap_medians(xs: Sequence[float], n_boot: int = 2000, seed: int = 0, rng=None):
+def bootstrap_medians(xs: Values, n_boot: int = 2000, seed: int = 0, rng=None):
     """Medians of ``n_boot`` resamples of ``xs`` (numpy array), drawn from ``rng`` or ``seed``."""
     import numpy as np
 

@@ -11,9 +11,13 @@ BIC(line) - BIC(hinge) > ``threshold`` (10 by default: "very strong" evidence in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from perflab.stats.describe import _values
+
+if TYPE_CHECKING:  # numpy loads lazily
+    import numpy as np
+    from numpy.typing import NDArray
 
 # Residual sums of squares are floored at this fraction of the total sum of squares: on exactly
 # linear (or exactly hinged) data the RSS is rounding noise (~1e-30) and its logarithm would
@@ -38,7 +42,7 @@ def _bic(rss: float, n: int, params: int, floor: float) -> float:
     return n * math.log(max(rss, floor) / n) + params * math.log(n)
 
 
-def _rss(design, y) -> tuple[float, object]:
+def _rss(design, y) -> tuple[float, NDArray[np.float64]]:
     import numpy as np
 
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)

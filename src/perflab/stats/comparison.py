@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from perflab.stats.bootstrap import ratio_of_medians
 from perflab.stats.describe import _values
+
+if TYPE_CHECKING:
+    from perflab.stats.describe import Values
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class Comparison:
         return cliffs_delta_magnitude(self.effect_size)
 
 
-def mann_whitney(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+def mann_whitney(a: Values, b: Values) -> tuple[float, float]:
     """Mann-Whitney U of ``a`` (pairs a>b count 1, ties 1/2) and its two-sided p-value.
 
     scipy.stats.mannwhitneyu with alternative="two-sided" (exact distribution for small samples

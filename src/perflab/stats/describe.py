@@ -5,10 +5,17 @@ Functions only: the ``Summary`` record lives in sample.py, which `perflab run` d
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence, Union
+
+if TYPE_CHECKING:  # numpy loads lazily: `perflab run` starts without it
+    import numpy as np
+    from numpy.typing import NDArray
+
+    # What a statistic takes: the caller's list, or an array another statistic already made.
+    Values = Union[Sequence[float], NDArray[np.float64]]
 
 
-def _values(xs: Sequence[float]) -> "object":
+def _values(xs: Values) -> NDArray[np.float64]:
     import numpy as np
 
     arr = np.asarray(list(xs), dtype=float)
@@ -34,7 +41,7 @@ def mad(xs: Sequence[float]) -> float:
     return float(np.median(np.abs(arr - np.median(arr))))
 
 
-def stddev(xs: Sequence[float]) -> float:
+def stddev(xs: Values) -> float:
     """Sample standard deviation with Bessel's correction (n-1); 0.0 for a single value."""
     import numpy as np
 

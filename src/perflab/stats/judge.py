@@ -30,7 +30,7 @@ from statistics import NormalDist
 from typing import Sequence
 
 from perflab.stats.describe import median
-from perflab.stats.modes import detect_modes
+from perflab.stats.modes import Modes, detect_modes
 from perflab.stats.speeds import within_speeds
 
 MIN_SAVES = 3  # successive differences about their mean need three campaign medians
@@ -151,13 +151,13 @@ class Pair:
     b: tuple[float, ...]
 
 
-def modes(values: Sequence[float]):
+def modes(values: Sequence[float]) -> Modes | None:
     """stats.modes' fit of a side, or None below MODES_MIN_N runs (it reports one mode there)."""
     return detect_modes(values) if len(values) >= MODES_MIN_N else None
 
 
 def align(a: Sequence[float], b: Sequence[float],
-          higher_is_better: bool | None = False) -> tuple[list[Pair], object, object, str]:
+          higher_is_better: bool | None = False) -> tuple[list[Pair], Modes | None, Modes | None, str]:
     """Like-with-like pairs, the modes of each side (None when not looked for), and why the
     comparison is inconclusive ('' when it is not): the speeds of stats.speeds (found in the
     pooled runs, B aligned on A), a pair for each speed both sides reached."""

@@ -217,6 +217,7 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
         fit = _fit(x, float(lo.mean()), float(hi.mean()), var0, (n - cut) / n)
         if best is None or fit[0] > best[0]:
             best = fit
+    assert best is not None  # starts always holds n // 2, inside (0, n) for n >= min_n
     ll2, mu1, mu2, var, w, r = best
     # BIC = -2 ll + p ln n, with p = 2 (one Gaussian), 3 (ex-Gaussian), 4 (two means, a variance,
     # a weight) and 5 (the same two speeds with a common tail); the gain is over the better
@@ -362,7 +363,7 @@ def _exmix(x, mu1: float, mu2: float, s: float):
     best = None
     with np.errstate(all="ignore"):
         for m1, m2, sg, t, lw in tries:
-            p0 = (m1, m2, math.log(max(sg, spread * 2e-4)), math.log(max(t, spread * 2e-4)), lw)
+            p0: tuple[float, ...] = (m1, m2, math.log(max(sg, spread * 2e-4)), math.log(max(t, spread * 2e-4)), lw)
             p0 = tuple(min(max(v, b[0]), b[1]) for v, b in zip(p0, bounds))
             fit = minimize(nll, p0, jac=True, method="TNC", bounds=bounds)
             if math.isfinite(fit.fun) and (best is None or fit.fun < best.fun):

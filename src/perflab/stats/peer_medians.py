@@ -111,6 +111,7 @@ def slow_by_medians(
         if not candidate:
             out.append(t)
             continue
+        assert t.peers_median is not None  # a level is set only beside a peers' median
         p, _, _ = sign_test(runs_of(t.group, t.member), t.peers_median)
         p_adj = min(1.0, m * p)
         out.append(PeerTest(**{**t.__dict__, "p_value": p, "p_adjusted": p_adj, "slow": p_adj < alpha}))

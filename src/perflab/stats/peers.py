@@ -141,7 +141,7 @@ def slow_members(
                 tests.append(PeerTest(name, group, n, med, None, None, None, None, None, None))
                 continue
             mine = np.sort(positions[owner == i])
-            peer_at = lambda k: _kth_excluding(pool_sorted, mine, k)  # noqa: E731
+            peer_at = lambda k: _kth_excluding(pool_sorted, mine, k)  # noqa: E731 - closes over this member's positions
             med_p, lo_p, hi_p, cov_p = _median_and_ci(peer_at, n_p, each)
             if big:
                 u = rank_sums[i] - n * (n + 1) / 2.0
@@ -158,7 +158,7 @@ def slow_members(
             level = max(0.0, 1.0 - (1.0 - cov_m) - (1.0 - cov_p))
             tests.append(PeerTest(name, group, n, med, med_p, ratio, low, high, level, p))
     tested = [t for t in tests if t.p_value is not None]
-    adjusted = holm([t.p_value for t in tested]) if tested else []
+    adjusted = holm([t.p_value for t in tested if t.p_value is not None]) if tested else []
     out: list[PeerTest] = []
     by_id = {id(t): p for t, p in zip(tested, adjusted)}
     for t in tests:

@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, Sequence
 
 SPENDING = ("obf", "pocock")
 GRID = 401  # integration points per look (odd, for Simpson's rule): boundaries to about 1e-4
@@ -93,7 +93,9 @@ def boundaries(times: Sequence[float], alpha: float = 0.05, kind: str = "obf") -
     if not ts or any(b <= a for a, b in zip(ts, ts[1:])) or ts[0] <= 0 or ts[-1] > 1 + 1e-12:
         raise ValueError("information fractions must increase within (0, 1]")
     out: list[float] = []
-    grid = weights = dens = None  # the density of the score S = Z sqrt(t) on the continuation region
+    grid: Any = None  # the density of the score S = Z sqrt(t) on the continuation region
+    weights: Any = None
+    dens: Any = None
     prev_t, prev_spent = 0.0, 0.0
     for t in ts:
         budget = spent(t, alpha, kind) - prev_spent

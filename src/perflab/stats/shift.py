@@ -109,13 +109,13 @@ def ratio_ci(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tup
         return math.exp(statistics.median(d)), CI(math.exp(d[k]), math.exp(d[-1 - k]), achieved)
     import numpy as np
 
-    la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
-    if la.size == 0 or lb.size == 0 or not (np.isfinite(la).all() and np.isfinite(lb).all()):
+    xa, xb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
+    if xa.size == 0 or xb.size == 0 or not (np.isfinite(xa).all() and np.isfinite(xb).all()):
         raise ValueError("ratio_ci needs positive, finite values in both samples")
-    d = np.sort((la[:, None] - lb[None, :]).ravel())
-    k, achieved = _critical(la.size, lb.size, level)
-    point = float(np.exp(np.median(d)))
-    return point, CI(float(np.exp(d[k])), float(np.exp(d[d.size - 1 - k])), achieved)
+    diffs = np.sort((xa[:, None] - xb[None, :]).ravel())
+    k, achieved = _critical(xa.size, xb.size, level)
+    point = float(np.exp(np.median(diffs)))
+    return point, CI(float(np.exp(diffs[k])), float(np.exp(diffs[diffs.size - 1 - k])), achieved)
 
 
 def signed_rank_cdf(n: int):

@@ -204,6 +204,7 @@ def _one_side(a: Sequence[float], b: Sequence[float]):
         return None
     k = 0 if two[0] else 1
     fit, mixed, other = fits[k], (a, b)[k], (b, a)[k]
+    assert fit is not None  # two[k] holds only for a fit
     within = _spread(*[[x for x, lab in zip(mixed, fit.labels) if lab == m] for m in (0, 1)])
     lo, hi = fit.modes[0].center, fit.modes[1].center
     if _spread(other) <= 2 * within:

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from perflab.stats.cells import cell_var as _cell_var, pooled as _pooled
 from perflab.stats.comparison import holm
@@ -241,7 +241,7 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
             # alike, so the variance of their mean levels is that of their differences to any
             # reference without the member (whose slowness would otherwise move theirs).
             own = level.mean(axis=1)
-            out = {}
+            out: dict[str, tuple[Any, ...]] = {}
             for i, k in enumerate(names):
                 # Its difference is to the median of m - 1 peers: a state of theirs moves that
                 # reference too (a median's variance, pi/2 / (m - 1) of one's), as in a prediction.
@@ -263,7 +263,9 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
     # Apart: a member's level against the spread of its peers' levels (window effects included).
     from scipy import stats as st
 
-    level = {k: float(np.median(np.log(np.asarray(runs[k].values, float)))) for k in names}
+    # The ignore below: `level` is the blocks' array in the together mode above, one number a
+    # member here; splitting judge_group by mode is a refactor of its own.
+    level = {k: float(np.median(np.log(np.asarray(runs[k].values, float)))) for k in names}  # type: ignore[assignment]  # see above
     out = {}
     k_peers = len(names) - 1
     sds = []
@@ -334,7 +336,8 @@ def slow_by_time(
         t = out[i]
         # Together: below in every third of the window; in rounds: in every round (third of them).
         every = times[t.group].mode not in ("together", "rounds") or t.parts_below == len(t.part_ratios)
-        slow = (pa < alpha and t.high is not None and t.high < 1.0 and t.ratio <= 1.0 - min_effect and every)
+        slow = (pa < alpha and t.high is not None and t.high < 1.0 and t.ratio is not None
+                and t.ratio <= 1.0 - min_effect and every)
         out[i] = TimedTest(**{**t.__dict__, "p_adjusted": pa, "slow": slow})
     return out, times
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from perflab.errors import PerflabError
 
@@ -45,22 +45,30 @@ def check_name(name: str) -> str:
 class BaselineMethods:
     """Store methods for the `baselines` table (mixed into Store; uses its engine and tables)."""
 
+    # Set or defined by Store (store/db.py), which mixes this class in.
+    engine: Any
+    t: Any
+    _sa: Any
+    display: str
+    campaign: Callable[..., Any]
+    _write: Callable[..., Any]
+
     def set_baseline(self, name: str, campaign_id: int, note: str = "", fresh: bool = False) -> Baseline:
         """Point NAME at a campaign (replacing where it pointed), recording the campaign's host;
         the save joins the name's history (which ``fresh`` forgets first)."""
         check_name(name)
-        camp = self.campaign(campaign_id)  # type: ignore[attr-defined]
+        camp = self.campaign(campaign_id)
         if camp.status == "running":
             raise PerflabError(f"campaign {campaign_id} is still running: save a baseline of a "
                                "finished campaign")
-        t = self.t["baselines"]  # type: ignore[attr-defined]
-        sa = self._sa  # type: ignore[attr-defined]
+        t = self.t["baselines"]
+        sa = self._sa
         values = dict(campaign_id=camp.id, host_id=camp.host_id, note=note or "", created=datetime.now(timezone.utc))
-        with self._write() as conn:  # type: ignore[attr-defined]
+        with self._write() as conn:
             # Delete then insert in one transaction: portable across SQLite and PostgreSQL.
             conn.execute(sa.delete(t).where(t.c.name == name))
             conn.execute(t.insert().values(name=name, **values))
-            saves = self.t["baseline_saves"]  # type: ignore[attr-defined]
+            saves = self.t["baseline_saves"]
             if fresh:
                 conn.execute(sa.delete(saves).where(saves.c.name == name))
             conn.execute(saves.insert().values(name=name, campaign_id=camp.id, host_id=camp.host_id,
@@ -69,40 +77,40 @@ class BaselineMethods:
 
     def baseline_history(self, name: str, last: int = 10) -> list[Baseline]:
         """The last ``last`` saves of NAME, oldest first (the newest is where NAME points)."""
-        sa = self._sa  # type: ignore[attr-defined]
-        t = self.t["baseline_saves"]  # type: ignore[attr-defined]
-        with self.engine.connect() as conn:  # type: ignore[attr-defined]
+        sa = self._sa
+        t = self.t["baseline_saves"]
+        with self.engine.connect() as conn:
             rows = conn.execute(sa.select(t).where(t.c.name == name)
                                 .order_by(t.c.id.desc()).limit(last)).all()
         return [Baseline(r.name, int(r.campaign_id), r.host_id, "", _utc(r.created)) for r in reversed(rows)]
 
     def baseline(self, name: str) -> Baseline:
         """The baseline called NAME, or a one-line error listing the known names."""
-        sa = self._sa  # type: ignore[attr-defined]
-        t = self.t["baselines"]  # type: ignore[attr-defined]
-        with self.engine.connect() as conn:  # type: ignore[attr-defined]
+        sa = self._sa
+        t = self.t["baselines"]
+        with self.engine.connect() as conn:
             row = conn.execute(sa.select(t).where(t.c.name == name)).first()
         if row is None:
             known = [b.name for b in self.baselines()]
             hint = (f"known: {', '.join(known)}" if known else "none is saved yet; save one with "
                     "'perflab baseline set NAME CAMPAIGN' or 'perflab run --baseline-save NAME'")
-            raise PerflabError(f"no baseline named {name!r} in {self.display} ({hint})")  # type: ignore[attr-defined]
+            raise PerflabError(f"no baseline named {name!r} in {self.display} ({hint})")
         return _baseline(row)
 
     def baselines(self) -> list[Baseline]:
         """Every baseline, by name."""
-        sa = self._sa  # type: ignore[attr-defined]
-        t = self.t["baselines"]  # type: ignore[attr-defined]
-        with self.engine.connect() as conn:  # type: ignore[attr-defined]
+        sa = self._sa
+        t = self.t["baselines"]
+        with self.engine.connect() as conn:
             return [_baseline(r) for r in conn.execute(sa.select(t).order_by(t.c.name))]
 
     def remove_baseline(self, name: str) -> Baseline:
         """Forget the name (the campaign stays in the store); return what it was."""
-        sa = self._sa  # type: ignore[attr-defined]
-        t = self.t["baselines"]  # type: ignore[attr-defined]
+        sa = self._sa
+        t = self.t["baselines"]
         old = self.baseline(name)
-        saves = self.t["baseline_saves"]  # type: ignore[attr-defined]
-        with self._write() as conn:  # type: ignore[attr-defined]
+        saves = self.t["baseline_saves"]
+        with self._write() as conn:
             conn.execute(sa.delete(t).where(t.c.name == name))
             conn.execute(sa.delete(saves).where(saves.c.name == name))
         return old

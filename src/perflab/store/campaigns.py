@@ -7,7 +7,7 @@ import signal
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from perflab.errors import PerflabError
 from perflab.platform import owner as _owner
@@ -34,6 +34,11 @@ class OpenCampaign:
 
 class CampaignMethods:
     """The Store's campaign context manager (mixed into Store)."""
+
+    # Defined by Store (store/db.py), which mixes this class in.
+    start_campaign: Callable[..., Any]
+    resume_campaign: Callable[..., Any]
+    finish_campaign: Callable[..., Any]
 
     @contextmanager
     def open_campaign(
@@ -65,7 +70,7 @@ class CampaignMethods:
             self.finish_campaign(handle.id, "interrupted", summary=handle.summary)
             # The innermost campaign is the one to resume; the CLI names it in its last line.
             if getattr(exc, "campaign_id", None) is None:
-                exc.campaign_id = handle.id  # type: ignore[attr-defined]
+                exc.campaign_id = handle.id  # type: ignore[attr-defined]  # the CLI reads it back to name the campaign to resume
             raise
         except BaseException as exc:
             error = {"error": _one_line(exc) if not isinstance(exc, PerflabError) else str(exc)}

@@ -78,7 +78,7 @@ def open_store(url_or_path: str | None = None) -> "Store":
     shard = os.environ.get("PERFLAB_FAILOVER_SHARD", "").strip()
     if shard and sqlite_path is None and url.startswith("postgresql"):
         # A fleet task: what the server cannot take after its retries goes to this SQLite file.
-        return FailoverStore(store, shard)  # type: ignore[return-value]
+        return FailoverStore(store, shard)  # type: ignore[return-value]  # FailoverStore forwards every Store method
     return store
 
 
@@ -272,7 +272,8 @@ class Store(CampaignMethods, MeasurementMethods, BaselineMethods, SummaryMethods
         return Campaign(
             id=row.id, study=row.study, name=row.name or "", status=row.status,
             config=row.config or {}, summary=envelope.unwrap(row.summary), host_id=row.host_id,
-            parent_id=row.parent_id, started=_utc(row.started), finished=_utc(row.finished),
+            parent_id=row.parent_id, started=_utc(row.started),  # type: ignore[arg-type]  # NOT NULL in the schema
+            finished=_utc(row.finished),
             n_measurements=None if row.n_measurements is None else int(row.n_measurements),
             labels=row.labels or {},
         )

@@ -52,7 +52,8 @@ class FailoverStore:
     open_campaign = CampaignMethods.open_campaign  # its writes come back through this class
 
     def __init__(self, store: Any, shard_path: str) -> None:
-        self._store, self._shard_path, self._shard = store, Path(shard_path), None
+        self._shard: _Labelled | None = None
+        self._store, self._shard_path = store, Path(shard_path)
         self._hosts: dict[int, tuple[dict, dict | None]] = {}  # written to the server
         self._campaigns: dict[int, dict[str, Any]] = {}  # opened on the server by this process
         self._lock = threading.Lock()  # a host capture may lose the server on another thread

@@ -182,7 +182,7 @@ class LiteStore:
             if row is not None:
                 conn.execute("UPDATE hosts SET metadata = ? WHERE id = ?", (dumps(metadata), row[0]))
                 return int(row[0])
-            return int(conn.execute(
+            return int(conn.execute(  # type: ignore[arg-type]  # an INSERT always sets lastrowid
                 "INSERT INTO hosts (hostname, fingerprint, metadata, topology, created) VALUES (?, ?, ?, ?, ?)",
                 (hostname, fingerprint, dumps(metadata), None if topology is None else dumps(topology),
                  _now())).lastrowid)
@@ -197,7 +197,7 @@ class LiteStore:
             "labels) VALUES (?, ?, 'running', ?, NULL, ?, ?, ?, ?)",
             (study, name or "", dumps(config or {}), host_id, parent_id, _now(),
              dumps(labels) if labels else None))
-        return int(cur.lastrowid)
+        return int(cur.lastrowid)  # type: ignore[arg-type]  # an INSERT always sets lastrowid
 
     def set_campaign_host(self, campaign_id: int, host_id: int) -> None:
         self._write("UPDATE campaigns SET host_id = ? WHERE id = ?", (host_id, campaign_id))
@@ -242,7 +242,7 @@ class LiteStore:
         with self._lock:
             try:
                 # One statement outside BEGIN..COMMIT is its own transaction: one call, not three.
-                return int(self._conn.execute(_INSERT, row).lastrowid)
+                return int(self._conn.execute(_INSERT, row).lastrowid)  # type: ignore[arg-type]  # set by an INSERT
             except sqlite3.Error as exc:
                 raise PerflabError(f"results store {self.display} failed to write: {exc}; check the "
                                    "disk and rerun (committed measurements are kept)") from None
@@ -258,7 +258,7 @@ class LiteStore:
     @staticmethod
     def _insert(conn: sqlite3.Connection, campaign_id: int, row: tuple, result: RunResult) -> int:
         """One run's row and its per-event series (store/schema.py run_series)."""
-        mid = int(conn.execute(_INSERT, row).lastrowid)
+        mid = int(conn.execute(_INSERT, row).lastrowid)  # type: ignore[arg-type]  # set by an INSERT
         if result.series:
             conn.execute("INSERT INTO run_series (measurement_id, campaign_id, events, data) VALUES (?, ?, ?, ?)",
                          (mid, campaign_id, series_length(result.series), result.series))

@@ -18,6 +18,11 @@ from perflab.store.values import _RESULT_COLUMNS, _jsonable, _now, _utc, canonic
 class MeasurementMethods:
     """The Store's measurement methods (mixed into Store)."""
 
+    # Set or defined by Store (store/db.py), which mixes this class in.
+    engine: Any
+    t: Any
+    _sa: Any
+
     def add_measurement(
         self, campaign_id: int, result: RunResult, params: dict | None = None, rep: int = 0,
         label: str = "",

@@ -12,19 +12,24 @@ from perflab.store import tx
 class MonitorMethods:
     """The Store's monitor methods (mixed into Store)."""
 
+    # Set or defined by Store (store/db.py), which mixes this class in.
+    engine: Any
+    t: Any
+    _sa: Any
+
     def add_monitor_samples(self, campaign_id: int, rows: Sequence[dict[str, Any]]) -> None:
         """Store samples (dicts with t_ns, wall, phase and sample) in one transaction."""
         values = [{"campaign_id": campaign_id, "t_ns": int(r["t_ns"]), "wall": float(r["wall"]),
                    "phase": str(r["phase"]), "sample": r.get("sample") or {}} for r in rows]
         if values:
-            table = self.t["monitor_samples"]  # type: ignore[attr-defined]
+            table = self.t["monitor_samples"]
             tx.write(self, lambda conn: conn.execute(table.insert(), values))
 
     def monitor_samples(self, campaign_id: int) -> list[dict[str, Any]]:
         """A campaign's samples, oldest first, as written (empty when it was not monitored)."""
-        sa = self._sa  # type: ignore[attr-defined]
-        table = self.t["monitor_samples"]  # type: ignore[attr-defined]
-        with self.engine.connect() as conn:  # type: ignore[attr-defined]
+        sa = self._sa
+        table = self.t["monitor_samples"]
+        with self.engine.connect() as conn:
             rows = conn.execute(sa.select(table.c.t_ns, table.c.wall, table.c.phase, table.c.sample)
                                 .where(table.c.campaign_id == campaign_id)
                                 .order_by(table.c.t_ns, table.c.id)).all()

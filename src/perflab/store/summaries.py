@@ -16,7 +16,7 @@ runs: milliseconds); a report finds any that are missing (a merged shard, an old
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from perflab.stats.peers import median_ci_positions
 from perflab.store import tx
@@ -60,6 +60,15 @@ def _assemble(cid: int, quantity: str, label: str | None, n: int, at: dict[int, 
 
 class SummaryMethods:
     """The Store's run summaries (mixed into Store)."""
+
+    # Set or defined by Store (store/db.py), which mixes this class in.
+    engine: Any
+    t: Any
+    _sa: Any
+
+    if TYPE_CHECKING:
+        @property
+        def dialect(self) -> str: ...
 
     def _value(self, quantity: str) -> tuple[Any, Any]:
         """(SQL expression of the quantity, condition that it is a usable number)."""

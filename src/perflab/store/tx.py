@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Literal, TypeVar
 
 from perflab.errors import PerflabError
 
@@ -85,7 +85,7 @@ class Tx:
                 f"{RESUME_HINT}"
             ) from None
 
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> Literal[False]:
         op_error = self.store._sa.exc.OperationalError
         try:
             self.cm.__exit__(et, ev, tb)

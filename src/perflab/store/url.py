@@ -32,7 +32,7 @@ def _resolve_url(url_or_path: str | None) -> tuple[str, str, str | None]:
             value = "postgresql+psycopg://" + value[len("postgresql://"):]
         if value.startswith("postgresql+psycopg://"):
             try:
-                import psycopg  # noqa: F401
+                import psycopg  # noqa: F401 - imported only to find whether it is installed
             except ImportError:
                 raise PerflabError(
                     "a PostgreSQL results store needs psycopg 3: pip install -e '.[postgres]' in perflab's checkout (make setup does)"

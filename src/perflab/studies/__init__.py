@@ -61,7 +61,7 @@ def run_study(
     ``machine`` may be a capture still running (an object with ``result()``, e.g. a Future: perflab
     run's start-up): the study then gets no Machine, and the host is recorded when it ends.
     """
-    pending = machine if callable(getattr(machine, "result", None)) else None
+    pending: Any = machine if callable(getattr(machine, "result", None)) else None  # a Future
     if pending is not None:
         machine, host_id = None, None
     else:

@@ -19,7 +19,7 @@ class StudyConfig:
     decoders: ClassVar[dict[str, Callable[[Any], Any]]] = {}
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)  # type: ignore[call-overload]  # a subclass is a dataclass; this mixin is not
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Any:
@@ -63,7 +63,7 @@ def _decode(tp: Any, value: Any) -> Any:
         return tuple(_decode(a, v) for a, v in zip(args, value)) if args else tuple(value)
     if origin is dict:
         return {k: _decode(args[1], v) for k, v in value.items()} if args else dict(value)
-    if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
         return decode(tp, value)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)  # JSON writes 2.0 as 2

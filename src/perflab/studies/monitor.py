@@ -104,7 +104,7 @@ class MonitorResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "MonitorResult":
         def pair(v: Any) -> tuple[float, float] | None:
-            return tuple(v) if v is not None else None  # type: ignore[return-value]
+            return tuple(v) if v is not None else None
 
         energy = [ChannelEnergy(**{**e, "idle_w_ci": pair(e.get("idle_w_ci")), "net_j_ci": pair(e.get("net_j_ci")),
                                    "net_j_per_event_ci": pair(e.get("net_j_per_event_ci"))})
@@ -199,7 +199,7 @@ def _phase_names(timed: Sequence[tuple[dict[str, Any], float]], channel: str) ->
 def analyse(rows: Sequence[dict[str, Any]], events: float | None = None, events_metric: str | None = None,
             campaign_id: int | None = None, level: float = 0.95) -> MonitorResult:
     """A campaign's monitor samples (store.monitor_samples) and the events its runs processed."""
-    meta = next((r["sample"] for r in rows if r["phase"] == "sources"), {})
+    meta: dict[str, Any] = next((r["sample"] for r in rows if r["phase"] == "sources"), {})
     timed = intervals(rows)
     present = [p for p in ("idle-before", "study", "idle-after") if any(r["phase"] == p for r, _ in timed)]
     phases = [summarise_phase(p, timed) for p in present]
@@ -213,7 +213,7 @@ def analyse(rows: Sequence[dict[str, Any]], events: float | None = None, events_
     busy = [p for p in phases if p.phase in IDLE_PHASES and p.busy is not None and p.busy > IDLE_BUSY]
     if busy and channels:
         notes.append("the idle phases were not idle (CPUs " + ", ".join(f"{100 * p.busy:.0f}% busy {p.phase}"
-                     for p in busy) + ": other load on this machine); idle power and net energy include that load's")
+                     for p in busy if p.busy is not None) + ": other load on this machine); idle power and net energy include that load's")
     if channels and not events:
         notes.append("energy per event: the runs report no event count (a metric 'events' or the base "
                      "of an '<x>_per_s' primary metric)")

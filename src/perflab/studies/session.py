@@ -100,7 +100,7 @@ class Session:
             while stop < end and not self.stored(spec, stop):
                 stop += 1
             params = dict(spec.params or {})
-            batch = self.executor.run_batch(  # type: ignore[attr-defined]
+            batch = self.executor.run_batch(  # type: ignore[attr-defined]  # only an executor with can_batch gets here, and it has run_batch
                 spec, stop - rep, journal, (self.campaign_id, spec.label, params, rep))
             settled = False  # every run the server journalled is in the store
             try:
@@ -126,7 +126,7 @@ class Session:
             return None  # energy is read around each run; the mock runs one at a time
         if self._journal is False:
             self._journal = Journal.beside(getattr(self.store, "path", None))
-        return self._journal  # type: ignore[return-value]
+        return self._journal  # type: ignore[return-value]  # False only before the first call, replaced above
 
     def close(self) -> None:
         """The journal goes when it is empty (all stored); a batch cut short leaves it for
@@ -141,7 +141,8 @@ class Session:
         if len(set(keys)) != len(keys):
             raise ValueError("concurrent copies need distinct params (e.g. a copy index)")
         if self._stored and all(self._stored.get(k) for k in keys):
-            results = [self._replay(k) for k in keys]
+            # Every key holds a stored run (checked above): no replay comes back None.
+            results = [r for r in (self._replay(k) for k in keys) if r is not None]
             starts = [r.start_ns for r in results]
             return ConcurrentResult(results, max(starts) - min(starts), min(starts), starts, together)
         if self.energy is not None:

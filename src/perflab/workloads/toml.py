@@ -154,7 +154,7 @@ def _parse_entry(t: _Toml, name: str, raw: Any) -> TomlWorkload:
         )
     if "command" in raw and raw.get("shell") is True and isinstance(raw["command"], str):
         # A shell command is kept as written: splitting and re-joining it would lose its quotes.
-        command = (raw["command"],)
+        command: tuple[str, ...] = (raw["command"],)
     elif "command" in raw:
         command = _str_list(t, name, "command", raw["command"])
     elif recipe is not None:

@@ -78,7 +78,8 @@ class ThpChange:
     """Switch THP from never to madvise for a scan when the user allowed it; restore on exit."""
 
     def __init__(self, allowed: bool, root: Root = Root("/")) -> None:
-        self.allowed, self.root, self.old = allowed, root, None
+        self.allowed, self.root = allowed, root
+        self.old: str | None = None
 
     def __enter__(self) -> str | None:
         mode = thp_mode(self.root)

@@ -56,7 +56,7 @@ def reset(session: str | None = None) -> ResetReport:
     for e in mine:
         if e["knob"] == "smt":
             _restore(root, e, done, kept, report)
-    cpuset_problems = cpuset.reset(root, rec) if undo_cpuset else []
+    cpuset_problems = cpuset.reset(root, rec) if undo_cpuset and rec is not None else []
     report.problems += cpuset_problems
     for e in reversed(mine):
         if e["knob"] != "smt":
@@ -68,7 +68,7 @@ def reset(session: str | None = None) -> ResetReport:
             files = f"{len(pairs)} files: " if len(pairs) > 1 else ""
             report.lines.append(Outcome(knob, "restored", f"{'; '.join(shown)} ({files}"
                                         f"{path_pattern([p for p, _, _ in pairs])})"))
-        if knob == "cpuset" and undo_cpuset:
+        if knob == "cpuset" and undo_cpuset and rec is not None:
             report.lines.append(Outcome("cpuset", "restored", f"{cpuset.BENCH} and {cpuset.SYSTEM} removed, their "
                                         f"processes back in the root cpuset ({rec['mount']})"))
     state["files"] = [e for e in state["files"] if e not in mine] + kept
@@ -149,6 +149,7 @@ def in_bench(root: Root, cpus: Any, say: Callable[[str], None]) -> Iterator[None
     if not rec or not root.isdir(bench):
         yield
         return
+    assert state is not None  # rec came from it
     mine = tuple(root.read_cpulist(f"{bench}/cpuset.cpus") or ())
     if os.geteuid() != 0:
         say(f"tune: the machine is tuned ({tune_state.since_text(state)}), but only root may move this study "

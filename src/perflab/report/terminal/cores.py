@@ -115,7 +115,7 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
     for line in _timeline(result):
         console.print(escape(line), highlight=False)
     if result.mde is not None and result.mde != float("inf"):
-        how = f"{result.rounds} rounds" + (f" in {len(tl.blocks)} blocks" if by_block else "")
+        how = f"{result.rounds} rounds" + (f" in {len(tl.blocks)} blocks" if tl is not None and by_block else "")
         console.print(f"smallest detectable slowdown: {result.mde:.1%} (called slow in >= 90% of scans simulated "
                       f"under this scan's own noise, {how}, Holm)", highlight=False)
     elif result.mde_why:

@@ -29,8 +29,8 @@ def render(result: FootprintResult, console: Any, show_all: bool = False, limit:
         ft = Table(title=f"failed look-ups ({len(result.failed)})")
         for col in ("path", "uses", "errno"):
             ft.add_column(col)
-        for f in result.failed[:limit]:
-            ft.add_row(f.path, ",".join(f.uses), f.errno)
+        for miss in result.failed[:limit]:
+            ft.add_row(miss.path, ",".join(miss.uses), miss.errno)
         if len(result.failed) > limit:
             ft.add_row(f"... {len(result.failed) - limit} more", "", "")
         console.print(ft)

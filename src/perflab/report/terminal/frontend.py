@@ -40,6 +40,7 @@ def render(result: FrontendResult, console: Any) -> None:
         for b in sorted({p.bytes for p in result.points if p.cpu == cpu}):
             p4 = by.get(("4k", b))
             first = p4 or by.get(("2m", b))
+            assert first is not None  # b is the size of a point of one mode or the other
             row = [fmt_bytes(b), str(first.n), fmt_bytes(p4.span_bytes) if p4 and p4.span_bytes else "-"]
             for m in modes:
                 p = by.get((m, b))

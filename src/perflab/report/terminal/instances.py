@@ -155,7 +155,7 @@ def _render_fork(result: InstancesResult, console) -> None:
     for col in ("workers", f"{result.unit} no NUMA", f"{result.unit} NUMA", "NUMA gain (CI)",
                 "masters (node:workers:events)", "PSS no NUMA / NUMA"):
         ft.add_column(escape(col), justify="right")
-    for r in result.fork:
+    for r in result.fork or ():
         ci = f" ({r.ci.low:.3f}-{r.ci.high:.3f}, {r.ci.level:.0%})" if r.ci is not None else ""
         gain = "-" if r.gain is None else f"{r.gain:.3f}{ci}"
         ft.add_row(str(r.n), _fmt(r.no_numa), _fmt(r.numa), gain,

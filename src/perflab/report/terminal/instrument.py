@@ -42,7 +42,7 @@ def render(section: dict, console: Any) -> None:
     table = Table(title=f"{section['tool']} (simulated, per run)")
     for col, justify in (("command", "left"), ("measure", "left"), ("median", "right"),
                          ("run-to-run spread", "right")):
-        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]  # rich wants a Literal; the tuple holds its words
     for row in section.get("spread", ()):
         table.add_row(row["command"], row["measure"], _count(row["median"]), _spread(row))
     console.print(table)

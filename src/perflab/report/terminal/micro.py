@@ -46,6 +46,7 @@ def render(result: MicroResult, console: Any) -> None:
             if c is None or c.median_ns is None:
                 row.append("-" if c is None else f"failed ({c.failed} runs)")
                 continue
+            assert c.ci is not None  # a median comes with its interval
             text = f"{_ns(c.median_ns)} [{_ns(c.ci.low)}, {_ns(c.ci.high)}]"
             if c.cycles_per_op is not None:
                 text += f" {c.cycles_per_op:.1f} cyc"
@@ -75,6 +76,7 @@ def render(result: MicroResult, console: Any) -> None:
         for col in ("operation", "ABI", "time", "page faults/op", "mmap'd blocks (of 16 held)", "brk growth"):
             t.add_column(col, justify="right" if col not in ("operation", "ABI") else "left")
         for c in mal:
+            assert c.median_ns is not None  # `mal` keeps only the measured
             t.add_row(c.bench, c.abi, _ns(c.median_ns), f"{c.extra.get('minflt_per_op', 0):.2f}",
                       f"{c.extra.get('mmap_blocks', 0):.0f}", _bytes(c.extra.get("brk_growth_bytes", 0)))
         console.print(t)

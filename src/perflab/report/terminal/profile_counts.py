@@ -39,7 +39,7 @@ def render(result: ProfileResult, console: Any) -> None:
     cols = ["share", "Ir self", "Ir incl", *[f"{e} self" for e in events[1:]], "spread", "symbol", "object"]
     for c in cols:
         t.add_column(c, justify="left" if c in ("symbol", "object") else "right",
-                     overflow="fold")  # type: ignore[arg-type]
+                     overflow="fold")
     for r in result.count_top:
         t.add_row(f"{r.share:.2%}", f"{r.self_[0]:,.0f}", f"{r.incl[0]:,.0f}",
                   *[f"{v:,.0f}" for v in r.self_[1:]], f"{r.spread:.2%}" if r.spread else "0",
@@ -69,7 +69,7 @@ def render_diff(result: ProfileDiffResult, console: Any) -> None:
     # Every interval of a diff is at 1 - alpha (counted_test); an exact row says 'exact'.
     ratio = f"B/A [{1 - result.alpha:.0%} CI]"
     for c in ("change Ir", "change", "A Ir self", ratio, "Holm p", "symbol"):
-        t.add_column(c, justify="left" if c == "symbol" else "right", overflow="fold")  # type: ignore[arg-type]
+        t.add_column(c, justify="left" if c == "symbol" else "right", overflow="fold")
     for r in result.count_rows:
         pct = f"{r.change_pct:+.1%}" if r.change_pct is not None else "new"
         holm_p = "" if r.p_holm is None else f"{r.p_holm:.2g}" + (" *" if r.changed else "")

@@ -75,10 +75,10 @@ def render(result: RunStudyResult, console: Any) -> None:
         what = "" if result.measure == "wall time" else f" {result.measure}"  # the ranked measure's ratio
         table.add_column(f"relative{what} [{rel_head}]", justify="right", no_wrap=True)
     for b in shown:
-        s, ci = b.summary, CI.from_dict(b.median_ci)  # type: ignore[arg-type]
+        s, ci = b.summary, CI.from_dict(b.median_ci)  # type: ignore[arg-type]  # median_ci is set with the summary (asserted next)
         assert s is not None
         u = time_unit(s["median"])
-        num = lambda x: fmt_time(x, u).split()[0]  # noqa: E731
+        num = lambda x: fmt_time(x, u).split()[0]  # noqa: E731 - closes over this row's unit
         if ci.level <= 0:
             median = f"{fmt_time(s['median'], u)} (1 run: no CI)"
         else:
@@ -113,6 +113,7 @@ def render(result: RunStudyResult, console: Any) -> None:
                       highlight=False)
         for b in others:
             r = b.relative
+            assert r is not None  # `others` keeps only those with one
             if r.get("verdict"):
                 what = r["verdict"]
             elif r.get("decision") == "within":

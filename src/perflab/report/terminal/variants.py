@@ -11,7 +11,7 @@ from perflab.studies.variants.result import LABELS, Estimate, VariantOutcome, Va
 def _est(e: Estimate | None, scale: float = 1.0, fmt: str = "{:.4g}") -> str:
     if e is None:
         return "-"
-    f = lambda x: fmt.format(x / scale)  # noqa: E731
+    f = lambda x: fmt.format(x / scale)  # noqa: E731 - closes over the format and scale
     return f"{f(e.median)} [{f(e.ci.low)}, {f(e.ci.high)}]"
 
 

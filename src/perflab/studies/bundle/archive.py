@@ -165,6 +165,7 @@ def safe_unpack(archive: str, dest: str) -> list[str]:
                 if os.path.realpath(os.path.dirname(target)) != os.path.dirname(target):
                     raise UnsafeArchive(f"archive member {m.name!r} would be written through a link")
                 src = tar.extractfile(m)
+                assert src is not None  # a regular member always has its data
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
                 with os.fdopen(fd, "wb") as out, src:
                     shutil.copyfileobj(src, out)

@@ -340,7 +340,7 @@ def run_verify(config: VerifyConfig, store: Any, console: Any = None) -> VerifyR
                 n_res, n_out, n_err = run_captured(argv, cwd=cwd, env=manifest.get("env") or None,
                                                    timeout=config.timeout)
                 store.add_measurement(campaign, n_res, {"mode": "normal"}, label=manifest["workload"])
-                normal = {"stdout_sha256": _sha(n_out), "metrics": _extract(patterns, n_out, n_err)}
+                normal: dict[str, Any] = {"stdout_sha256": _sha(n_out), "metrics": _extract(patterns, n_out, n_err)}
                 source = "normal run on this machine"
             else:
                 normal = manifest["reference"]
@@ -349,6 +349,8 @@ def run_verify(config: VerifyConfig, store: Any, console: Any = None) -> VerifyR
             checksum = manifest.get("checksum_metric")
             if checksum and checksum in normal.get("metrics", {}):
                 compared = f"checksum metric {checksum}"
+                bv: object
+                nv: object
                 bv, nv = b_metrics.get(checksum), normal["metrics"][checksum]
             else:
                 compared = "stdout (sha256)"

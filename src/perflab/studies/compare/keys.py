@@ -102,7 +102,7 @@ def _observation(results: list[Any]) -> dict[str, float]:
         events = [(r.metrics or {}).get("events") for r in results]
         if all(isinstance(e, (int, float)) and e > 0 for e in events):
             # the point's joules over all its copies' events, as instances counts joules per unit
-            out["energy_per_event_j"] = out["energy_j"] / sum(events)
+            out["energy_per_event_j"] = out["energy_j"] / sum(e for e in events if e is not None)
     names = set.intersection(*(set(r.metrics or {}) for r in results))
     for k in sorted(names):
         vals = [r.metrics[k] for r in results if isinstance(r.metrics.get(k), (int, float))]

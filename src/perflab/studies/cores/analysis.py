@@ -332,7 +332,7 @@ def _below_mde(res: CoresResult) -> None:
     if res.mde is None or res.mde == math.inf:
         return
     for r in res.cpus:
-        if r.verdict in ("slow", "unresolved") and r.ratio - 1 < res.mde:
+        if r.verdict in ("slow", "unresolved") and r.ratio is not None and r.ratio - 1 < res.mde:
             res.notes.append(
                 f"CPU {r.cpu} is slower by {r.ratio - 1:.1%} (cost ratio), below the {res.mde:.1%} this scan detects "
                 f"in 90% of simulated scans: a slowdown this size is found in some scans, not most; this one "

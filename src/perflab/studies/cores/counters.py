@@ -48,8 +48,10 @@ def per_cpu_counters(res: CoresResult, runs: Sequence[tuple[int, Mapping[str, fl
         rest = [r for r in res.cpus if r.cpu not in s.siblings and r.ipc]
         if not (mine and rest):
             continue
-        ipc = mine[0].ipc / float(np.median([r.ipc for r in rest]))
-        ghz = mine[0].ghz / float(np.median([r.ghz for r in rest]))
+        first = mine[0]
+        assert first.ipc is not None and first.ghz is not None  # kept for its ipc; ghz is read with it
+        ipc = first.ipc / float(np.median([r.ipc for r in rest]))
+        ghz = first.ghz / float(np.median([r.ghz for r in rest]))
         why = ("a frequency problem: the same work per cycle, fewer cycles per second" if ipc > 1 - SAME_IPC
                else "the core does less per cycle (front end, caches, TLB), not a lower clock")
         res.notes.append(f"core {s.core}: IPC {ipc - 1:+.1%} and frequency {ghz - 1:+.1%} against the "

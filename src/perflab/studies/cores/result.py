@@ -136,6 +136,7 @@ def slow_cores(rows: list[CpuRow]) -> list[SlowCore]:
     for r in rows:
         if r.verdict != "slow":
             continue
+        assert r.ratio is not None and r.p_adjusted is not None  # a slow verdict rests on both
         prev = out.get(r.core)
         if prev is None:
             out[r.core] = SlowCore(r.core, r.socket, r.node, (r.cpu,), r.siblings, r.ratio, r.ratio_ci,
@@ -193,7 +194,7 @@ def compose_verdict(result: "CoresResult") -> str:
     if not result.slow and unresolved:
         own = sorted({r.why for r in unresolved if r.why})
         parts.append("cannot tell whether a CPU is persistently slower: " + ", ".join(
-            f"CPU {r.cpu} ({metric} {as_change(r.ratio, hib):+.1%})" for r in unresolved)
+            f"CPU {r.cpu} ({metric} {as_change(r.ratio, hib):+.1%})" for r in unresolved)  # type: ignore[arg-type]  # a verdict comes with a ratio
             + f" slower than the rest {over or 'throughout'}, but "
             + ("; ".join([scan_why] * bool(scan_why) + own) or "the scan cannot tell"))
     elif not result.slow:
@@ -208,7 +209,7 @@ def compose_verdict(result: "CoresResult") -> str:
                      + ("; ".join([scan_why] * bool(scan_why) + own) or "the scan cannot tell"))
     for r in result.cpus:
         if r.verdict == "contention" and tl is not None:
-            lv = [r.block_levels[b] for b in r.slow_blocks if r.block_levels[b] is not None]
+            lv = [v for v in (r.block_levels[b] for b in r.slow_blocks) if v is not None]
             there = f"; {metric} {as_change(1 + max(lv), hib):+.1%} there" if lv else ""
             parts.append(f"CPU {r.cpu} slower than the rest only in {tl.block_text(r.slow_blocks)}{there}: "
                          "contention in that stretch, not a slow core")

@@ -13,7 +13,7 @@ import math
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal, overload
 
 from perflab.errors import PerflabError
 from perflab.studies.base import decode
@@ -113,6 +113,10 @@ class CostResult:
         return decode(cls, d)
 
 
+@overload
+def _num(table: dict, key: str, where: str, required: Literal[True] = ..., positive: bool = ...) -> float: ...
+@overload
+def _num(table: dict, key: str, where: str, required: bool, positive: bool = ...) -> float | None: ...
 def _num(table: dict, key: str, where: str, required: bool = True, positive: bool = True) -> float | None:
     if key not in table:
         if required:
@@ -148,8 +152,8 @@ def load_platforms(path: str) -> CostConfig:
     if scored and "target_events_per_s" in req:
         raise PerflabError(f"{where}: give target_events_per_s or target_score, not both")
     requirement = Requirement(
-        target_events_per_s=_num(req, "target_score" if scored else "target_events_per_s", where),  # type: ignore[arg-type]
-        power_envelope_kw=_num(req, "power_envelope_kw", where),  # type: ignore[arg-type]
+        target_events_per_s=_num(req, "target_score" if scored else "target_events_per_s", where),
+        power_envelope_kw=_num(req, "power_envelope_kw", where),
         budget=_num(req, "budget", where, required=False),
         currency=str(req.get("currency", "CHF")),
         unit=str(req.get("score_unit", "score")) if scored else "events/s",
@@ -188,7 +192,7 @@ def load_platforms(path: str) -> CostConfig:
         if sockets != int(sockets):
             raise PerflabError(f"{where}: sockets must be a whole number")
         platforms.append(Platform(
-            name=name, sockets=int(sockets), tdp_w=_num(p, "tdp_w", where),  # type: ignore[arg-type]
+            name=name, sockets=int(sockets), tdp_w=_num(p, "tdp_w", where),
             prices={k: float(v) for k, v in prices.items()}, throughput_per_node=given,
             throughput_from_campaign=campaign, power_from_campaign=power_campaign,
             throughput_from_fleet=fleet,
@@ -320,7 +324,7 @@ def run_cost(config: CostConfig, store: Any, console: Any = None,
                 thr, plat, n = platform_throughput(store, p.throughput_from_fleet, p.fleet_platform)
                 src = f"fleet {p.throughput_from_fleet}: median of {n} hosts ({plat})"
             else:
-                thr, src = float(p.throughput_per_node), "given"  # type: ignore[arg-type]
+                thr, src = float(p.throughput_per_node), "given"  # type: ignore[arg-type]  # required without a campaign or fleet (load checks)
             power = (campaign_power(store, p.power_from_campaign, p.name)
                      if p.power_from_campaign is not None else None)
             costs.append(platform_cost(p, req, thr, src, power))

@@ -76,11 +76,12 @@ def analyse(config: Any, ok: dict, failed: dict, result: FrontendResult, ctx: Co
         got = [r for _, r in ok.get((cpu, mode, b, n), [])]
         counts, spread = per_dispatch(got, config.iters)
         result.points.append(Point(cpu, mode, b, n, len(got), None, None, failed.get((cpu, mode, b, n), 0),
-                                   count_spread=spread, **counts))
+                                   count_spread=spread, **counts))  # type: ignore[arg-type]  # Point's count fields
     pts = [p for p in result.points if p.i1_per_dispatch is not None]
     if pts:
         k = onset_knee(pts, result.references)
-        result.knees.append(KneeReport(None, "4k", *k, measure=MEASURE) if k else
+        # The ignore: k is knee_fit's five fields, all before `measure`.
+        result.knees.append(KneeReport(None, "4k", *k, measure=MEASURE) if k else  # type: ignore[misc]  # see above
                             KneeReport(None, "4k", None, measure=MEASURE))
     result.verdict, result.evidence = verdict(config, result)
     result.notes += notes(config, result)

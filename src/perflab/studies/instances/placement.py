@@ -28,11 +28,13 @@ node ids are kept as the kernel numbers them.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 from perflab.errors import PerflabError
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
+
+_T = TypeVar("_T")  # a CPU, or a group of them
 
 POLICIES: tuple[str, ...] = ("none", "compact", "spread", "smt-last", "numa")
 
@@ -80,9 +82,9 @@ def _cores(topology: Topology) -> list[_Core]:
     return out
 
 
-def _round_robin(groups: Sequence[Sequence[int]]) -> list[int]:
+def _round_robin(groups: Sequence[Sequence[_T]]) -> list[_T]:
     """Interleave groups of unequal length: g0[0], g1[0], g2[0], g0[1], ..."""
-    out: list[int] = []
+    out: list[_T] = []
     depth = max((len(g) for g in groups), default=0)
     for i in range(depth):
         out.extend(g[i] for g in groups if i < len(g))

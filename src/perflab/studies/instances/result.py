@@ -29,7 +29,7 @@ class _WithCI:
     """as_dict / from_dict of a row whose ``ci`` is a CI or None (asdict gives its low/high/level)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)  # type: ignore[call-overload]  # a subclass is a dataclass; this mixin is not
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Any:
@@ -191,7 +191,7 @@ class InstancesResult:
     def _answer(self) -> str:
         if self.optimum_n is None:
             scan = max((s for s in self.scans if s.top_n is not None),
-                       key=lambda s: next(p.throughput for p in s.points if p.n == s.top_n))
+                       key=lambda s: next(p.throughput for p in s.points if p.n == s.top_n))  # type: ignore[arg-type, return-value]  # top_n is a measured point
             top = next(p for p in scan.points if p.n == scan.top_n)
             return (f"{scan.reason}; the highest median was N = {top.n} (policy {scan.policy}, "
                     f"{top.throughput:.4g} {self.unit} from {top.reps} round{'s' * (top.reps != 1)}), "
@@ -254,7 +254,8 @@ def points_of(runs: Sequence[Any], key_name: str) -> dict[tuple[Any, int, int], 
 def pss_total(results: Sequence[RunResult]) -> float | None:
     """Summed peak PSS of a point's copies, or None unless every copy has a figure."""
     values = [r.metrics.get("pss_kb") for r in results]
-    return float(sum(values)) if values and all(v is not None for v in values) else None
+    known = [v for v in values if v is not None]
+    return float(sum(known)) if values and len(known) == len(values) else None
 
 
 def fork_rows(ns: Sequence[int], pts, work: str | None) -> list[ForkRow]:
@@ -321,8 +322,9 @@ def counter_ratio(results: Sequence[RunResult], num: str, den: str | None) -> li
     pairs = [(value(r, num), value(r, den)) for r in results]
     if not pairs or any(a is None or b is None for a, b in pairs):
         return []
-    total = sum(b for _, b in pairs)
-    return [sum(a for a, _ in pairs) / total] if total > 0 else []
+    known = [(a, b) for a, b in pairs if a is not None and b is not None]  # all of them, as checked
+    total = sum(b for _, b in known)
+    return [sum(a for a, _ in known) / total] if total > 0 else []
 
 
 def point_energy(results: Sequence[RunResult], work: str | None) -> tuple[float, float] | None:

@@ -240,7 +240,7 @@ def plan(config: InstancesConfig, machine: Machine) -> list[RunSpec]:
         rng.shuffle(order)
         for kind, what, n in order:
             if kind == "fork":
-                specs.extend(_fork_specs(config, topology, what, n, d.fork_events, rnd))
+                specs.extend(_fork_specs(config, topology, what, n, d.fork_events, rnd))  # type: ignore[arg-type]  # set with fork points
                 continue
             slots = placement.plan(topology, n, what, numa_pin=config.numa_pin,
                                    threads=config.threads_per_copy)
@@ -311,9 +311,9 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         f"IPC and last-level-cache misses per event not measured: {why}"])
     for row in result.fork or []:
         masters = placement.fork_masters(machine.topology, row.n)
-        shares = placement.apportion(d.fork_events, [w for _, w, _ in masters])
+        shares = placement.apportion(d.fork_events, [w for _, w, _ in masters])  # type: ignore[arg-type]  # set with fork rows
         row.masters = [[node, w, e] for (node, w, _), e in zip(masters, shares)]
-    if result.optimum_n is not None:
+    if result.optimum_n is not None and result.optimum_policy is not None:  # found together
         slots = placement.plan(machine.topology, result.optimum_n, result.optimum_policy,
                                numa_pin=config.numa_pin, threads=config.threads_per_copy)
         nodes = {s.copy: s.mem_node if s.mem_node is not None else
@@ -383,7 +383,7 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
     seq = _sequential(config, acc, policies, cpus, runs, stopped_by) if config.until_decided else None
     scans = [_scan(p, ns, acc, failed_pts, cpus, seq[1].get(p) if seq else None) for p in policies]
     done = [s for s in scans if s.optimum_n is not None]
-    best = max(done, key=lambda s: s.optimum_throughput) if done else None
+    best = max(done, key=lambda s: s.optimum_throughput) if done else None  # type: ignore[arg-type, return-value]  # set with optimum_n
     fork = fork_rows(ns, points_of(runs, "mode"), work) if config.fork_master else None
     notes = []
     if failures:
@@ -485,8 +485,9 @@ def _scan(policy: str, ns: Sequence[int], acc, failed_pts, cpus: int | None,
     ok = [p for p in points if p.throughput is not None]
     if not ok:
         return PolicyScan(policy, points, None, None, None, reason="every point failed")
-    top = max(ok, key=lambda p: p.throughput)
-    within = min((p for p in ok if p.throughput >= (1 - WITHIN) * top.throughput), key=lambda p: p.n)
+    # The ignores: `ok` holds only points with a throughput, which mypy cannot carry through a list.
+    top = max(ok, key=lambda p: p.throughput)  # type: ignore[arg-type, return-value]  # see above
+    within = min((p for p in ok if p.throughput >= (1 - WITHIN) * top.throughput), key=lambda p: p.n)  # type: ignore[operator]  # see above
     # Every repetition is a point of the fit, so 4 values of N with 3 reps are enough for a knee.
     xs = [float(p.n) for p in ok for _ in p.samples]
     ys = [x for p in ok for x in p.samples]

@@ -193,7 +193,7 @@ def cores_step(ctx: LabContext) -> Step:
     # longer" where a CPU is slow in every block of so short a span, not "slow core".
     config = cores.CoresConfig(workload=ctx.workload, rounds=16 if q else 30, min_rounds=8,
                                max_time=40 if q else 600, seed=ctx.config.seed,
-                               **({"span": 10.0} if q else {}))
+                               **({"span": 10.0} if q else {}))  # type: ignore[arg-type]  # span is a float
     rounds = planned(ctx, "cores")
     if rounds is not None:
         # its blocks no further apart than its rounds take, so the scan never waits for the span

@@ -131,6 +131,7 @@ def execute(config: LabConfig, session: Session, machine: Machine) -> LabResult:
     os.makedirs(config.out_dir, exist_ok=True)
     ctx = LabContext(config, session, machine)
     prepare(ctx)
+    assert ctx.workload is not None  # prepare() builds it or raises
     children = {c.name: c for c in session.store.campaigns(parent_id=session.campaign_id)}
     result = LabResult(out_dir=config.out_dir, workload=ctx.workload.name)
     t0 = time.monotonic()
@@ -140,13 +141,13 @@ def execute(config: LabConfig, session: Session, machine: Machine) -> LabResult:
     hooks = session.progress
     for index, name in enumerate(config.order):
         if hasattr(hooks, "begin"):
-            hooks.begin(name, index, len(config.order))  # type: ignore[attr-defined]
+            hooks.begin(name, index, len(config.order))
         outcome = _child(ctx, name, children.get(name))
         result.steps.append(outcome)
         if name == "run" and ctx.seconds is None:
             ctx.seconds = _median_wall(outcome.result)
         if hasattr(hooks, "end"):
-            hooks.end(name, outcome)  # type: ignore[attr-defined]
+            hooks.end(name, outcome)
     result.seconds = round(time.monotonic() - t0, 1)
     return result
 

@@ -282,8 +282,10 @@ class DiffRow:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "DiffRow":
-        return cls(**{k: d.get(k) for k in ("symbol", "dso", "a_samples", "b_samples", "extra",
-                                            "share_of_extra", "ci")})
+        # Any: the stored row's fields, each of its own type.
+        fields: dict[str, Any] = {k: d.get(k) for k in ("symbol", "dso", "a_samples", "b_samples", "extra",
+                                                        "share_of_extra", "ci")}
+        return cls(**fields)
 
 
 def diff_profiles(a: Profile, b: Profile) -> list[DiffRow]:
@@ -352,9 +354,9 @@ def mean_profile(profiles: Sequence[Profile]) -> Profile:
     m = merge(profiles)
     k = len(profiles)
     for f in m.functions.values():
-        f.period = f.period / k  # type: ignore[assignment]
-        f.samples = f.samples / k  # type: ignore[assignment]
-    return Profile(m.samples / k, m.period / k, m.functions)  # type: ignore[arg-type]
+        f.period = f.period / k  # type: ignore[assignment]  # int fields hold the mean, a float
+        f.samples = f.samples / k  # type: ignore[assignment]  # as above
+    return Profile(m.samples / k, m.period / k, m.functions)  # type: ignore[arg-type]  # as above
 
 
 def unknown_share(p: Profile) -> float:

@@ -64,7 +64,7 @@ def _weighted(groups: Sequence[tuple[Sequence[Profile], float]]) -> Profile:
     for profiles, weight in groups:
         m = mean_profile(profiles)
         for f in m.functions.values():
-            f.period = f.period * weight  # type: ignore[assignment]
-            f.samples = f.samples * weight  # type: ignore[assignment]
-        parts.append(Profile(m.samples * weight, m.period * weight, m.functions))  # type: ignore[arg-type]
+            f.period = f.period * weight  # type: ignore[assignment]  # int fields hold the weighted share, a float
+            f.samples = f.samples * weight  # type: ignore[assignment]  # as above
+        parts.append(Profile(m.samples * weight, m.period * weight, m.functions))  # type: ignore[arg-type]  # as above
     return merge(parts)

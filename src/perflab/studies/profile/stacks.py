@@ -161,7 +161,7 @@ class Node:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Node":
-        n = cls(d["n"], d.get("v", 0.0), d.get("s", 0.0), ci=tuple(d["ci"]) if d.get("ci") else None,  # type: ignore[arg-type]
+        n = cls(d["n"], d.get("v", 0.0), d.get("s", 0.0), ci=tuple(d["ci"]) if d.get("ci") else None,
                 a_share=d.get("a"), test=d.get("t"))
         for c in d.get("c") or []:
             n.children[c["n"]] = cls.from_dict(c)

@@ -252,11 +252,11 @@ def execute(config: ProfileConfig, session: Session, machine: Machine) -> Profil
         return analyse(config, execute_counted(config, session, plan(config, machine)))
     event, reason = choose_event(config.event, machine)
     recorder: WindowRecorder = session.executor if hasattr(session.executor, "record_window") \
-        else PerfWindowRecorder()  # type: ignore[assignment]
+        else PerfWindowRecorder()  # type: ignore[assignment]  # an executor with record_window is a WindowRecorder
     out = Path(config.out_dir) / str(session.campaign_id)
     out.mkdir(parents=True, exist_ok=True)
     adapter = _Recordings(recorder, config, out, event, reason)
-    runs = Session(adapter, session.store, session.campaign_id, session.progress,  # type: ignore[arg-type]
+    runs = Session(adapter, session.store, session.campaign_id, session.progress,  # type: ignore[arg-type]  # _Recordings plays the executor for this Session
                    resumed=session.resumed)
     results = []
     # A kill between a recording's row and its artifact rows leaves the row alone: its resume

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field, fields
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from perflab.model import RunResult, known_fields
 from perflab.stats.interval import CI
@@ -109,11 +109,11 @@ class RunStudyResult:
         """The best median of the ranked measure in its direction (lowest wall time without a
         metric); a point estimate, not a test: the verdict's comparisons are with the reference."""
         ok = [(b, _median(b, self.measure)) for b in self.benchmarks if b.summary]
-        ok = [(b, m) for b, m in ok if m is not None]
-        if not ok:
+        measured = [(b, m) for b, m in ok if m is not None]
+        if not measured:
             return None
         pick = max if self.higher_is_better else min
-        return pick(ok, key=lambda bm: bm[1])[0]
+        return pick(measured, key=lambda bm: bm[1])[0]
 
     @property
     def failed_runs(self) -> int:
@@ -168,7 +168,8 @@ def verdict(result: RunStudyResult) -> str:
         rate = ref.metric_medians().get("events_per_s")
         if rate is not None:
             text += f", {rate:.3g} events/s"
-    rest = [b for b in ok if b is not ref and b.relative]
+    # Any: every one of them holds a `relative` (the filter), which mypy cannot carry through a list.
+    rest: list[Any] = [b for b in ok if b is not ref and b.relative]
     if rest:
         text += f"; {ranked_by(result)}; against it ({level_text(rest[0].relative['target'])} intervals, " \
                 f"Bonferroni over {len(rest)}, 5 % family-wise)"
@@ -202,7 +203,7 @@ def verdict(result: RunStudyResult) -> str:
     within = [b for b in rest if b.relative.get("speeds")]
     for b in within:
         text += f"; {b.command}: {b.relative['speeds']}"
-    two = [b for b in ok if b.modes]
+    two: list[Any] = [b for b in ok if b.modes]  # each with its `modes`, as `rest` above
     if two:
         speeds = "; ".join(f"{b.command} " + ", ".join(
             f"{m['share']:.0%} at {m['center']:.3g}" for m in b.modes["modes"]) for b in two)
@@ -263,7 +264,7 @@ def ranked_by(result: RunStudyResult) -> str:
 
 def health_summary(results: list[RunResult]) -> dict:
     """What the runs' health says overall: governor and turbo as recorded, medians, maxima."""
-    sampled = [r.health for r in results if r.health]
+    sampled: list[dict[str, Any]] = [r.health for r in results if r.health]
     if not sampled:
         return {}
     out: dict = {"runs": len(sampled), "suspect": sum(bool(r.suspect) for r in results)}

@@ -87,8 +87,8 @@ def summarise(blobs: Sequence[bytes], walls: Sequence[float], skip_events: int |
               level: float = 0.95) -> SeriesSummary | None:
     """The series of one command's successful runs (their blobs and wall seconds), or None."""
     runs = [(decode(b), w) for b, w in zip(blobs, walls) if b]
-    parts = [(s, w, steady_part(s, skip_events, seed=i)) for i, (s, w) in enumerate(runs)]
-    parts = [(s, w, p) for s, w, p in parts if p is not None]
+    found_parts = [(s, w, steady_part(s, skip_events, seed=i)) for i, (s, w) in enumerate(runs)]
+    parts = [(s, w, p) for s, w, p in found_parts if p is not None]
     if not parts:
         return None
     found = [i for i, (_, _, p) in enumerate(parts) if p.warmup.how == "change point" and p.warmup.events]
@@ -97,7 +97,8 @@ def summarise(blobs: Sequence[bytes], walls: Sequence[float], skip_events: int |
         # A job's warm-up recurs in every run; a slow start in at most half of them is the machine
         # disturbing those runs (or heavy events that happen to come early): no cut there.
         lone = [parts[i][2].warmup.events for i in found]
-        parts = [(s, w, replace(steady_part(s, 0), warmup=Warmup(0, "none")) if i in found else p)
+        # The ignore: a series that gave a steady part above gives one without the skip too.
+        parts = [(s, w, replace(steady_part(s, 0), warmup=Warmup(0, "none")) if i in found else p)  # type: ignore[type-var, misc]  # see above
                  for i, (s, w, p) in enumerate(parts)]
     if len(parts) >= 3:
         clusters, kind = [(p.events, p.seconds) for _, _, p in parts], "runs"

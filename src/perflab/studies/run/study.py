@@ -290,6 +290,7 @@ def _decided(config: RunConfig, runs: list[Run]) -> bool:
         b.summary = _describe(b.times) if b.times else None
     measure, higher = ranking(config.primary_metric, config.higher_is_better)
     look = looks.plan_at(config, runs, len(benches) - 1, "look")
+    assert look is not None  # a look comes after a round
     compare(benches, measure, higher, config.reference or benches[0].command, look.level, config.min_effect)
     looks.settle(look, benches)
     return look.decided

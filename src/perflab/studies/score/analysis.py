@@ -30,9 +30,10 @@ def analyse_workloads(result: ScoreResult, level: float = method.LEVEL) -> Score
     scored = [w for w in result.workloads if w.ratio is not None]
     if scored and len(scored) == len(result.workloads):
         weights = [w.weight for w in scored]
-        result.score = method.hepscore([w.ratio for w in scored], weights, result.scaling)
+        result.score = method.hepscore([w.ratio for w in scored if w.ratio is not None], weights, result.scaling)
         if all(lm is not None for lm in lms):
-            _, lo, hi = method.score_interval(lms, weights, result.scaling, level)
+            # The ignore: score_interval is None only without a log mean, and each has one here.
+            _, lo, hi = method.score_interval([lm for lm in lms if lm is not None], weights, result.scaling, level)  # type: ignore[misc]  # see above
             result.score_ci = [lo, hi]
             result.cannot_tell = ""
         elif not result.cannot_tell:

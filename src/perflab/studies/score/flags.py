@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from perflab.stats.modes import detect_modes
 from perflab.stats.outliers import modified_z_scores
@@ -53,7 +53,7 @@ class Disagreeing:
         return asdict(self)
 
 
-def disagreeing(reps: dict[str, Sequence[float]], chosen: dict[str, Sequence[int]] | None = None,
+def disagreeing(reps: dict[str, Sequence[float]], chosen: Mapping[str, Sequence[int]] | None = None,
                 alpha: float = ALPHA) -> tuple[list[Disagreeing], float | None]:
     """(flagged repetitions, the pooled SD of the log repetitions or None when too few to tell)."""
     logs = {name: [math.log(v) for v in values] for name, values in reps.items() if len(values) >= 3}

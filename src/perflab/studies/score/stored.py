@@ -53,4 +53,5 @@ def difference(a: ScoreResult, b: ScoreResult, level: float = method.LEVEL) -> t
     if any(lm is None for lm in lms_a + lms_b):
         return None, ("a score without repetitions per workload has no spread to test against; "
                       "measure (or import HEPscore result files with) 3 repetitions on each host")
-    return method.score_difference(lms_a, lms_b, [w.weight for w in a.workloads], level), ""
+    return method.score_difference([lm for lm in lms_a if lm is not None], [lm for lm in lms_b if lm is not None],
+                                   [w.weight for w in a.workloads], level), ""

@@ -126,7 +126,7 @@ def analyse(config: ScoreConfig, runs: Sequence[Any], host: dict[str, Any], cpus
         by.setdefault((r.params["workload"], int(r.params["round"])), []).append(r)
     failures: dict[str, int] = {}
     watts: list[float] = []
-    measured = []
+    measured: list[Any] = []
     wls = []
     for sw, wl in zip(config.suite.workloads, config.workloads):
         work, summed = work_metric(wl), summed_metric(wl)

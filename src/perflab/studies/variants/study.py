@@ -376,13 +376,14 @@ def analyse(config: VariantsConfig, runs: Sequence[Any], builds: Mapping[str, Bu
                      for name, rs in by_round.items()}
         level = look.level if look is not None else config.level
         comps = {o.name: _compare(q, higher, per_round[o.name], per_round[base], level) for o in others}
-        names = [n for n, c in comps.items() if c is not None]
+        made = {n: c for n, c in comps.items() if c is not None}
+        names = list(made)
         if look is not None:
             for n in names:
-                outcomes[n].comparisons[q] = _decided(comps[n], level, config.min_effect)
+                outcomes[n].comparisons[q] = _decided(made[n], level, config.min_effect)
             continue
-        for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):
-            outcomes[n].comparisons[q] = replace(comps[n], p=p, significant=p < config.alpha)
+        for n, p in zip(names, holm([made[n].p_raw for n in names]) if names else []):
+            outcomes[n].comparisons[q] = replace(made[n], p=p, significant=p < config.alpha)
     if csm and b.checksum is not None:
         for o in outcomes.values():
             if o.name != base and o.checksum is not None and o.checksum != b.checksum:
@@ -404,8 +405,8 @@ def analyse(config: VariantsConfig, runs: Sequence[Any], builds: Mapping[str, Bu
     if look is not None:
         result.min_effect, result.stopped_by = config.min_effect, stopped_by or ""
         decisions = [(c.decision, c) for o in others if (c := o.comparisons.get(primary)) is not None]
-        per_round = sum(e.median for o in outcomes.values() if (e := o.estimates.get("wall_s")) is not None)
-        looks.settle(look, decisions, config.min_effect, look.looks[-1].runs, per_round)
+        round_s = sum(e.median for o in outcomes.values() if (e := o.estimates.get("wall_s")) is not None)
+        looks.settle(look, decisions, config.min_effect, look.looks[-1].runs, round_s)
         result.sequential = look.as_dict()
     rivals = sum(o.status == "measured" for o in result.variants) - 1
     _contest(result, by_round, config.level if look is None else
@@ -491,15 +492,16 @@ def _contest(result: VariantsResult, by_round: Mapping[str, list[tuple[int, RunR
     per_round = {o.name: {rnd: x for rnd, r in by_round[o.name] if r.ok and (x := _value(r, q)) is not None}
                  for o in [lead, *rivals]}
     comps = {o.name: _compare(q, higher, per_round[lead.name], per_round[o.name], level) for o in rivals}
-    names = [n for n, c in comps.items() if c is not None]
+    made = {n: c for n, c in comps.items() if c is not None}
+    names = list(made)
     result.leader = lead.name
     if min_effect is not None:  # --until-decided: the leader's repeated interval against each rival
         for n in names:
-            c = comps[n]
+            c = made[n]
             shown = c.ci.level >= level - 1e-9 and (c.ci.low > 1.0 or c.ci.high < 1.0)
             d = decide(c.ratio, c.ci.low, c.ci.high, min_effect) if c.ci.level >= level - 1e-9 else None
             result.contest[n] = replace(c, p=c.p_raw, significant=shown, decision=d or "",
                                         min_effect=min_effect, sequential=True)
         return
-    for n, p in zip(names, holm([comps[n].p_raw for n in names]) if names else []):
-        result.contest[n] = replace(comps[n], p=p, significant=p < result.alpha)
+    for n, p in zip(names, holm([made[n].p_raw for n in names]) if names else []):
+        result.contest[n] = replace(made[n], p=p, significant=p < result.alpha)
