@@ -378,15 +378,17 @@ def test_instances_section_shows_watts_and_joules_per_event_where_measured():
     from types import SimpleNamespace
 
     from perflab.report.sections import instances_section
+    from perflab.studies.instances.result import InstancesResult
 
-    point = {"n": 2, "throughput": 5.0, "ci": {"low": 4.0, "high": 6.0, "level": 0.9375}, "per_copy": 2.5,
+    point = {"n": 2, "throughput": 5.0, "ci": {"low": 4.0, "high": 6.0, "level": 0.9375}, "per_copy": 2.5, "reps": 5,
              "gain_per_copy": None, "start_spread_us": 1.0, "watts": 120.0, "joules_per_unit": 24.0}
     summary = {"unit": "events/s", "energy_source": "node meter (IPMI DCMI)", "energy_optimum_n": 2,
                "optimum_throughput": 5.0, "optimum_n": 2, "optimum_policy": "none",
-               "scans": [{"policy": "none", "optimum_throughput": 5.0, "within_1pct_n": 2, "points": [point]}]}
+               "ns": [2], "scans": [{"policy": "none", "optimum_n": 2, "optimum_throughput": 5.0, "within_1pct_n": 2,
+                                     "points": [point]}]}
     camp = SimpleNamespace(study="instances", id=1, status="done")
-    t = instances_section(camp, summary, []).tables[0]
+    t = instances_section(camp, InstancesResult.from_dict(summary), []).tables[0]
     assert t.columns[-2:] == ["watts", "J per event"] and t.rows[0][-2:] == [120.0, 24.0]
     assert "node meter" in t.note and "N = 2" in t.note
-    t = instances_section(camp, {**summary, "energy_source": None}, []).tables[0]
+    t = instances_section(camp, InstancesResult.from_dict({**summary, "energy_source": None}), []).tables[0]
     assert "watts" not in t.columns and len(t.rows[0]) == len(t.columns) and not t.note
