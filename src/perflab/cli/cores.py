@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import make_console, resolve_target, run_and_render, study_output_options, target_options
-from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction, tune_options
+from perflab.cli.options import PROBABILITY, Count, CpuList, Duration, Fraction, default_of, tune_options
+from perflab.studies.cores.study import CoresConfig
 
 
 class _Span(Duration):
@@ -23,30 +24,30 @@ class _Span(Duration):
 @click.option("--concurrent", is_flag=True,
               help="One copy on every scanned CPU at once per round (released together), as a farm node runs; "
                    "default: one CPU at a time, the others idle, so turbo and shared caches cannot blur the comparison.")
-@click.option("--rounds", type=click.IntRange(2, 100000), default=30, show_default=True,
+@click.option("--rounds", type=click.IntRange(2, 100000), default=default_of(CoresConfig, "rounds"), show_default=True,
               help="Most rounds (each round runs every CPU once).")
 @click.option("--min-rounds", type=click.IntRange(2, 100000), default=None,
-              help="Fewest rounds before the adaptive stop (default: 5, or --rounds where that is fewer).")
-@click.option("--max-time", type=Duration(), default=600.0, show_default=True, metavar="S",
+              help=f"Fewest rounds before the adaptive stop (default: {CoresConfig.min_rounds}, or --rounds where that is fewer).")
+@click.option("--max-time", type=Duration(), default=default_of(CoresConfig, "max_time"), show_default=True, metavar="S",
               help="Stop measuring after S seconds.")
-@click.option("--precision", type=Fraction(0, 1), default=0.03, show_default=True, metavar="P",
+@click.option("--precision", type=Fraction(0, 1), default=default_of(CoresConfig, "precision"), show_default=True, metavar="P",
               help="Stop when every CPU's ratio CI half-width is within P and the smallest detectable slowdown is at "
                    "most twice --min-effect (a slow CPU's median must reach --min-effect, so its ratio must be "
                    "told from noise at twice that).")
-@click.option("--min-effect", type=Fraction(0, 10), default=0.02, show_default=True, metavar="E", help="A slow CPU is at least E (fraction) slower than the rest.")
-@click.option("--alpha", type=PROBABILITY, default=0.05, show_default=True,
+@click.option("--min-effect", type=Fraction(0, 10), default=default_of(CoresConfig, "min_effect"), show_default=True, metavar="E", help="A slow CPU is at least E (fraction) slower than the rest.")
+@click.option("--alpha", type=PROBABILITY, default=default_of(CoresConfig, "alpha"), show_default=True,
               help="Family-wise significance level over the CPUs (Holm).")
-@click.option("--persistence", type=Fraction(0.5, 1.0001), default=0.9, show_default=True,
+@click.option("--persistence", type=Fraction(0.5, 1.0001), default=default_of(CoresConfig, "persistence"), show_default=True,
               help="A slow CPU is back at the others' level in at most 1 - Q of the rounds; else it is intermittent.")
-@click.option("--blocks", type=click.IntRange(1, 1000), default=3, show_default=True,
+@click.option("--blocks", type=click.IntRange(1, 1000), default=default_of(CoresConfig, "blocks"), show_default=True,
               help="Spread the rounds over B time blocks; a CPU is slow only if slow in every block "
                    "(at most rounds / 2 blocks).")
-@click.option("--span", type=_Span(), default=60.0, show_default=True, metavar="S",
+@click.option("--span", type=_Span(), default=default_of(CoresConfig, "span"), show_default=True, metavar="S",
               help="The first and the last block start at least S seconds apart (the scan waits between "
                    "blocks where its rounds take less; at most 3/4 of --max-time); 0: no waiting.")
 @click.option("--counters", is_flag=True,
               help="Wrap each run in perf stat (cycles, instructions): IPC and effective GHz per CPU, where the PMU has them.")
-@click.option("--seed", type=Count(0, 2**63 - 1), default=0, show_default=True, help="Seed of the shuffled CPU order.")
+@click.option("--seed", type=Count(0, 2**63 - 1), default=default_of(CoresConfig, "seed"), show_default=True, help="Seed of the shuffled CPU order.")
 @click.option("--timeout", type=Duration(), default=None, metavar="S",
               help="Kill a run after S seconds (stored as failed).")
 @target_options
@@ -70,8 +71,8 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
 
     workload = resolve_target(workload_name, command_args, shell, config_path)
     if min_rounds is None:  # a smaller --rounds wins over the default, as --max-runs does in run
-        min_rounds = min(cores.CoresConfig.min_rounds, rounds)
-    config = cores.CoresConfig(
+        min_rounds = min(CoresConfig.min_rounds, rounds)
+    config = CoresConfig(
         workload=workload, cpus=cpus, physical=physical, concurrent=concurrent, rounds=rounds,
         min_rounds=min_rounds, max_time=max_time, precision=precision, min_effect=min_effect, alpha=alpha,
         persistence=persistence, seed=seed, timeout=timeout, counters=counters, blocks=blocks, span=span,

@@ -5,16 +5,17 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import instrument_wrap, make_console, run_and_render, study_output_options
-from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction, tune_options
+from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fraction, tune_options, default_of
+from perflab.studies.frontend.study import FrontendConfig
 
 
 @click.command(name="frontend")
-@click.option("--kind", type=click.Choice(["switch", "calls"]), default="switch", show_default=True,
+@click.option("--kind", type=click.Choice(["switch", "calls"]), default=default_of(FrontendConfig, "kind"), show_default=True,
               help="switch: one switch dispatching pseudo-random opcodes over n code blocks; calls: many small "
                    "functions called in a pseudo-random order.")
 @click.option("--min-size", default="16K", show_default=True, type=SIZE, help="Smallest hot code size.")
 @click.option("--max-size", default="4M", show_default=True, type=SIZE, help="Largest hot code size.")
-@click.option("--points-per-octave", default=2, show_default=True, type=Count(1, 16),
+@click.option("--points-per-octave", default=default_of(FrontendConfig, "points_per_octave"), show_default=True, type=Count(1, 16),
               help="Geometric steps per doubling.")
 @click.option("--iters", type=Count(1, 10**10),
               help="Dispatches per run (same at every size)  [default: 2000000; 200000 with "
@@ -25,21 +26,21 @@ from perflab.cli.options import COUNT, PROBABILITY, SIZE, Count, CpuList, Fracti
                    "whose counts barely vary: 2 measure the spread]")
 @click.option("--modes", help="Page modes for text: 4k, 2m or both.  [default: 4k,2m; 4k with "
                               "--instrument cachegrind]")
-@click.option("--block-bytes", default=64, show_default=True, type=Count(17, 4096),
+@click.option("--block-bytes", default=default_of(FrontendConfig, "block_bytes"), show_default=True, type=Count(17, 4096),
               help="Bytes of work per case.")
 @click.option("--per-cpu", "per_cpu", type=CpuList(), metavar="LIST",
               help="Run the scan pinned to each of these CPUs in turn (does the front-end cost differ between cores?).")
-@click.option("--perf-span/--no-perf-span", default=True, show_default=True,
+@click.option("--perf-span/--no-perf-span", default=default_of(FrontendConfig, "perf_span"), show_default=True,
               help="Also measure the hot code span from perf-sampled instruction addresses.")
-@click.option("--counters/--no-counters", default=True, show_default=True,
+@click.option("--counters/--no-counters", default=default_of(FrontendConfig, "counters"), show_default=True,
               help="Count iTLB and L1i misses per dispatch with perf stat where the PMU has them.")
-@click.option("--alpha", default=0.05, show_default=True, type=PROBABILITY,
+@click.option("--alpha", default=default_of(FrontendConfig, "alpha"), show_default=True, type=PROBABILITY,
               help="Family-wise error rate (Holm across sizes).")
-@click.option("--min-effect", default=0.03, show_default=True, type=Fraction(0.0, 1.0, inclusive=True),
+@click.option("--min-effect", default=default_of(FrontendConfig, "min_effect"), show_default=True, type=Fraction(0.0, 1.0, inclusive=True),
               help="Smallest gain from 2 MiB pages that counts (0.03 = 3 %).")
 @click.option("--allow-system-changes", is_flag=True,
               help="May switch THP from never to madvise during the scan (restored afterwards).")
-@click.option("--seed", default=0, show_default=True, type=Count(0, 2**32),
+@click.option("--seed", default=default_of(FrontendConfig, "seed"), show_default=True, type=Count(0, 2**32),
               help="Seed of the shuffled run order.")
 @click.option("--instrument", type=click.Choice(["time", "cachegrind"]), default="time", show_default=True,
               help="cachegrind: no PMU needed: simulated I1 misses per dispatch against code size under "

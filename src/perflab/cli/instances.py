@@ -17,7 +17,7 @@ from perflab.cli.common import (
     study_output_options,
     target_options,
 )
-from perflab.cli.options import Count, CountList, Duration, tune_options, tune_requested
+from perflab.cli.options import Count, CountList, Duration, tune_options, tune_requested, default_of, percent_default
 from perflab.errors import PerflabError
 from perflab.platform.host import capture
 from perflab.platform.sysfs import Root
@@ -60,15 +60,15 @@ def _sequential(until_decided: bool, min_effect: str, min_runs: int, max_runs: i
 @click.option("--fork-master", is_flag=True,
               help="Also compare one unbound forking master with one bound master per NUMA node, "
                    "on the same events and workers.")
-@click.option("--reps", default=5, show_default=True, type=Count(1, 100_000),
+@click.option("--reps", default=default_of(instances.InstancesConfig, "reps"), show_default=True, type=Count(1, 100_000),
               help="Rounds of every point (5 give a 94% interval for a median; an optimum needs 4 or more).")
 @click.option("--until-decided", is_flag=True,
               help="Run rounds until every N past the CPU count is shown to gain --min-effect or more "
                    "over the best N at or below it, or shown not to (5% over all looks), or --max-runs "
                    "(default 60) / --max-time runs out; replaces --reps.")
-@click.option("--min-effect", default="5%", show_default=True, metavar="PCT",
+@click.option("--min-effect", default=percent_default(instances.InstancesConfig, "min_effect"), show_default=True, metavar="PCT",
               help="With --until-decided: the smallest gain past the CPU count called, and the margin ruled out.")
-@click.option("--min-runs", type=Count(2, 100_000), default=5, show_default=True,
+@click.option("--min-runs", type=Count(2, 100_000), default=default_of(instances.InstancesConfig, "min_runs"), show_default=True,
               help="With --until-decided: the rounds of the first look.")
 @click.option("--max-runs", type=Count(2, 100_000), help="With --until-decided: the most rounds (default 60).")
 @click.option("--max-time", type=Duration(), metavar="S",
@@ -77,7 +77,7 @@ def _sequential(until_decided: bool, min_effect: str, min_runs: int, max_runs: i
               help="Print where each copy would run (CPUs, memory node) for each policy and N; run nothing.")
 @click.option("--root", "root_dir", metavar="DIR",
               help="With --plan: read the topology from this sysfs/proc snapshot instead of /.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the shuffled point order.")
+@click.option("--seed", default=default_of(instances.InstancesConfig, "seed"), show_default=True, help="Seed of the shuffled point order.")
 @click.option("--timeout", type=Duration(), default=None, metavar="S",
               help="Kill a copy after S seconds (the run is stored as failed and left out).")
 @energy_option

@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from perflab.cli.common import check_metrics, make_console, monitor_options, open_monitor, render_monitor, store_option
-from perflab.cli.options import MetricChoice, OutputDir, metric_choice, primary_metric_options, tune_options, tuned_study
+from perflab.cli.options import MetricChoice, OutputDir, metric_choice, primary_metric_options, tune_options, tuned_study, default_of
+from perflab.studies.lab.study import LabConfig
 from perflab.errors import PerflabError
 
 
@@ -18,7 +19,7 @@ from perflab.errors import PerflabError
               help="Workload name or a perflab.toml file (default: the built-in minihlt).")
 @click.option("--config", "config_path", metavar="FILE", help="perflab.toml with workload definitions.")
 @click.option("--quick", is_flag=True, help="Shrink every study: finishes in a few minutes on 2 CPUs.")
-@click.option("--out", "out_dir", default="perflab-lab", show_default=True, type=OutputDir(),
+@click.option("--out", "out_dir", default=default_of(LabConfig, "out_dir"), show_default=True, type=OutputDir(),
               help="Directory for the report and the profiles.")
 @click.option("--resume", is_flag=True,
               help="Carry on the newest unfinished lab from the store without repeating stored runs.")
@@ -26,7 +27,7 @@ from perflab.errors import PerflabError
 @click.option("--budget", type=float, metavar="S",
               help="Seconds the full lab's studies may take (default 540); each study gets its share "
                    "of what is left, never fewer rounds than it needs to answer.")
-@click.option("--seed", default=1, show_default=True, help="Seed for every shuffled order.")
+@click.option("--seed", default=default_of(LabConfig, "seed"), show_default=True, help="Seed for every shuffled order.")
 @primary_metric_options
 @monitor_options(default=True)
 @store_option

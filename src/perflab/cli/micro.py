@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from perflab.cli.common import make_console, run_and_render, study_output_options
-from perflab.cli.options import COUNT, SIZE, Count, Positive, tune_options
+from perflab.cli.options import COUNT, SIZE, Count, Positive, tune_options, default_of
+from perflab.studies.micro.study import MicroConfig
 
 
 @click.command(name="micro")
@@ -15,19 +16,19 @@ from perflab.cli.options import COUNT, SIZE, Count, Positive, tune_options
                    "malloc_large, shm.")
 @click.option("--abi", "abis", default="m64,m32,mx32", show_default=True,
               help="ABIs to build and compare (those this machine cannot run are skipped with a reason).")
-@click.option("--reps", default=10, show_default=True, type=COUNT,
+@click.option("--reps", default=default_of(MicroConfig, "reps"), show_default=True, type=COUNT,
               help="Rounds; each runs every (bench, ABI) once, shuffled.")
-@click.option("--scale", default=1.0, show_default=True, type=Positive(),
+@click.option("--scale", default=default_of(MicroConfig, "scale"), show_default=True, type=Positive(),
               help="Multiply every benchmark's iteration count.")
-@click.option("--io-dir", default=".", show_default=True, type=click.Path(file_okay=False),
+@click.option("--io-dir", default=default_of(MicroConfig, "io_dir"), show_default=True, type=click.Path(file_okay=False),
               help="Directory for the I/O benchmarks' temporary file (O_SYNC is only meaningful on a disk).")
-@click.option("--shm", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+@click.option("--shm", type=click.Choice(["auto", "on", "off"]), default=default_of(MicroConfig, "shm"), show_default=True,
               help="A 32-bit process touching more than 4 GiB through SysV shm segments; auto: only when "
                    "memory is plentiful.")
 @click.option("--with-shm", is_flag=True, help="Same as --shm on.")
 @click.option("--shm-total", default="5G", show_default=True, type=SIZE,
               help="Bytes the shm benchmark touches.")
-@click.option("--seed", default=0, show_default=True, type=Count(0, 2**32),
+@click.option("--seed", default=default_of(MicroConfig, "seed"), show_default=True, type=Count(0, 2**32),
               help="Seed of the shuffled run order.")
 @study_output_options
 @tune_options

@@ -16,6 +16,24 @@ import click
 
 from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist
 
+def default_of(config: type, name: str) -> Any:
+    """The default of a study Config's field, so a click option shows and uses the one value the
+    Config holds (a second copy here would drift from it)."""
+    import dataclasses
+
+    for f in dataclasses.fields(config):
+        if f.name == name:
+            if f.default is dataclasses.MISSING:
+                raise TypeError(f"{config.__name__}.{name} has no default")
+            return f.default
+    raise TypeError(f"{config.__name__} has no field {name}")
+
+
+def percent_default(config: type, name: str) -> str:
+    """A Config's fraction field as the percent an option takes and its help shows (0.02: "2%")."""
+    return f"{100 * default_of(config, name):g}%"
+
+
 _UNITS_S = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "m": 60.0, "min": 60.0, "h": 3600.0}
 _UNITS_B = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
             "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}

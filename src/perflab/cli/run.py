@@ -7,7 +7,8 @@ import click
 from perflab.cli.common import (check_metrics, emit_json, instrument_wrap, energy_option, json_option, make_console,
                                 monitor_options, open_energy, open_monitor, render_monitor, store_option, target_options)
 from perflab.cli.gate_common import GATE_EXITS_HELP, RunGate, run_gate_options
-from perflab.cli.options import DURATION, Count, OutputPath, tune_options, tuned_study
+from perflab.cli.options import DURATION, Count, OutputPath, tune_options, tuned_study, default_of, percent_default
+from perflab.studies.run.study import RunConfig
 from perflab.errors import PerflabError
 
 
@@ -69,7 +70,7 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.command(cls=_RunCommand, context_settings={"ignore_unknown_options": True},
                short_help="Time one or more commands, hyperfine-style.", epilog=GATE_EXITS_HELP)
 @target_options
-@click.option("--warmup", default=0, show_default=True, type=Count(0),
+@click.option("--warmup", default=default_of(RunConfig, "warmup"), show_default=True, type=Count(0),
               help="Untimed runs of each command first.")
 @click.option("--runs", "-r", type=Count(1), help="Exactly N timed runs per command.")
 @click.option("--precision", metavar="P%",
@@ -78,14 +79,14 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
               help="Run rounds until each command is shown to differ from the reference by "
                    "--min-effect or more, or shown not to (5% over all looks), or --max-runs "
                    "(default 300) / --max-time runs out.")
-@click.option("--min-effect", default="1%", show_default=True, metavar="PCT",
+@click.option("--min-effect", default=percent_default(RunConfig, "min_effect"), show_default=True, metavar="PCT",
               help="The smallest difference called, and the margin --until-decided rules out.")
-@click.option("--min-runs", "-m", default=10, show_default=True, type=Count(2),
+@click.option("--min-runs", "-m", default=default_of(RunConfig, "min_runs"), show_default=True, type=Count(2),
               help="Fewest runs per command without --runs.")
 @click.option("--max-runs", "-M", type=Count(1), help="Most runs per command without --runs.")
 @click.option("--max-time", type=DURATION,
               help="Stop the measured phase after S seconds (at least 2 runs each).")
-@click.option("--seed", default=0, show_default=True, type=int,
+@click.option("--seed", default=default_of(RunConfig, "seed"), show_default=True, type=int,
               help="Seed of the per-round shuffle and the bootstrap.")
 @click.option("--parameter-list", "-L", "param_lists", nargs=2, multiple=True,
               metavar="NAME A,B,C", help="Substitute {NAME} in the commands by each value.")

@@ -14,7 +14,7 @@ from perflab.cli.common import (
     check_metrics, emit_json, energy_option, make_console, open_energy, resolve_target, save_baseline,
     study_output_options, target_options,
 )
-from perflab.cli.options import Count, Duration, metric_choice, tune_options, tuned_study
+from perflab.cli.options import Count, Duration, metric_choice, tune_options, tuned_study, default_of, percent_default
 from perflab.errors import PerflabError
 from perflab.kernels import minihlt
 from perflab.kernels.buildsys import DEFAULT_MAKE, check_template
@@ -162,22 +162,22 @@ def _sequential(opts: dict) -> dict:
               help="Named-group regex for a value in the command's output, e.g. 'checksum: (?P<checksum>\\S+)'.")
 @click.option("--checksum", metavar="NAME",
               help="The metric holding the program's result checksum (default: a metric named checksum).")
-@click.option("--jobs", "-j", type=Count(0, 1024), default=0, help="Parallel build jobs (0: one per CPU).")
+@click.option("--jobs", "-j", type=Count(0, 1024), default=default_of(study.VariantsConfig, "jobs"), help="Parallel build jobs (0: one per CPU).")
 @click.option("--rounds", "-r", type=Count(2, 100_000), default=study.DEFAULT_ROUNDS, show_default=True,
               help="Interleaved rounds (runs per variant).")
 @click.option("--until-decided", is_flag=True,
               help="Run rounds until each build is shown faster or slower than the baseline by "
                    "--min-effect or more, or shown not to (5% over all looks and builds), or "
                    "--max-runs (default 300) / --max-time runs out; replaces --rounds.")
-@click.option("--min-effect", default="2%", show_default=True, metavar="PCT",
+@click.option("--min-effect", default=percent_default(study.VariantsConfig, "min_effect"), show_default=True, metavar="PCT",
               help="With --until-decided: the smallest change called, and the margin ruled out.")
-@click.option("--min-runs", type=Count(2, 100_000), default=10, show_default=True,
+@click.option("--min-runs", type=Count(2, 100_000), default=default_of(study.VariantsConfig, "min_runs"), show_default=True,
               help="With --until-decided: the rounds of the first look.")
 @click.option("--max-runs", type=Count(2, 100_000), help="With --until-decided: the most rounds (default 300).")
 @click.option("--max-time", type=Duration(), metavar="S",
               help="With --until-decided: the most seconds of rounds (at the first round's pace).")
-@click.option("--warmup", type=Count(0, 1000), default=1, show_default=True, help="Unrecorded warm-up rounds.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the per-round shuffle.")
+@click.option("--warmup", type=Count(0, 1000), default=default_of(study.VariantsConfig, "warmup"), show_default=True, help="Unrecorded warm-up rounds.")
+@click.option("--seed", type=int, default=default_of(study.VariantsConfig, "seed"), show_default=True, help="Seed of the per-round shuffle.")
 @click.option("--events", type=Count(1, 10**12), help="minihlt: events per run.")
 @click.option("--static-mb", type=Count(1, 1 << 20), help="minihlt: size of the static detector data.")
 @click.option("--train", "train_args", metavar="ARGS",
