@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
 
 from perflab.errors import PerflabError
+from perflab.measure.interface import ConcurrentResult, Executor
 from perflab.measure.spawn import base_argv
 from perflab.model import RunResult, RunSpec
 from perflab.platform.cache_model import CacheModel
 from perflab.startup import which
+
+if TYPE_CHECKING:
+    from perflab.measure.journal import Journal
 
 NAME = "cachegrind"
 STABLE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -142,7 +146,7 @@ class CachegrindExecutor:
     Cachegrind totals also kept as they are, as metrics 'cg_<event>' (e.g. ILmr, the LL misses of
     instruction fetches, which MEASURES sum with the data's)."""
 
-    def __init__(self, inner: Any, model: CacheModel,
+    def __init__(self, inner: Executor, model: CacheModel,
                  on_cost: Callable[[str, Cost], None] | None = None, events: Sequence[str] = ()) -> None:
         import tempfile
 
@@ -159,7 +163,23 @@ class CachegrindExecutor:
         self._links: dict[str, str] = {}
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)  # now_ns, live, root, ...: the inner executor's
+        return getattr(self.inner, name)  # root, trampoline, ...: the inner executor's
+
+    @property
+    def live(self) -> bool:
+        return self.inner.live
+
+    def now_ns(self) -> int:
+        return self.inner.now_ns()
+
+    def wait(self, seconds: float) -> None:
+        self.inner.wait(seconds)
+
+    def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
+                  key: tuple[int, str, dict, int] | None = None) -> Generator[list[RunResult], None, None]:
+        if spec.instrument:
+            raise ValueError(f"--instrument {spec.instrument} runs one at a time: can_batch is False")
+        return self.inner.run_batch(spec, count, journal, key)
 
     def close(self) -> None:
         import shutil
@@ -241,7 +261,7 @@ class CachegrindExecutor:
         result, output = self.inner.capture(self._simulated(spec))
         return self._finish(spec, result), output
 
-    def run_concurrent(self, specs: Sequence[RunSpec], together: bool = True) -> Any:
+    def run_concurrent(self, specs: Sequence[RunSpec], together: bool = True) -> ConcurrentResult:
         if any(s.instrument == NAME for s in specs):
             raise PerflabError(f"--instrument {NAME} simulates one process tree at a time: "
                                "measure concurrent copies without it")

@@ -7,9 +7,12 @@ the deterministic MockExecutor can play every run a study makes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Generator, Protocol, Sequence
 
 from perflab.model import RunResult, RunSpec
+
+if TYPE_CHECKING:
+    from perflab.measure.journal import Journal
 
 
 @dataclass
@@ -24,7 +27,9 @@ class ConcurrentResult:
 
 
 class Executor(Protocol):
-    """Runs specs and says what they measured."""
+    """Runs specs and says what they measured: everything a study or its Session asks of one."""
+
+    live: bool  # measures this machine (a study then adds notes on it); the mock plays none
 
     def run(self, spec: RunSpec) -> RunResult: ...
 
@@ -34,4 +39,20 @@ class Executor(Protocol):
         """Run once and return the full output too (stdout then stderr), e.g. per-event log lines."""
         ...
 
-    def now_ns(self) -> int: ...
+    def now_ns(self) -> int:
+        """The executor's clock (virtual under the mock), for a study's own time limits."""
+        ...
+
+    def wait(self, seconds: float) -> None:
+        """Idle for ``seconds`` on that clock (a study that spreads its runs over time)."""
+        ...
+
+    def can_batch(self, spec: RunSpec) -> bool:
+        """Whether runs of ``spec`` can go back to back through ``run_batch``."""
+        ...
+
+    def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
+                  key: tuple[int, str, dict, int] | None = None) -> Generator[list[RunResult], None, None]:
+        """Up to ``count`` runs of ``spec`` back to back, yielded in groups as they end; only for a
+        spec that ``can_batch``."""
+        ...

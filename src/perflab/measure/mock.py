@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Generator, Sequence
 
 from perflab.measure.interface import ConcurrentResult
 from perflab.model import RunResult, RunSpec
+
+if TYPE_CHECKING:
+    from perflab.measure.journal import Journal
 
 _SLEEP = r"^\s*sleep\s+([0-9.]+)\s*$"  # compiled by re on first use: a real run never needs it
 
@@ -38,6 +41,8 @@ class MockExecutor:
     ``output(spec)`` gives the text ``capture`` returns (default: empty).
     """
 
+    live = False  # plays no machine: a study adds no notes on the one it runs on
+
     def __init__(self, model: Callable[[RunSpec], RunResult | float] | None = None,
                  output: Callable[[RunSpec], str] | None = None) -> None:
         self.model = model
@@ -51,6 +56,13 @@ class MockExecutor:
     def wait(self, seconds: float) -> None:
         """Idle for ``seconds`` of virtual time (a study that spreads its runs over time)."""
         self.clock_ns += max(0, round(seconds * 1e9))
+
+    def can_batch(self, spec: RunSpec) -> bool:
+        return False  # one run at a time, each on the virtual clock
+
+    def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
+                  key: tuple[int, str, dict, int] | None = None) -> Generator[list[RunResult], None, None]:
+        raise ValueError("the mock runs one spec at a time: can_batch is always False")
 
     def _result(self, spec: RunSpec, start: int) -> RunResult:
         exit_code = 0

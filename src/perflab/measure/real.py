@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import select
 import time
-from typing import Iterator, Sequence
+from typing import Generator, Iterator, Sequence
 
 from perflab.errors import PerflabError
 from perflab.measure import perfstat
@@ -130,6 +130,10 @@ class RealExecutor:
     def now_ns() -> int:
         return time.monotonic_ns()
 
+    @staticmethod
+    def wait(seconds: float) -> None:
+        time.sleep(seconds)
+
     def trampoline(self) -> tuple[str, ...] | None:
         if self._tramp is False:
             self._tramp = spawnrun_trampoline()
@@ -242,7 +246,7 @@ class RealExecutor:
         return not spec.metrics and not spec.series and spec.perf_events is None and self._server() is not None
 
     def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
-                  key: tuple[int, str, dict, int] | None = None) -> Iterator[list[RunResult]]:
+                  key: tuple[int, str, dict, int] | None = None) -> Generator[list[RunResult], None, None]:
         """Up to ``count`` runs of ``spec`` back to back in the spawn server, yielded in groups
         as they end (server.batch), each with its health read by the server right after it. The
         batch ends at a failed run (whose output is then still in the memfds). With ``journal``,

@@ -17,7 +17,7 @@ Two ways to record a window:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from perflab.errors import PerflabError
 from perflab.model import RunSpec, known_fields
@@ -125,6 +125,7 @@ class WindowRecording:
         return cls(**kw)
 
 
+@runtime_checkable  # a profile asks its executor whether it records windows itself (the mock does)
 class WindowRecorder(Protocol):
     """The executor-style interface of a profile: record a window, read a recording back."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable
 
-from perflab.measure.cachegrind import MEASURES, NAME, PER_EVENT, STABLE_ENV, Cost
+from perflab.measure.cachegrind import MEASURES, NAME, PER_EVENT, STABLE_ENV, CachegrindExecutor
 
 SHOWN = MEASURES + tuple(f"{m}_per_event" for m in PER_EVENT)
 # What the instrument's own section of a run shows; the generic metrics table leaves these out.
@@ -47,10 +47,10 @@ def with_executor(section: dict[str, Any], executor: Any) -> dict[str, Any]:
     (native against simulated), as the instrument's executor recorded them."""
     if not section:
         return section
-    model = getattr(executor, "model", None)
-    costs: dict[str, Cost] = getattr(executor, "costs", {})
-    if model is not None:
-        section = {**section, "cache_model_source": model.source, "cache_model_notes": list(model.notes)}
+    if not isinstance(executor, CachegrindExecutor):
+        return section  # resumed under a plain executor: nothing simulated, nothing to add
+    model, costs = executor.model, executor.costs
+    section = {**section, "cache_model_source": model.source, "cache_model_notes": list(model.notes)}
     if costs:
         section = {**section, "cost": {label: c.as_dict() for label, c in costs.items()}}
     return section

@@ -100,7 +100,7 @@ class Session:
             while stop < end and not self.stored(spec, stop):
                 stop += 1
             params = dict(spec.params or {})
-            batch = self.executor.run_batch(  # type: ignore[attr-defined]  # only an executor with can_batch gets here, and it has run_batch
+            batch = self.executor.run_batch(
                 spec, stop - rep, journal, (self.campaign_id, spec.label, params, rep))
             settled = False  # every run the server journalled is in the store
             try:
@@ -121,8 +121,7 @@ class Session:
 
     def _batch_journal(self, spec: RunSpec) -> Journal | None:
         """The journal for back-to-back runs of ``spec``, or None where they go one by one."""
-        can = getattr(self.executor, "can_batch", None)
-        if self.energy is not None or can is None or not can(spec):
+        if self.energy is not None or not self.executor.can_batch(spec):
             return None  # energy is read around each run; the mock runs one at a time
         if self._journal is False:
             self._journal = Journal.beside(getattr(self.store, "path", None))

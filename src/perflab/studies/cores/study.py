@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec, Workload
@@ -53,6 +52,9 @@ from perflab.studies.cores.counters import COUNTER_EVENTS
 from perflab.studies.cores.detect import row_cis
 from perflab.studies.cores.result import CoresResult
 from perflab.studies.instances.placement import usable_cpus
+
+if TYPE_CHECKING:
+    from perflab.studies.session import Session
 
 NAME = "cores"
 
@@ -121,15 +123,14 @@ def _spec(config: CoresConfig, cpu: int, round_: int, block: int = 0) -> RunSpec
                                 perf_events=COUNTER_EVENTS if config.counters else None)
 
 
-def _clock(session: Any):
-    """The executor's clock in seconds (virtual under the mock), else the monotonic clock."""
-    now = getattr(getattr(session, "executor", None), "now_ns", None)
-    return (lambda: now() / 1e9) if now is not None else time.monotonic
+def _clock(session: Session) -> Callable[[], float]:
+    """The executor's clock in seconds (virtual under the mock)."""
+    now = session.executor.now_ns
+    return lambda: now() / 1e9
 
 
-def _wait(session: Any, seconds: float) -> None:
-    wait = getattr(getattr(session, "executor", None), "wait", None)
-    (wait or time.sleep)(seconds)
+def _wait(session: Session, seconds: float) -> None:
+    session.executor.wait(seconds)
 
 
 def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:

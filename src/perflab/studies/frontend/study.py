@@ -30,6 +30,7 @@ from perflab.kernels.build import cache_root
 from perflab.kernels.frontend.facts import ThpChange, read_tlb, references, sampled_span, thp_mode
 from perflab.kernels.frontend.generate import build_program, code_layout, per_case_bytes
 from perflab.measure import perfstat
+from perflab.measure.cachegrind import CachegrindExecutor
 from perflab.measure.executor import check_cpus
 from perflab.model import MetricPattern, RunResult, RunSpec
 from perflab.platform import probes
@@ -193,11 +194,11 @@ def execute(config: FrontendConfig, session: Any, machine: Any) -> FrontendResul
 
 def _execute_simulated(config: FrontendConfig, session: Any, machine: Any) -> FrontendResult:
     """The scan under the session's Cachegrind executor: 4 KiB pages, no warm-up, no perf."""
-    model = getattr(session.executor, "model", None)
-    if model is None:
+    if not isinstance(session.executor, CachegrindExecutor):
         raise PerflabError(f"this frontend campaign runs under --instrument {config.instrument}, which "
                            "perflab resume does not restore: run perflab frontend --instrument "
                            f"{config.instrument} again")
+    model = session.executor.model
     prog, built = build_program(config.kind, config.max_bytes, config.block_bytes)
     layout = code_layout(built.path, prog)
     ctx = Context(code_bytes=layout.total_bytes, cache_model_source=model.source, notes=list(model.notes))

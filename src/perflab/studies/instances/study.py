@@ -17,7 +17,6 @@ per round and judged by an exact sign test over all pairs (see result.py).
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Callable, Sequence
@@ -287,7 +286,7 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
     specs = plan(config, machine)
     cpus = capacity(config, machine.topology)
     stopped = {"by": "budget" if config.until_decided else ""}
-    now = getattr(session.executor, "now_ns", None) or time.monotonic_ns
+    now = session.executor.now_ns
     t0 = now()
 
     def look(rnd: int, runs: list[Run]) -> bool:

@@ -251,8 +251,8 @@ def execute(config: ProfileConfig, session: Session, machine: Machine) -> Profil
     if config.instrument == NAME_CALLGRIND:
         return analyse(config, execute_counted(config, session, plan(config, machine)))
     event, reason = choose_event(config.event, machine)
-    recorder: WindowRecorder = session.executor if hasattr(session.executor, "record_window") \
-        else PerfWindowRecorder()  # type: ignore[assignment]  # an executor with record_window is a WindowRecorder
+    recorder: WindowRecorder = session.executor if isinstance(session.executor, WindowRecorder) \
+        else PerfWindowRecorder()
     out = Path(config.out_dir) / str(session.campaign_id)
     out.mkdir(parents=True, exist_ok=True)
     adapter = _Recordings(recorder, config, out, event, reason)

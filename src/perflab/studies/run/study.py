@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import random
 import statistics
-import time
 from dataclasses import asdict, dataclass
 from itertools import product
 from typing import Any, Iterable
@@ -198,7 +197,7 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
             res = session.warmup(spec)
             if res is not None and not res.ok and not config.ignore_failure:
                 raise _failure_error(spec.label, res, config.timeout)
-    now = getattr(session.executor, "now_ns", None) or time.monotonic_ns
+    now = session.executor.now_ns
     before = cpu_times()
     rng = random.Random(config.seed)
     walls: list[list[float]] = [[] for _ in specs]  # successful runs' wall times, per spec
@@ -277,7 +276,7 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
     if together:
         result.warnings.insert(0, interleave_note(stop_round, [b.n for b in result.benchmarks]))
     result.instrument = instrument.with_executor(result.instrument, session.executor)
-    if getattr(session.executor, "live", False):  # the mock plays no machine
+    if session.executor.live:  # the mock plays no machine
         result.warnings.extend(machine_notes(before, cpu_times()))
     return result
 

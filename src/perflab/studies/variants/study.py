@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -29,6 +28,7 @@ from perflab.kernels.build import BuildError
 from perflab.kernels.variant_build import build_variant, pgo_unchanged
 from perflab.kernels.variant_probe import default_probe
 from perflab.kernels.variants import BuildTarget, Variant, VariantBuild, resolve_baseline
+from perflab.measure.cachegrind import CachegrindExecutor
 from perflab.model import RunResult, RunSpec, Workload
 from perflab.stats import cliffs_delta, holm, median, median_ci
 from perflab.stats.sequential import decide
@@ -180,7 +180,7 @@ def _build_all(config: VariantsConfig, variants: Sequence[Variant], base: str,
 def execute(config: VariantsConfig, session: Any, machine: Any = None) -> VariantsResult:
     """Build every variant, then run the plan through the session (stored as each run completes)."""
     variants, base = resolve_baseline(config.variants, config.baseline)
-    if config.instrument and not hasattr(session.executor, "costs"):
+    if config.instrument and not isinstance(session.executor, CachegrindExecutor):
         raise PerflabError(f"this variants campaign runs under --instrument {config.instrument}, which "
                            "this executor cannot simulate: run the study again rather than resume it")
     builds = _build_all(config, variants, base, session.say)
@@ -213,7 +213,7 @@ def execute(config: VariantsConfig, session: Any, machine: Any = None) -> Varian
             session.say(f"{name}: round {rnd} failed: {res.failure}")
         return res
 
-    now = getattr(session.executor, "now_ns", None) or time.monotonic_ns
+    now = session.executor.now_ns
     runs, stopped = measure(config, specs, run_one, now, session.say)
     infos = {n: BuildInfo.of(b) for n, b in builds.items()}
     return analyse(config, runs, infos, stopped_by=stopped)
