@@ -289,37 +289,75 @@ def instrument_wrap(model: Any, console: Any, advice: str | None = None, events:
 
 def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any, Any], None],
                    db_url: str | None, json_path: str | None, *, wrap: Callable[[Any], Any] | None = None,
-                   **study: Any) -> Any:
-    """Run a study in a new campaign (progress on the console), render its result, say where it
-    is stored, write --json; the result back. ``wrap``: a context manager around the native
-    executor that measures through it (an instrument); ``study``: more arguments of run_study."""
+                   fast: bool = False, bar: bool = False, gate: Any = None,
+                   results_line: str = "results: {store} (campaign {campaign})",
+                   finish: Callable[[Any], None] | None = None, **study: Any) -> Any:
+    """Run a study in a new campaign, render its result, say where it is stored, write --json;
+    the result back. ``wrap``: a context manager around the native executor that measures through
+    it (an instrument); ``fast``: the store through open_fast (SQLite without SQLAlchemy, for a
+    command whose start-up counts); ``bar``: progress as one transient line on a terminal (none
+    elsewhere) rather than a line per step; ``gate``: a RunGate, checked before the runs and
+    applied after them; ``finish``: more output of the result (exports) before --json;
+    ``study``: more arguments of run_study."""
     import contextlib
 
-    from perflab.measure.executor import default_executor
-    from perflab.store import open_store
     from perflab import startup
-    from perflab.studies import run_study
-
     from perflab.cli.options import tuned_study
     from perflab.measure import metrics
+    from perflab.measure.executor import default_executor
+    from perflab.model import Workload
+    from perflab.studies import run_study
 
-    startup.end()
-    metrics.reset_ledger()
+    if fast:
+        from perflab.store.lite import open_fast
+
+        opener: Callable[[str | None], Any] = open_fast
+    else:
+        from perflab.store import open_store
+
+        opener = open_store
     with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
-            open_store(db_url) as store, default_executor() as native, \
+            opener(db_url) as store, default_executor() as native, \
             (wrap(native) if wrap else contextlib.nullcontext(native)) as executor:
-        result = run_study(module, config, store, executor,
-                           progress=lambda text: console.print(text, highlight=False), **study)
-        check_metrics(config, console)
+        if gate is not None:
+            gate.precheck(store)
+        startup.end()  # every module the study needs is loaded: collect normally from here
+        metrics.reset_ledger()  # check_metrics judges this command's runs only
+        result = _run_with_progress(run_study, module, config, store, executor, console, bar, study)
+        check_metrics(config, console)  # a never-measured primary metric stops here (exit 2)
         render(result, console)
-        watched = render_monitor(store, result.campaign_id, getattr(config, "workload", None), console) \
+        # the monitor counts events by the workload's event metric (a run names no Workload record)
+        workload = config.workload if isinstance(getattr(config, "workload", None), Workload) else None
+        watched = render_monitor(store, result.campaign_id, workload, console) \
             if study.get("monitor") is not None else None
-        console.print(f"results: {store.display} (campaign {result.campaign_id})", highlight=False)
+        console.print(results_line.format(store=store.display, campaign=result.campaign_id), highlight=False)
         save_baseline(store, result.campaign_id)
-    if json_path:
-        emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()},
-                  module.NAME)
+        if finish is not None:
+            finish(result)
+        if json_path:
+            emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()},
+                      module.NAME)
+        if gate is not None:
+            gate.after(store, result.campaign_id, stdout_taken=console.stderr)
     return result
+
+
+def _run_with_progress(run_study: Callable[..., Any], module: Any, config: Any, store: Any, executor: Any,
+                       console: Any, bar: bool, study: dict[str, Any]) -> Any:
+    """run_study with its progress said: a line per step, or (``bar``) one transient line that
+    rich refreshes from its own thread at 4 Hz, so no run waits on a terminal write."""
+    if not bar:
+        return run_study(module, config, store, executor,
+                         progress=lambda text: console.print(text, highlight=False), **study)
+    if not console.is_terminal:
+        return run_study(module, config, store, executor, **study)
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True, refresh_per_second=4) as progress_bar:
+        task = progress_bar.add_task("measuring")
+        return run_study(module, config, store, executor, **study,
+                         progress=lambda text: progress_bar.update(task, description=f"measuring: {text}"))
 
 
 def check_metrics(config: Any, console: Any) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from perflab.cli.common import (check_metrics, emit_json, instrument_wrap, energy_option, json_option, make_console,
-                                monitor_options, open_energy, open_monitor, render_monitor, store_option, target_options)
+from perflab.cli.common import (energy_option, instrument_wrap, json_option, make_console, monitor_options, open_energy,
+                                open_monitor, run_and_render, store_option, target_options)
 from perflab.cli.gate_common import GATE_EXITS_HELP, RunGate, run_gate_options
-from perflab.cli.options import DURATION, Count, OutputPath, tune_options, tuned_study, default_of, percent_default
+from perflab.cli.options import DURATION, Count, OutputPath, tune_options, default_of, percent_default
 from perflab.studies.run.study import RunConfig
 from perflab.errors import PerflabError
 
@@ -260,32 +262,26 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         raise PerflabError(f"--reference {reference!r} names no command: give one of "
                            + ", ".join(repr(s.label) for s in specs))
     console = make_console(stderr=json_path == "-" or "-" in (export_json, export_csv, export_markdown))
-    from perflab.measure.executor import default_executor
     from perflab.report.terminal.run import render
-    from perflab.store.lite import open_fast
 
     meter = open_energy(energy_source, console)
     watch = open_monitor(monitor, monitor_interval, idle_s, console)
-    machine = _Pending()  # the machine capture, on a thread beside the runs
-    with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
-            open_fast(db_url) as store, default_executor() as native, instrument_wrap(model, console)(native) as executor:
-        gate.precheck(store)
-        result = _measure(run_study_module, config, store, executor, machine, console, meter, watch)
-        check_metrics(config, console)  # a never-measured primary metric stops here (exit 2)
-        render(result, console)
-        watched = render_monitor(store, result.campaign_id, None, console) if watch is not None else None
-        console.print(f"perflab: results in {store.display}, campaign {result.campaign_id}", highlight=False)
-        if export_json or export_csv or export_markdown:
-            from perflab.report import export  # the writers (csv among them) only when asked for
+    run_and_render(run_study_module, config, console, render, db_url, json_path, wrap=instrument_wrap(model, console),
+                   fast=True, bar=True, gate=gate, results_line="perflab: results in {store}, campaign {campaign}",
+                   finish=lambda result: _export(result, export_json, export_csv, export_markdown),
+                   machine=_Pending(), energy=meter, monitor=watch)
 
-            for path, write in ((export_json, export.export_json), (export_csv, export.export_csv),
-                                (export_markdown, export.export_markdown)):
-                if path:
-                    write(result, path)
-        if json_path:
-            emit_json(json_path, result.as_dict() if watched is None else {**result.as_dict(), "monitor": watched.as_dict()},
-                      run_study_module.NAME)
-        gate.after(store, result.campaign_id, stdout_taken=console.stderr)
+
+def _export(result: Any, json_file: str | None, csv_file: str | None, markdown_file: str | None) -> None:
+    """The hyperfine-style files asked for (--export-json, --export-csv, --export-markdown)."""
+    if not (json_file or csv_file or markdown_file):
+        return
+    from perflab.report import export  # the writers (csv among them) only when asked for
+
+    for path, write in ((json_file, export.export_json), (csv_file, export.export_csv),
+                        (markdown_file, export.export_markdown)):
+        if path:
+            write(result, path)
 
 
 def _cache_model(instrument: str, text: str | None, perf_stat: bool):
@@ -317,30 +313,6 @@ def _metric_choice(metrics: tuple) -> tuple[str | None, bool | None, tuple, int 
     wl = choice.apply(Workload("the commands", ("true",)), metrics)
     return (wl.primary_metric, (wl.higher_is_better if wl.primary_metric else None), tuple(wl.series),
             wl.skip_events)
-
-
-def _measure(module, config, store, executor, machine, console, energy=None, monitor=None):
-    """Run the study, with a transient progress line on a terminal.
-
-    The machine capture runs on a thread beside the runs: it waits on subprocesses and a steal
-    sample, which need no CPU of ours, and the study needs nothing from it before it ends.
-    """
-    from perflab import startup
-    from perflab.measure import metrics
-    from perflab.studies import run_study
-
-    startup.end()  # every module the run needs is loaded: collect normally from here
-    metrics.reset_ledger()  # check_metrics judges this command's runs only
-    if not console.is_terminal:
-        return run_study(module, config, store, executor, machine=machine, energy=energy, monitor=monitor)
-    from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
-    # rich refreshes from its own thread at 4 Hz: no per-run terminal writes.
-    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                  transient=True, refresh_per_second=4) as bar:
-        task = bar.add_task("measuring")
-        return run_study(module, config, store, executor, machine=machine, energy=energy, monitor=monitor,
-                         progress=lambda text: bar.update(task, description=f"measuring: {text}"))
 
 
 class _Pending:
