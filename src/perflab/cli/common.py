@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import click
 
-from perflab.cli.options import Duration, OutputPath, metric_choice, primary_metric_options
+from perflab.cli.options import Duration, OutputPath, Tune, metric_choice, primary_metric_options
 from perflab.errors import PerflabError
 
 # Columns of output that is not a terminal (a log, `| less`, a CI page, a mail): tables fold their
@@ -289,12 +289,12 @@ def instrument_wrap(model: Any, console: Any, advice: str | None = None, events:
 
 def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any, Any], None],
                    db_url: str | None, json_path: str | None, *, wrap: Callable[[Any], Any] | None = None,
-                   fast: bool = False, bar: bool = False, gate: Any = None,
+                   tune: Tune = Tune(), fast: bool = False, bar: bool = False, gate: Any = None,
                    results_line: str = "results: {store} (campaign {campaign})",
                    finish: Callable[[Any], None] | None = None, **study: Any) -> Any:
     """Run a study in a new campaign, render its result, say where it is stored, write --json;
     the result back. ``wrap``: a context manager around the native executor that measures through
-    it (an instrument); ``fast``: the store through open_fast (SQLite without SQLAlchemy, for a
+    it (an instrument); ``tune``: the command's --tune (tuned_study); ``fast``: the store through open_fast (SQLite without SQLAlchemy, for a
     command whose start-up counts); ``bar``: progress as one transient line on a terminal (none
     elsewhere) rather than a line per step; ``gate``: a RunGate, checked before the runs and
     applied after them; ``finish``: more output of the result (exports) before --json;
@@ -316,7 +316,7 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
         from perflab.store import open_store
 
         opener = open_store
-    with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
+    with tuned_study(tune, config, lambda text: console.print(text, highlight=False, markup=False)), \
             opener(db_url) as store, default_executor() as native, \
             (wrap(native) if wrap else contextlib.nullcontext(native)) as executor:
         if gate is not None:

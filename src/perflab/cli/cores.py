@@ -54,7 +54,7 @@ class _Span(Duration):
 @study_output_options
 @tune_options
 def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision, min_effect, alpha, persistence,
-            blocks, span, counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path):
+            blocks, span, counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path, tune):
     """Is one CPU persistently slower than the others? Pin the workload to each CPU, in rounds.
 
     A CPU's cost is divided by the median of the other CPUs in the same round (within a speed
@@ -78,7 +78,7 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
         persistence=persistence, seed=seed, timeout=timeout, counters=counters, blocks=blocks, span=span,
     )
     result = run_and_render(cores, config, make_console(stderr=json_path == "-"),
-                            lambda res, console: render(res, console, workload.name), db_url, json_path)
+                            lambda res, console: render(res, console, workload.name), db_url, json_path, tune=tune)
     if not any(r.runs for r in result.cpus):
         raise PerflabError(f"{result.verdict}: fix the workload; the failed runs are stored in campaign "
                            f"{result.campaign_id}")

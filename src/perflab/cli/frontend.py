@@ -51,7 +51,7 @@ from perflab.studies.frontend.study import FrontendConfig
 @tune_options
 def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, block_bytes, per_cpu,
             perf_span, counters, alpha, min_effect, allow_system_changes, seed, instrument, cache_model,
-            db_url, json_path):
+            db_url, json_path, tune):
     """Is the front end (i-cache, iTLB) the bottleneck, and do 2 MiB text pages cure it?
 
     Generates a program whose hot code grows with n and scans its time per dispatch over code
@@ -79,12 +79,12 @@ def command(kind, min_size, max_size, points_per_octave, iters, reps, modes, blo
     )
     console = make_console(stderr=json_path == "-")
     if not simulated:
-        run_and_render(frontend, config, console, render, db_url, json_path)
+        run_and_render(frontend, config, console, render, db_url, json_path, tune=tune)
         return
-    _run_simulated(frontend, config, model, console, render, db_url, json_path)
+    _run_simulated(frontend, config, model, console, render, db_url, json_path, tune)
 
 
-def _run_simulated(module, config, model, console, render, db_url, json_path) -> None:
+def _run_simulated(module, config, model, console, render, db_url, json_path, tune) -> None:
     """run_and_render with the Cachegrind executor around the native one (ILmr kept raw); the
     first size's measured slowdown is printed before the rest of the scan."""
     from perflab.studies.frontend import sim as frontend_sim
@@ -92,4 +92,4 @@ def _run_simulated(module, config, model, console, render, db_url, json_path) ->
     # every size costs about the same: one line is the advice
     wrap = instrument_wrap(model, console, advice="for a long scan give fewer --iters or sizes",
                            events=frontend_sim.EVENTS, once=True)
-    run_and_render(module, config, console, render, db_url, json_path, wrap=wrap)
+    run_and_render(module, config, console, render, db_url, json_path, wrap=wrap, tune=tune)

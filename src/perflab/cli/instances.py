@@ -17,7 +17,7 @@ from perflab.cli.common import (
     study_output_options,
     target_options,
 )
-from perflab.cli.options import Count, CountList, Duration, tune_options, tune_requested, default_of, percent_default
+from perflab.cli.options import Count, CountList, Duration, tune_options, default_of, percent_default
 from perflab.errors import PerflabError
 from perflab.platform.host import capture
 from perflab.platform.sysfs import Root
@@ -86,7 +86,7 @@ def _sequential(until_decided: bool, min_effect: str, min_runs: int, max_runs: i
 @study_output_options
 @tune_options
 def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, until_decided, min_effect, min_runs,
-            max_runs, max_time, plan_only, root_dir, seed, timeout, energy_source, monitor, monitor_interval, idle_s, workload_name, config_path, shell, command_args, db_url, json_path):
+            max_runs, max_time, plan_only, root_dir, seed, timeout, energy_source, monitor, monitor_interval, idle_s, workload_name, config_path, shell, command_args, db_url, json_path, tune):
     """How many concurrent copies give the most throughput, and where should they run?
 
     N copies start together; machine throughput (total work over the makespan, first start to
@@ -123,5 +123,5 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, until_dec
     # Tuned, the copies may use only the benchmark CPUs: the study captures the machine once it
     # runs inside their cpuset (its allowed CPUs are then those), and plans on that.
     run_and_render(instances, config, console, lambda res, console: render(res, console, workload.name),
-                   db_url, json_path, machine=None if tune_requested() else machine, energy=meter,
+                   db_url, json_path, tune=tune, machine=None if tune.on else machine, energy=meter,
                    monitor=watch)

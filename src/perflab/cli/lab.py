@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from perflab.cli.common import check_metrics, make_console, monitor_options, open_monitor, render_monitor, store_option
-from perflab.cli.options import MetricChoice, OutputDir, metric_choice, primary_metric_options, tune_options, tuned_study, default_of
+from perflab.cli.options import MetricChoice, OutputDir, Tune, metric_choice, primary_metric_options, tune_options, tuned_study, default_of
 from perflab.studies.lab.study import LabConfig
 from perflab.errors import PerflabError
 
@@ -35,7 +35,7 @@ from perflab.errors import PerflabError
 @click.argument("workload_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
 def command(workload: str | None, config_path: str | None, quick: bool, out_dir: str, resume: bool,
             studies: str | None, budget: float | None, seed: int, monitor: bool, monitor_interval: float,
-            idle_s: float, db_url: str | None, workload_args: tuple[str, ...]) -> None:
+            idle_s: float, db_url: str | None, workload_args: tuple[str, ...], tune: Tune) -> None:
     """Build the workload, run the default studies, write the report.
 
     Default studies: run, cores, instances, variants, profile (of the slowest event), frontend,
@@ -71,7 +71,7 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
     console = make_console()
     watch = open_monitor(monitor, monitor_interval, idle_s, console)
     metrics.reset_ledger()
-    with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
+    with tuned_study(tune, config, lambda text: console.print(text, highlight=False, markup=False)), \
             open_store(db_url) as store, default_executor() as executor:
         console.print(f"perflab lab: results in {store.display}", highlight=False)
         with LabDisplay(console) as display:

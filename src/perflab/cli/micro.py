@@ -32,7 +32,7 @@ from perflab.studies.micro.study import MicroConfig
               help="Seed of the shuffled run order.")
 @study_output_options
 @tune_options
-def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, db_url, json_path):
+def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, db_url, json_path, tune):
     """What do single operations cost per ABI (-m64, -m32, -mx32)?
 
     ns per operation (cycles where counters exist) with an order-statistic CI over shuffled rounds
@@ -48,4 +48,4 @@ def command(benches, abis, reps, scale, io_dir, shm, with_shm, shm_total, seed, 
         abis=tuple(a.strip().lstrip("-") for a in abis.split(",") if a.strip()),
         reps=reps, scale=scale, io_dir=io_dir, shm="on" if with_shm else shm, shm_total=shm_total, seed=seed,
     )
-    run_and_render(micro, config, make_console(stderr=json_path == "-"), render, db_url, json_path)
+    run_and_render(micro, config, make_console(stderr=json_path == "-"), render, db_url, json_path, tune=tune)

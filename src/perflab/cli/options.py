@@ -7,9 +7,11 @@ prints it as one line with exit status 2).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import click
@@ -290,44 +292,41 @@ from perflab.cli.metric_options import MetricChoice, metric_choice, primary_metr
 
 # ---- a study's --tune: the machine tuned before it, reset after it (platform/tune/reset.py) ------
 
-_TUNE_KEY = "perflab.tune"
+@dataclass(frozen=True)
+class Tune:
+    """A command's --tune / --tune-cpus LIST: tune the machine for the study, on these benchmark
+    CPUs (None: the isolated CPUs, else every CPU but the first)."""
 
-
-def _remember_tune(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    # Kept in the context (like --primary-metric) so run_and_render and run apply it in one place.
-    if value:
-        old = ctx.meta.get(_TUNE_KEY, {})
-        ctx.meta[_TUNE_KEY] = {**old, **({"cpus": value} if param.name == "tune_cpus" else {"on": True})}
-    return value
+    on: bool = False
+    cpus: tuple[int, ...] | None = None
 
 
 def tune_options(f: Callable) -> Callable:
     """``--tune`` and ``--tune-cpus LIST``: tune the machine before the study (its runs inside the
-    benchmark cpuset) and restore it after, also on Ctrl-C and errors."""
-    f = click.option("--tune-cpus", "tune_cpus", type=CpuList(), metavar="LIST", expose_value=False,
-                     callback=_remember_tune,
+    benchmark cpuset) and restore it after, also on Ctrl-C and errors. The command receives them
+    as one ``tune`` argument, a Tune, which it hands to tuned_study (or run_and_render)."""
+
+    @functools.wraps(f)
+    def command(*args: Any, tune: bool = False, tune_cpus: Any = None, **kwargs: Any) -> Any:
+        cpus = tuple(tune_cpus) if tune_cpus else None
+        return f(*args, tune=Tune(on=tune or cpus is not None, cpus=cpus), **kwargs)
+
+    g = click.option("--tune-cpus", "tune_cpus", type=CpuList(), metavar="LIST",
                      help="Benchmark CPUs of --tune (implies it; default: the isolated CPUs, else "
-                          "every CPU but the first).")(f)
-    return click.option("--tune", "tune", is_flag=True, expose_value=False, callback=_remember_tune,
+                          "every CPU but the first).")(command)
+    return click.option("--tune", "tune", is_flag=True,
                         help="Tune the machine before the study (as 'perflab machine tune', needs root) "
-                             "and reset it after; the runs happen inside the benchmark cpuset.")(f)
+                             "and reset it after; the runs happen inside the benchmark cpuset.")(g)
 
 
-def tune_requested() -> bool:
-    """Whether the running command was given --tune or --tune-cpus."""
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and ctx.meta.get(_TUNE_KEY))
-
-
-def tuned_study(config: Any, say: Callable[[str], None]) -> Any:
-    """The running command's --tune as a context manager; without it, on a machine perflab has
-    tuned, the study runs inside perflab.bench; elsewhere a null context."""
+def tuned_study(tune: Tune, config: Any, say: Callable[[str], None]) -> Any:
+    """The command's --tune as a context manager; without it, on a machine perflab has tuned, the
+    study runs inside perflab.bench; elsewhere a null context."""
     import contextlib
 
     ctx = click.get_current_context(silent=True)
-    want = ctx.meta.get(_TUNE_KEY) if ctx is not None else None
     pinned = getattr(config, "cpus", None) or getattr(config, "per_cpu", None)
-    if not want:
+    if not tune.on:
         from perflab.platform.tune import state as tune_state
 
         if not os.path.exists(tune_state.state_path()):
@@ -339,7 +338,7 @@ def tuned_study(config: Any, say: Callable[[str], None]) -> Any:
     from perflab.platform.tune.reset import check_study_cpus, tuned
 
     root = Root("/")
-    cpus = tuple(want.get("cpus") or default_cpus(root))
+    cpus = tune.cpus or tuple(default_cpus(root))
     check_study_cpus(pinned, cpus)
     command = f"{ctx.command_path} --tune" if ctx is not None else "perflab --tune"
     return tuned(root, TuneOptions(cpus=cpus), command, say)

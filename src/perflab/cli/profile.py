@@ -12,7 +12,7 @@ from perflab.cli.common import (
     emit_json, json_option, make_console, resolve_target, save_baseline, store_option, study_output_options,
     target_options,
 )
-from perflab.cli.options import DURATION, Count, Cpu, tune_options, tune_requested, tuned_study
+from perflab.cli.options import DURATION, Count, Cpu, tune_options, tuned_study
 from perflab.errors import PerflabError
 
 _DIFF = "perflab_profile_diff_args"
@@ -127,7 +127,7 @@ class _ProfileCommand(click.Command):
 def command(workload_name, config_path, shell, command_args, pid, children, start, stop, event_n,
             after, duration, log_file, pipe, perf_event, freq, call_graph, cpu, repeat, threshold,
             annotate_top, out_dir, timeout, instrument, cache_sim, cache_model, tree, prune, exports, db_url,
-            json_path) -> None:
+            json_path, tune) -> None:
     """Profile a window of a run (one event), from the workload's output or a log file.
 
     perf record starts before the workload with its events disabled and is enabled through
@@ -184,11 +184,11 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
     else:
         perf_path()
     console = _console()
-    if pid is not None and tune_requested():
+    if pid is not None and tune.on:
         raise PerflabError("--tune moves the runs perflab starts into the benchmark cpuset, and a --pid "
                            "process is not one of them: tune with 'perflab machine tune' and move it "
                            "yourself, or drop --tune")
-    with tuned_study(config, lambda text: console.print(text, highlight=False, markup=False)), \
+    with tuned_study(tune, config, lambda text: console.print(text, highlight=False, markup=False)), \
             open_store(db_url) as store, PerfWindowRecorder() as recorder:
         result = run_study(profile, config, store, recorder,
                            progress=lambda m: console.print(m, style="dim"))

@@ -128,7 +128,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
             until_decided, min_effect, min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
             cpus, perf_stat, instrument, cache_model, timeout, ignore_failure, prepare, export_json, export_csv,
             export_markdown, names, reference, energy_source, monitor, monitor_interval, idle_s, db_url, json_path,
-            **gate_options):
+            tune, **gate_options):
     """Time CMD (after --) or several quoted commands, hyperfine-style.
 
     \b
@@ -267,7 +267,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     meter = open_energy(energy_source, console)
     watch = open_monitor(monitor, monitor_interval, idle_s, console)
     run_and_render(run_study_module, config, console, render, db_url, json_path, wrap=instrument_wrap(model, console),
-                   fast=True, bar=True, gate=gate, results_line="perflab: results in {store}, campaign {campaign}",
+                   tune=tune, fast=True, bar=True, gate=gate, results_line="perflab: results in {store}, campaign {campaign}",
                    finish=lambda result: _export(result, export_json, export_csv, export_markdown),
                    machine=_Pending(), energy=meter, monitor=watch)
 

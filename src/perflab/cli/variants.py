@@ -249,7 +249,7 @@ def command(**opts):
     from perflab.measure import metrics
 
     metrics.reset_ledger()
-    with tuned_study(config, lambda text: err.print(text, highlight=False, markup=False)), \
+    with tuned_study(opts["tune"], config, lambda text: err.print(text, highlight=False, markup=False)), \
             open_store(opts["db_url"]) as store, default_executor() as native, \
             instrument_wrap(model, err)(native) as executor:
         result = run_study(study, config, store, executor, energy=meter,
