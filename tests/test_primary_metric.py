@@ -32,8 +32,8 @@ def config(tmp_path):
 
 @click.command()
 @target_options
-def show(workload_name, command_args, shell, config_path):
-    wl = resolve_target(workload_name, command_args, shell, config_path)
+def show(workload_name, command_args, shell, config_path, metric):
+    wl = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
     click.echo(f"{wl.primary_metric} {wl.higher_is_better} {wl.unit}")
 
 

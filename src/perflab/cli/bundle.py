@@ -59,7 +59,7 @@ class _BundleCommand(click.Command):
 @store_option
 @json_option
 def command(workload_name, command_args, shell, config_path, output, budget, include, cpu, no_seccomp,
-            timeout, db_url, json_path) -> None:
+            timeout, db_url, json_path, metric) -> None:
     """Pack the files a workload really uses (strace) with a one-touch run.sh into OUT.tar.gz."""
 
     from perflab.measure.executor import default_executor
@@ -67,7 +67,7 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     from perflab.store import open_store
     from perflab.studies.bundle.study import BundleConfig, run_bundle
 
-    workload = resolve_target(workload_name, command_args, shell, config_path)
+    workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
     config = BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,
                           seccomp=not no_seccomp, include=tuple(include), timeout=timeout)
     console = make_console(highlight=False, stderr=json_path == "-")

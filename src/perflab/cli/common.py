@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import click
 
-from perflab.cli.options import Duration, OutputPath, Tune, metric_choice, primary_metric_options
+from perflab.cli.options import Duration, MetricChoice, OutputPath, Tune, primary_metric_options
 from perflab.errors import PerflabError
 
 # Columns of output that is not a terminal (a log, `| less`, a CI page, a mail): tables fold their
@@ -24,8 +24,8 @@ def target_options(f: Callable) -> Callable:
     """``--workload NAME [-- ARGS]`` or ``-- CMD ARGS...`` (``--shell``: CMD through sh -c).
 
     Arguments after ``--`` with a named workload are appended to its command. With them come
-    ``--primary-metric NAME`` and ``--higher-is-better`` / ``--lower-is-better``, which
-    ``resolve_target`` applies to the workload.
+    ``--primary-metric NAME``, ``--higher-is-better`` / ``--lower-is-better``, ``--series`` and
+    ``--skip-events``: one ``metric`` argument (a MetricChoice) that ``resolve_target`` applies.
     """
     f = click.argument("command_args", nargs=-1, type=click.UNPROCESSED)(f)
     f = primary_metric_options(f)
@@ -62,19 +62,21 @@ def resolve_target(
     shell: bool = False,
     config_path: str | None = None,
     extra_metrics: tuple = (),
+    *,
+    metric: MetricChoice,
 ):
     """Turn --workload NAME [-- ARGS] / -- CMD into a Workload, or raise a one-line PerflabError.
 
-    The command's --primary-metric / --higher-is-better / --lower-is-better (when it has them,
-    see options.primary_metric_options) override the workload's; ``extra_metrics`` are the
-    command's own --metric patterns, which --primary-metric may name too.
+    ``metric``, the command's --primary-metric / --higher-is-better / --lower-is-better, --series and
+    --skip-events (metric_options.primary_metric_options), override the workload's;
+    ``extra_metrics`` are the command's own --metric patterns, which --primary-metric may name too.
     """
     from perflab.workloads import resolve
 
     if not workload_name and not command_args:
         raise PerflabError("nothing to run: give --workload NAME (e.g. minihlt) or -- CMD [ARGS...]")
     workload = resolve(workload_name, command_args, shell=shell, config_path=config_path)
-    return metric_choice().apply(workload, extra_metrics)
+    return metric.apply(workload, extra_metrics)
 
 
 def emit_json(path: str, data: dict, study: str | None) -> None:

@@ -8,7 +8,7 @@ import math
 import click
 
 from perflab.cli.common import json_option, make_console, store_option
-from perflab.cli.options import MetricChoice, metric_choice, primary_metric_options
+from perflab.cli.options import MetricChoice, primary_metric_options
 from perflab.cli.gate_common import (
     GATE_EXITS_HELP,
     cross_machine_option,
@@ -52,7 +52,7 @@ from perflab.studies.gate.study import GateConfig
 def command(campaigns: tuple[str, ...], baseline: str | None, fail_if: tuple[str, ...],
             cross_machine: bool, alpha: float, min_effect: str, fmt: str, html_path: str | None,
             markdown_path: str | None, junit_path: str | None, db_url: str | None,
-            json_path: str | None) -> None:
+            json_path: str | None, metric: MetricChoice) -> None:
     """Compare campaign A with campaign B: ratio B/A per measure, with CI and p-value.
 
     Exit status: 0 with an answer; 3 where the runs are too few to tell (compare: no row of the
@@ -64,7 +64,7 @@ def command(campaigns: tuple[str, ...], baseline: str | None, fail_if: tuple[str
     perflab compare 3 7 --primary-metric fps --higher-is-better
     perflab compare --baseline main 7 --fail-if 'median>+3%' --junit gate.xml
     """
-    choice = metric_choice()
+    choice = metric
     if baseline is not None:
         if choice != MetricChoice():
             raise PerflabError("--primary-metric and --higher-is-better/--lower-is-better belong to "

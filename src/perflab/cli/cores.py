@@ -54,7 +54,7 @@ class _Span(Duration):
 @study_output_options
 @tune_options
 def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision, min_effect, alpha, persistence,
-            blocks, span, counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path, tune):
+            blocks, span, counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path, tune, metric):
     """Is one CPU persistently slower than the others? Pin the workload to each CPU, in rounds.
 
     A CPU's cost is divided by the median of the other CPUs in the same round (within a speed
@@ -69,7 +69,7 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     from perflab.report.terminal.cores import render
     from perflab.studies.cores import study as cores
 
-    workload = resolve_target(workload_name, command_args, shell, config_path)
+    workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
     if min_rounds is None:  # a smaller --rounds wins over the default, as --max-runs does in run
         min_rounds = min(CoresConfig.min_rounds, rounds)
     config = CoresConfig(

@@ -22,7 +22,7 @@ from perflab.errors import PerflabError
 @store_option
 @json_option
 def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, reps, keep_trace,
-            show_all, timeout, db_url, json_path) -> None:
+            show_all, timeout, db_url, json_path, metric) -> None:
     """List every file the workload opened, stat-ed, executed or read as a link (strace -f)."""
 
     from perflab.measure.executor import default_executor
@@ -32,7 +32,7 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
 
     from perflab.platform import strace
 
-    workload = resolve_target(workload_name, command_args, shell, config_path)
+    workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
     if strace.strace_path() is None:  # before anything is said or opened: one line, not three
         raise PerflabError("strace is not installed: apt-get install strace (or run make lab)")
     config = FootprintConfig(workload=workload, cpu=cpu, seccomp=not no_seccomp, reps=reps,

@@ -86,7 +86,7 @@ def _sequential(until_decided: bool, min_effect: str, min_runs: int, max_runs: i
 @study_output_options
 @tune_options
 def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, until_decided, min_effect, min_runs,
-            max_runs, max_time, plan_only, root_dir, seed, timeout, energy_source, monitor, monitor_interval, idle_s, workload_name, config_path, shell, command_args, db_url, json_path, tune):
+            max_runs, max_time, plan_only, root_dir, seed, timeout, energy_source, monitor, monitor_interval, idle_s, workload_name, config_path, shell, command_args, db_url, json_path, tune, metric):
     """How many concurrent copies give the most throughput, and where should they run?
 
     N copies start together; machine throughput (total work over the makespan, first start to
@@ -109,7 +109,7 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, until_dec
         render_plans(topology, ns or instances.default_ns(max_n or max(1, 2 * ncpu // threads)), chosen,
                      make_console(), numa_pin, threads)
         return
-    workload = resolve_target(workload_name, command_args, shell, config_path)
+    workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
     config = instances.InstancesConfig(
         workload=workload, ns=ns, max_n=max_n, policies=tuple(policies) or None, reps=reps,
         fork_master=fork_master, numa_pin=numa_pin, threads_per_copy=threads, seed=seed, timeout=timeout,

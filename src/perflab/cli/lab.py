@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from perflab.cli.common import check_metrics, make_console, monitor_options, open_monitor, render_monitor, store_option
-from perflab.cli.options import MetricChoice, OutputDir, Tune, metric_choice, primary_metric_options, tune_options, tuned_study, default_of
+from perflab.cli.options import MetricChoice, OutputDir, Tune, primary_metric_options, tune_options, tuned_study, default_of
 from perflab.studies.lab.study import LabConfig
 from perflab.errors import PerflabError
 
@@ -35,7 +35,8 @@ from perflab.errors import PerflabError
 @click.argument("workload_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
 def command(workload: str | None, config_path: str | None, quick: bool, out_dir: str, resume: bool,
             studies: str | None, budget: float | None, seed: int, monitor: bool, monitor_interval: float,
-            idle_s: float, db_url: str | None, workload_args: tuple[str, ...], tune: Tune) -> None:
+            idle_s: float, db_url: str | None, workload_args: tuple[str, ...], tune: Tune,
+            metric: MetricChoice) -> None:
     """Build the workload, run the default studies, write the report.
 
     Default studies: run, cores, instances, variants, profile (of the slowest event), frontend,
@@ -60,7 +61,7 @@ def command(workload: str | None, config_path: str | None, quick: bool, out_dir:
     config = lab.LabConfig(workload=workload, config_path=config_path, quick=quick, out_dir=out_dir,
                            budget=budget, seed=seed, workload_args=tuple(workload_args), studies=tuple(s.strip() for s in (studies or "").split(",") if s.strip()))
     lab.plan(config)  # unknown study names fail here, before anything is built
-    choice = metric_choice()
+    choice = metric
     if resume and choice != MetricChoice():
         raise PerflabError("--resume carries on with the stored workload and its primary metric: drop "
                            "--primary-metric and --higher-is-better/--lower-is-better")

@@ -1,9 +1,10 @@
 """The primary metric and the per-event series of a command: ``--primary-metric NAME``,
-``--higher-is-better`` / ``--lower-is-better``, ``--series REGEX``, ``--skip-events K``, kept in
-click's context and applied to the workload in one place (``resolve_target``)."""
+``--higher-is-better`` / ``--lower-is-better``, ``--series REGEX``, ``--skip-events K``: one
+MetricChoice a command receives and applies to its workload (``resolve_target``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -14,9 +15,6 @@ from perflab.errors import PerflabError
 from perflab.measure.series import SERIES_METRICS, SERIES_RANKED, compile_series
 
 # ---- the primary metric: --primary-metric NAME, --higher-is-better / --lower-is-better ----------
-
-_METRIC_KEY = "perflab.metric_choice"
-
 
 @dataclass(frozen=True)
 class MetricChoice:
@@ -68,50 +66,34 @@ class MetricChoice:
         return replace(workload, **changes)
 
 
-def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    # Kept in the context (like --baseline-save) so that every command taking a workload applies
-    # it in one place, resolve_target, without a parameter threaded through each signature.
-    if value is not None:
-        old = ctx.meta.get(_METRIC_KEY, MetricChoice())
-        if param.name in ("series", "skip_events"):
-            if param.name == "series" and not value:
-                return value
-            ctx.meta[_METRIC_KEY] = replace(old, **{param.name: tuple(value) if param.name == "series" else value})
-            return value
-        field = "name" if param.name == "primary_metric" else "higher_is_better"
-        if field == "name" and not re.fullmatch(r"[A-Za-z_]\w*", value):
-            raise click.BadParameter(f"{value!r} is not a metric name: give the name of a regex's "
-                                     "(?P<name>...) group, e.g. events_per_s", ctx, param)
-        ctx.meta[_METRIC_KEY] = replace(old, **{field: value})
+def _metric_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"[A-Za-z_]\w*", value):
+        raise click.BadParameter(f"{value!r} is not a metric name: give the name of a regex's "
+                                 "(?P<name>...) group, e.g. events_per_s", ctx, param)
     return value
 
 
 def primary_metric_options(f: Callable) -> Callable:
-    """``--primary-metric NAME`` and ``--higher-is-better`` / ``--lower-is-better``: override the
-    workload's primary_metric and direction (read back with ``metric_choice``)."""
-    f = click.option("--higher-is-better/--lower-is-better", "higher_is_better", default=None,
-                     expose_value=False, callback=_remember,
-                     help="Direction of the primary metric (default: the workload's, else higher).")(f)
-    f = click.option("--series", "series", metavar="REGEX", multiple=True, expose_value=False,
-                     callback=_remember,
+    """``--primary-metric NAME``, ``--higher-is-better`` / ``--lower-is-better``, ``--series REGEX``
+    and ``--skip-events K``: override the workload's primary metric, direction and series. The
+    command receives them as one ``metric`` argument, a MetricChoice, which it hands to
+    ``resolve_target`` (or applies itself)."""
+
+    @functools.wraps(f)
+    def command(*args: Any, primary_metric: str | None = None, higher_is_better: bool | None = None,
+                series: Sequence[str] = (), skip_events: int | None = None, **kwargs: Any) -> Any:
+        metric = MetricChoice(primary_metric, higher_is_better, tuple(series), skip_events)
+        return f(*args, metric=metric, **kwargs)
+
+    g = click.option("--higher-is-better/--lower-is-better", "higher_is_better", default=None,
+                     help="Direction of the primary metric (default: the workload's, else higher).")(command)
+    g = click.option("--series", "series", metavar="REGEX", multiple=True,
                      help="Per-event output lines: a regex naming (?P<event>...) and the event's time "
                           "(?P<ms>...), (?P<s>...) or (?P<us>...), or a progress (?P<count>...); gives "
-                          "steady_rate, warm-up and per-event tail metrics.")(f)
-    f = click.option("--skip-events", "skip_events", type=click.IntRange(0), metavar="K", expose_value=False,
-                     callback=_remember,
+                          "steady_rate, warm-up and per-event tail metrics.")(g)
+    g = click.option("--skip-events", "skip_events", type=click.IntRange(0), metavar="K",
                      help="Take the first K events of each run as its warm-up (default: found by a "
-                          "change point in the event times).")(f)
-    return click.option("--primary-metric", "primary_metric", metavar="NAME", expose_value=False,
-                        callback=_remember,
+                          "change point in the event times).")(g)
+    return click.option("--primary-metric", "primary_metric", metavar="NAME", callback=_metric_name,
                         help="Rank and compare by this metric (a named group of a metric regex) "
-                             "instead of the workload's primary_metric or wall time.")(f)
-
-
-def metric_choice(ctx: click.Context | None = None) -> MetricChoice:
-    """The --primary-metric / --higher-is-better choice of the running command (empty outside one)."""
-    ctx = ctx or click.get_current_context(silent=True)
-    while ctx is not None:
-        if _METRIC_KEY in ctx.meta:
-            return ctx.meta[_METRIC_KEY]
-        ctx = ctx.parent
-    return MetricChoice()
+                             "instead of the workload's primary_metric or wall time.")(g)

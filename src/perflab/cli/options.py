@@ -287,7 +287,7 @@ class Positive(click.ParamType):
 
 # ---- the primary metric and the series (cli/metric_options.py) ----------------------------------
 
-from perflab.cli.metric_options import MetricChoice, metric_choice, primary_metric_options  # noqa: E402,F401 - re-exported for the commands that import options
+from perflab.cli.metric_options import MetricChoice, primary_metric_options  # noqa: E402,F401 - re-exported for the commands that import options
 
 
 # ---- a study's --tune: the machine tuned before it, reset after it (platform/tune/reset.py) ------

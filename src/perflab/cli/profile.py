@@ -127,7 +127,7 @@ class _ProfileCommand(click.Command):
 def command(workload_name, config_path, shell, command_args, pid, children, start, stop, event_n,
             after, duration, log_file, pipe, perf_event, freq, call_graph, cpu, repeat, threshold,
             annotate_top, out_dir, timeout, instrument, cache_sim, cache_model, tree, prune, exports, db_url,
-            json_path, tune) -> None:
+            json_path, tune, metric) -> None:
     """Profile a window of a run (one event), from the workload's output or a log file.
 
     perf record starts before the workload with its events disabled and is enabled through
@@ -165,7 +165,7 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
             raise PerflabError("give --pid PID or a workload to launch, not both")
         workload = None
     else:
-        workload = resolve_target(workload_name, command_args, shell, config_path)
+        workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
         workload = _with_frame_pointers(workload, workload_name, call_graph, config_path)
     config = profile.ProfileConfig(
         workload=workload, window=Window(start, stop, after, duration), event=perf_event,

@@ -9,7 +9,7 @@ import click
 from perflab.cli.common import (energy_option, instrument_wrap, json_option, make_console, monitor_options, open_energy,
                                 open_monitor, run_and_render, store_option, target_options)
 from perflab.cli.gate_common import GATE_EXITS_HELP, RunGate, run_gate_options
-from perflab.cli.options import DURATION, Count, OutputPath, tune_options, default_of, percent_default
+from perflab.cli.options import DURATION, Count, MetricChoice, OutputPath, tune_options, default_of, percent_default
 from perflab.studies.run.study import RunConfig
 from perflab.errors import PerflabError
 
@@ -128,7 +128,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
             until_decided, min_effect, min_runs, max_runs, max_time, seed, param_lists, param_scan, step, metric_regexes,
             cpus, perf_stat, instrument, cache_model, timeout, ignore_failure, prepare, export_json, export_csv,
             export_markdown, names, reference, energy_source, monitor, monitor_interval, idle_s, db_url, json_path,
-            tune, **gate_options):
+            tune, metric, **gate_options):
     """Time CMD (after --) or several quoted commands, hyperfine-style.
 
     \b
@@ -179,7 +179,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         from perflab.cli.common import resolve_target
 
         # Arguments after -- belong to the named workload (resolve_target appends them).
-        wl = resolve_target(workload_name, tuple(argv), shell, config_path, extra_metrics=metrics)
+        wl = resolve_target(workload_name, tuple(argv), shell, config_path, extra_metrics=metrics, metric=metric)
         # wl.name already reads "NAME ARGS" (workloads.with_args): the arguments once.
         commands.append(Command(wl.name, tuple(wl.argv), shell=wl.shell))
         metrics = tuple(wl.metrics) + metrics
@@ -188,7 +188,7 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
         wl_env, wl_cwd = tuple(dict(wl.env).items()), wl.cwd
         series, skip_events = tuple(wl.series), wl.skip_events
     if not workload_name:
-        primary, direction, series, skip_events = _metric_choice(metrics)
+        primary, direction, series, skip_events = _metric_choice(metrics, metric)
     if names:
         if len(names) > len(commands):
             raise PerflabError(f"{len(names)} --command-name for {len(commands)} commands: give one per command")
@@ -299,13 +299,10 @@ def _cache_model(instrument: str, text: str | None, perf_stat: bool):
     return resolve(text)
 
 
-def _metric_choice(metrics: tuple) -> tuple[str | None, bool | None, tuple, int | None]:
+def _metric_choice(metrics: tuple, choice: MetricChoice) -> tuple[str | None, bool | None, tuple, int | None]:
     """--primary-metric and its direction, --series and --skip-events for commands given on the
     line (a named workload takes them in resolve_target): the name must be a group of a --metric
     regex, or a series metric where --series is given."""
-    from perflab.cli.options import MetricChoice, metric_choice
-
-    choice = metric_choice()
     if choice == MetricChoice():
         return None, None, (), None  # nothing chosen: no workload record to build (~1.2 ms of start-up)
     from perflab.model.workload import Workload

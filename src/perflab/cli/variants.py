@@ -14,7 +14,7 @@ from perflab.cli.common import (
     check_metrics, emit_json, energy_option, make_console, open_energy, resolve_target, save_baseline,
     study_output_options, target_options,
 )
-from perflab.cli.options import Count, Duration, metric_choice, tune_options, tuned_study, default_of, percent_default
+from perflab.cli.options import Count, Duration, tune_options, tuned_study, default_of, percent_default
 from perflab.errors import PerflabError
 from perflab.kernels import minihlt
 from perflab.kernels.buildsys import DEFAULT_MAKE, check_template
@@ -92,7 +92,7 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
             template = minihlt.MAKE_TEMPLATE if template == "make" else template
             wl = _minihlt(opts["events"], opts["static_mb"], args)
         else:
-            wl = resolve_target(name, args, opts["shell"], opts["config_path"]) if name else _command_workload(opts)
+            wl = resolve_target(name, args, opts["shell"], opts["config_path"], metric=opts["metric"]) if name else _command_workload(opts)
         template = DEFAULT_MAKE if template == "make" else template
         check_template(template)
         if src is None or not Path(src).is_dir():
@@ -111,7 +111,7 @@ def _target(opts: dict, toml_build: dict[str, str], toml_path: Path) -> tuple[Bu
         # C++17 for every compiler (clang 14 defaults to C++14)
         return BuildTarget("minihlt", tuple(minihlt.cpp_sources()), "c++", cflags=("-std=c++17",),
                            ldflags=("-lm",), extra_inputs=headers), _minihlt(opts["events"], opts["static_mb"], args)
-    wl = resolve_target(name, args, opts["shell"], opts["config_path"])
+    wl = resolve_target(name, args, opts["shell"], opts["config_path"], metric=opts["metric"])
     if wl.build is None:
         raise PerflabError(
             f"workload '{wl.name}' has no build recipe: variants rebuild the program, so use --workload "
@@ -217,7 +217,7 @@ def command(**opts):
         target, wl = _target(opts, toml_build, toml_path)
         # minihlt and --source workloads are made here, not by resolve_target: the command line's
         # --primary-metric / direction apply to them too (a second apply changes nothing).
-        wl = metric_choice().apply(wl)
+        wl = opts["metric"].apply(wl)
         variants = [parse_variant(f"{k}={v}") for k, v in toml_variants.items()]
         variants += [parse_variant(s) for s in opts["variant_specs"]] + expand_matrix(matrix)
         if not variants:
