@@ -55,6 +55,9 @@ def run_study(
 ) -> Any:
     """Capture the host, open the campaign, execute the study through a Session, keep its result.
 
+    ``executor``: an Executor, or for a profile its WindowRecorder (the profile study puts the
+    executor its Session needs around it), hence not typed Executor here.
+
     ``monitor`` (measure.monitor.Monitor): samples the machine into the campaign for the whole
     study, with its idle phases before and after (none after a study that failed).
 

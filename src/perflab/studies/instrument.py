@@ -13,6 +13,7 @@ import statistics
 from typing import Any, Iterable
 
 from perflab.measure.cachegrind import MEASURES, NAME, PER_EVENT, STABLE_ENV, CachegrindExecutor
+from perflab.measure.interface import Executor
 
 SHOWN = MEASURES + tuple(f"{m}_per_event" for m in PER_EVENT)
 # What the instrument's own section of a run shows; the generic metrics table leaves these out.
@@ -42,7 +43,7 @@ def summarise(instrument: str, cache_model: str, benchmarks: Iterable[Any]) -> d
             "deterministic": bool(rows) and not varying, "varying": varying}
 
 
-def with_executor(section: dict[str, Any], executor: Any) -> dict[str, Any]:
+def with_executor(section: dict[str, Any], executor: Executor) -> dict[str, Any]:
     """The section with where its cache model came from and each command's measured slowdown
     (native against simulated), as the instrument's executor recorded them."""
     if not section:

@@ -20,13 +20,16 @@ question (and with it 2 MiB text pages) stays open, and the verdict says so ever
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.measure.cachegrind import STABLE_ENV
 from perflab.platform.cache_model import parse
 from perflab.stats import median
 from perflab.studies.frontend.result import Context, FrontendResult, KneeReport, Point
 from perflab.studies.frontend.verdict import fmt_bytes, knee_fit
+
+if TYPE_CHECKING:  # the study module imports this one
+    from perflab.studies.frontend.study import FrontendConfig
 
 NAME = "cachegrind"
 EVENTS = ("ILmr",)  # kept raw by the executor: MEASURES sum instruction and data LL misses
@@ -65,7 +68,7 @@ def onset_knee(pts: list[Any], refs: dict[str, int]) -> tuple | None:
     return None
 
 
-def analyse(config: Any, ok: dict, failed: dict, result: FrontendResult, ctx: Context) -> FrontendResult:
+def analyse(config: FrontendConfig, ok: dict, failed: dict, result: FrontendResult, ctx: Context) -> FrontendResult:
     """Points of simulated counts per dispatch, the knee of I1 misses, the simulated verdict."""
     result.instrument, result.cache_model = config.instrument, config.cache_model
     result.cache_model_source = ctx.cache_model_source
@@ -107,7 +110,7 @@ def per_dispatch(got: list[Any], iters: int) -> tuple[dict[str, float | None], f
     return out, (max(spreads) if spreads else None)
 
 
-def verdict(config: Any, result: Any) -> tuple[str, list[str]]:
+def verdict(config: FrontendConfig, result: Any) -> tuple[str, list[str]]:
     """(one-line verdict, evidence) from the I1 curve, its knee and the simulated I1 size."""
     pts = sorted((p for p in result.points if p.i1_per_dispatch is not None), key=lambda p: p.bytes)
     if not pts:
@@ -161,7 +164,7 @@ def spread_line(pts: list[Any]) -> str:
             "dispatch across sizes")
 
 
-def notes(config: Any, result: Any) -> list[str]:
+def notes(config: FrontendConfig, result: Any) -> list[str]:
     """Where the scan cannot show what the user may expect of it."""
     out = []
     n = len({p.bytes for p in result.points})

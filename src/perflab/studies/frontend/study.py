@@ -39,6 +39,7 @@ from perflab.studies.frontend import sim
 from perflab.studies.base import StudyConfig
 from perflab.studies.frontend.result import Context, FrontendResult, KneeReport, PageRatio, Point
 from perflab.studies.frontend.verdict import design_notes, knee_fit, verdict
+from perflab.studies.session import Session
 
 NAME = "frontend"
 MODES = ("4k", "2m")
@@ -145,7 +146,7 @@ def plan(config: FrontendConfig, machine: Any, program: str = PROGRAM,
     return specs
 
 
-def execute(config: FrontendConfig, session: Any, machine: Any) -> FrontendResult:
+def execute(config: FrontendConfig, session: Session, machine: Any) -> FrontendResult:
     """Build at max size, probe 2 MiB text, run the plan through the session, analyse."""
     if config.per_cpu:
         check_cpus(config.per_cpu)
@@ -192,7 +193,7 @@ def execute(config: FrontendConfig, session: Any, machine: Any) -> FrontendResul
     return analyse(config, runs, ctx)
 
 
-def _execute_simulated(config: FrontendConfig, session: Any, machine: Any) -> FrontendResult:
+def _execute_simulated(config: FrontendConfig, session: Session, machine: Any) -> FrontendResult:
     """The scan under the session's Cachegrind executor: 4 KiB pages, no warm-up, no perf."""
     if not isinstance(session.executor, CachegrindExecutor):
         raise PerflabError(f"this frontend campaign runs under --instrument {config.instrument}, which "
@@ -316,7 +317,7 @@ def _hw_counters(machine: Any) -> tuple[bool, str]:
     return p.available, p.reason
 
 
-def _probe_huge_text(binary: Path, session: Any) -> tuple[str | None, str]:
+def _probe_huge_text(binary: Path, session: Session) -> tuple[str | None, str]:
     """Does remapping text onto THP work here? (method or None, one-line reason)."""
     mode = thp_mode()
     if mode is None:
@@ -336,7 +337,7 @@ def _probe_huge_text(binary: Path, session: Any) -> tuple[str | None, str]:
                          f"AnonHugePages {int(kb)} kB")
 
 
-def _span(config: FrontendConfig, session: Any, binary: Path, layout: Any, n: int,
+def _span(config: FrontendConfig, session: Session, binary: Path, layout: Any, n: int,
           cpu: int | None, ctx: Context) -> None:
     """perf-sample one run at n and keep the sampled code span (the seed's rip min..max)."""
     data = cache_root() / "frontend-span" / f"c{session.campaign_id}-{cpu}-{n}.data"

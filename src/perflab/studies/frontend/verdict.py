@@ -10,10 +10,13 @@ per-dispatch miss counts, where the PMU has them.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.kernels.frontend.facts import nearest_reference
 from perflab.stats import knee
+
+if TYPE_CHECKING:  # the study module imports this one
+    from perflab.studies.frontend.study import FrontendConfig
 
 
 def fmt_bytes(b: int | float | None) -> str:
@@ -41,7 +44,7 @@ def _counts(result: Any, cpu: Any, b: int) -> str | None:
     return ", ".join(parts) + " misses per dispatch (4K -> 2M pages)" if parts else None
 
 
-def verdict(config: Any, result: Any) -> tuple[str, list[str]]:
+def verdict(config: FrontendConfig, result: Any) -> tuple[str, list[str]]:
     """(one-line verdict, lines of evidence and of what it does not show)."""
     ratios = result.ratios
     m = len(ratios)
@@ -123,7 +126,7 @@ def find_knee(sizes: list[int], ns: list[float]) -> tuple[int, float, float, flo
     return round(2 ** k.x), k.slope_before, k.slope_after, k.score
 
 
-def design_notes(config: Any, result: Any) -> list[str]:
+def design_notes(config: FrontendConfig, result: Any) -> list[str]:
     """Say where the design cannot give what the user may expect from it."""
     notes = []
     levels = [p.ci.level for p in result.points if p.ci is not None and p.reps > 1]

@@ -28,25 +28,28 @@ sequential (it keeps its fixed rounds).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from perflab.stats import CI, median, sequential
 from perflab.stats.speeds import within_speeds, worth_looking
 from perflab.studies.run.looks import Plan
 from perflab.studies.run.result import duration
 
+if TYPE_CHECKING:  # the study module imports this one
+    from perflab.studies.instances.study import InstancesConfig
+
 DEFAULT_BUDGET = 60  # rounds: a round runs every point of every policy, so it is the study's slow unit
 DESIGN = "obf"
 
 
-def budget(config: Any, first_round_s: float) -> int:
+def budget(config: InstancesConfig, first_round_s: float) -> int:
     limit = config.max_runs or DEFAULT_BUDGET
     if config.max_time is not None:
         limit = min(limit, int(config.max_time / max(first_round_s, 1e-6)))
     return max(2, limit)
 
 
-def _first(config: Any) -> int:
+def _first(config: InstancesConfig) -> int:
     return max(config.min_runs, 2)
 
 
@@ -54,13 +57,13 @@ def alpha_each(comparisons: int, alpha: float = 0.05) -> float:
     return alpha / max(1, comparisons)
 
 
-def due(config: Any, rounds: int, limit: int, comparisons: int) -> bool:
+def due(config: InstancesConfig, rounds: int, limit: int, comparisons: int) -> bool:
     """Whether a look that could decide falls after ``rounds`` rounds of a budget of ``limit``."""
     return any(lk.runs == rounds and lk.level < 1.0 - 1e-9
                for lk in sequential.planned(_first(config), limit, alpha_each(comparisons), DESIGN))
 
 
-def plan_at(config: Any, rounds: int, limit: int, comparisons: int, final: bool) -> Plan:
+def plan_at(config: InstancesConfig, rounds: int, limit: int, comparisons: int, final: bool) -> Plan:
     a = alpha_each(comparisons)
     final = final or rounds >= limit
     looks = sequential.design_at(_first(config), limit, min(rounds, limit) if final else rounds, a, final, DESIGN)

@@ -27,6 +27,7 @@ from perflab.platform import probes
 from perflab.platform.sysfs import Root
 from perflab.stats import CI, cliffs_delta, holm, mann_whitney, median, median_ci
 from perflab.studies.base import StudyConfig, StudyResult, decode
+from perflab.studies.session import Session
 
 NAME = "micro"
 PROGRAM = "micro-{abi}"  # stands for the ABI's built driver in a plan made before the builds
@@ -226,7 +227,7 @@ def plan(config: MicroConfig, machine: Any, abis: list[str] | None = None,
     return specs
 
 
-def execute(config: MicroConfig, session: Any, machine: Any) -> MicroResult:
+def execute(config: MicroConfig, session: Session, machine: Any) -> MicroResult:
     """Build per ABI, probe the malloc threshold, run the plan through the session, analyse."""
     abis, skipped = usable_abis(config.abis)
     if not abis:

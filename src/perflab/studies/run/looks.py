@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from perflab.stats import sequential
+
+if TYPE_CHECKING:  # the study module imports this one
+    from perflab.studies.run.study import RunConfig
 
 DEFAULT_BUDGET = 300  # runs a command: 300 rounds of five 0.1 s commands take 2.5 minutes
 DESIGN = "obf"
 ALPHA = 0.05
 
 
-def budget(config: Any, first_round_s: float) -> int:
+def budget(config: RunConfig, first_round_s: float) -> int:
     """Rounds the study may take: --max-runs, and what --max-time holds at the first round's pace."""
     caps = [config.max_runs] if config.max_runs else []
     if config.max_time is not None:
@@ -39,7 +42,7 @@ def budget(config: Any, first_round_s: float) -> int:
     return max(2, min(caps) if caps else DEFAULT_BUDGET)
 
 
-def due(config: Any, rounds: int, limit: int, comparisons: int) -> bool:
+def due(config: RunConfig, rounds: int, limit: int, comparisons: int) -> bool:
     """Whether a look that could decide falls after ``rounds`` rounds of a budget of ``limit``
     (O'Brien-Fleming's first looks spend next to nothing: no interval of so few runs reaches them)."""
     alpha = ALPHA / max(1, comparisons)
@@ -72,7 +75,7 @@ class Plan:
                 "needs_runs": self.needs_runs, "needs_s": self.needs_s}
 
 
-def plan_at(config: Any, runs: Sequence[Any], comparisons: int, stopped_by: str) -> Plan | None:
+def plan_at(config: RunConfig, runs: Sequence[Any], comparisons: int, stopped_by: str) -> Plan | None:
     """The design's looks up to the rounds ``runs`` hold (each command's runs, failed or not,
     the fewest of them), from the budget their first round sets; None before any round."""
     by_label: dict[str, list[Any]] = {}

@@ -13,14 +13,17 @@ the output says so in one line. --runs N gives every command the same rounds any
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from perflab.stats.speeds import MODES_MIN_N, assign, worth_looking
+
+if TYPE_CHECKING:  # the study module imports this one
+    from perflab.studies.run.study import RunConfig
 
 MAX_BATCH = 512  # bounds what a journal holds and how far a --max-time check can lag
 
 
-def rounds_ahead(config: Any, done: int, target: int | None, walls: list[float],
+def rounds_ahead(config: RunConfig, done: int, target: int | None, walls: list[float],
                  elapsed_s: float) -> int:
     """How many rounds of a lone command can run before the stop rule could say stop: the runs
     left to a known target (and --max-runs), as many as fit in what is left of --max-time at

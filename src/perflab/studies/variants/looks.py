@@ -22,16 +22,19 @@ not averaged out by more rounds of one campaign.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from perflab.stats import sequential
 from perflab.studies.run.looks import Plan
+
+if TYPE_CHECKING:  # the study module imports this one
+    from perflab.studies.variants.study import VariantsConfig
 
 DEFAULT_BUDGET = 300  # rounds: 300 rounds of four 0.1 s builds take 2 minutes
 DESIGN = "obf"
 
 
-def budget(config: Any, first_round_s: float) -> int:
+def budget(config: VariantsConfig, first_round_s: float) -> int:
     """Rounds the campaign may take: --max-runs (DEFAULT_BUDGET), cut to what --max-time holds at
     the first round's pace."""
     limit = config.max_runs or DEFAULT_BUDGET
@@ -40,21 +43,21 @@ def budget(config: Any, first_round_s: float) -> int:
     return max(2, limit)
 
 
-def first(config: Any) -> int:
+def first(config: VariantsConfig) -> int:
     return max(config.min_runs, 2)
 
 
-def alpha_each(config: Any, comparisons: int) -> float:
+def alpha_each(config: VariantsConfig, comparisons: int) -> float:
     return config.alpha / max(1, comparisons)
 
 
-def due(config: Any, rounds: int, limit: int, comparisons: int) -> bool:
+def due(config: VariantsConfig, rounds: int, limit: int, comparisons: int) -> bool:
     """Whether a look that could decide falls after ``rounds`` rounds of a budget of ``limit``."""
     return any(lk.runs == rounds and lk.level < 1.0 - 1e-9
                for lk in sequential.planned(first(config), limit, alpha_each(config, comparisons), DESIGN))
 
 
-def plan_at(config: Any, rounds: int, limit: int, comparisons: int, final: bool) -> Plan:
+def plan_at(config: VariantsConfig, rounds: int, limit: int, comparisons: int, final: bool) -> Plan:
     """The design's looks up to ``rounds`` of a budget of ``limit`` rounds; ``final``: the budget
     ended (or --max-time cut it), so this look spends what is left."""
     a = alpha_each(config, comparisons)
@@ -63,7 +66,7 @@ def plan_at(config: Any, rounds: int, limit: int, comparisons: int, final: bool)
     return Plan(looks, limit, a, final)
 
 
-def contest_level(config: Any, rounds: int, limit: int, rivals: int, final: bool) -> float:
+def contest_level(config: VariantsConfig, rounds: int, limit: int, rivals: int, final: bool) -> float:
     """The repeated-interval level of the leader against each rival at this look (Bonferroni over
     the rivals, spent over the same looks)."""
     p = plan_at(config, rounds, limit, rivals, final)

@@ -35,6 +35,7 @@ from perflab.stats.sequential import decide
 from perflab.stats.shift import paired_ratio_ci
 from perflab.stats.speeds import paired_line, same_speed, worth_looking
 from perflab.studies.cost.energy import events_metric, run_joules, summarise
+from perflab.studies.session import Session
 from perflab.studies.variants import looks, power
 from perflab.studies.variants.counts import COUNT_RUNS, analyse_counts, counts_verdict
 from perflab.studies.variants.result import (
@@ -177,7 +178,7 @@ def _build_all(config: VariantsConfig, variants: Sequence[Variant], base: str,
     return {v.name: out[v.name] for v in variants}
 
 
-def execute(config: VariantsConfig, session: Any, machine: Any = None) -> VariantsResult:
+def execute(config: VariantsConfig, session: Session, machine: Any = None) -> VariantsResult:
     """Build every variant, then run the plan through the session (stored as each run completes)."""
     variants, base = resolve_baseline(config.variants, config.baseline)
     if config.instrument and not isinstance(session.executor, CachegrindExecutor):
