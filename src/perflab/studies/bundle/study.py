@@ -28,6 +28,7 @@ from perflab.errors import PerflabError
 from perflab.model import MetricPattern, Workload
 from perflab.measure.metrics import extract
 from perflab.measure.capture import isolation_available, run_captured
+from perflab.measure.interface import Executor
 from perflab.platform.files import resolve_links
 from perflab.platform.sysfs import format_size
 from perflab.studies.footprint import study as fp
@@ -245,7 +246,7 @@ def _bundle_argv(wl: Workload, cwd: str) -> list[str]:
     return argv
 
 
-def run_bundle(config: BundleConfig, executor: Any, store: Any, console: Any = None) -> BundleResult:
+def run_bundle(config: BundleConfig, executor: Executor, store: Any, console: Any = None) -> BundleResult:
     """Trace the workload, pack what it used with run.sh and a manifest into a tar.gz."""
     wl = config.workload
     cwd = os.path.abspath(wl.cwd or os.getcwd())

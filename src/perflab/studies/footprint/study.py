@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from perflab.model import Workload
 from perflab.errors import PerflabError
+from perflab.measure.interface import Executor
 from perflab.platform import strace
 from perflab.stats.shift import ratio_ci
 from perflab.platform.files import interpreters, join_path, resolve_links
@@ -232,7 +233,7 @@ def by_top_dir(files: Sequence[FileUse]) -> list[TopDir]:
     return [TopDir(t, n, b) for t, (n, b) in sorted(acc.items(), key=lambda kv: -kv[1][1])]
 
 
-def trace(workload: Workload, executor: Any, cpu: int | None, seccomp: bool, out_path: str,
+def trace(workload: Workload, executor: Executor, cpu: int | None, seccomp: bool, out_path: str,
           timeout: float | None = None) -> tuple[Any, list[strace.Syscall]]:
     """One traced run through the executor; returns its RunResult and the parsed calls."""
     if strace.strace_path() is None:
@@ -255,7 +256,7 @@ def _argv(workload: Workload) -> tuple[str, ...]:
     return tuple(workload.argv)
 
 
-def run_footprint(config: FootprintConfig, executor: Any, store: Any,
+def run_footprint(config: FootprintConfig, executor: Executor, store: Any,
                   warn: Callable[[str], None] | None = None) -> FootprintResult:
     """Trace the workload, list its files, and measure the tracing overhead; ``warn`` hears, before
     the runs start, what makes the trace slower than it could be (the study prints nothing)."""
