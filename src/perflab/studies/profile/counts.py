@@ -28,7 +28,7 @@ import statistics
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from perflab.measure.callgrind import CallgrindRequest, Counts, counts_from_dict, counts_to_dict, record
 from perflab.measure.metrics import extract
@@ -39,6 +39,10 @@ from perflab.stats.judge import counted_test
 from perflab.studies.profile.parse import fold_symbol
 from perflab.studies.profile.stacks import cap, flame, fold_contexts, merge_stacks
 from perflab.studies.profile.window import window_figures
+from perflab.studies.session import Session
+
+if TYPE_CHECKING:  # the study module imports this one
+    from perflab.studies.profile.study import ProfileConfig
 
 NAME_CALLGRIND = "callgrind"
 TOP = 25  # functions shown by exclusive Ir
@@ -106,7 +110,7 @@ def top_counts(counts: Sequence[Counts], threshold: float, limit: int = TOP) -> 
 class CallgrindRecordings:
     """Executor-style adapter: each run is one callgrind recording, its counts kept in health."""
 
-    def __init__(self, config: Any, out: Path, root: str, model: Any) -> None:
+    def __init__(self, config: ProfileConfig, out: Path, root: str, model: Any) -> None:
         self.config, self.out, self.root, self.model = config, out, root, model
 
     def run(self, spec: RunSpec) -> RunResult:
@@ -137,14 +141,14 @@ def recorded_counts(runs: Sequence[RunResult]) -> list[Counts]:
     return [counts_from_dict(r.health["counts"]) for r in runs if "counts" in r.health]
 
 
-def execute_counted(config: Any, session: Any, specs: list[RunSpec]) -> list[RunResult]:
+def execute_counted(config: ProfileConfig, session: Session, specs: list[RunSpec]) -> list[RunResult]:
     """Each recording under callgrind, stored one by one, its callgrind.out files an artifact."""
     out = Path(config.out_dir) / str(session.campaign_id)
     out.mkdir(parents=True, exist_ok=True)
     # /tmp itself: the program's link must have the same path length on every machine
     root = tempfile.mkdtemp(prefix="perflab-callgrind-", dir="/tmp")
     model = parse_model(config.cache_model) if config.cache_model else None
-    runs = type(session)(CallgrindRecordings(config, out, root, model), session.store,
+    runs = type(session)(CallgrindRecordings(config, out, root, model), session.store,  # type: ignore[arg-type]  # CallgrindRecordings plays the executor for this Session (run only)
                          session.campaign_id, session.progress, resumed=session.resumed)
     results = []
     try:
@@ -166,7 +170,7 @@ def execute_counted(config: Any, session: Any, specs: list[RunSpec]) -> list[Run
     return results
 
 
-def analyse_counted(config: Any, runs: Sequence[RunResult], res: Any) -> Any:
+def analyse_counted(config: ProfileConfig, runs: Sequence[RunResult], res: Any) -> Any:
     """Top functions by exclusive Ir (means over recordings), totals and their spread."""
     ok = [r for r in runs if r.ok and r.health.get("window", {}).get("opened")]
     counts = recorded_counts(ok)
