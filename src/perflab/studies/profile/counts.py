@@ -26,10 +26,12 @@ import math
 import shutil
 import statistics
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Generator, Sequence
 
+from perflab.measure.interface import ConcurrentResult
 from perflab.measure.callgrind import CallgrindRequest, Counts, counts_from_dict, counts_to_dict, record
 from perflab.measure.metrics import extract
 from perflab.model import RunResult, RunSpec
@@ -42,6 +44,7 @@ from perflab.studies.profile.window import window_figures
 from perflab.studies.session import Session
 
 if TYPE_CHECKING:  # the study module imports this one
+    from perflab.measure.journal import Journal
     from perflab.studies.profile.study import ProfileConfig
 
 NAME_CALLGRIND = "callgrind"
@@ -107,7 +110,35 @@ def top_counts(counts: Sequence[Counts], threshold: float, limit: int = TOP) -> 
     return rows[:limit]
 
 
-class CallgrindRecordings:
+class OneRecordingAtATime:
+    """The Executor a profile's inner Session runs: ``run`` records one window (a subclass says
+    how); a recording is never batched, captured or run beside another."""
+
+    live = True  # records real processes
+
+    @staticmethod
+    def now_ns() -> int:
+        return time.monotonic_ns()
+
+    @staticmethod
+    def wait(seconds: float) -> None:
+        time.sleep(seconds)
+
+    def can_batch(self, spec: RunSpec) -> bool:
+        return False
+
+    def run_batch(self, spec: RunSpec, count: int, journal: Journal | None = None,
+                  key: tuple[int, str, dict, int] | None = None) -> Generator[list[RunResult], None, None]:
+        raise ValueError("a profile records one window at a time: can_batch is always False")
+
+    def capture(self, spec: RunSpec) -> tuple[RunResult, str]:
+        raise ValueError("a profile's recording keeps its output in its own log: use run")
+
+    def run_concurrent(self, specs: Sequence[RunSpec], together: bool = True) -> ConcurrentResult:
+        raise ValueError("a profile records one process tree at a time")
+
+
+class CallgrindRecordings(OneRecordingAtATime):
     """Executor-style adapter: each run is one callgrind recording, its counts kept in health."""
 
     def __init__(self, config: ProfileConfig, out: Path, root: str, model: Any) -> None:
@@ -148,7 +179,7 @@ def execute_counted(config: ProfileConfig, session: Session, specs: list[RunSpec
     # /tmp itself: the program's link must have the same path length on every machine
     root = tempfile.mkdtemp(prefix="perflab-callgrind-", dir="/tmp")
     model = parse_model(config.cache_model) if config.cache_model else None
-    runs = type(session)(CallgrindRecordings(config, out, root, model), session.store,  # type: ignore[arg-type]  # CallgrindRecordings plays the executor for this Session (run only)
+    runs = type(session)(CallgrindRecordings(config, out, root, model), session.store,
                          session.campaign_id, session.progress, resumed=session.resumed)
     results = []
     try:

@@ -26,7 +26,7 @@ from perflab.studies.profile.parse import (
 )
 from perflab.studies.profile.stacks import Flame, cap, flame, fold, merge_stacks, parse_stacks
 from perflab.studies.profile.counts import (
-    NAME_CALLGRIND, CountRow, analyse_counted, execute_counted,
+    NAME_CALLGRIND, CountRow, OneRecordingAtATime, analyse_counted, execute_counted,
 )
 from perflab.studies.profile.window import (
     attach_targets, check_log_dir, choose_event, compile_marker, window_figures,
@@ -190,7 +190,7 @@ def plan(config: ProfileConfig, machine: Machine) -> list[RunSpec]:
     return specs
 
 
-class _Recordings:
+class _Recordings(OneRecordingAtATime):
     """Executor-style adapter: each run is one window recorded by the recorder, folded at once."""
 
     def __init__(self, recorder: WindowRecorder, config: ProfileConfig, out: Path, event: str,
@@ -256,7 +256,7 @@ def execute(config: ProfileConfig, session: Session, machine: Machine) -> Profil
     out = Path(config.out_dir) / str(session.campaign_id)
     out.mkdir(parents=True, exist_ok=True)
     adapter = _Recordings(recorder, config, out, event, reason)
-    runs = Session(adapter, session.store, session.campaign_id, session.progress,  # type: ignore[arg-type]  # _Recordings plays the executor for this Session
+    runs = Session(adapter, session.store, session.campaign_id, session.progress,
                    resumed=session.resumed)
     results = []
     # A kill between a recording's row and its artifact rows leaves the row alone: its resume
