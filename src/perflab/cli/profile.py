@@ -12,7 +12,8 @@ from perflab.cli.common import (
     emit_json, json_option, make_console, resolve_target, save_baseline, store_option, study_output_options,
     target_options,
 )
-from perflab.cli.options import DURATION, Count, Cpu, tune_options, tuned_study
+from perflab.cli.options import DURATION, Count, Cpu, default_of, tune_options, tuned_study
+from perflab.studies.profile.study import ProfileConfig
 from perflab.errors import PerflabError
 
 _DIFF = "perflab_profile_diff_args"
@@ -98,20 +99,20 @@ class _ProfileCommand(click.Command):
 @click.option("--pipe", is_flag=True, help="Read the output through a pipe (with stdbuf -oL) instead of a pty.")
 @click.option("--perf-event", "-e", "perf_event", metavar="EV",
               help="perf event (default: cycles where the PMU counts them, else cpu-clock).")
-@click.option("--freq", "-F", default=4000, show_default=True, type=Count(1, 1_000_000),
+@click.option("--freq", "-F", default=default_of(ProfileConfig, "freq"), show_default=True, type=Count(1, 1_000_000),
               help="Sampling frequency (Hz).")
 @click.option("--call-graph", metavar="MODE", help="Record call graphs: fp, dwarf or lbr.")
 @click.option("--cpu", type=Cpu(), metavar="N", help="Pin the workload to CPU N (taskset).")
-@click.option("--repeat", default=1, show_default=True, type=Count(1, 100_000), help="Record the window K times (profile diff tests with 3+ per side).")
-@click.option("--threshold", default=1.0, show_default=True, metavar="PCT",
+@click.option("--repeat", default=default_of(ProfileConfig, "repeat"), show_default=True, type=Count(1, 100_000), help="Record the window K times (profile diff tests with 3+ per side).")
+@click.option("--threshold", default=100 * default_of(ProfileConfig, "threshold"), show_default=True, metavar="PCT",
               help="List functions with at least PCT %% of the samples.")
-@click.option("--annotate", "annotate_top", default=5, show_default=True, metavar="N", type=Count(0, 1000),
+@click.option("--annotate", "annotate_top", default=default_of(ProfileConfig, "annotate_top"), show_default=True, metavar="N", type=Count(0, 1000),
               help="Annotate the top N functions instruction by instruction.")
-@click.option("--out", "out_dir", default="perflab-out/profiles", show_default=True,
+@click.option("--out", "out_dir", default=default_of(ProfileConfig, "out_dir"), show_default=True,
               help="Where perf.data files are kept (one folder per campaign).")
 @click.option("--timeout", type=DURATION, metavar="S",
               help="Kill the workload after S seconds (with --pid: stop recording).")
-@click.option("--instrument", type=click.Choice(["perf", "callgrind"]), default="perf", show_default=True,
+@click.option("--instrument", type=click.Choice(["perf", "callgrind"]), default=default_of(ProfileConfig, "instrument"), show_default=True,
               help="perf samples; callgrind counts instructions per function (Valgrind, no PMU needed).")
 @click.option("--cache-sim", is_flag=True, help="With callgrind: simulate the caches too (about 2x slower).")
 @click.option("--cache-model", metavar="'I1=S,W,L D1=S,W,L LL=S,W,L'",
