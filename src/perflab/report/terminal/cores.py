@@ -142,5 +142,13 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
                           highlight=False)
     for note in result.notes:
         console.print(f"note: {escape(note)}", highlight=False)
-    test = "block t-test" if by_block and result.block_margin else "sign test"
-    console.print(f"verdict: {escape(result.verdict)} (per-round ratios, {test} + Holm)", highlight=False)
+    seq = result.sequential
+    if seq is not None and seq.get("looks"):
+        last = seq["looks"][-1]
+        console.print(f"measured until decided: look {len(seq['looks'])} at {last['runs']} blocks of at most "
+                      f"{seq['budget']}, each CPU's repeated interval at {last['level']:.2%} "
+                      f"({seq['alpha_each']:.2%} a CPU over all looks, Bonferroni)", highlight=False)
+        how = "per-block levels, repeated intervals, O'Brien-Fleming-type alpha spending"
+    else:
+        how = f"per-round ratios, {'block t-test' if by_block and result.block_margin else 'sign test'} + Holm"
+    console.print(f"verdict: {escape(result.verdict)} ({how})", highlight=False)

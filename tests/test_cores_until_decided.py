@@ -1,0 +1,113 @@
+"""`perflab cores --until-decided`: blocks until every CPU is decided at --min-effect, or the
+budget ends (studies/cores/looks.py). The study's own blocks and stop rule (study.execute) run
+through the MockExecutor, on the harness's simulated 16-CPU machine, for the decided, ruled-out
+and budget-exhausted cases."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from perflab.checks import cores_check as cc
+from perflab.cli import main
+from perflab.errors import PerflabError
+from perflab.model import Workload
+from perflab.report.terminal.cores import render
+from perflab.studies.cores import looks
+from perflab.studies.cores import study as cores
+from perflab.studies.cores.result import CoresResult
+
+
+def _decisions(r):
+    return {int(c): v["decision"] for c, v in r.sequential["cpus"].items()}
+
+
+def test_planted_slow_cpu_is_decided_and_named_before_the_budget():
+    r = cc.until_decided_campaign("quiet", {5: 1.05}, seed=3)
+    q = r.sequential
+    assert q["decided"] and r.stopped == "decided" and q["looks"][-1]["runs"] < q["budget"]
+    assert cc.named(r) == {5: "slow"} and [s.cpus for s in r.slow] == [(5,)]
+    d = _decisions(r)
+    assert d[5] == looks.SLOW and all(v == looks.RULED_OUT for c, v in d.items() if c != 5)
+    # its interval is the repeated one of the last look, at that look's level, and excludes 1
+    row = next(x for x in r.cpus if x.cpu == 5)
+    assert row.ratio_ci.low > 1 and row.ratio_ci.level == pytest.approx(min(q["looks"][-1]["level"], 1 - 1e-12))
+    assert "slow core 5" in r.verdict and "repeated interval above no change" in r.verdict
+    assert "no other CPU is slower than the rest by 2% or more" in r.verdict
+
+
+def test_null_is_ruled_out_or_cannot_tell_never_slow():
+    for model in ("quiet", "loaded", "skewed"):
+        r = cc.until_decided_campaign(model, {}, seed=11)
+        assert not r.slow and not any(x.verdict == "slow" for x in r.cpus), model
+        assert set(_decisions(r).values()) <= {looks.RULED_OUT, ""}, model
+        assert "no CPU is persistently slower" not in r.verdict, model
+        if r.sequential["decided"]:
+            assert r.verdict.startswith("no CPU is slower than the rest by 2% or more"), model
+        else:
+            assert "cannot tell whether CPU" in r.verdict, model
+    quiet = cc.until_decided_campaign("quiet", {}, seed=11)
+    assert quiet.sequential["decided"] and set(_decisions(quiet).values()) == {looks.RULED_OUT}
+
+
+def test_budget_exhausted_says_what_would_decide_it():
+    r = cc.until_decided_campaign("loaded", {}, seed=1, max_runs=30)
+    q = r.sequential
+    assert r.rounds == 30 and r.stopped == "budget" and q["final"] and not q["decided"]
+    assert q["needs_blocks"] > 3 and q["needs_runs"] == 10 * q["needs_blocks"] and q["needs_s"] > 0
+    assert "no CPU is slower" not in r.verdict and "no CPU is persistently slower" not in r.verdict
+    assert "within the budget (3 blocks, 30 rounds)" in r.verdict
+    assert f"about {q['needs_blocks']} blocks ({q['needs_runs']} rounds" in r.verdict
+    assert f"--until-decided --max-runs {q['needs_runs']}" in r.verdict
+    back = CoresResult.from_dict(json.loads(json.dumps(r.as_dict())))
+    assert back.sequential == q and back.verdict == r.verdict
+    out = io.StringIO()
+    render(back, Console(file=out, width=400))
+    text = out.getvalue()
+    assert "measured until decided: look 1 at 3 blocks of at most 3" in text and "cannot tell whether CPU" in text
+
+
+def test_stored_runs_give_the_scans_last_look(monkeypatch):
+    """study.analyse on the stored runs (what `perflab resume` and the report do) is the scan's own
+    last look: the blocks stored, the budget from the first block's time."""
+    stored = []
+    run = cc._Bare.run
+
+    def keep(self, spec, rep=0):
+        res = run(self, spec, rep)
+        stored.append((dict(spec.params), res))
+        return res
+
+    monkeypatch.setattr(cc._Bare, "run", keep)
+    r = cc.until_decided_campaign("loaded", {2: 1.05}, seed=4, max_runs=50)
+    config = cores.CoresConfig(Workload("sim", ("sim",)), seed=4, until_decided=True, max_runs=50)
+    again = cores.analyse(config, stored, cc.smt_box(8))
+    assert again.verdict == r.verdict and again.sequential == r.sequential
+
+
+def test_default_scan_stores_no_sequential_key():
+    r = cc.campaign(2, {}, rounds=6)
+    assert r.sequential is None and "sequential" not in r.as_dict()
+
+
+@pytest.mark.parametrize("fields, says", [
+    (dict(max_runs=60), "--max-runs bounds --until-decided"),
+    (dict(until_decided=True, blocks=1), "needs 2 or more"),
+    (dict(until_decided=True, max_runs=20), "--max-runs 20 is below the first look's --rounds 30"),
+])
+def test_bad_config_is_one_error(fields, says):
+    with pytest.raises(PerflabError, match=says):
+        cores.CoresConfig(Workload("sim", ("sim",)), **fields)
+
+
+def test_bad_option_combinations_exit_2_with_one_line(capsys):
+    for args in (["--max-runs", "60"], ["--until-decided", "--blocks", "1"],
+                 ["--until-decided", "--max-runs", "20"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["cores", "--cpus", "0,1", *args, "--", "true"])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("perflab: error: "), err
