@@ -232,10 +232,9 @@ def verdict_lines(runs: int = 200, seed: int = 0, models: tuple[str, ...] | None
 def until_decided_campaign(model: str, slow: dict[int, float], seed: int, max_runs: int | None = None) -> cores.CoresResult:
     """One `perflab cores --until-decided` scan at the defaults otherwise: campaign's machine under
     a MODELS model, timed_campaign's under a TIMED_MODELS one."""
-    settings = dict(until_decided=True, max_runs=max_runs)
     if model in TIMED_MODELS:
-        return timed_campaign(seed, model, slow=slow, **settings)
-    return campaign(seed, slow, model=model, **settings)
+        return timed_campaign(seed, model, slow=slow, until_decided=True, max_runs=max_runs)
+    return campaign(seed, slow, model=model, until_decided=True, max_runs=max_runs)
 
 
 def rates_until_decided(model: str, trials: int, seed: int = 0) -> dict[str, float]:
