@@ -74,6 +74,11 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     from perflab.report.terminal.cores import render
     from perflab.studies.cores import study as cores
 
+    if until_decided and (min_rounds is not None or precision != cores.CoresConfig.precision):
+        given = " and ".join(o for o, v in (("--min-rounds", min_rounds is not None),
+                                              ("--precision", precision != cores.CoresConfig.precision)) if v)
+        raise PerflabError(f"{given} set the adaptive stop, which --until-decided replaces: drop {given}, "
+                           "or drop --until-decided")
     workload = resolve_target(workload_name, command_args, shell, config_path)
     if min_rounds is None:  # a smaller --rounds wins over the default, as --max-runs does in run
         min_rounds = min(cores.CoresConfig.min_rounds, rounds)

@@ -28,7 +28,9 @@ significant CPU back at the others' level in many rounds is *intermittent*; outl
 same test (detect.block_detectable). Adaptive stop in the first block after ceil(min_rounds /
 blocks) rounds: every CPU's ratio CI within ``precision`` and the round rule's detectable
 slowdown at most ``target`` (2 x min_effect); the other blocks then run as many rounds (equal
-blocks weigh equally); else each block its share of ``rounds``, or max_time. Medians are
+blocks weigh equally); else each block its share of ``rounds``, or max_time. ``until_decided``
+(looks.py): blocks of rounds / blocks rounds until every CPU is shown slow or ruled out at
+min_effect by its repeated interval, or the budget ends, in place of the adaptive stop. Medians are
 shown in the workload's primary metric, in its own direction; the verdict is composed from the
 rows (result.compose_verdict).
 """
@@ -255,7 +257,7 @@ def _until_decided(config: CoresConfig, session: Any, machine: Machine, cpus: li
         if blk and clock() - started + max(due, 0.0) + block_s > config.max_time:
             stopped = "max-time"  # the next block would end past --max-time
             break
-        if blk and due > 0 and not getattr(session, "stored", lambda *a, **k: False)(
+        if blk and due >= 0.5 and not getattr(session, "stored", lambda *a, **k: False)(
                 _spec(config, cpus[0], blk * per, blk), blk * per):
             session.say(f"block {blk + 1}: waiting {due:.0f} s so blocks start {looks.gap_s(config):.0f} s apart")
             _wait(session, due)
