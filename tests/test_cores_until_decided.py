@@ -6,6 +6,7 @@ and budget-exhausted cases."""
 from __future__ import annotations
 
 import io
+import math
 import json
 
 import pytest
@@ -18,7 +19,7 @@ from perflab.model import Workload
 from perflab.report.terminal.cores import render
 from perflab.studies.cores import looks
 from perflab.studies.cores import study as cores
-from perflab.studies.cores.result import CoresResult
+from perflab.studies.cores.result import CoresResult, level_text
 
 
 def _decisions(r):
@@ -35,7 +36,7 @@ def test_planted_slow_cpu_is_decided_and_named_before_the_budget():
     # its interval is the repeated one of the last look, at that look's level, and excludes 1
     row = next(x for x in r.cpus if x.cpu == 5)
     assert row.ratio_ci.low > 1 and row.ratio_ci.level == pytest.approx(min(q["looks"][-1]["level"], 1 - 1e-12))
-    assert "slow core 5" in r.verdict and "repeated interval above no change" in r.verdict
+    assert "slow core 5" in r.verdict and "repeated CI) vs the rest, its interval above no change" in r.verdict
     assert "no other CPU is slower than the rest by 2% or more" in r.verdict
 
 
@@ -68,6 +69,7 @@ def test_budget_exhausted_says_what_would_decide_it():
     render(back, Console(file=out, width=400))
     text = out.getvalue()
     assert "measured until decided: look 1 at 3 blocks of at most 3" in text and "cannot tell whether CPU" in text
+    assert "decided" in text and "ruled out" in text and "p Holm" not in text
 
 
 def test_stored_runs_give_the_scans_last_look(monkeypatch):
@@ -131,3 +133,18 @@ def test_real_scan_until_decided_end_to_end(tmp_path):
         assert "no CPU is slower than the rest by 2% or more" in r.verdict or r.slow
     else:
         assert "cannot tell whether CPU" in r.verdict and "no CPU is slower" not in r.verdict
+
+
+def test_the_look_rules_to_exact_numbers():
+    # median 0.05 of three block levels, SD 0.01, df 30: t(0.975, 30) = 2.0423, median_se(3) = sqrt(0.449)
+    ratio, low, high = looks.interval([0.04, 0.05, 0.07], 0.01, 30.0, 0.95)
+    half = 2.0422724563 * 0.01 * 0.449 ** 0.5
+    assert (ratio, low, high) == pytest.approx((math.exp(0.05), math.exp(0.05 - half), math.exp(0.05 + half)))
+    assert looks.interval([0.05], 0.01, 30.0, 0.95) is None
+    assert looks.decision(1.05, 1.01, 1.09, 0.02) == looks.SLOW
+    assert looks.decision(1.015, 1.001, 1.03, 0.02) == ""  # above 1, but under the minimum effect
+    assert looks.decision(1.0, 0.99, 1.02, 0.02) == looks.RULED_OUT
+    assert looks.decision(1.0, 0.97, 1.03, 0.02) == ""
+    # ruled out once the top (0.03 above the log ratio 0 at 4 blocks) is under log 1.02: 4 (0.03 / log 1.02)^2
+    assert looks.blocks_needed(4, 1.0, math.exp(-0.03), math.exp(0.03), 0.02) == math.ceil(4 * (0.03 / math.log(1.02)) ** 2)
+    assert level_text(0.9787) == "97.87%" and level_text(0.99998) == "99.998%"

@@ -4,6 +4,7 @@ cannot disagree."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -167,11 +168,22 @@ def as_change_ci(ci: CI, higher_is_better: bool) -> CI:
     return CI(ci.low - 1.0, ci.high - 1.0, ci.level)
 
 
-def change_text(change: float, ci: CI | None) -> str:
-    """'+7.6% [+5.9%, +9.3%] (96% CI)': the change and its CI in one form."""
+def change_text(change: float, ci: CI | None, repeated: bool = False) -> str:
+    """'+7.6% [+5.9%, +9.3%] (96% CI)': the change and its CI in one form; ``repeated``: a
+    repeated interval, its level (99.x %) to two decimals."""
     if ci is None or ci.level <= 0:
         return f"{change:+.1%}"
+    if repeated:
+        return f"{change:+.1%} [{ci.low:+.1%}, {ci.high:+.1%}] ({level_text(ci.level)} repeated CI)"
     return f"{change:+.1%} [{ci.low:+.1%}, {ci.high:+.1%}] ({ci.level:.0%} CI)"
+
+
+def level_text(level: float) -> str:
+    """A level near 1 with the digits that tell it from 1: 0.9787 -> '97.87%', 0.99998 -> '99.998%'."""
+    if level >= 1:
+        return "100%"
+    digits = max(2, math.ceil(-math.log10(1 - level)) - 2)
+    return f"{100 * level:.{digits}f}%"
 
 
 def rounds_text(rounds: tuple[int, ...]) -> str:
@@ -193,9 +205,9 @@ def compose_verdict(result: "CoresResult") -> str:
     over = _over(tl)
     seq = result.sequential
     parts = [f"slow core {s.core} (CPUs {format_cpulist(list(s.cpus))}): {metric} "
-             f"{change_text(as_change(s.ratio, hib), as_change_ci(s.ratio_ci, hib))} vs the rest, "
+             f"{change_text(as_change(s.ratio, hib), as_change_ci(s.ratio_ci, hib), seq is not None)} vs the rest, "
              + (f"p = {s.p_adjusted:.2g} ({_test_name(tl, result.block_margin)}, Holm)" if seq is None else
-                "its repeated interval above no change")
+                "its interval above no change")
              + f", slower in {s.slower_rounds} of {s.rounds} rounds"
              + (f" and {over}" if over else "") for s in result.slow]
     unresolved = [r for r in result.cpus if r.verdict == "unresolved"]
