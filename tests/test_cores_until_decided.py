@@ -148,3 +148,10 @@ def test_the_look_rules_to_exact_numbers():
     # ruled out once the top (0.03 above the log ratio 0 at 4 blocks) is under log 1.02: 4 (0.03 / log 1.02)^2
     assert looks.blocks_needed(4, 1.0, math.exp(-0.03), math.exp(0.03), 0.02) == math.ceil(4 * (0.03 / math.log(1.02)) ** 2)
     assert level_text(0.9787) == "97.87%" and level_text(0.99998) == "99.998%"
+
+
+def test_concurrent_scan_looks_at_block_ends_too():
+    r = cc.timed_campaign(7, "vcpu-states", concurrent=True, competitor=3, until_decided=True, max_runs=50)
+    q = r.sequential
+    assert r.mode == "concurrent" and r.rounds % 10 == 0 and q["looks"][0]["runs"] == 3
+    assert r.stopped in ("decided", "budget") and not (set(cc.named(r)) - {3})

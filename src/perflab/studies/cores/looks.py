@@ -17,6 +17,9 @@ the answers hold together at alpha over all looks and CPUs:
 - ``ruled out``: the interval's top is at most 1 + m (no slowdown of m or more);
 - ``''``: undecided.
 
+The boundaries are the two-sided design's (as instances' one-sided question uses them), so a
+slowdown is shown at alpha / 2m a CPU: conservative by half.
+
 A CPU decided ``slow`` is named slow only under the scan's other rules (slower in every block,
 persistent over rounds, blocks spread over more time than the machine's states hold: analysis.py),
 else unresolved. The blocks stop at the first look where every CPU is decided and none is
