@@ -16,6 +16,7 @@ from perflab.checks import cores_check as cc
 from perflab.cli import main
 from perflab.errors import PerflabError
 from perflab.model import Workload
+from perflab.report.answers import _evidence, basis
 from perflab.report.terminal.cores import render
 from perflab.studies.cores import looks
 from perflab.studies.cores import study as cores
@@ -155,3 +156,12 @@ def test_concurrent_scan_looks_at_block_ends_too():
     q = r.sequential
     assert r.mode == "concurrent" and r.rounds % 10 == 0 and q["looks"][0]["runs"] == 3
     assert r.stopped in ("decided", "budget") and not (set(cc.named(r)) - {3})
+
+
+def test_report_answer_reads_the_decision_not_a_holm_p():
+    undecided = cc.until_decided_campaign("loaded", {}, seed=1, max_runs=30).as_dict()
+    assert _evidence("cores", undecided) == "cannot tell within the budget (--until-decided)"
+    assert basis("cores", undecided)[1]  # thin: the budget left CPUs undecided
+    found = cc.until_decided_campaign("quiet", {5: 1.05}, seed=3).as_dict()
+    assert "decided by its repeated CI (--until-decided)" in _evidence("cores", found)
+    assert not basis("cores", found)[1]

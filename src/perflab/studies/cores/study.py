@@ -261,12 +261,11 @@ def _until_decided(config: CoresConfig, session: Any, machine: Machine, cpus: li
                 _spec(config, cpus[0], blk * per, blk), blk * per):
             session.say(f"block {blk + 1}: waiting {due:.0f} s so blocks start {looks.gap_s(config):.0f} s apart")
             _wait(session, due)
-        t0 = clock()
         for r in range(blk * per, (blk + 1) * per):
             runs += _round(config, session, machine, r, blk)
         blk += 1
         if blk == 1:
-            block_s = clock() - t0
+            block_s = _first_block_s(runs)
             limit = looks.budget(config, block_s)
             if not any(cost_of(config.workload, res)[0] is not None for _, res in runs):
                 stopped = "failures"
@@ -283,6 +282,13 @@ def _until_decided(config: CoresConfig, session: Any, machine: Machine, cpus: li
         result = _look(config, runs, machine.topology, blk, limit, len(cpus), True, block_s)
     result.stopped, result.elapsed_s = stopped, clock() - started
     return result
+
+
+def _first_block_s(runs: Sequence[tuple[dict, RunResult]]) -> float:
+    """The first block's time, from its runs' own start and wall times: the same figure when
+    `perflab resume` replays stored runs in no time, so the budget it sets is the same."""
+    first = [r for p, r in runs if int(p["round"]) >= 0 and int(p.get("block", 0)) == 0]
+    return (max(r.start_ns + r.wall_ns for r in first) - min(r.start_ns for r in first)) / 1e9 if first else 0.0
 
 
 def _look(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]], topology: Topology | None, blocks: int,
@@ -365,8 +371,7 @@ def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
     look of the blocks stored, the budget from the first block's time."""
     if config.until_decided:
         blocks = len({int(p.get("block", 0)) for p, _ in runs if int(p["round"]) >= 0})
-        first = [r for p, r in runs if int(p["round"]) >= 0 and int(p.get("block", 0)) == 0]
-        block_s = (max(r.start_ns + r.wall_ns for r in first) - min(r.start_ns for r in first)) / 1e9 if first else 0.0
+        block_s = _first_block_s(runs)
         m = len({int(p["cpu"]) for p, _ in runs})
         limit = looks.budget(config, block_s)
         return _look(config, runs, topology, blocks, limit, m, blocks >= limit, block_s)
