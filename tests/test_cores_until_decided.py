@@ -15,11 +15,15 @@ from rich.console import Console
 from perflab.checks import cores_check as cc
 from perflab.cli import main
 from perflab.errors import PerflabError
+from perflab.measure.executor import MockExecutor
 from perflab.model import Workload
+from perflab.platform.machine import Machine
 from perflab.report.answers import _evidence, basis
 from perflab.report.terminal.cores import render
 from perflab.studies.cores import looks
 from perflab.studies.cores import study as cores
+from perflab.store import open_store
+from perflab.studies import run_study
 from perflab.studies.cores.result import CoresResult, level_text
 
 
@@ -165,3 +169,35 @@ def test_report_answer_reads_the_decision_not_a_holm_p():
     found = cc.until_decided_campaign("quiet", {5: 1.05}, seed=3).as_dict()
     assert "decided by its repeated CI (--until-decided)" in _evidence("cores", found)
     assert not basis("cores", found)[1]
+
+
+def test_resume_after_interrupt_repeats_nothing(tmp_path):
+    """A scan killed mid-block resumes where it stopped: stored runs are not run again, and the
+    looks and budget are the ones the stored runs set."""
+    def model(seed):
+        rng = cc.random.Random(seed)
+        return lambda spec: 0.05 * (1.08 if spec.cpus[0] == 3 else 1.0) * rng.lognormvariate(0, 0.01)
+
+    calls = {"n": 0}
+    base = model(1)
+
+    def dying(spec):
+        calls["n"] += 1
+        if calls["n"] == 40:
+            raise KeyboardInterrupt
+        return base(spec)
+
+    cfg = cores.CoresConfig(Workload("mock", ("work",)), rounds=6, span=0, until_decided=True, max_runs=24)
+    box = Machine(cc.smt_box(4), {"loadavg": [0.0]})
+    with open_store(str(tmp_path / "perflab.db")) as store:
+        with pytest.raises(KeyboardInterrupt):
+            run_study(cores, cfg, store, MockExecutor(dying), machine=box)
+        camp = store.campaigns()[-1]
+        assert camp.status == "interrupted" and camp.n_measurements == 38  # the 39 calls before: warm-up + 38 runs
+        ex = MockExecutor(model(2))
+        res = run_study(cores, cores.CoresConfig.from_dict(store.campaign(camp.id).config), store, ex,
+                        machine=box, resume=camp.id)
+        keys = [(m.params["cpu"], m.params["round"]) for m in store.measurements(camp.id) if m.params["round"] >= 0]
+        assert len(keys) == len(set(keys)) == 8 * res.rounds and len(ex.calls) == 8 * res.rounds - 38
+        assert res.sequential is not None and res.stopped in ("decided", "budget")
+        assert store.campaign(camp.id).status == "done"
