@@ -466,6 +466,8 @@ EXAMPLES += [
         Line("perflab variants --source fmsum.c -V base=-O0 -V O2=-O2 -V O3=-O3 --baseline base -- {exe} 100000",
              without(r"^round \d+"))], setup=FMSUM),
     Example("cores-default", "docs/cores.md", [Line("perflab cores -w minihlt-quick", without(r"^(block \d+, )?round \d+:"))]),
+    Example("cores-until-decided", "docs/cores.md", [
+        Line("perflab cores -w minihlt-quick --until-decided --span 20 --max-time 120", without(r"^block \d+"))]),
     Example("cores-competitor", "docs/cores.md", [
         Line("timeout 20 chrt -f 1 taskset -c 1 python3 duty40.py & perflab cores -w minihlt-quick",
              without(r"^(block \d+, )?round \d+:"))],

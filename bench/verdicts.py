@@ -24,6 +24,7 @@ from pathlib import Path
 # name -> (module in perflab.checks, its function taking runs=N and printing its lines)
 CHECKS = {
     "cores": ("cores_check", "verdict_lines"),
+    "cores-until-decided": ("cores_check", "until_decided_lines"),
     "frontend": ("frontend_check", "verdict_lines"),
     "instances": ("instances_check", "verdict_lines"),
     "instances-until-decided": ("instances_check", "until_decided_lines"),

@@ -36,6 +36,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from perflab.checks import until
 from perflab.checks.noise import MODELS, TIMED_MODELS
 from perflab.measure.executor import MockExecutor
 from perflab.model import Workload
@@ -83,7 +84,7 @@ class _Bare:
 
 def campaign(seed: int, slow: dict[int, float], burst: tuple[int, int, float] | None = None,
              rounds: int | None = None, model: str = "quiet",
-             competitor: int | None = None) -> cores.CoresResult:
+             competitor: int | None = None, **settings) -> cores.CoresResult:
     """One simulated scan: slow = {cpu: factor}; burst = (cpu, first round, size) for 3 rounds;
     model: a checks.noise model; competitor: the CPU a 40 % duty competitor comes and goes on."""
     rng = random.Random(seed)
@@ -107,7 +108,7 @@ def campaign(seed: int, slow: dict[int, float], burst: tuple[int, int, float] | 
             x *= COMPETITOR[1] * rng.lognormvariate(0, COMPETITOR[2])
         return 0.05 * x
 
-    config = cores.CoresConfig(Workload("sim", ("sim",)), seed=seed)
+    config = cores.CoresConfig(Workload("sim", ("sim",)), seed=seed, **settings)
     if rounds is not None:
         config = replace(config, rounds=rounds, min_rounds=rounds)
     machine = Machine(topo, {"loadavg": [0.0]})
@@ -226,3 +227,31 @@ def verdict_lines(runs: int = 200, seed: int = 0, models: tuple[str, ...] | None
     """The lines bench/verdicts.py prints (``models``: those of MODELS and TIMED_MODELS only)."""
     return [f"verdict-check: {name} false_positive={fp:.3f} detection={det:.3f} runs={n}"
             for name, fp, det, n in checks(runs, seed, models)]
+
+
+def until_decided_campaign(model: str, slow: dict[int, float], seed: int, max_runs: int | None = None) -> cores.CoresResult:
+    """One `perflab cores --until-decided` scan at the defaults otherwise: campaign's machine under
+    a MODELS model, timed_campaign's under a TIMED_MODELS one."""
+    if model in TIMED_MODELS:
+        return timed_campaign(seed, model, slow=slow, until_decided=True, max_runs=max_runs)
+    return campaign(seed, slow, model=model, until_decided=True, max_runs=max_runs)
+
+
+def rates_until_decided(model: str, trials: int, seed: int = 0) -> dict[str, float]:
+    """--until-decided under ``model``: false positives over all looks (any CPU called slow, or
+    named intermittent or unresolved, on null scans), detection (the planted 5 % slower CPU called
+    slow and no other named), the nulls ruled out, the planted scans left undecided, the rounds."""
+    rng = random.Random(f"{seed}:{model}:until-decided")
+    nulls = [until_decided_campaign(model, {}, rng.randrange(1 << 30)) for _ in range(trials)]
+    targets = [rng.randrange(16) for _ in range(trials)]
+    found = [until_decided_campaign(model, {t: 1.05}, rng.randrange(1 << 30)) for t in targets]
+    hits = {id(r): t for r, t in zip(found, targets)}
+    return until.rates(nulls, found, [r.rounds for r in nulls + found], lambda r: bool(named(r)),
+                       lambda r: _alone(r, hits[id(r)], ("slow",)),
+                       lambda r: r.sequential["decided"] and not named(r))
+
+
+def until_decided_lines(runs: int = 20, seed: int = 0) -> list[str]:
+    """The --until-decided rows: every noise model of the cores harness."""
+    return [until.line(f"cores-until-decided-{name}", rates_until_decided(name, runs, seed), runs)
+            for name in (*MODELS, *TIMED_MODELS)]

@@ -28,6 +28,7 @@ collects.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from perflab.checks import until
 from perflab.checks.noise import STUDY_MODELS, Campaign, VcpuCampaign
@@ -173,8 +174,9 @@ def simulate_optimum(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS) -
 
 
 def optimum_campaign(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS, reps: int | None = None,
-                     salt: int = 17) -> instances.InstancesResult:
-    """One simulated campaign (default rounds, or ``reps``) on an ``ncpu`` box; its result."""
+                     salt: int = 17, **options: Any) -> instances.InstancesResult:
+    """One simulated campaign (default rounds, or ``reps``; ``options``: more InstancesConfig
+    fields, e.g. until_decided) on an ``ncpu`` box; its result."""
     rng = random.Random(seed * 7919 + salt)
     campaign = STUDY_MODELS[model].campaign(rng)
     ex = MockExecutor()
@@ -190,7 +192,9 @@ def optimum_campaign(model: str, wait: float, seed: int, ncpu: int = BOX_CPUS, r
 
     ex.model = copy_time
     machine = Machine(topology=one_node_box(ncpu), metadata={"hostname": "sim"})
-    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed, **({"reps": reps} if reps else {}))  # type: ignore[arg-type]  # reps only
+    if reps:
+        options["reps"] = reps
+    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed, **options)
     return instances.execute(cfg, _Memory(ex), machine)
 
 
@@ -254,23 +258,7 @@ def fork_asked_lines(runs: int, seed: int = 0) -> list[str]:
 
 def until_decided_campaign(model: str, wait: float, seed: int, max_runs: int | None = None) -> instances.InstancesResult:
     """One `perflab instances --until-decided` campaign on the 2-CPU box (as optimum_campaign)."""
-    rng = random.Random(seed * 7919 + 41)
-    campaign = STUDY_MODELS[model].campaign(rng)
-    ex = MockExecutor()
-    hit: dict[tuple, float] = {}
-
-    def copy_time(spec: RunSpec) -> float:
-        n = int(spec.params["n"])
-        key = (spec.params["round"], spec.label)
-        if key not in hit:
-            hit[key] = campaign.burst_hits()
-        burst = hit[key] if spec.params["copy"] == 0 else 1.0
-        return max(1.0, n * (1 - wait) / BOX_CPUS) * campaign.factor() * burst
-
-    ex.model = copy_time
-    machine = Machine(topology=one_node_box(BOX_CPUS), metadata={"hostname": "sim"})
-    cfg = instances.InstancesConfig(Workload("sim", ("sim",)), seed=seed, until_decided=True, max_runs=max_runs)
-    return instances.execute(cfg, _Memory(ex), machine)
+    return optimum_campaign(model, wait, seed, salt=41, until_decided=True, max_runs=max_runs)
 
 
 def rates_until_decided(model: str, trials: int, seed: int = 0) -> dict[str, float]:

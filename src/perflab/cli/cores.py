@@ -45,6 +45,12 @@ class _Span(Duration):
 @click.option("--span", type=_Span(), default=default_of(CoresConfig, "span"), show_default=True, metavar="S",
               help="The first and the last block start at least S seconds apart (the scan waits between "
                    "blocks where its rounds take less; at most 3/4 of --max-time); 0: no waiting.")
+@click.option("--until-decided", is_flag=True,
+              help="Add blocks (of --rounds / --blocks rounds, --span / (--blocks - 1) seconds apart) until every "
+                   "CPU is shown slower than the rest by --min-effect or more, or shown not to (--alpha over all "
+                   "looks and CPUs), or --max-runs / --max-time runs out; replaces the precision stop.")
+@click.option("--max-runs", type=click.IntRange(2, 100000), default=None, metavar="N",
+              help="With --until-decided: the most rounds (default 200).")
 @click.option("--counters", is_flag=True,
               help="Wrap each run in perf stat (cycles, instructions): IPC and effective GHz per CPU, where the PMU has them.")
 @click.option("--seed", type=Count(0, 2**63 - 1), default=default_of(CoresConfig, "seed"), show_default=True, help="Seed of the shuffled CPU order.")
@@ -54,7 +60,7 @@ class _Span(Duration):
 @study_output_options
 @tune_options
 def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision, min_effect, alpha, persistence,
-            blocks, span, counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path, tune, metric):
+            blocks, span, until_decided, max_runs, counters, seed, timeout, workload_name, config_path, shell, command_args, db_url, json_path, tune, metric):
     """Is one CPU persistently slower than the others? Pin the workload to each CPU, in rounds.
 
     A CPU's cost is divided by the median of the other CPUs in the same round (within a speed
@@ -69,6 +75,11 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
     from perflab.report.terminal.cores import render
     from perflab.studies.cores import study as cores
 
+    if until_decided and (min_rounds is not None or precision != CoresConfig.precision):
+        given = " and ".join(o for o, v in (("--min-rounds", min_rounds is not None),
+                                              ("--precision", precision != CoresConfig.precision)) if v)
+        raise PerflabError(f"{given} set the adaptive stop, which --until-decided replaces: drop {given}, "
+                           "or drop --until-decided")
     workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
     if min_rounds is None:  # a smaller --rounds wins over the default, as --max-runs does in run
         min_rounds = min(CoresConfig.min_rounds, rounds)
@@ -76,6 +87,7 @@ def command(cpus, physical, concurrent, rounds, min_rounds, max_time, precision,
         workload=workload, cpus=cpus, physical=physical, concurrent=concurrent, rounds=rounds,
         min_rounds=min_rounds, max_time=max_time, precision=precision, min_effect=min_effect, alpha=alpha,
         persistence=persistence, seed=seed, timeout=timeout, counters=counters, blocks=blocks, span=span,
+        until_decided=until_decided, max_runs=max_runs,
     )
     result = run_and_render(cores, config, make_console(stderr=json_path == "-"),
                             lambda res, console: render(res, console, workload.name), db_url, json_path, tune=tune)

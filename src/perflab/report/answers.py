@@ -47,11 +47,15 @@ def _evidence(study: str, s: dict) -> str:
                 text += f"; {o.get('command')}: {ratio_text(rel['ratio'], rel)} of the reference"
         return text
     if study == "cores":
-        slow = s.get("slow") or []
+        slow, seq = s.get("slow") or [], s.get("sequential")
         if slow:
             return "; ".join(f"core {x.get('core')}: cost ratio {ratio_text(x.get('ratio', 0), x.get('ratio_ci'))}, "
-                             f"p = {x.get('p_adjusted', 1):.2g} (Holm), slower in {x.get('slower_rounds')} of "
-                             f"{plural(x.get('rounds'), 'round')}" for x in slow)
+                             + ("decided by its repeated CI (--until-decided)" if seq else
+                                f"p = {x.get('p_adjusted', 1):.2g} (Holm)")
+                             + f", slower in {x.get('slower_rounds')} of {plural(x.get('rounds'), 'round')}" for x in slow)
+        if seq:  # measured until decided: every CPU ruled out, or cannot tell (never "not significant")
+            return (f"no CPU slower by {seq.get('min_effect', 0):.0%} or more (--until-decided)" if seq.get("decided")
+                    else "cannot tell within the budget (--until-decided)")
         ps = [c.get("p_adjusted") for c in s.get("cpus") or [] if c.get("p_adjusted") is not None]
         return f"not significant (smallest Holm-adjusted p = {min(ps):.2g})" if ps else ""
     if study == "instances":
@@ -113,6 +117,9 @@ def basis(study: str, s: dict) -> tuple[str, bool]:
         text = (f"{plural(s.get('rounds', 0), 'round')} x {plural(len(cpus), 'CPU')}, {plural(s.get('runs', 0), 'run')}"
                 + (f", {levels([c.get('ratio_ci') for c in cpus])}" if cpus else "")
                 + (f", detects a {mde:.1%} slowdown" if mde is not None and mde != float("inf") else ""))
+        seq = s.get("sequential")
+        if seq:  # --until-decided: thin where the budget left a CPU undecided
+            return text + f", {plural(len(seq.get('looks') or []), 'look')}", not s.get("slow") and not seq.get("decided")
         return text, not s.get("slow") and (mde is None or mde == float("inf") or bool(s.get("mde_why")))
     if study == "instances":
         points = [p for sc in s.get("scans") or [] for p in sc.get("points") or []]

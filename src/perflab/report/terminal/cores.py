@@ -8,7 +8,7 @@ from rich.table import Table
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.stats.modes import CAUSE
-from perflab.studies.cores.result import CoresResult, as_change, rounds_text
+from perflab.studies.cores.result import CoresResult, as_change, level_text, rounds_text
 
 VERDICTS = {"slow": "[bold red]SLOW[/]", "unresolved": "[yellow]cannot tell[/]",
             "contention": "[yellow]contention[/]", "intermittent": "[yellow]intermittent[/]",
@@ -68,7 +68,10 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
              "in the same round")
     table = Table(title=escape(" ".join(title.split())), title_justify="left", padding=(0, 1))
     levels = sorted({f"{r.ci.level:.0%}" for r in result.cpus if r.ci is not None and r.ci.level > 0})
-    rlevels = sorted({f"{r.change_ci.level:.0%}" for r in result.cpus if r.change_ci is not None})
+    seq = result.sequential
+    # a repeated interval's level is 99.x %: rounded to a whole per cent it would read 100 %
+    rlevels = sorted({level_text(r.change_ci.level) if seq is not None else f"{r.change_ci.level:.0%}"
+                      for r in result.cpus if r.change_ci is not None})
     sockets = len({r.socket for r in result.cpus}) > 1
     smt = any(len(r.siblings) > 1 for r in result.cpus)
     counted = any(r.ipc is not None for r in result.cpus)
@@ -76,7 +79,8 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
     by_block = tl is not None and len(tl.blocks) > 1
     cols = ["cpu", "core", *(["socket"] if sockets else []), *(["siblings"] if smt else []), "runs",
             f"median {unit}\n{'/'.join(levels) or 'no'} CI", f"vs the rest\n{'/'.join(rlevels) or 'no'} CI",
-            *(["by block"] if by_block else []), "slower", "p Holm", *(["IPC", "GHz"] if counted else []),
+            *(["by block"] if by_block else []), "slower", "p Holm" if seq is None else "decided",
+            *(["IPC", "GHz"] if counted else []),
             "verdict"]
     for col in cols:
         table.add_column(col, justify="left" if col in ("siblings", "verdict") else "right")
@@ -90,6 +94,8 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
             change += f"\n{r.change_ci.low:+.1%}..{r.change_ci.high:+.1%}"
         slower = f"{r.slower_rounds}/{r.rounds}" if r.rounds else "-"
         p = "-" if r.p_adjusted is None else f"{r.p_adjusted:.2g}"
+        if seq is not None:  # the repeated interval decides, not the fixed scan's Holm p
+            p = (seq["cpus"].get(str(r.cpu)) or {}).get("decision") or ("?" if str(r.cpu) in seq["cpus"] else "-")
         table.add_row(str(r.cpu), str(r.core), *([str(r.socket)] if sockets else []),
                       *([format_cpulist(list(r.siblings))] if smt else []), runs, med, change,
                       *([_blocks(r.block_levels, result.higher_is_better)] if by_block else []), slower, p,
@@ -142,5 +148,14 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
                           highlight=False)
     for note in result.notes:
         console.print(f"note: {escape(note)}", highlight=False)
-    test = "block t-test" if by_block and result.block_margin else "sign test"
-    console.print(f"verdict: {escape(result.verdict)} (per-round ratios, {test} + Holm)", highlight=False)
+    if seq is not None and seq.get("looks"):
+        last = seq["looks"][-1]
+        console.print(f"measured until decided: look {len(seq['looks'])} at {last['runs']} blocks of at most "
+                      f"{seq['budget']}, each CPU's repeated interval at {level_text(last['level'])} "
+                      f"({seq['alpha_each']:.2%} a CPU over all looks, Bonferroni)", highlight=False)
+        console.print("decided: slow (its repeated interval above 1, the ratio at least 1 + --min-effect), ruled "
+                      "out (the interval's top at most 1 + --min-effect), ? (undecided)", highlight=False)
+        how = "per-block levels, repeated intervals, O'Brien-Fleming-type alpha spending"
+    else:
+        how = f"per-round ratios, {'block t-test' if by_block and result.block_margin else 'sign test'} + Holm"
+    console.print(f"verdict: {escape(result.verdict)} ({how})", highlight=False)

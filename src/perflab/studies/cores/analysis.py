@@ -16,7 +16,7 @@ from perflab.model import RunResult
 from perflab.platform.topology import Topology
 from perflab.stats import CI, holm
 from perflab.stats.blocked import friedman, loo_log_ratios
-from perflab.studies.cores import speeds, timeline
+from perflab.studies.cores import looks, speeds, timeline
 from perflab.studies.cores.counters import per_cpu_counters
 from perflab.studies.cores.detect import (BLOCK_DROP, OUTLIER_Z, allowed, block_detectable, detectable, noise_scale,
                                           round_sets, row_cis, sign_greater)
@@ -25,8 +25,10 @@ from perflab.studies.cores.result import (CoresResult, CpuRow, Disturbance, as_c
 
 
 def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topology | None,
-            cost_of, unit: str) -> CoresResult:
-    """The verdict from stored runs ((params, result) pairs)."""
+            cost_of, unit: str, level: float | None = None) -> CoresResult:
+    """The verdict from stored runs ((params, result) pairs). ``level``: --until-decided's look,
+    each CPU judged by its repeated interval at that level (looks.py); its decisions go to
+    ``res.sequential["cpus"]``."""
     import numpy as np
 
     wl = config.workload
@@ -105,13 +107,18 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
     for (row, _, _), p in zip(tested, holm([r.p_value for r, _, _ in tested])):
         row.p_adjusted = p
     found = [i for row, _, i in tested if row.p_adjusted < config.alpha]
+    decided: dict[int, dict] = {}
+    if level is not None:
+        decided = _repeated(tested, lv, s_block, df, level, config.min_effect, res.higher_is_better)
+        found = [i for row, _, i in tested if decided[row.cpu]["decision"] == looks.SLOW]
     res.timeline = timeline.hold(kept, blocks, times, lv, found, rounds)
     paused = timeline.after_pause(blocks, times)
     for row, sets, i in tested:
         block_sets = _block_sets(lv[i], lv_all[i], s_block, df, config, max(m, 1))
         mine = [blocks[ri[r]] for r in sets["have"]]
         sets["lead"] = timeline.leading(sets["have"], mine, paused, set(row.normal))
-        _classify(row, sets, block_sets, config, res.timeline.tells if multi else False)
+        _classify(row, sets, block_sets, config, res.timeline.tells if multi else False,
+                  None if level is None else decided[row.cpu]["decision"] == looks.SLOW)
         if row.verdict in ("intermittent", "disturbed"):
             sel = [d[i, ri[r]] for r in row.disturbed]
             res.disturbances.append(Disturbance(row.cpu, row.disturbed, math.exp(float(np.median(sel))),
@@ -122,7 +129,9 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
     if len(live) >= 2:
         stat, p, n = friedman(normed[live])
         res.friedman = {"statistic": stat, "p_value": p, "rounds": n, "cpus": len(live)}
-    if tested:
+    if level is not None:
+        res.sequential = {"cpus": decided}  # the look's design is added by the caller (looks.as_dict)
+    elif tested:
         res.mde, res.mde_why = (_block_detectable(lv, s_block, df, config, m) if res.block_margin
                                 else detectable_of(d, config))
     else:
@@ -162,6 +171,24 @@ def _test(row: CpuRow, vals, rnds: tuple[int, ...], c: CI, scale: float, config:
     return {k: tuple(r for r, b in zip(rnds, mask) if b) for k, mask in sets.items()}
 
 
+def _repeated(tested, lv, scale: float, df: float, level: float, min_effect: float,
+              higher_is_better: bool) -> dict[int, dict]:
+    """CPU -> its repeated interval at ``level`` and decision (looks.interval, looks.decision); the
+    row's ratio CI becomes that interval, the one its verdict rests on."""
+    out = {}
+    for row, _, i in tested:
+        iv = looks.interval(lv[i], scale, df, level)
+        if iv is None:
+            out[row.cpu] = {"decision": "", "ratio": None, "low": None, "high": None, "min_effect": min_effect}
+            continue
+        ratio, low, high = iv
+        row.ratio_ci = CI(low, high, level)
+        row.change_ci = as_change_ci(row.ratio_ci, higher_is_better)
+        out[row.cpu] = {"decision": looks.decision(ratio, low, high, min_effect), "ratio": ratio, "low": low,
+                        "high": high, "min_effect": min_effect}
+    return out
+
+
 def _block_sets(lv, lv_all, s_block: float, df: float, config: Any, m: int) -> dict[str, Any]:
     """Per block of one CPU: is it slower there (above the rest, and not below min_effect and
     clearly below its own mean level; in all blocks but 1 - persistence of them), and is it clearly slow there on its
@@ -196,10 +223,11 @@ def _block_sets(lv, lv_all, s_block: float, df: float, config: Any, m: int) -> d
 
 
 def _classify(row: CpuRow, sets: dict[str, tuple[int, ...]], bs: dict[str, Any], config: Any,
-              tells: bool) -> None:
-    """slow, unresolved, contention, intermittent, disturbed, uneven or not significant (study.py)."""
+              tells: bool, shown_slow: bool | None = None) -> None:
+    """slow, unresolved, contention, intermittent, disturbed, uneven or not significant (study.py).
+    ``shown_slow``: --until-decided's decision in place of the Holm test (looks.py)."""
     big = row.ratio >= 1 + config.min_effect
-    significant = row.p_adjusted < config.alpha and big
+    significant = (row.p_adjusted < config.alpha if shown_slow is None else shown_slow) and big
     # rounds that open a block after a pause, back at the others' level while the CPU is slower in
     # the rest of every block, are a moment of the pause, not of the CPU: left out of its
     # persistence (a CPU ten times slower beside a real-time competitor that slept through each

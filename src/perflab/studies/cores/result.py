@@ -4,11 +4,13 @@ cannot disagree."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.stats import CI
+from perflab.studies.cores import looks
 from perflab.studies.cores.timeline import Timeline
 
 NAMED = ("slow", "unresolved", "contention", "intermittent")  # verdicts the sentence names a CPU for
@@ -102,9 +104,14 @@ class CoresResult:
     failures: dict[str, int] = field(default_factory=dict)
     verdict: str = ""
     notes: list[str] = field(default_factory=list)
+    # --until-decided: the design, its looks, each CPU's repeated interval and decision (looks.py)
+    sequential: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["sequential"] is None:  # a scan without looks stores what it always stored
+            del d["sequential"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CoresResult":
@@ -161,11 +168,22 @@ def as_change_ci(ci: CI, higher_is_better: bool) -> CI:
     return CI(ci.low - 1.0, ci.high - 1.0, ci.level)
 
 
-def change_text(change: float, ci: CI | None) -> str:
-    """'+7.6% [+5.9%, +9.3%] (96% CI)': the change and its CI in one form."""
+def change_text(change: float, ci: CI | None, repeated: bool = False) -> str:
+    """'+7.6% [+5.9%, +9.3%] (96% CI)': the change and its CI in one form; ``repeated``: a
+    repeated interval, its level (99.x %) to two decimals."""
     if ci is None or ci.level <= 0:
         return f"{change:+.1%}"
+    if repeated:
+        return f"{change:+.1%} [{ci.low:+.1%}, {ci.high:+.1%}] ({level_text(ci.level)} repeated CI)"
     return f"{change:+.1%} [{ci.low:+.1%}, {ci.high:+.1%}] ({ci.level:.0%} CI)"
+
+
+def level_text(level: float) -> str:
+    """A level near 1 with the digits that tell it from 1: 0.9787 -> '97.87%', 0.99998 -> '99.998%'."""
+    if level >= 1:
+        return "100%"
+    digits = max(2, math.ceil(-math.log10(1 - level)) - 2)
+    return f"{100 * level:.{digits}f}%"
 
 
 def rounds_text(rounds: tuple[int, ...]) -> str:
@@ -185,13 +203,24 @@ def compose_verdict(result: "CoresResult") -> str:
         return f"every run failed ({', '.join(f'{k}: {v}' for k, v in result.failures.items())})"
     hib, metric, tl = result.higher_is_better, result.metric, result.timeline
     over = _over(tl)
+    seq = result.sequential
     parts = [f"slow core {s.core} (CPUs {format_cpulist(list(s.cpus))}): {metric} "
-             f"{change_text(as_change(s.ratio, hib), as_change_ci(s.ratio_ci, hib))} vs the rest, "
-             f"p = {s.p_adjusted:.2g} ({_test_name(tl, result.block_margin)}, Holm), slower in {s.slower_rounds} of {s.rounds} rounds"
+             f"{change_text(as_change(s.ratio, hib), as_change_ci(s.ratio_ci, hib), seq is not None)} vs the rest, "
+             + (f"p = {s.p_adjusted:.2g} ({_test_name(tl, result.block_margin)}, Holm)" if seq is None else
+                "its interval above no change")
+             + f", slower in {s.slower_rounds} of {s.rounds} rounds"
              + (f" and {over}" if over else "") for s in result.slow]
     unresolved = [r for r in result.cpus if r.verdict == "unresolved"]
     scan_why = tl.why if tl and tl.why else ""
-    if not result.slow and unresolved:
+    if seq is not None and "looks" in seq:
+        # measured until decided: the CPUs not named are ruled out together or "cannot tell", with
+        # what would decide them; never the fixed scan's "no CPU is slower" on undecided evidence
+        if unresolved:
+            parts.append(", ".join(f"CPU {r.cpu}" for r in unresolved) + f" slower {over or 'throughout'}, but "
+                         + ("; ".join([scan_why] * bool(scan_why) + sorted({r.why for r in unresolved if r.why}))
+                            or "the scan cannot tell"))
+        parts.append(looks.sentence(seq, bool(result.slow or unresolved)))
+    elif not result.slow and unresolved:
         own = sorted({r.why for r in unresolved if r.why})
         parts.append("cannot tell whether a CPU is persistently slower: " + ", ".join(
             f"CPU {r.cpu} ({metric} {as_change(r.ratio, hib):+.1%})" for r in unresolved)  # type: ignore[arg-type]  # a verdict comes with a ratio

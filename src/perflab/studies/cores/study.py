@@ -28,7 +28,9 @@ significant CPU back at the others' level in many rounds is *intermittent*; outl
 same test (detect.block_detectable). Adaptive stop in the first block after ceil(min_rounds /
 blocks) rounds: every CPU's ratio CI within ``precision`` and the round rule's detectable
 slowdown at most ``target`` (2 x min_effect); the other blocks then run as many rounds (equal
-blocks weigh equally); else each block its share of ``rounds``, or max_time. Medians are
+blocks weigh equally); else each block its share of ``rounds``, or max_time. ``until_decided``
+(looks.py): blocks of rounds / blocks rounds until every CPU is shown slow or ruled out at
+min_effect by its repeated interval, or the budget ends, in place of the adaptive stop. Medians are
 shown in the workload's primary metric, in its own direction; the verdict is composed from the
 rows (result.compose_verdict).
 """
@@ -47,10 +49,10 @@ from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
 from perflab.stats.blocked import loo_log_ratios
 from perflab.studies.base import StudyConfig
-from perflab.studies.cores import analysis
+from perflab.studies.cores import analysis, looks
 from perflab.studies.cores.counters import COUNTER_EVENTS
 from perflab.studies.cores.detect import row_cis
-from perflab.studies.cores.result import CoresResult
+from perflab.studies.cores.result import CoresResult, compose_verdict
 from perflab.studies.instances.placement import usable_cpus
 
 if TYPE_CHECKING:
@@ -78,6 +80,9 @@ class CoresConfig(StudyConfig):
     counters: bool = False  # perf stat cycles/instructions per run: IPC and effective GHz per CPU
     blocks: int = 3  # time blocks the rounds are spread over
     span: float = 60.0  # seconds from the first block's start to the last's, at least (waits if need be)
+    # --until-decided: blocks until every CPU is decided at min_effect, or the budget ends (looks.py)
+    until_decided: bool = False
+    max_runs: int | None = None  # the budget in rounds (looks.DEFAULT_BUDGET where None)
 
     decoders = {"workload": Workload.from_dict}
 
@@ -105,6 +110,16 @@ class CoresConfig(StudyConfig):
             raise PerflabError(f"--blocks {self.blocks} must be 1 or more")
         if not self.span >= 0:
             raise PerflabError(f"--span {self.span} must be 0 or more seconds")
+        if self.max_runs is not None and not self.until_decided:
+            raise PerflabError("--max-runs bounds --until-decided: add --until-decided, or drop it")
+        if self.until_decided and self.blocks_used < 2:
+            raise PerflabError(f"--until-decided looks at the end of blocks and needs 2 or more: --blocks 3 "
+                               f"(the default) with --rounds 6 or more, not --blocks {self.blocks} --rounds {self.rounds}")
+        if self.until_decided and self.max_runs is not None and self.max_runs < self.rounds:
+            raise PerflabError(f"--max-runs {self.max_runs} is below the first look's --rounds {self.rounds}: "
+                               "raise --max-runs")
+        if self.until_decided and not 0 < self.min_effect < 1:
+            raise PerflabError(f"--until-decided needs --min-effect between 0 and 1, not {self.min_effect:g}")
 
 
 Config = CoresConfig
@@ -140,6 +155,8 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
     cpus = select_cpus(machine.topology, config.cpus, config.physical)
     for w in range(config.warmup):
         session.warmup(_spec(config, cpus[w % len(cpus)], -1))
+    if config.until_decided:
+        return _until_decided(config, session, machine, cpus)
     clock = _clock(session)
     started = clock()
     runs: list[tuple[dict, RunResult]] = []
@@ -156,7 +173,10 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
     for blk in range(nb):
         first = rnd
         if blk and stopped == "rounds":
-            due = started + blk * config.span_used / max(nb - 1, 1) - clock()
+            # from the first run's own start, which the analysis measures the span from (a
+            # spawn under load starts a few hundred ms after `started`: --span 10 gave 9.9 s)
+            first_start = min((r.start_ns for _, r in runs if r.start_ns > 0), default=0) / 1e9
+            due = (first_start or started) + blk * config.span_used / max(nb - 1, 1) - clock()
             replaying = getattr(session, "stored", lambda *a, **k: False)(_spec(config, cpus[0], rnd, blk), rnd)
             if due > 0 and not replaying:
                 session.say(f"block {blk + 1} of {nb}: waiting {due:.0f} s so the blocks span "
@@ -216,6 +236,75 @@ def execute(config: CoresConfig, session: Any, machine: Machine) -> CoresResult:
         limit = f"--max-time {config.max_time:g}" if stopped == "max-time" else f"--rounds {config.rounds}"
         result.notes.append(f"stopped at {limit} before the scan could detect a {config.target:.1%} "
                             f"slowdown; raise {limit.split()[0]} or quiet the machine")
+    return result
+
+
+def _round(config: CoresConfig, session: Any, machine: Machine, rnd: int, blk: int) -> list[tuple[dict, RunResult]]:
+    """One round of every CPU (at once where --concurrent), each run stored as it completes."""
+    specs = plan(config, machine, rnd, blk)
+    if config.concurrent:
+        return [(dict(s.params), r) for s, r in zip(specs, session.run_concurrent(specs, rep=rnd).results)]
+    return [(dict(s.params), session.run(s, rep=rnd)) for s in specs]
+
+
+def _until_decided(config: CoresConfig, session: Any, machine: Machine, cpus: list[int]) -> CoresResult:
+    """--until-decided: whole blocks, a look at the end of each block the design plans (looks.py),
+    until every CPU is decided or the budget (--max-runs, --max-time at the first block's pace) ends."""
+    clock = _clock(session)
+    started = clock()
+    runs: list[tuple[dict, RunResult]] = []
+    per = looks.per_block(config)
+    limit, blk, block_s = looks.first(config), 0, 0.0
+    stopped, result = "budget", None
+    while True:
+        due = started + blk * looks.gap_s(config) - clock()
+        if blk and clock() - started + max(due, 0.0) + block_s > config.max_time:
+            stopped = "max-time"  # the next block would end past --max-time
+            break
+        if blk and due >= 0.5 and not getattr(session, "stored", lambda *a, **k: False)(
+                _spec(config, cpus[0], blk * per, blk), blk * per):
+            session.say(f"block {blk + 1}: waiting {due:.0f} s so blocks start {looks.gap_s(config):.0f} s apart")
+            _wait(session, due)
+        for r in range(blk * per, (blk + 1) * per):
+            runs += _round(config, session, machine, r, blk)
+        blk += 1
+        if blk == 1:
+            block_s = _first_block_s(runs)
+            limit = looks.budget(config, block_s)
+            if not any(cost_of(config.workload, res)[0] is not None for _, res in runs):
+                stopped = "failures"
+                break
+        if blk >= limit or looks.due(config, blk, limit, len(cpus)):
+            result = _look(config, runs, machine.topology, blk, limit, len(cpus), blk >= limit, block_s)
+            seq = result.sequential or {}
+            session.say(f"block {blk} of at most {limit}: look {len(seq['looks'])}, "
+                        + ("every CPU decided" if seq["decided"] else "not decided yet"))
+            if seq["decided"] or blk >= limit:
+                stopped = "decided" if seq["decided"] else "budget"
+                break
+    if result is None or stopped in ("max-time", "failures"):
+        result = _look(config, runs, machine.topology, blk, limit, len(cpus), True, block_s)
+    result.stopped, result.elapsed_s = stopped, clock() - started
+    return result
+
+
+def _first_block_s(runs: Sequence[tuple[dict, RunResult]]) -> float:
+    """The first block's time, from its runs' own start and wall times: the same figure when
+    `perflab resume` replays stored runs in no time, so the budget it sets is the same."""
+    first = [r for p, r in runs if int(p["round"]) >= 0 and int(p.get("block", 0)) == 0]
+    return (max(r.start_ns + r.wall_ns for r in first) - min(r.start_ns for r in first)) / 1e9 if first else 0.0
+
+
+def _look(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]], topology: Topology | None, blocks: int,
+          limit: int, m: int, final: bool, block_s: float) -> CoresResult:
+    """The verdict at a look: every CPU's repeated interval at the look's level (looks.py)."""
+    p = looks.plan_at(config, max(blocks, 2), limit, m, final)
+    result = analysis.analyse(config, runs, topology, cost_of, unit_of(config.workload), p.level)
+    decided = (result.sequential or {}).get("cpus", {})
+    looks.settle(p, decided, blocks, any(r.verdict == "unresolved" for r in result.cpus), looks.per_block(config),
+                 max(block_s, looks.gap_s(config)))
+    result.sequential = looks.as_dict(p, decided, looks.per_block(config), config.alpha, config.min_effect)
+    result.verdict = compose_verdict(result)
     return result
 
 
@@ -282,5 +371,12 @@ def select_cpus(topology: Topology, cpus: tuple[int, ...] | None, physical: bool
 
 def analyse(config: CoresConfig, runs: Sequence[tuple[dict, RunResult]],
             topology: Topology | None = None) -> CoresResult:
-    """The verdict from stored runs ((params, result) pairs): analysis.py."""
+    """The verdict from stored runs ((params, result) pairs): analysis.py; --until-decided: at the
+    look of the blocks stored, the budget from the first block's time."""
+    if config.until_decided:
+        blocks = len({int(p.get("block", 0)) for p, _ in runs if int(p["round"]) >= 0})
+        block_s = _first_block_s(runs)
+        m = len({int(p["cpu"]) for p, _ in runs})
+        limit = looks.budget(config, block_s)
+        return _look(config, runs, topology, blocks, limit, m, blocks >= limit, block_s)
     return analysis.analyse(config, runs, topology, cost_of, unit_of(config.workload))

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from perflab.stats import CI, median, sequential
 from perflab.stats.speeds import within_speeds, worth_looking
+from perflab.studies.run import looks as run_looks
 from perflab.studies.run.looks import Plan
 from perflab.studies.run.result import duration
 
@@ -43,10 +44,9 @@ DESIGN = "obf"
 
 
 def budget(config: InstancesConfig, first_round_s: float) -> int:
-    limit = config.max_runs or DEFAULT_BUDGET
-    if config.max_time is not None:
-        limit = min(limit, int(config.max_time / max(first_round_s, 1e-6)))
-    return max(2, limit)
+    """Rounds the campaign may take: --max-runs (DEFAULT_BUDGET), cut to what --max-time holds at
+    the first round's pace."""
+    return run_looks.capped(config, first_round_s, DEFAULT_BUDGET)
 
 
 def _first(config: InstancesConfig) -> int:

@@ -42,6 +42,15 @@ def budget(config: RunConfig, first_round_s: float) -> int:
     return max(2, min(caps) if caps else DEFAULT_BUDGET)
 
 
+def capped(config: Any, first_round_s: float, default: int) -> int:
+    """Rounds a campaign may take where --max-runs has a default of its own (variants,
+    instances): --max-runs or ``default``, cut to what --max-time holds at the first round's pace."""
+    limit = config.max_runs or default
+    if config.max_time is not None:
+        limit = min(limit, int(config.max_time / max(first_round_s, 1e-6)))
+    return max(2, limit)
+
+
 def due(config: RunConfig, rounds: int, limit: int, comparisons: int) -> bool:
     """Whether a look that could decide falls after ``rounds`` rounds of a budget of ``limit``
     (O'Brien-Fleming's first looks spend next to nothing: no interval of so few runs reaches them)."""

@@ -25,6 +25,7 @@ import math
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from perflab.stats import sequential
+from perflab.studies.run import looks as run_looks
 from perflab.studies.run.looks import Plan
 
 if TYPE_CHECKING:  # the study module imports this one
@@ -37,10 +38,7 @@ DESIGN = "obf"
 def budget(config: VariantsConfig, first_round_s: float) -> int:
     """Rounds the campaign may take: --max-runs (DEFAULT_BUDGET), cut to what --max-time holds at
     the first round's pace."""
-    limit = config.max_runs or DEFAULT_BUDGET
-    if config.max_time is not None:
-        limit = min(limit, int(config.max_time / max(first_round_s, 1e-6)))
-    return max(2, limit)
+    return run_looks.capped(config, first_round_s, DEFAULT_BUDGET)
 
 
 def first(config: VariantsConfig) -> int:
