@@ -372,9 +372,19 @@ def test_cli_ctrl_c_marks_interrupted_and_kills_the_command(tmp_path):
     import time
 
     db = tmp_path / "r.db"
+    def interruptible() -> None:
+        # Ctrl-C as a terminal delivers it: SIGINT at its default and not blocked. A process
+        # inherits an ignored or blocked SIGINT (a job started with `&` by a script ignores it,
+        # and perflab then rightly keeps ignoring it); after some other test in the same pytest
+        # worker the child inherited one, and this perflab read on, deaf to Ctrl-C.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    worker = {k: v for k, v in (ln.split(":\t", 1) for ln in open("/proc/self/status").read().splitlines()
+                                if ln.startswith(("SigIgn", "SigBlk")))}
     # faulthandler: a perflab that does not stop is made to print where it waits (SIGABRT, below)
     p = subprocess.Popen([PERFLAB, "run", "--db", str(db), "--runs", "3", "--", "sleep", "30.5"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible,
                          start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     deadline = time.monotonic() + 60
 
@@ -405,7 +415,8 @@ def test_cli_ctrl_c_marks_interrupted_and_kills_the_command(tmp_path):
         # where it waited, every thread's stack, instead of a bare timeout.
         os.kill(p.pid, signal.SIGABRT)
         _, err = p.communicate(timeout=30)
-        pytest.fail(f"perflab still running 25 s after Ctrl-C; its threads:\n{err[-4000:]}")
+        pytest.fail(f"perflab still running 25 s after Ctrl-C (this worker's signal masks: {worker}); "
+                    f"its threads:\n{err[-4000:]}")
     assert p.returncode == 130
     assert timed_runs() == []
     s = open_store(str(db))
