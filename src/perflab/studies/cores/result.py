@@ -216,7 +216,9 @@ def compose_verdict(result: "CoresResult") -> str:
         # measured until decided: the CPUs not named are ruled out together or "cannot tell", with
         # what would decide them; never the fixed scan's "no CPU is slower" on undecided evidence
         if unresolved:
-            parts.append(", ".join(f"CPU {r.cpu}" for r in unresolved) + f" slower {over or 'throughout'}, but "
+            which = ", ".join(f"CPU {r.cpu}" for r in unresolved)
+            parts.append(f"cannot tell whether {which} {'is' if len(unresolved) == 1 else 'are'} persistently "
+                         f"slower: slower {over or 'throughout'}, but "
                          + ("; ".join([scan_why] * bool(scan_why) + sorted({r.why for r in unresolved if r.why}))
                             or "the scan cannot tell"))
         parts.append(looks.sentence(seq, bool(result.slow or unresolved)))
