@@ -6,6 +6,7 @@ the deterministic MockExecutor can play every run a study makes.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generator, Protocol, Sequence
 
@@ -56,3 +57,16 @@ class Executor(Protocol):
         """Up to ``count`` runs of ``spec`` back to back, yielded in groups as they end; only for a
         spec that ``can_batch``."""
         ...
+
+
+class RealClock:
+    """The clock of executors that run real processes: the monotonic clock, and waits that sleep
+    (the mock's clock is virtual)."""
+
+    @staticmethod
+    def now_ns() -> int:
+        return time.monotonic_ns()
+
+    @staticmethod
+    def wait(seconds: float) -> None:
+        time.sleep(seconds)

@@ -20,7 +20,7 @@ from perflab.errors import PerflabError
 from perflab.measure import perfstat
 from perflab.measure.barrier import run_released, spawnrun_trampoline
 from perflab.measure.health import HealthProbe
-from perflab.measure.interface import ConcurrentResult
+from perflab.measure.interface import ConcurrentResult, RealClock
 from perflab.measure.journal import Journal
 from perflab.measure.metrics import extract, note_series
 from perflab.measure.series import encode, extract_series, read_stamps, run_metrics
@@ -84,7 +84,7 @@ def _reset(fd: int) -> None:
     os.lseek(fd, 0, os.SEEK_SET)
 
 
-class RealExecutor:
+class RealExecutor(RealClock):
     """Runs specs as real processes: one at a time through the spawn server, concurrent
     copies through the barrier trampoline."""
 
@@ -125,14 +125,6 @@ class RealExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @staticmethod
-    def now_ns() -> int:
-        return time.monotonic_ns()
-
-    @staticmethod
-    def wait(seconds: float) -> None:
-        time.sleep(seconds)
 
     def trampoline(self) -> tuple[str, ...] | None:
         if self._tramp is False:

@@ -26,12 +26,11 @@ import math
 import shutil
 import statistics
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, Sequence
 
-from perflab.measure.interface import ConcurrentResult
+from perflab.measure.interface import ConcurrentResult, RealClock
 from perflab.measure.callgrind import CallgrindRequest, Counts, counts_from_dict, counts_to_dict, record
 from perflab.measure.metrics import extract
 from perflab.model import RunResult, RunSpec
@@ -110,19 +109,11 @@ def top_counts(counts: Sequence[Counts], threshold: float, limit: int = TOP) -> 
     return rows[:limit]
 
 
-class OneRecordingAtATime:
+class OneRecordingAtATime(RealClock):
     """The Executor a profile's inner Session runs: ``run`` records one window (a subclass says
     how); a recording is never batched, captured or run beside another."""
 
     live = True  # records real processes
-
-    @staticmethod
-    def now_ns() -> int:
-        return time.monotonic_ns()
-
-    @staticmethod
-    def wait(seconds: float) -> None:
-        time.sleep(seconds)
 
     def can_batch(self, spec: RunSpec) -> bool:
         return False
