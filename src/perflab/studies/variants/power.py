@@ -1,7 +1,7 @@
 """The rounds a variants campaign at two speeds needs, said where it named no fastest variant.
 
 Under two speeds each comparison pairs only the rounds whose two runs fell at one speed
-(study._compare): a share of the rounds is left out, and the paired log ratios of the rest carry
+(analysis._compare): a share of the rounds is left out, and the paired log ratios of the rest carry
 the noise within a speed. Where such a campaign named no fastest variant, its output says what its
 rounds can see and how many rounds would see ``RESOLUTION``, as ``perflab run`` does for runs:
 
