@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import re
+import subprocess
 import sys
 
 import pytest
@@ -96,3 +97,57 @@ def test_marked_blocks_are_fenced_blocks():
         for name, start, _ in docs_examples.marked_blocks(page.read_text()):
             assert start in starts, f"{page.name}: <!-- example: {name} --> is not right before a fenced block"
 
+
+def test_every_marked_example_has_its_script_and_every_script_is_shown():
+    # One script per example: a mark with no docs/examples/NAME.sh is a block nothing reruns, a
+    # script no page marks (or not on the page it names) reruns for nothing.
+    marked = {(str(p.relative_to(ROOT)), docs_examples.split_mark(n)[0]) for p, n, _, _ in MARKED}
+    no_script = sorted(f"{page}: {name}" for page, name in marked if not docs_examples.script_path(name).is_file())
+    assert not no_script, f"marked examples without a docs/examples/NAME.sh: {no_script}"
+    unshown = sorted(f"{e.name}.sh (#: page {e.page})" for e in EXAMPLES if (e.page, e.name) not in marked)
+    assert not unshown, f"scripts no page marks as <!-- example: NAME -->: {unshown}"
+    records = {p.stem for p in docs_examples.RECORDS.glob("*.txt")}
+    assert records == set(BY_NAME), f"records without a script: {sorted(records - set(BY_NAME))}"
+    scripts = "".join(e.script.read_text() for e in EXAMPLES)
+    unused = [p.name for p in (docs_examples.RECORDS / "inputs").iterdir() if f"inputs/{p.name}" not in scripts]
+    assert not unused, f"docs/examples/inputs/ files no script copies: {unused}"
+
+
+def test_scripts_are_bash():
+    # The directives are comments to bash: every script is one a reader can read (and bash can parse) as it is.
+    proc = subprocess.run(["bash", "-c", 'for f in "$@"; do bash -n "$f" || echo "$f"; done', "bash",
+                           *[str(e.script) for e in EXAMPLES]], capture_output=True, text=True)
+    assert not proc.stdout and not proc.stderr, proc.stdout + proc.stderr
+
+
+def test_script_directives(tmp_path):
+    script = tmp_path / "demo.sh"
+    script.write_text("#!/usr/bin/env bash\n#: page docs/run.md\ncat > in.txt <<'EOF'\n\n#: not a directive in a heredoc? it is\nEOF\n")
+    with pytest.raises(docs_examples.BadScript, match=r"demo.sh:5: .* is not a directive here"):
+        docs_examples.parse(script)
+    script.write_text("#: page docs/run.md\nprintf 'a\\nb\\n' > in.txt\n\n#: steps\n#: block 1\n"
+                      "#: show matching '^(x|y) ' \"^it's\" --rows 1\nperflab run -- true\n#: hidden\nsleep 1\n"
+                      "# a comment, not a step\n#: block 2\n#: show head-tail 1 1\ncat in.txt\n#: cleanup\nwait\n")
+    e = docs_examples.parse(script)
+    assert (e.name, e.page, e.setup, e.cleanup) == ("demo", "docs/run.md", "printf 'a\\nb\\n' > in.txt", "wait")
+    assert [(s.shell, s.shown, s.block) for s in e.steps] == [
+        ("perflab run -- true", True, 1), ("sleep 1", False, 1), ("cat in.txt", True, 2)]
+    out = ["x 1", "z", "│ row 1 │", "│ row 2 │", "it's", "y 2"]
+    assert e.steps[0].show(out) == ["x 1", "...", "│ row 1 │", "...", "it's", "y 2"]
+    assert e.steps[2].show(["1", "2", "3"]) == ["1", "...", "3"]
+    assert e.steps[1].show(out) == out
+    for bad, says in [("#: page docs/run.md\n#: steps\n#: show matching '(x'\ntrue\n", r"demo.sh:3: .*missing \)"),
+                      ("#: page docs/run.md\n#: steps\n#: show first 3\ntrue\n", r"demo.sh:3: .*expected one of"),
+                      ("#: steps\ntrue\n", r"no '#: page PAGE' line"),
+                      ("#: page docs/run.md\n#: steps\ntrue\n#: hidden\n", r"after the last step")]:
+        script.write_text(bad)
+        with pytest.raises(docs_examples.BadScript, match=says):
+            docs_examples.parse(script)
+
+
+def test_runner_refuses_an_unknown_example():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "docs-examples"), "no-such-example"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("docs-examples: no example no-such-example (no docs/examples/NAME.sh)")
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
