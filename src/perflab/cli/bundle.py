@@ -22,17 +22,19 @@ from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath
 def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> None:
     """Unpack a bundle into a fresh directory, run it isolated, compare with a normal run."""
 
+    from perflab.measure.executor import default_executor
     from perflab.report.terminal.bundle import render_verify
     from perflab.store import open_store
-    from perflab.studies.bundle.study import VerifyConfig, run_verify
+    from perflab.studies import run_study
+    from perflab.studies.bundle import verify as study
 
-    config = VerifyConfig(archive=archive, workdir=workdir, isolation=isolation, timeout=timeout, keep=keep)
+    config = study.VerifyConfig(archive=archive, workdir=workdir, isolation=isolation, timeout=timeout, keep=keep)
     console = make_console(highlight=False, stderr=json_path == "-")
-    with open_store(db_url) as store:
-        result = run_verify(config, store, console)
-    render_verify(result, config, console)
+    with open_store(db_url) as store, default_executor() as executor:
+        result = run_study(study, config, store, executor)
+    render_verify(result, console)
     if json_path:
-        emit_json(json_path, result.__dict__, "bundle-verify")
+        emit_json(json_path, result.as_dict(), "bundle-verify")
     if not result.same:
         sys.exit(1)
 
@@ -65,15 +67,16 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     from perflab.measure.executor import default_executor
     from perflab.report.terminal.bundle import render
     from perflab.store import open_store
-    from perflab.studies.bundle.study import BundleConfig, run_bundle
+    from perflab.studies import run_study
+    from perflab.studies.bundle import study
 
     workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
-    config = BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,
-                          seccomp=not no_seccomp, include=tuple(include), timeout=timeout)
+    config = study.BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,
+                                seccomp=not no_seccomp, include=tuple(include), timeout=timeout)
     console = make_console(highlight=False, stderr=json_path == "-")
-    with open_store(db_url) as store:
+    with open_store(db_url) as store, default_executor() as executor:
         console.print(f"results store: {store.display}")
-        result = run_bundle(config, default_executor(), store, console)
-    render(result, config, console)
+        result = run_study(study, config, store, executor)
+    render(result, console)
     if json_path:
-        emit_json(json_path, result.__dict__, "bundle")
+        emit_json(json_path, result.as_dict(), "bundle")

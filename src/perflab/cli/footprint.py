@@ -28,19 +28,20 @@ def command(workload_name, command_args, shell, config_path, cpu, no_seccomp, re
     from perflab.measure.executor import default_executor
     from perflab.store import open_store
     from perflab.report.terminal.footprint import render
-    from perflab.studies.footprint.study import FootprintConfig, run_footprint
+    from perflab.studies import run_study
+    from perflab.studies.footprint import study
 
     from perflab.platform import strace
 
     workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
     if strace.strace_path() is None:  # before anything is said or opened: one line, not three
         raise PerflabError("strace is not installed: apt-get install strace (or run make lab)")
-    config = FootprintConfig(workload=workload, cpu=cpu, seccomp=not no_seccomp, reps=reps,
-                             timeout=timeout, keep_trace=keep_trace)
+    config = study.FootprintConfig(workload=workload, cpu=cpu, seccomp=not no_seccomp, reps=reps,
+                                   timeout=timeout, keep_trace=keep_trace)
     console = make_console(highlight=False, stderr=json_path == "-")
-    with open_store(db_url) as store:
+    with open_store(db_url) as store, default_executor() as executor:
         console.print(f"results store: {store.display}")
-        result = run_footprint(config, default_executor(), store, console.print)
+        result = run_study(study, config, store, executor, progress=console.print)
     render(result, console, show_all=show_all)
     if json_path:
-        emit_json(json_path, result.to_dict(), "footprint")
+        emit_json(json_path, result.as_dict(), "footprint")

@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 
 # Study name -> module: the studies `perflab resume` can re-plan from a stored config.
 STUDIES = {
-    name: f"perflab.studies.{name}.study"
-    for name in ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "lab", "score")
+    **{name: f"perflab.studies.{name}.study"
+       for name in ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "lab", "score",
+                    "footprint", "bundle")},
+    "bundle-verify": "perflab.studies.bundle.verify",
 }
 
 
