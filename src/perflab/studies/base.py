@@ -89,6 +89,23 @@ class StudyResult:
         return asdict(self)
 
 
+@dataclass(kw_only=True)
+class VerdictResult(StudyResult):
+    """A Result whose stored form and --json carry its one-line ``verdict`` (a property of the
+    subclass), which the listing and the report read; read back by its fields' type hints."""
+
+    @property
+    def verdict(self) -> str:
+        raise NotImplementedError
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Any:
+        return decode(cls, d)
+
+
 class MeasuringStudy(Protocol):
     """A measuring study module (run, cores, instances, variants, frontend, micro, profile, lab,
     score, footprint, bundle, bundle-verify): it starts processes, through a Session only.

@@ -23,7 +23,7 @@ import os
 import shlex
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from perflab.errors import PerflabError
@@ -33,7 +33,7 @@ from perflab.measure.capture import isolation_available, run_captured
 from perflab.platform import strace
 from perflab.platform.files import resolve_links
 from perflab.platform.sysfs import format_size
-from perflab.studies.base import StudyConfig, StudyResult, decode
+from perflab.studies.base import StudyConfig, VerdictResult
 from perflab.studies.footprint.files import VIRTUAL_ROOTS, FileUse, TopDir, by_top_dir, needed
 from perflab.studies.footprint.study import argv_of, default_cpu
 from perflab.studies.footprint.tracing import TRACED, Tracing, strace_missing, trace_of
@@ -69,7 +69,7 @@ Config = BundleConfig
 
 
 @dataclass(kw_only=True)
-class BundleResult(StudyResult):
+class BundleResult(VerdictResult):
     output: str
     files: int
     links: int
@@ -87,13 +87,6 @@ class BundleResult(StudyResult):
         return (f"{self.files} files, {format_size(self.unpacked_bytes)} unpacked, "
                 f"{format_size(self.archive_bytes)} archive: {self.output}")
 
-    def as_dict(self) -> dict[str, Any]:
-        """The stored summary and the --json result: the fields and the verdict."""
-        return {**asdict(self), "verdict": self.verdict}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BundleResult:
-        return decode(cls, d)
 
 
 REFERENCE_LINES = 200  # stdout lines kept in the manifest, to show a mismatch where the original is gone

@@ -9,7 +9,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, Sequence
 
@@ -17,7 +17,7 @@ from perflab.errors import PerflabError
 from perflab.measure.capture import run_captured
 from perflab.measure.interface import ConcurrentResult, RealClock
 from perflab.model import RunResult, RunSpec
-from perflab.studies.base import StudyConfig, StudyResult, decode
+from perflab.studies.base import StudyConfig, VerdictResult
 from perflab.studies.bundle.archive import MANIFEST, RUNNER, safe_unpack
 from perflab.studies.bundle.mismatch import mismatch_hint, output_differences
 from perflab.studies.bundle.study import _extract, _sha
@@ -45,7 +45,7 @@ Config = VerifyConfig
 
 
 @dataclass(kw_only=True)
-class VerifyResult(StudyResult):
+class VerifyResult(VerdictResult):
     archive: str
     workdir: str
     isolation: str
@@ -65,13 +65,6 @@ class VerifyResult(StudyResult):
         return (f"bundle output {'matches' if self.same else 'DIFFERS from'} the {self.normal_source} "
                 f"({self.compared}; isolated with {self.isolation})")
 
-    def as_dict(self) -> dict[str, Any]:
-        """The stored summary and the --json result: the fields and the verdict."""
-        return {**asdict(self), "verdict": self.verdict}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> VerifyResult:
-        return decode(cls, d)
 
 
 class _Captured(RealClock):

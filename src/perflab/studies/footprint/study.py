@@ -17,14 +17,14 @@ import os
 import random
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec, Workload
 from perflab.platform import strace
 from perflab.stats.shift import ratio_ci
-from perflab.studies.base import StudyConfig, StudyResult, decode
+from perflab.studies.base import StudyConfig, VerdictResult
 from perflab.studies.footprint.files import FailedLookup, FileUse, TopDir, by_top_dir, needed
 from perflab.studies.footprint.tracing import TRACED, Tracing, strace_missing, trace_of
 from perflab.studies.session import Session
@@ -62,7 +62,7 @@ MIN_CI_RUNS = 3
 
 
 @dataclass(kw_only=True)
-class FootprintResult(StudyResult):
+class FootprintResult(VerdictResult):
     workload: str
     argv: tuple[str, ...]
     cwd: str
@@ -90,13 +90,6 @@ class FootprintResult(StudyResult):
         return (f"{self.total_files} files, {_mib(self.total_bytes)} needed; {len(self.failed)} failed look-ups"
                 + (f"; tracing costs {self.overhead:.2f}x" if self.overhead else ""))
 
-    def as_dict(self) -> dict[str, Any]:
-        """The stored summary and the --json result: the fields and the verdict."""
-        return {**asdict(self), "verdict": self.verdict}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FootprintResult:
-        return decode(cls, d)
 
 
 def _mib(n: int) -> str:
