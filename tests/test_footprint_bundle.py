@@ -160,6 +160,19 @@ def test_footprint_kill_9_then_resume(prog_dir, tmp_path):
     assert res.trace_path == str(tmp_path / "kept.txt") and (tmp_path / "kept.txt").stat().st_size > 0
 
 
+def test_resume_of_a_config_it_cannot_plan_is_one_line(tmp_path):
+    from perflab.studies import resume_study
+
+    with open_store(str(tmp_path / "s.db")) as store:
+        with pytest.raises(KeyboardInterrupt):
+            with store.open_campaign("footprint", {"workload": "prog", "argv": ["./prog"], "cpu": 1}):
+                raise KeyboardInterrupt
+        assert store.campaigns()[-1].status == "interrupted"
+        with pytest.raises(PerflabError, match=r"campaign 1 \(footprint\) holds a config this perflab cannot "
+                                               r"plan again; rerun the study instead"):
+            resume_study(store, None, executor=None)
+
+
 @needs_strace
 def test_bundle_runs_isolated_with_same_output(prog_dir, tmp_path):
     if bd.isolation_available() is None:

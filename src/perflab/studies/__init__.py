@@ -157,6 +157,11 @@ def resume_study(store: Store, campaign_id: int | None, executor: Any,
     """Finish an interrupted campaign (default: the newest one): (study name, its result)."""
     camp = resumable(store, campaign_id)
     module = study_module(camp.study)
-    config = module.Config.from_dict(camp.config)
+    try:
+        config = module.Config.from_dict(camp.config)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        # a config another perflab version stored (e.g. a footprint naming its workload only)
+        raise PerflabError(f"campaign {camp.id} ({camp.study}) holds a config this perflab cannot plan "
+                           "again; rerun the study instead") from None
     return camp.study, run_study(module, config, store, executor, progress=progress,
                                  parent_id=camp.parent_id, resume=camp.id, energy=energy, monitor=monitor)
