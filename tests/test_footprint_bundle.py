@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from perflab.model import Workload
+from perflab.model import RunResult, Workload
 from perflab.errors import PerflabError
 from perflab.measure.executor import RealExecutor
 from perflab.platform import strace
@@ -101,6 +101,34 @@ def test_analyse_tracks_cwd_writes_and_failures():
     assert by_path["/lib64"].uses == ("readlink",)
     assert by_path["/usr/bin/sh"].uses == ("exec",)
     assert {f.path: f.errno for f in failed} == {"/etc/ld.so.preload": "ENOENT", "/nonexistent/bin/x": "ENOENT"}
+
+
+def test_plan_interleaves_each_round_and_replans_the_same_order():
+    cfg = fp.FootprintConfig(Workload(name="w", argv=("true",), cwd="/"), cpu=0, reps=6)
+    planned = fp.plan(cfg)
+    assert [(r, s.params["mode"]) for r, s in planned] == [(r, s.params["mode"]) for r, s in fp.plan(cfg)]
+    assert all(sorted(s.params["mode"] for r, s in planned if r == rep) == ["traced", "untraced"] for rep in range(6))
+    assert len({tuple(s.params["mode"] for r, s in planned if r == rep) for rep in range(6)}) == 2  # shuffled
+    assert all(s.cpus == (0,) and s.cwd == "/" and s.argv == ("true",) for _, s in planned)
+
+
+def _run(wall_ms: float, health=None) -> RunResult:
+    return RunResult(wall_ns=int(wall_ms * 1e6), user_s=0, sys_s=0, maxrss_kb=0, minflt=0, majflt=0, nvcsw=0,
+                     nivcsw=0, exit_code=0, health=health or {})
+
+
+def test_analyse_reads_the_files_from_the_stored_traced_run():
+    used = {"files": [{"path": "/a/x", "uses": ["open"], "real_path": "/b/x", "links": [["/a", "b"]], "kind": "file",
+                       "size": 10, "written": False}],
+            "failed": [{"path": "/nope", "uses": ["stat"], "errno": "ENOENT"}], "syscalls": 7, "seccomp": True}
+    cfg = fp.FootprintConfig(Workload(name="w", argv=("true",), cwd="/"), cpu=0, reps=3)
+    runs = [({"mode": "traced", "cpu": 0}, _run(20, {"trace": used} if k == 0 else None)) for k in range(3)] + \
+           [({"mode": "untraced", "cpu": 0}, _run(10 + k)) for k in range(3)]
+    res = fp.analyse(cfg, runs)
+    assert [f.links for f in res.files] == [(("/a", "b"),)] and res.failed[0].errno == "ENOENT"
+    assert (res.total_files, res.total_bytes, res.syscalls, res.seccomp, res.runs) == (1, 10, 7, True, 6)
+    assert res.overhead == pytest.approx(20 / 11) and res.overhead_ci_level == pytest.approx(0.9)
+    assert fp.FootprintResult.from_dict(res.as_dict()) == res and "1 files, 0.0 MiB needed" in res.as_dict()["verdict"]
 
 
 def test_resolve_links_keeps_each_link(tmp_path):
