@@ -7,7 +7,9 @@ import sys
 import click
 
 from perflab.cli.common import emit_json, json_option, make_console, resolve_target, store_option, target_options
-from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath
+from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath, default_of
+from perflab.studies.bundle.study import BundleConfig
+from perflab.studies.bundle.verify import VerifyConfig
 
 
 @click.command(name="verify")
@@ -16,7 +18,8 @@ from perflab.cli.options import DURATION, SIZE, Cpu, OutputPath
 @click.option("--isolation", type=click.Choice(["bwrap", "unshare", "chroot"]),
               help="Force the isolation run.sh uses (default: the first that works).")
 @click.option("--keep", is_flag=True, help="Keep the temporary unpacked directory.")
-@click.option("--timeout", type=DURATION, default=600.0, show_default=True, help="Seconds per run.")
+@click.option("--timeout", type=DURATION, default=default_of(VerifyConfig, "timeout"), show_default=True,
+              help="Seconds per run.")
 @store_option
 @json_option
 def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> None:
@@ -28,7 +31,7 @@ def verify(archive, workdir, isolation, keep, timeout, db_url, json_path) -> Non
     from perflab.studies import run_study
     from perflab.studies.bundle import verify as study
 
-    config = study.VerifyConfig(archive=archive, workdir=workdir, isolation=isolation, timeout=timeout, keep=keep)
+    config = VerifyConfig(archive=archive, workdir=workdir, isolation=isolation, timeout=timeout, keep=keep)
     console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store, default_executor() as executor:
         result = run_study(study, config, store, executor)
@@ -57,7 +60,8 @@ class _BundleCommand(click.Command):
 @click.option("--include", multiple=True, metavar="PATH", help="Also carry this file or directory (repeatable).")
 @click.option("--cpu", type=Cpu(), metavar="N", help="CPU that strace and the workload share.")
 @click.option("--no-seccomp", is_flag=True, help="Do not use strace --seccomp-bpf.")
-@click.option("--timeout", type=DURATION, default=600.0, show_default=True, help="Seconds per run.")
+@click.option("--timeout", type=DURATION, default=default_of(BundleConfig, "timeout"), show_default=True,
+              help="Seconds per run.")
 @store_option
 @json_option
 def command(workload_name, command_args, shell, config_path, output, budget, include, cpu, no_seccomp,
@@ -71,7 +75,7 @@ def command(workload_name, command_args, shell, config_path, output, budget, inc
     from perflab.studies.bundle import study
 
     workload = resolve_target(workload_name, command_args, shell, config_path, metric=metric)
-    config = study.BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,
+    config = BundleConfig(workload=workload, output=output, budget_bytes=budget, cpu=cpu,
                                 seccomp=not no_seccomp, include=tuple(include), timeout=timeout)
     console = make_console(highlight=False, stderr=json_path == "-")
     with open_store(db_url) as store, default_executor() as executor:
