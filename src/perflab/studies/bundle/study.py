@@ -88,16 +88,17 @@ class BundleResult(VerdictResult):
                 f"{format_size(self.archive_bytes)} archive: {self.output}")
 
 
-
 REFERENCE_LINES = 200  # stdout lines kept in the manifest, to show a mismatch where the original is gone
 
 
-def _extract(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
+def metrics_of(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
+    """The workload's metrics (its patterns as the manifest stores them) from a run's output."""
     pats = tuple(MetricPattern(**p) for p in patterns)
     return extract(pats, out, err) if pats else {}
 
 
-def _sha(text: str) -> str:
+def sha256_of(text: str) -> str:
+    """How two outputs are compared without keeping either whole."""
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -236,9 +237,9 @@ class _Packing(Tracing):
             return super().run(spec)
         result, out, err = run_captured(list(spec.argv), cwd=spec.cwd, env=dict(spec.env or {}) or None,
                                         timeout=spec.timeout)
-        result.health[REFERENCE] = {"exit_code": result.exit_code, "stdout_sha256": _sha(out),
+        result.health[REFERENCE] = {"exit_code": result.exit_code, "stdout_sha256": sha256_of(out),
                                     "stdout_head": out.splitlines()[:REFERENCE_LINES],
-                                    "metrics": _extract(self.patterns, out, err), "wall_s": result.wall_s}
+                                    "metrics": metrics_of(self.patterns, out, err), "wall_s": result.wall_s}
         return result
 
 

@@ -20,7 +20,7 @@ from perflab.model import RunResult, RunSpec
 from perflab.studies.base import StudyConfig, VerdictResult
 from perflab.studies.bundle.archive import MANIFEST, RUNNER, safe_unpack
 from perflab.studies.bundle.mismatch import mismatch_hint, output_differences
-from perflab.studies.bundle.study import _extract, _sha
+from perflab.studies.bundle.study import metrics_of, sha256_of
 from perflab.studies.session import Session
 
 if TYPE_CHECKING:
@@ -83,8 +83,8 @@ class _Captured(RealClock):
         for line in err.splitlines():
             if line.startswith("run.sh: isolating with "):
                 how = line.rsplit(" ", 1)[-1]
-        result.metrics = _extract(self.patterns, out, err)
-        result.health["output"] = {"stdout_sha256": _sha(out), "stdout": out[:KEPT_STDOUT], "isolation": how,
+        result.metrics = metrics_of(self.patterns, out, err)
+        result.health["output"] = {"stdout_sha256": sha256_of(out), "stdout": out[:KEPT_STDOUT], "isolation": how,
                                    "stderr_end": " ".join(err.strip().splitlines()[-2:])}
         return result
 
