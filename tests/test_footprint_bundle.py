@@ -201,6 +201,19 @@ def test_resume_of_a_config_it_cannot_plan_is_one_line(tmp_path):
             resume_study(store, None, executor=None)
 
 
+def test_resumed_verify_never_reuses_what_it_unpacked_before(tmp_path):
+    from perflab.studies.session import Session
+
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "run.sh").write_text("partial")
+    with open_store(str(tmp_path / "s.db")) as store:
+        with store.open_campaign(bv.NAME, {}) as camp:
+            session = Session(None, store, camp.id, resumed=True)  # no run is reached: no executor
+            with pytest.raises(PerflabError, match=r"holds what the interrupted verify unpacked: remove it"):
+                bv.execute(bv.VerifyConfig(str(tmp_path / "b.tgz"), workdir=str(tmp_path / "dir")), session)
+    assert (tmp_path / "dir" / "run.sh").read_text() == "partial"
+
+
 @needs_strace
 def test_bundle_runs_isolated_with_same_output(prog_dir, tmp_path):
     if bd.isolation_available() is None:

@@ -119,6 +119,10 @@ def execute(config: VerifyConfig, session: Session, machine: Any = None) -> Veri
     """Unpack into a fresh directory, run it isolated, compare with a normal run (each run stored
     as it completes; a resume unpacks again and replays the stored runs)."""
     workdir = config.workdir or tempfile.mkdtemp(prefix="perflab-verify-")
+    if session.resumed and config.workdir and os.path.isdir(workdir) and os.listdir(workdir):
+        # what the interrupted verify unpacked there may be partial: unpacked again, never reused
+        raise PerflabError(f"{workdir} holds what the interrupted verify unpacked: remove it "
+                           f"(rm -r {workdir}) and resume again")
     try:
         safe_unpack(config.archive, workdir)
         try:
