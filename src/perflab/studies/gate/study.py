@@ -33,8 +33,11 @@ from perflab.studies.compare.keys import primary_metric, series
 from perflab.studies.gate.result import Check, GateLine, GateResult
 from perflab.studies.gate.threshold import DEFAULT_FAIL_IF, Threshold, parse_threshold
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_FAIL_IF", "Check", "GateConfig", "GateLine", "GateResult", "Threshold", "evaluate", "parse_threshold"]
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_FAIL_IF", "Check", "GateConfig", "GateLine", "GateResult", "Threshold", "evaluate", "parse_threshold",
+           "NAME", "Config", "read"]
 
+
+NAME = "gate"  # a reading study (studies.base.ReadingStudy): its entry is read, below
 DEFAULT_ALPHA = 0.05
 
 
@@ -394,3 +397,8 @@ def _decide_overall(line: GateLine, alpha: float, m: int = 1) -> None:
             _decide_parts = [p_.replace(": passes", "") for p_ in _decide_parts]
             _decide_parts.append(f"cannot pass: {line.inconclusive}")
     line.verdict = "; ".join(_decide_parts)
+
+
+# The reading study's shape (studies.base.ReadingStudy): NAME, Config, read(config, store) -> Result.
+Config = GateConfig
+read = evaluate
