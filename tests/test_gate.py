@@ -85,6 +85,48 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     assert p.returncode in (0, 3), p.stdout + p.stderr
 
 
+@pytest.mark.serial  # real sleeps timed: alone on the machine
+def test_until_decided_gate_fails_a_regression_early_and_passes_the_same_command(tmp_path):
+    p = perflab("run", "--runs", "12", "-n", "work", "--baseline-save", "main", "--", "sleep", "0.02",
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    js = tmp_path / "gate.json"
+    # twice as long: shown at the first look (10 runs of a budget of 40), exit 1
+    p = perflab("run", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%", "--until-decided",
+                "--max-runs", "40", "--gate-json", str(js), "--", "sleep", "0.04", cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    data = json.loads(js.read_text())["result"]
+    seq = data["sequential"]
+    (c,) = seq["comparisons"]
+    assert seq["failed"] and seq["decided"] and not seq["final"] and c["decision"] == "fails"
+    assert c["n_a"] == 12 and c["n_b"] == seq["looks"][-1]["runs"] < seq["budget"] == 40
+    assert 0 < seq["looks"][0]["fraction"] < 1 and c["low"] > 1.2 and c["level"] > 0.95
+    wall = next(ln for ln in data["lines"] if ln["measure"] == "wall_s")
+    assert wall["status"] == "FAIL" and wall["ci"]["repeated"] and wall["ci"]["low"] == c["low"]
+    fail = next(ln for ln in p.stdout.splitlines() if ln.startswith("FAIL"))
+    assert "repeated CI, decided by the looks (--until-decided)" in fail and "FAILS" in fail
+    assert "measured until the gate decided against baseline 'main'" in " ".join(p.stdout.split())
+    # the same command: a change of 50 % ruled out (pass), never a regression
+    p = perflab("run", "-n", "work", "--baseline", "main", "--fail-if", "median>+50%", "--until-decided",
+                "--max-runs", "40", "--", "sleep", "0.02", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no change beyond median>+50%" in p.stdout and "gate: pass: every gated threshold ruled out" in p.stdout
+
+
+@pytest.mark.serial  # real sleeps timed: alone on the machine
+def test_until_decided_gate_cannot_tell_on_noise_within_its_budget(tmp_path):
+    # durations spread from 10 to 60 ms, 3 runs: neither answer is within reach, exit 3 (UNSURE)
+    script = _noisy_script(tmp_path, "noisy", [10, 15, 20, 25, 30, 35, 40, 45, 50, 60])
+    p = perflab("run", "--runs", "10", "-n", "noisy", "--baseline-save", "noisy", "--", str(script), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    p = perflab("run", "-n", "noisy", "--baseline", "noisy", "--fail-if", "median>+5%", "--until-decided",
+                "--max-runs", "3", "--", str(script), cwd=tmp_path)
+    assert p.returncode == 3, p.stdout + p.stderr
+    unsure = next(ln for ln in p.stdout.splitlines() if ln.startswith("UNSURE"))
+    assert "cannot pass: cannot tell within the budget (3 runs)" in unsure
+    assert "gate: UNSURE: 1 of 1 gated comparisons not decided" in p.stdout
+
+
 def _noisy_script(tmp_path: Path, name: str, times_ms: list[int]) -> Path:
     """A command that sleeps the next of a fixed, shuffled list of durations on every run
     (shell builtins only, besides sleep itself, so the process overhead stays small)."""

@@ -255,9 +255,9 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     specs = run_study_module.plan(config)
     for spec in specs:
         check_command(spec.argv, spec.shell)
-    if until_decided and len(specs) < 2:
+    if until_decided and len(specs) < 2 and not gate.baseline:
         raise PerflabError("--until-decided compares commands: give two or more (the first is the "
-                           "reference), or drop --until-decided")
+                           "reference), gate one against a baseline (--baseline NAME), or drop --until-decided")
     if reference is not None and reference not in {s.label for s in specs}:
         raise PerflabError(f"--reference {reference!r} names no command: give one of "
                            + ", ".join(repr(s.label) for s in specs))
