@@ -356,6 +356,14 @@ EXAMPLES += [
         Line("perflab run --runs 2 -n work --baseline-save main -- sleep 0.05", matching(r"^perflab: baseline")),
         Line("perflab run --runs 2 -n work --baseline main -- sleep 0.1", matching(GATE)),
         Line("echo $?")]),
+    Example("ci-until-decided", "docs/ci.md", [
+        Line("perflab run --runs 20 -n work --baseline-save main -- sleep 0.05", matching(r"^perflab: baseline")),
+        Line("perflab run -n work --baseline main --fail-if 'median>+5%' --until-decided -- sleep 0.05",
+             matching(GATE, r"^measured until")),
+        Line("echo $?"),
+        Line("perflab run -n work --baseline main --fail-if 'median>+5%' --until-decided -- sleep 0.06",
+             matching(GATE, r"^measured until")),
+        Line("echo $?")]),
     Example("ci-ratchet", "docs/ci.md", [
         Line("perflab run --runs 12 -n work --baseline-save main -- sleep 0.100 > /dev/null"),
         Line("for s in 0.1030 0.1061 0.1093 0.1126 0.1159 0.1194; do "
