@@ -80,7 +80,8 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--until-decided", is_flag=True,
               help="Run rounds until each command is shown to differ from the reference by "
                    "--min-effect or more, or shown not to (5% over all looks), or --max-runs "
-                   "(default 300) / --max-time runs out.")
+                   "(default 300) / --max-time runs out; with --baseline, until the gate's "
+                   "thresholds are decided against the baseline (exit 0, 1 or 3).")
 @click.option("--min-effect", default=percent_default(RunConfig, "min_effect"), show_default=True, metavar="PCT",
               help="The smallest difference called, and the margin --until-decided rules out.")
 @click.option("--min-runs", "-m", default=default_of(RunConfig, "min_runs"), show_default=True, type=Count(2),
