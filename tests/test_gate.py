@@ -23,6 +23,7 @@ from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies.gate.study import GateConfig, check_measures, evaluate, parse_threshold
+from perflab.checks import gate_check as gc
 from perflab.checks.gate_check import SimConfig, simulate
 
 XSD = Path(__file__).parent / "data" / "junit-gitlab.xsd"
@@ -377,3 +378,45 @@ def test_the_help_names_the_gates_own_default():
     from perflab.studies.gate.study import DEFAULT_FAIL_IF
 
     assert DEFAULT_FAIL_IF_HELP == DEFAULT_FAIL_IF
+
+
+def test_until_decided_decision_rule_and_runs_needed_against_a_fixed_baseline():
+    from perflab.studies.run import gated
+
+    assert gated.decision(1.10, 1.02, 1.20, ">", 0.05) == gated.FAILS
+    assert gated.decision(1.04, 1.01, 1.08, ">", 0.05) == ""  # a change shown, but not beyond +5 %
+    assert gated.decision(1.00, 0.97, 1.04, ">", 0.05) == gated.RULED_OUT
+    assert gated.decision(0.80, 0.70, 0.90, ">", 0.05) == gated.RULED_OUT  # an improvement passes
+    assert gated.decision(1.00, 0.90, 1.10, ">", 0.05) == ""
+    assert gated.decision(0.90, 0.85, 0.98, "<", -0.05) == gated.FAILS
+    assert gated.decision(1.00, 0.96, 1.05, "<", -0.05) == gated.RULED_OUT
+    # ratio 1, interval [0.9, 1/0.9] at 10 runs: the top must come from log(1/0.9) to log(1.05),
+    # a share (log 1.05 / log(1/0.9))^2 = 0.2144 of today's variance 1/10 + 1/m
+    assert gated.runs_needed(10, 10 ** 9, 1.0, 0.9, 1 / 0.9, ">", 0.05) == 47
+    assert gated.runs_needed(10, 100, 1.0, 0.9, 1 / 0.9, ">", 0.05) == 74  # 1/n = 0.2144 x 0.11 - 0.01
+    assert gated.runs_needed(10, 20, 1.0, 0.9, 1 / 0.9, ">", 0.05) is None  # the baseline's 20 runs are too few
+
+
+def test_until_decided_harness_finds_the_planted_regression_and_passes_the_null():
+    quiet_null = gc.until_decided_trial("quiet", 0.0, 1)
+    quiet_planted = gc.until_decided_trial("quiet", 0.10, 1)
+    assert quiet_null.exit_status == 0 and quiet_null.sequential["decided"] and quiet_null.runs < 300
+    assert quiet_planted.exit_status == 1 and quiet_planted.sequential["failed"]
+    (c,) = quiet_planted.sequential["comparisons"]
+    assert c["decision"] == "fails" and c["low"] > 1 and c["n_a"] == gc.UNTIL_BASELINE_RUNS
+    # a change of 3 % against a 5 % threshold, a budget of 10 runs: UNSURE, with the runs that would tell
+    cut = gc.until_decided_trial("loaded", 0.03, 1, max_runs=10)
+    q = cut.sequential
+    assert cut.exit_status == 3 and q["final"] and not q["decided"] and cut.runs == 10
+    assert q["needs_runs"] > 10 and q["needs_s"] > 0 and not q.get("baseline_too_few")
+
+
+def test_a_run_config_with_a_gate_survives_its_stored_form():
+    from perflab.studies.run import gated
+    from perflab.studies.run.study import Command, RunConfig
+
+    gate = gated.Gated("main", 3, (gated.Against("work", "work", "wall_s", "median>+5%", ">", 0.05, (0.1, 0.11)),),
+                       history=True)
+    cfg = RunConfig(commands=(Command("work", ("sleep", "0.1")),), until_decided=True, gate=gate)
+    assert RunConfig.from_dict(json.loads(json.dumps(cfg.as_dict()))) == cfg
+    assert gate.alpha_each == pytest.approx(0.025)
