@@ -10,6 +10,7 @@ from typing import Any
 
 from perflab.studies.compare.study import CompareResult, CompareRow
 from perflab.studies.compare.keys import measure_title
+from perflab.studies.run.result import level_text
 
 # Exit statuses of a gate (cli/gate_common.py, docs/ci.md).
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -104,7 +105,7 @@ class GateLine:
         p = f"p={r.p_adjusted:.2g} (Holm over {m})" if self.thresholds else f"p={r.p_value:.2g} (not gated)"
         ci = f"{100 * level:.0f}% CI"
         if self.repeated:  # the looks' interval at the last look's level decided, not a p
-            p, ci = "decided by the looks (--until-decided)", f"{_level(level)} repeated CI"
+            p, ci = "decided by the looks (--until-decided)", f"{level_text(level)} repeated CI"
         a, b, what = self.figures()
         head = (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * (b / a - 1):+.1f} % "
                 f"({what} {a:.4g} -> {b:.4g}), B/A {b / a:.4f} "
@@ -183,11 +184,3 @@ class GateResult:
                 "unmatched_baseline": self.compare.unmatched_a,
                 "unmatched_campaign": self.compare.unmatched_b,
                 **({"sequential": self.sequential} if self.sequential else {})}
-
-
-def _level(level: float) -> str:
-    """A look's level with the digits that tell it from 100 %: '99.87%'."""
-    digits = 1
-    while digits < 6 and round(100 * level, digits) >= 100:
-        digits += 1
-    return f"{100 * level:.{digits}f}%"
