@@ -420,3 +420,15 @@ def test_a_run_config_with_a_gate_survives_its_stored_form():
     cfg = RunConfig(commands=(Command("work", ("sleep", "0.1")),), until_decided=True, gate=gate)
     assert RunConfig.from_dict(json.loads(json.dumps(cfg.as_dict()))) == cfg
     assert gate.alpha_each == pytest.approx(0.025)
+
+
+def test_until_decided_gate_refuses_a_baseline_it_cannot_look_against(tmp_path):
+    p = perflab("run", "--runs", "1", "-n", "work", "--baseline-save", "thin", "--", "true", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for args, msg in ((["-n", "work", "--fail-if", "median>+5%"], "baseline 'thin' has 1 positive run of 'work' "
+                                                                  "with median: --until-decided needs 2 or more"),
+                      (["-n", "work", "--fail-if", "energy>+5%"], "the baseline has no measure 'energy'"),
+                      (["-n", "other", "true", "-n", "work"], "has no runs of 'other'")):
+        p = perflab("run", *args, "--baseline", "thin", "--until-decided", "--", "true", cwd=tmp_path)
+        err = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(err) == 1 and msg in err[0] and "Traceback" not in p.stderr, p.stderr
