@@ -432,3 +432,17 @@ def test_until_decided_gate_refuses_a_baseline_it_cannot_look_against(tmp_path):
         p = perflab("run", *args, "--baseline", "thin", "--until-decided", "--", "true", cwd=tmp_path)
         err = p.stderr.strip().splitlines()
         assert p.returncode == 2 and len(err) == 1 and msg in err[0] and "Traceback" not in p.stderr, p.stderr
+
+
+def test_until_decided_with_a_history_that_measures_drift_stops_at_the_first_look():
+    # four saves of the baseline: the gate takes the campaign as the unit (its drift test), which
+    # more runs of the candidate do not narrow, so the looks stop at the first one and the fixed
+    # rules judge the line
+    from perflab.studies.run.result import gate_line
+
+    null, planted = (gc.until_decided_trial("quiet", p, 1, saves=4) for p in (0.0, 0.10))
+    for t in (null, planted):
+        (c,) = t.sequential["comparisons"]
+        assert t.runs == 10 and c["campaign"] and c["decision"] == "" and t.sequential["decided"]
+        assert "the baseline's saves measure the drift between campaigns" in gate_line(t.sequential)
+    assert null.exit_status == 0 and planted.exit_status == 1

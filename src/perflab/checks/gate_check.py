@@ -131,11 +131,11 @@ class UntilTrial:
 
 
 def until_decided_trial(model: str, planted: float, seed: int, baseline_runs: int = UNTIL_BASELINE_RUNS,
-                        fail_if: str = DEFAULT_FAIL_IF, max_runs: int | None = None) -> UntilTrial:
-    """A baseline of ``baseline_runs`` runs saved, then `perflab run --baseline --fail-if
-    --until-decided` of a candidate ``planted`` slower, both `perflab run` campaigns of the run
-    study through the MockExecutor (each campaign its own draw of the noise model), gated by
-    the gate's own evaluate."""
+                        fail_if: str = DEFAULT_FAIL_IF, max_runs: int | None = None, saves: int = 1) -> UntilTrial:
+    """A baseline of ``baseline_runs`` runs saved (``saves`` times: its history), then `perflab run
+    --baseline --fail-if --until-decided` of a candidate ``planted`` slower, all `perflab run`
+    campaigns of the run study through the MockExecutor (each campaign its own draw of the noise
+    model), gated by the gate's own evaluate."""
     rng = random.Random(f"gate-until-{model}-{planted}-{seed}")
     thresholds = (parse_threshold(fail_if),)
     command = run.Command("work", ("work",))
@@ -145,9 +145,10 @@ def until_decided_trial(model: str, planted: float, seed: int, baseline_runs: in
         return MockExecutor(lambda spec: BASE_S * noise.factor() * noise.burst_hits())
 
     with open_store(":memory:") as store:
-        base = run_study(run, run.RunConfig(commands=(command,), runs=baseline_runs, seed=seed), store,
-                         executor(), machine=UNTIL_MACHINE)
-        store.set_baseline("main", base.campaign_id)
+        for _ in range(saves):
+            base = run_study(run, run.RunConfig(commands=(command,), runs=baseline_runs, seed=seed), store,
+                             executor(), machine=UNTIL_MACHINE)
+            store.set_baseline("main", base.campaign_id)
         gate = against(store, "main", thresholds, [("work", {})], None, DEFAULT_ALPHA)
         noise = STUDY_MODELS[model].campaign(rng)
         cand = run_study(run, run.RunConfig(commands=(command,), until_decided=True, gate=gate, seed=seed,

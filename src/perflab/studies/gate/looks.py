@@ -7,7 +7,10 @@ threshold ruled out: "no change beyond median>+3%") or UNSURE (the budget ended 
 that would decide it, or that the baseline's runs are too few for any). The gate's campaign-level
 checks against the baseline's history (its drift, the cumulative change against the oldest save)
 cannot be narrowed by more runs of this campaign: they are made once, at the stop, with the half
-of alpha the looks left them (Holm among them), and can still fail the line.
+of alpha the looks left them (Holm among them), and can still fail the line. Where the saves
+measure the drift between campaigns, the gate takes the campaign as the unit: no look decides
+that line (the looks stop at the first one where no other line is left to them), and the gate's
+fixed rules judge it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from perflab.errors import PerflabError
+from perflab.stats import judge
 from perflab.stats.describe import median
 from perflab.studies.compare.keys import design_key, primary_metric, series
 from perflab.studies.gate.result import Check, GateLine
@@ -35,6 +39,13 @@ def against(store: Any, name: str, thresholds: Sequence[Threshold], commands: Se
     samples, titles = series(camp.study, store.measurements(camp.id))
     by_title = {titles[k]: v for k, v in samples.items()}
     primary = primary or primary_metric(camp.config)[0]
+    base_host = base.host_id if base.host_id is not None else camp.host_id
+    saves = [h.campaign_id for h in store.baseline_history(name, history)
+             if h.host_id == base_host and h.campaign_id != camp.id]
+    older = []
+    for cid in saves:
+        smp, txt = series(camp.study, store.measurements(cid))
+        older.append({txt[k]: v for k, v in smp.items()})
     out = []
     for label, params in commands:
         point = design_key("run", label, params).text
@@ -55,9 +66,9 @@ def against(store: Any, name: str, thresholds: Sequence[Threshold], commands: Se
                                    f"{'s' * (len(vals) != 1)} of '{point}' with {t.name}: --until-decided needs "
                                    "2 or more; save a baseline with more runs")
             limit = t.value if t.relative else t.value / median(vals)
-            out.append(Against(label, point, measure, t.text, t.op, limit, tuple(vals)))
-    saves = [h for h in store.baseline_history(name, history)
-             if h.host_id == base.host_id and h.campaign_id != camp.id]
+            hist = [v for v in ((o.get(point) or {}).get(measure) for o in older) if v and len(v) >= 2 and min(v) > 0]
+            drifts = judge.drift([*hist, vals], limit) is not None
+            out.append(Against(label, point, measure, t.text, t.op, limit, tuple(vals), drifts))
     return Gated(name, camp.id, tuple(out), alpha, history=bool(saves))
 
 

@@ -312,7 +312,7 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
             line.rel = min(abs(_relative(t, row.median_a)) for t in ts)
             _overall_strata(line, [(_pick(by_a, r.key, ca.study)[row.measure], _pick(by_b, r.key, cb.study)[row.measure])
                                    for r in rows if not r.overall and r.measure == row.measure])
-            if seq is not None:
+            if seq is not None and not all(c.get("campaign") for c in seq.get("comparisons", ())):
                 line.checks[0].decides = False
                 line.verdict = "left to the per-point lines (the looks decided each point)"
             continue
@@ -326,11 +326,13 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
                 ids.append(cid)
         line.n_a, line.n_b = len(a), len(b)
         used_history |= _judge_line(line, a, b, hist, ids, config)
-        recs = [c for c in (seq or {}).get("comparisons", ()) if c["measure"] == row.measure
+        recs = [c for c in (seq or {}).get("comparisons", ()) if c["measure"] == row.measure and not c.get("campaign")
                 and c["point"] in (row.key, *((c["point"],) if len(by_b) == 1 else ()))]
         if recs:
             looks.repeated_runs_check(line, recs, a, b)
             line.samples["looks"] = recs
+    if not any("looks" in ln.samples for ln in result.lines):
+        result.sequential = seq = None  # no line left to the looks: the fixed rules judge them all
     family = [c for ln in result.lines if ln.thresholds for c in ln.checks if c.decides]
     result.family = len(family)
     for c, p in zip(family, stats.holm([c.p_value for c in family])):

@@ -53,11 +53,14 @@ class Against:
     op: str  # '>' fails on an increase, '<' on a decrease
     limit: float  # the threshold as a share of the baseline's median, signed (0.03, -0.03)
     baseline: tuple[float, ...]  # the baseline's runs of the measure
+    # the baseline's saves measure the drift between campaigns: the gate takes the campaign as the
+    # unit (studies.gate.study), which more runs of this one do not narrow, so no look decides it
+    drift: bool = False
 
     @classmethod
     def from_dict(cls, d: dict) -> "Against":
         return cls(d["command"], d["point"], d["measure"], d["threshold"], d["op"], float(d["limit"]),
-                   tuple(float(x) for x in d["baseline"]))
+                   tuple(float(x) for x in d["baseline"]), bool(d.get("drift")))
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,10 @@ def due(config: Any, rounds: int, limit: int) -> bool:
     """Whether a look that could decide falls after ``rounds`` rounds of a budget of ``limit``."""
     gate: Gated = config.gate
     first = max(config.min_runs, 2)
+    if all(a.drift for a in gate.against):
+        return rounds >= first  # nothing for the looks to decide: the first look stops
     return any(lk.runs == rounds and lk.level < 1.0 - 1e-9
-               for a in gate.against
+               for a in gate.against if not a.drift
                for lk in sequential.planned(first, limit, gate.alpha_each, looks.DESIGN, len(a.baseline)))
 
 
@@ -172,7 +177,11 @@ def look(config: Any, runs: Sequence[Any], stopped_by: str) -> dict | None:
         row: dict[str, Any] = {"command": a.command, "point": a.point, "measure": a.measure, "threshold": a.threshold,
                                "op": a.op, "limit": a.limit, "n_a": m, "n_b": len(b), "target": level,
                                "decision": "", "ratio": None, "low": None, "high": None, "level": None,
-                               "fraction": design[-1].fraction, "needs_runs": None, "speeds": ""}
+                               "fraction": design[-1].fraction, "needs_runs": None, "speeds": "",
+                               "campaign": a.drift}
+        if a.drift:  # left to the gate's drift test at the stop
+            comparisons.append(row)
+            continue
         if len(b) >= 2 and all(0 < x < math.inf for x in (*a.baseline, *b)):
             w = within_speeds(a.baseline, b, level=level, with_p=False,
                               look=worth_looking(list(a.baseline)) or worth_looking(b),
@@ -182,7 +191,7 @@ def look(config: Any, runs: Sequence[Any], stopped_by: str) -> dict | None:
                        decision=decision(w.ratio, w.low, w.high, a.op, a.limit) if reached else "")
         comparisons.append(row)
     failed = any(c["decision"] == FAILS for c in comparisons)
-    decided = failed or all(c["decision"] for c in comparisons)
+    decided = failed or all(c["decision"] or c["campaign"] for c in comparisons)
     out = {"design": "O'Brien-Fleming-type alpha spending (Lan-DeMets) at the information fraction "
                      "against the fixed baseline", "gate": gate.baseline, "baseline_campaign": gate.campaign,
            "alpha": gate.alpha, "alpha_each": gate.alpha_each, "budget": limit, "final": final,
@@ -190,7 +199,7 @@ def look(config: Any, runs: Sequence[Any], stopped_by: str) -> dict | None:
            "comparisons": comparisons, "needs_runs": None, "needs_s": None}
     if decided or not final:
         return out
-    open_ = [c for c in comparisons if not c["decision"]]
+    open_ = [c for c in comparisons if not c["decision"] and not c["campaign"]]
     needs = []
     for c in open_:
         if c["ratio"] is None:

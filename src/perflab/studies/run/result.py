@@ -250,6 +250,10 @@ def gate_line(q: dict) -> str:
     head = (f"measured until the gate decided against baseline '{q['gate']}': O'Brien-Fleming-type alpha "
             f"spending at the information fraction against its fixed runs, {q.get('alpha', 0.05):.0%} over all "
             f"looks and the {k} gated comparison{'s' * (k != 1)}")
+    if q.get("comparisons") and all(c.get("campaign") for c in q["comparisons"]):
+        return (f"{head}; stopped at the first look ({runs} runs): the baseline's saves measure the drift "
+                "between campaigns, so the gate takes the campaign as the unit, which more runs of this one "
+                "do not narrow (the gate's fixed rules decide)")
     if q.get("failed"):
         return f"{head}; a regression shown at look {len(looks_)} ({runs} runs)"
     if q.get("decided"):
