@@ -446,3 +446,31 @@ def test_until_decided_with_a_history_that_measures_drift_stops_at_the_first_loo
         assert t.runs == 10 and c["campaign"] and c["decision"] == "" and t.sequential["decided"]
         assert "the baseline's saves measure the drift between campaigns" in gate_line(t.sequential)
     assert null.exit_status == 0 and planted.exit_status == 1
+
+
+def test_a_campaign_measured_until_decided_keeps_its_looks_only_for_the_thresholds_they_decided():
+    from perflab.measure.executor import MockExecutor
+    from perflab.studies import run_study
+    from perflab.studies.gate.looks import against
+    from perflab.studies.run import study as run
+
+    rng = random.Random(5)
+    command = run.Command("work", ("work",))
+    with open_store(":memory:") as store:
+        base = run_study(run, run.RunConfig(commands=(command,), runs=30), store,
+                         MockExecutor(lambda spec: 0.5 * rng.lognormvariate(0, 0.01)), machine=gc.UNTIL_MACHINE)
+        store.set_baseline("main", base.campaign_id)
+        five = (parse_threshold("median>+5%"),)
+        cfg = run.RunConfig(commands=(command,), until_decided=True,
+                            gate=against(store, "main", five, [("work", {})], None, 0.05))
+        cand = run_study(run, cfg, store, MockExecutor(lambda spec: 0.5 * rng.lognormvariate(0, 0.01)),
+                         machine=gc.UNTIL_MACHINE)
+        assert cand.sequential["decided"] and cand.benchmarks[0].n == 10
+        looked = evaluate(GateConfig("main", cand.campaign_id, five), store)
+        (line,) = [ln for ln in looked.lines if ln.thresholds]
+        assert line.repeated and line.status == "pass" and "no change beyond median>+5%" in line.verdict
+        assert looked.sequential is not None and looked.exit_status == 0
+        # another threshold than the looks decided: the fixed rules judge it, on the same runs
+        other = evaluate(GateConfig("main", cand.campaign_id, (parse_threshold("median>+3%"),)), store)
+        (line,) = [ln for ln in other.lines if ln.thresholds]
+        assert not line.repeated and other.sequential is None and "Holm" in line.text(other.family)

@@ -328,7 +328,10 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
         used_history |= _judge_line(line, a, b, hist, ids, config)
         recs = [c for c in (seq or {}).get("comparisons", ()) if c["measure"] == row.measure and not c.get("campaign")
                 and c["point"] in (row.key, *((c["point"],) if len(by_b) == 1 else ()))]
-        if recs:
+        # the looks' decisions stand for the thresholds they decided; another threshold (a later
+        # `compare --baseline`) is judged by the fixed rules
+        recs = [c for c in recs if c["threshold"] in {t.text for t in ts}]
+        if recs and {c["threshold"] for c in recs} == {t.text for t in ts}:
             looks.repeated_runs_check(line, recs, a, b)
             line.samples["looks"] = recs
     if not any("looks" in ln.samples for ln in result.lines):
