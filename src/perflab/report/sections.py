@@ -15,7 +15,7 @@ from perflab.report.series_html import add_series
 from perflab.studies.run.series import SERIES_METRICS
 from perflab.studies.base import decode
 from perflab.studies.compare.keys import measure_title
-from perflab.studies.cores.result import Disturbance, with_disturbances
+from perflab.studies.cores.result import Disturbance, level_text, with_disturbances
 from perflab.studies.instances.result import InstancesResult
 from perflab.studies.variants.result import VariantOutcome, VariantsResult
 
@@ -133,16 +133,34 @@ def cores_section(campaign: Any, summary: dict, measurements: list) -> Section:
     detect = (f"smallest detectable slowdown {mde:.1%}" if mde is not None and mde != float("inf")
               else f"not enough evidence to detect a slowdown: {summary.get('mde_why') or 'no estimate'}")
     title = f"Per CPU: median {unit}; ratio = cost / median of the other CPUs in the same round"
+    seq = summary.get("sequential") or {}
+    looked = "looks" in seq  # --until-decided: each CPU's repeated interval decided, not a Holm p
+
+    def tested(c: dict) -> object:
+        if not looked:
+            return c.get("p_adjusted")
+        d = (seq.get("cpus") or {}).get(str(c.get("cpu")))
+        if d is None:
+            return "—"
+        level = (c.get("ratio_ci") or {}).get("level")
+        return (d.get("decision") or "cannot tell") + (f" ({level_text(level)} repeated CI)" if level else "")
+
     sec.tables = [Table(title, ["CPU", "socket", "core", "node", "siblings", "runs", "failed", f"median [{unit}]",
-                                "CI", "cost ratio", "ratio CI", "slower in", "p (Holm)", "verdict", "finding"],
+                                "CI", "cost ratio", "ratio CI", "slower in",
+                                "decided (repeated CI)" if looked else "p (Holm)", "verdict", "finding"],
                         [[c.get("cpu"), c.get("socket"), c.get("core"), c.get("node"), _cell(c.get("siblings")),
                           c.get("runs"), c.get("failed"), c.get("median"), ci_of(c.get("ci"), estimate=c.get("median")),
                           ratio_cell(c.get("ratio"), c.get("ratio_ci")), ci_of(c.get("ratio_ci"), estimate=c.get("ratio")),
                           f"{c.get('slower_rounds')} of {plural(c.get('rounds'), 'round')}",
-                          c.get("p_adjusted"), c.get("verdict") or "—", found(c)] for c in cpus],
+                          tested(c), c.get("verdict") or "—", found(c)] for c in cpus],
                         note=f"{plural(summary.get('rounds', 0), 'round')} ({summary.get('mode', 'sequential')}), "
                              f"stopped by {summary.get('stopped', '?')}; {detect}. Cost is the time per unit of "
-                             f"work (1 / {unit} where higher is better): a ratio above 1 is slower.")]
+                             f"work (1 / {unit} where higher is better): a ratio above 1 is slower."
+                             + (f" Measured until decided: each CPU's ratio CI is its repeated interval at the "
+                                f"last look's level ({len(seq['looks'])} looks, O'Brien-Fleming-type alpha "
+                                f"spending, {seq.get('alpha', 0.05):.0%} over all looks and CPUs); slow: a "
+                                f"slowdown of {seq.get('min_effect', 0):.0%} or more shown, ruled out: its "
+                                "interval's top under that" if looked else ""))]
     ran = [(i, c) for i, c in enumerate(cpus) if c.get("ratio") is not None]
     if ran:
         lv = levels([c.get("ratio_ci") for _, c in ran])
