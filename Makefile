@@ -22,7 +22,7 @@ test: setup
 	$(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The README's tour and the pages' marked examples, rerun for real and written back into the pages
-# (several minutes; tests/test_docs_examples.py checks the pages against docs/examples/*.txt).
+# (several minutes; tests/docs/test_docs_examples.py checks the pages against docs/examples/*.txt).
 docs-examples: setup
 	$(BIN)/python bench/docs_examples.py $(EXAMPLES)
 

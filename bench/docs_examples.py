@@ -8,7 +8,7 @@ docs/examples/NAME.txt; the fenced block after `<!-- example: NAME -->` in the p
 rewritten from the record (each line's output cut by its `show` rule, '...' where lines are left
 out). An example told in several blocks of its page, one shell session with prose between, gives
 each line a `block` and marks the blocks `<!-- example: NAME.1 -->`, `NAME.2`, ...; a step the
-page does not show (a wait for a batch job) is `shown=False`. tests/test_docs_examples.py fails
+page does not show (a wait for a batch job) is `shown=False`. tests/docs/test_docs_examples.py fails
 when a page no longer shows what its record holds, or a record no longer holds the commands below.
 The fleet examples start their own Slurm (scripts/slurm-local) and PostgreSQL (scripts/pg-local)
 and need root.

@@ -4,7 +4,7 @@
 Each row is perflab.checks.gate_check.simulate at the runs per campaign and baseline saves the
 row names (the power rule's runs for that model), PAIRS null and PAIRS planted (+10 %)
 candidates. Prints the table's rows as Markdown; with --figures PATH also writes them as JSON
-(docs/figures/gate_table.json is the run docs/ci.md shows; tests/test_docs_figures.py holds the
+(docs/figures/gate_table.json is the run docs/ci.md shows; tests/docs/test_docs_figures.py holds the
 page to it). Seeded: the same pairs on the same code print the same rates.
 
 Usage: bench/gate_table.py [PAIRS] [--rows M,M] [--figures PATH]   (PAIRS default 200; about 25

@@ -8,7 +8,7 @@ Usage: bench/verdicts.py [RUNS] [NAME ...] [--models M,M] [--figures PATH]   (RU
 names filter the checks; --models runs the cores check under those noise models only, so that its
 models can run as separate processes; --figures records the lines it printed in PATH, a JSON file
 of every check's figures, replacing the entries of the same check and settings: the docs quote
-them from docs/figures/verdicts.json, and tests/test_docs_figures.py holds every page to it)
+them from docs/figures/verdicts.json, and tests/docs/test_docs_figures.py holds every page to it)
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ def test_every_bad_input_is_one_line_exit_2_and_loses_nothing(tmp_path):
     # (tests/forkcli.py): the real entry point and exit status, without 260 interpreter starts.
     job = {"cases": [[a.replace("{tmp}", str(tmp_path)) for a in args] for args in BAD],
            "cwd": str(tmp_path), "env": {"PERFLAB_DB": db, "COLUMNS": "200"}, "timeout": 90}
-    p = subprocess.run([sys.executable, str(Path(__file__).parent / "forkcli.py")], input=json.dumps(job),
+    p = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "forkcli.py")], input=json.dumps(job),
                        capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr
     outcomes = [(args, rc, err) for args, (rc, err) in zip(BAD, json.loads(p.stdout))]

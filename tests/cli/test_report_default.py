@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from perflab.store import open_store
-from tests.test_report import _campaign
+from tests.studies.test_report import _campaign
 
 
 def _report(db: str, *ids: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from perflab.store import open_store
 
 def _perflab(*args: str) -> subprocess.CompletedProcess:
     # Wide enough that a verdict stays on one line: these tests read the listing's content; how
-    # piped output wraps at 100 columns is tests/test_pipe_width.py's.
+    # piped output wraps at 100 columns is tests/cli/test_pipe_width.py's.
     env = {**os.environ, "COLUMNS": "200"}
     return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
                           timeout=60, env=env)

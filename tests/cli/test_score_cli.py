@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from perflab.cli import cli, main
 
-DATA = Path(__file__).parent / "data" / "hepscore"
+DATA = Path(__file__).parents[1] / "data" / "hepscore"
 RESULT = str(DATA / "hepscore_result_expected_output.json")
 SUITE = str(DATA / "ref_summary_output.json")
 

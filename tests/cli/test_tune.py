@@ -16,7 +16,7 @@ from perflab.platform.sysfs import Root
 from perflab.platform.tune.knobs import TuneOptions, default_cpus, format_cpumask, tune
 from perflab.platform.tune.reset import reset
 
-DATA = pathlib.Path(__file__).parent / "data" / "tune"
+DATA = pathlib.Path(__file__).parents[1] / "data" / "tune"
 HYBRID = "20em64t-hybrid-1p6c2t+2ca4co1t"
 # Files whose writes a tree cannot mimic: cgroup.procs (the kernel moves a process, a tree appends
 # its pid) and cgroup.subtree_control (the kernel adds or drops one controller, a tree keeps the

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from perflab.cli import COMMANDS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Commands documented on a shared page.
 PAGE = {"resume": "results"}
 

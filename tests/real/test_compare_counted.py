@@ -16,7 +16,7 @@ import pytest
 from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies.compare.study import CompareConfig, run_compare
-from tests.test_cachegrind import PROGRAM, _build, needs_valgrind, perflab
+from tests.real.test_cachegrind import PROGRAM, _build, needs_valgrind, perflab
 
 
 @pytest.fixture

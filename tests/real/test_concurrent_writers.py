@@ -17,7 +17,7 @@ import pytest
 from perflab.store import open_store
 
 RUNS = 12
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _writers(db: str, n: int, tmp_path: Path) -> list[subprocess.CompletedProcess]:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import PG_BIN
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PG_LOCAL = ROOT / "scripts" / "pg-local"
 
 pytestmark = pytest.mark.postgres

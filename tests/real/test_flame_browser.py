@@ -25,7 +25,7 @@ from perflab.studies import run_study
 from perflab.studies.profile import study as profile
 from perflab.studies.profile.stacks import Node, tree
 
-from tests.test_report_browser import CHROMIUM, FLAGS, check_rendered
+from tests.real.test_report_browser import CHROMIUM, FLAGS, check_rendered
 
 pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed"),
               pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")]
@@ -128,7 +128,7 @@ def matched_share(root: Node, needle: str) -> float:
     return walk(root, False) / root.total
 
 
-DOCS = Path(__file__).parent.parent / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 UPDATE = bool(os.environ.get("PERFLAB_UPDATE_SCREENSHOT"))
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from perflab.fleet.submitter import Slurm
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "slurm-local"
 SECRET = "Pw-s3cr3t-9x"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_fleet import SCRIPT, _env, _report, _status, _wait_idle, cluster_dir, perflab, slurm_missing, stop_cluster
+from tests.real.test_fleet import SCRIPT, _env, _report, _status, _wait_idle, cluster_dir, perflab, slurm_missing, stop_cluster
 
 LOOP = "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done"  # CPU-bound, ~0.1 s at a full CPU
 

@@ -29,7 +29,7 @@ from perflab.store import open_store
 
 from tests.conftest import Hold
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Relay:

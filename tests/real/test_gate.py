@@ -25,7 +25,7 @@ from perflab.store import open_store
 from perflab.studies.gate.study import GateConfig, check_measures, evaluate, parse_threshold
 from perflab.checks.gate_check import SimConfig, simulate
 
-XSD = Path(__file__).parent / "data" / "junit-gitlab.xsd"
+XSD = Path(__file__).parents[1] / "data" / "junit-gitlab.xsd"
 
 
 def perflab(*args: str, cwd: Path) -> subprocess.CompletedProcess:

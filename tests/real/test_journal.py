@@ -23,7 +23,7 @@ from perflab.store import open_store
 from perflab.store.lite import open_fast
 from perflab.studies.session import Session, journalled_runs, recover_journals
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _store(tmp_path: Path) -> str:

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.test_report_browser import CHROMIUM, check_rendered
+from tests.real.test_report_browser import CHROMIUM, check_rendered
 
 PERFLAB = [sys.executable, "-m", "perflab"]
 
@@ -43,7 +43,7 @@ def test_lab_quick_runs_every_study_and_writes_the_report(quick_lab):
 
 def test_lab_quick_warns_of_nothing_internal_and_names_an_n(quick_lab):
     # The micro pack's shm regex warned twice of "none of 260 runs"; instances ran 1 round a
-    # point where an optimum needs 4 and answered "not enough evidence" (tests/test_lab_degrade.py
+    # point where an optimum needs 4 and answered "not enough evidence" (tests/real/test_lab_degrade.py
     # checks the settings of every study; the answer itself depends on a quiet machine).
     d, p = quick_lab
     assert "warning: metric regex" not in p.stdout + p.stderr
@@ -58,7 +58,7 @@ def test_lab_report_renders_in_chromium(quick_lab, tmp_path):
     html = (d / "out" / "report.html").read_text()
     ids = re.findall(r'<section id="([\w-]+)"', html)
     # PERFLAB_UPDATE_SCREENSHOT=1 keeps the top of this real report for the README
-    shot = os.path.join(os.path.dirname(__file__), "..", "docs", "report-top.png")
+    shot = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "report-top.png")
     check_rendered(tmp_path, str(d / "out" / "report.html"), ids,
                    screenshot=shot if os.environ.get("PERFLAB_UPDATE_SCREENSHOT") else None)
 
@@ -187,7 +187,7 @@ def test_lab_through_the_mock_and_its_snapshot(tmp_path):
     run.seconds, result.seconds = 0.0, 0.0  # wall-clock of the test machine: not part of the snapshot
     render(result, console)  # each study once, then the summary
     text = console.export_text()
-    snap = os.path.join(os.path.dirname(__file__), "snapshots", "lab.txt")
+    snap = os.path.join(os.path.dirname(__file__), "..", "snapshots", "lab.txt")
     if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
         with open(snap, "w") as fh:
             fh.write(text)

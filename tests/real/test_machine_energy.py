@@ -18,7 +18,7 @@ from perflab.platform.show import machine_info, render
 from perflab.platform.sysfs import Root
 from tests.conftest import shared_tmp
 
-ENERGY = Path(__file__).parent / "data" / "energy"
+ENERGY = Path(__file__).parents[1] / "data" / "energy"
 TOPOLOGY = "64amd64-4s2n4ca2co"
 
 

@@ -16,7 +16,7 @@ from perflab.platform import owner
 from perflab.platform.sysfs import Root
 from perflab.store import open_store
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 BOOT = "0b5e0d7c-3f6e-4c1a-9d8e-2a1b3c4d5e6f"
 
 

@@ -33,7 +33,7 @@ from perflab.studies.profile.window import event_markers
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("vgdb") is None
                                     or shutil.which("gcc") is None, reason="valgrind and gcc needed")
-EVENTS_C = Path(__file__).parent / "data" / "profile_events.c"
+EVENTS_C = Path(__file__).parents[1] / "data" / "profile_events.c"
 # One call site of g from f, g calling itself, name compression, a cost line after calls=.
 SAMPLE = """# callgrind format
 version: 1

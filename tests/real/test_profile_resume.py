@@ -15,7 +15,7 @@ import pytest
 
 from perflab.store import open_store
 
-SRC = Path(__file__).parent / "data" / "profile_events.c"
+SRC = Path(__file__).parents[1] / "data" / "profile_events.c"
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
 
 

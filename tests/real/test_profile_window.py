@@ -19,7 +19,7 @@ from perflab.studies.profile.diff import ProfileDiffConfig, diff, load_side
 from perflab.studies.profile.parse import read_samples
 from perflab.studies.profile.window import event_markers
 
-SRC = Path(__file__).parent / "data" / "profile_events.c"
+SRC = Path(__file__).parents[1] / "data" / "profile_events.c"
 N = "20000000"  # iterations of event K's hot loop: ~50 ms at -O2
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")

@@ -19,7 +19,7 @@ from perflab.kernels.buildsys import DEFAULT_MAKE, log_summary
 from perflab.kernels.variant_build import build_variant
 from perflab.kernels.variants import BuildTarget, Variant
 
-MYCFLAGS = Path(__file__).parent / "data" / "mycflags"
+MYCFLAGS = Path(__file__).parents[1] / "data" / "mycflags"
 PGO = Variant("pgo", cflags=("-O2",), pgo=True)
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None,

@@ -15,7 +15,7 @@ from pathlib import Path
 from perflab.startup import sha256, which
 from perflab.store import open_store
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 # Runs `python -m perflab ARGS` in this process and reports, after the command, which modules
 # were loaded and what the collector looks like.

@@ -18,7 +18,7 @@ from perflab.kernels.variant_build import build_variant
 from perflab.kernels.variant_probe import RECORD, build_id, elf_sections, flags_trace, link_marker
 from perflab.kernels.variants import BuildTarget, Variant
 
-MYCFLAGS = Path(__file__).parent / "data" / "mycflags"
+MYCFLAGS = Path(__file__).parents[1] / "data" / "mycflags"
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None,
                                 reason="needs make and gcc")

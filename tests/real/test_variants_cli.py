@@ -26,7 +26,7 @@ from perflab.kernels.variant_probe import default_probe
 from perflab.kernels.variants import AXES, BuildTarget, expand_matrix
 from perflab.store import open_store
 
-FMSUM = Path(__file__).parent / "data" / "fmsum"
+FMSUM = Path(__file__).parents[1] / "data" / "fmsum"
 PERFLAB = [sys.executable, "-m", "perflab"]
 
 

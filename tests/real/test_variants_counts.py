@@ -21,7 +21,7 @@ from perflab.report.terminal.variants import render
 from perflab.studies.variants import study as vs
 from perflab.studies.variants.counts import CAUSE, COUNT_RUNS
 from perflab.studies.variants.result import VariantsResult
-from tests.test_cachegrind import needs_valgrind
+from tests.real.test_cachegrind import needs_valgrind
 
 VARIANTS = (Variant("base", ("-O2", "-m64")), Variant("O3", ("-O3",)), Variant("O0", ("-O0",)))
 

@@ -33,7 +33,7 @@ from perflab.studies.cores.study import CoresConfig, CoresResult, analyse, plan,
 
 from perflab.checks import cores_check
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 WL = Workload("mock", ("work",))
 
 
@@ -514,7 +514,7 @@ def test_real_failures_are_stored_not_fatal(tmp_path, store):
 
 
 def _perflab(*args: str, **kw) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     return subprocess.Popen([sys.executable, "-m", "perflab", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kw)
 
@@ -623,7 +623,7 @@ def test_counters_tell_a_frequency_problem_from_less_work_per_cycle(store):
 def test_counters_absent_on_this_kind_of_machine_is_one_note(store):
     from perflab.measure import perfstat
 
-    text = (Path(__file__).parent / "data" / "perfstat" / "kvm-no-pmu-minihlt.csv").read_text()
+    text = (Path(__file__).parents[1] / "data" / "perfstat" / "kvm-no-pmu-minihlt.csv").read_text()
     counters, unsupported = perfstat.parse(text)  # recorded on a KVM guest without a PMU
     assert unsupported == ["cycles", "instructions"] and counters == {"task-clock": 219.62}
 

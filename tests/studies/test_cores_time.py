@@ -15,7 +15,7 @@ from perflab.studies.cores import speeds, timeline
 from perflab.studies.cores.result import CpuRow
 from perflab.studies.cores.study import CoresConfig, analyse
 
-DATA = Path(__file__).parent / "data" / "kvm16" / "cores-runs.csv"
+DATA = Path(__file__).parents[1] / "data" / "kvm16" / "cores-runs.csv"
 WL = Workload("minihlt-quick", ("minihlt",), primary_metric="events_per_s", unit="events/s")
 
 

@@ -139,7 +139,7 @@ def test_report_cost_plot_reads_the_stored_summary(tmp_path):
     from perflab.studies.cost.study import CostResult, load_platforms, run_cost
     from perflab.store import open_store
 
-    example = Path(__file__).resolve().parent.parent / "src/perflab/examples/trigger-farm-platforms.toml"
+    example = Path(__file__).resolve().parents[2] / "src/perflab/examples/trigger-farm-platforms.toml"
     with open_store(str(tmp_path / "s.db")) as store:
         result = run_cost(load_platforms(str(example)), store)
         summary = store.campaign(result.campaign_id).summary

@@ -43,7 +43,7 @@ from perflab.studies.variants.result import VariantsResult
 
 MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
 EVENTS = (MetricPattern(r"(?m)^events: (?P<events>\d+)$"),)
-DATA = Path(__file__).parent / "data" / "energy"
+DATA = Path(__file__).parents[1] / "data" / "energy"
 
 
 class PowerModel:
@@ -356,7 +356,7 @@ def test_the_perf_probe_is_asked_once_per_boot(tmp_path, monkeypatch):
 def _snapshot(name: str, text: str) -> None:
     import os
 
-    snap = Path(__file__).parent / "snapshots" / name
+    snap = Path(__file__).parents[1] / "snapshots" / name
     if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
         snap.write_text(text)
     assert text == snap.read_text()

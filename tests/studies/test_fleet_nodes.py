@@ -1,7 +1,7 @@
 """A fleet's nodes are distinct, and a report knows when they were measured: without a cluster.
 
 sinfo and sbatch are stand-ins on PATH (sinfo prints a recorded node list, sbatch logs its argv
-and answers job ids); the real 4-node cluster runs the same in tests/test_fleet_farm.py.
+and answers job ids); the real 4-node cluster runs the same in tests/real/test_fleet_farm.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from perflab.fleet.submitter import Placement, Slurm, constraint_matches
 from perflab.fleet.timing import platform_windows
 from perflab.store import open_store
 
-from tests.test_fleet_units import _NoBatch, _task
+from tests.studies.test_fleet_units import _NoBatch, _task
 
 SINFO = """node1|debug*|idle|a
 node2|debug*|down*|a

@@ -287,7 +287,7 @@ def test_store_url_password_is_never_printed(url, tmp_path):
     import sys
 
     r = subprocess.run([sys.executable, "-m", "perflab", "results", "--db", url], capture_output=True, text=True,
-                       cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")})
+                       cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")})
     assert r.returncode == 2 and r.stderr.startswith("perflab: error:"), r.stderr
     assert "s3cret" not in r.stdout + r.stderr and "u:***@" in r.stderr
 

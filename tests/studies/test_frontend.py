@@ -29,8 +29,8 @@ from perflab.checks.frontend_check import model, verdict_check
 from perflab.studies.frontend.verdict import find_knee
 from tests.conftest import kill_then_resume
 
-DATA = Path(__file__).parent / "data" / "perfstat"
-SNAPSHOT = Path(__file__).parent / "snapshots" / "frontend.txt"
+DATA = Path(__file__).parents[1] / "data" / "perfstat"
+SNAPSHOT = Path(__file__).parents[1] / "snapshots" / "frontend.txt"
 SMALL = dict(min_bytes=16 << 10, max_bytes=64 << 10, points_per_octave=1, iters=100_000, perf_span=False)
 
 

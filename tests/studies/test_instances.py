@@ -27,7 +27,7 @@ from perflab.studies.instances.study import InstancesConfig, InstancesResult, de
 from perflab.checks.instances_check import two_node_topology, verdict_check
 from perflab.studies.instances.result import sign_test
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
 
 def one_node_box(ncpu: int = 2) -> Topology:
@@ -451,7 +451,7 @@ def test_kill_9_then_resume(tmp_path):
     from tests.conftest import Hold
 
     db = tmp_path / "k.db"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     # The 10th copy started waits until after the kill: the rounds before it (7 to 9 copies, a
     # round has at most 3) are stored and the study cannot have finished, however fast the machine.
     hold = Hold(tmp_path, 9)

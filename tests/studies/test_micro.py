@@ -22,7 +22,7 @@ from perflab.studies import run_study
 from perflab.studies.micro import study as micro
 from tests.conftest import kill_then_resume
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "micro.txt"
+SNAPSHOT = Path(__file__).parents[1] / "snapshots" / "micro.txt"
 
 
 def _abis() -> list[str]:

@@ -25,7 +25,7 @@ from perflab.studies.profile import study as profile
 from perflab.studies.profile.stacks import OTHER, Node, cap, flame, fold, parse_stacks, tree
 from perflab.studies.profile.window import event_markers
 
-DATA = Path(__file__).parent / "data" / "perfscript"
+DATA = Path(__file__).parents[1] / "data" / "perfscript"
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
 
 

@@ -24,7 +24,7 @@ from perflab.studies.profile.diff import ProfileDiffConfig, ProfileDiffResult, S
 from perflab.studies.profile.parse import aggregate, parse_script
 from perflab.studies.profile.window import event_markers
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 EV = "/opt/ev/bin/ev"
 
 

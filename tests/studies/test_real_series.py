@@ -18,7 +18,7 @@ from perflab.store import open_store
 from perflab.studies.compare.study import DRIFT, CompareConfig, run_compare
 from perflab.studies.gate.study import GateConfig, evaluate, parse_threshold
 
-SERIES = json.loads((Path(__file__).parent / "data" / "series" / "vm-same-command-two-campaigns.json").read_text())
+SERIES = json.loads((Path(__file__).parents[1] / "data" / "series" / "vm-same-command-two-campaigns.json").read_text())
 
 
 def _store_campaign(store, host: int, c: dict) -> int:

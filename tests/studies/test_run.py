@@ -225,7 +225,7 @@ def test_terminal_snapshot(store):
     console = Console(width=160, record=True, file=io.StringIO(), color_system=None)
     render(res, console)
     text = console.export_text()
-    snap = Path(__file__).parent / "snapshots" / "run.txt"
+    snap = Path(__file__).parents[1] / "snapshots" / "run.txt"
     if os.environ.get("PERFLAB_UPDATE_SNAPSHOTS"):
         snap.write_text(text)
     assert text == snap.read_text()
@@ -530,5 +530,5 @@ def test_lite_store_writes_what_the_full_store_reads(tmp_path):
         assert m.result == RunResult(**{**r.__dict__, "counters": {}})
         assert m.result.failure == "timed out"
         assert full.host(host)["metadata"]["loadavg"] == [2.0]
-    # a missing file is created here, with the schema the migrations make (tests/test_store_lite.py)
+    # a missing file is created here, with the schema the migrations make (tests/real/test_store_lite.py)
     assert isinstance(open_fast(str(tmp_path / "new.db")), LiteStore)

@@ -14,7 +14,7 @@ from perflab.store import open_store
 from perflab.studies.score.analysis import analyse_workloads
 from perflab.studies.score.result import ScoreResult, WorkloadScore
 
-from tests.test_fleet_units import _NoBatch
+from tests.studies.test_fleet_units import _NoBatch
 
 
 def _score_summary(rng: random.Random, speed: float) -> dict:

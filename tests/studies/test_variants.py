@@ -33,7 +33,7 @@ from perflab.studies.variants.result import BuildInfo, VariantsResult
 import perflab.kernels
 
 KERNELS = Path(perflab.kernels.__file__).resolve().parent / "linkorder"
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
 
 
@@ -348,7 +348,7 @@ def test_template_build_cache_keys_on_the_source_tree_and_flags(tmp_path):
     src = tmp_path / "proj"
     src.mkdir()
     for f in ("fmsum.c", "Makefile"):
-        (src / f).write_bytes((Path(__file__).parent / "data" / "fmsum" / f).read_bytes())
+        (src / f).write_bytes((Path(__file__).parents[1] / "data" / "fmsum" / f).read_bytes())
     target = BuildTarget("fmsum", template=DEFAULT_MAKE, src_dir=src, exe="fmsum")
     cache = tmp_path / "cache"
     first = build_variant(target, parse_variant("O2=-O2"), cache_dir=cache)

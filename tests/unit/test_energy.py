@@ -19,7 +19,7 @@ from perflab.store import open_store
 from perflab.studies.cost.energy import energy_optimal, run_joules, summarise
 from perflab.studies.session import Session
 
-DATA = Path(__file__).parent / "data" / "energy"
+DATA = Path(__file__).parents[1] / "data" / "energy"
 
 
 def _tree(tmp_path, name: str) -> Root:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "perflab"
+SRC = Path(__file__).resolve().parents[2] / "src" / "perflab"
 
 RANK = {
     "startup": -1, "__init__": 0, "model": 0, "errors": 0,

@@ -18,7 +18,7 @@ from perflab.platform.monitor import GPU_FIELDS, MachineReader, parse_nvidia_smi
 from perflab.platform.sysfs import Root
 from perflab.studies.monitor import MIN_IDLE_SAMPLES, MonitorResult, analyse, channel_watts
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 NVIDIA = DATA / "nvidia-smi"
 
 
@@ -248,7 +248,7 @@ def test_instances_monitors_with_idle_phases_and_results_exports_them(tmp_path):
     html = (tmp_path / "r.html").read_text()
     assert "Machine beside campaign 1 (instances)" in html and "The machine over the study" in html
     assert "What did the machine do beside the study?" in html  # its row in the summary table
-    from tests.test_report_browser import CHROMIUM, check_rendered
+    from tests.real.test_report_browser import CHROMIUM, check_rendered
 
     if CHROMIUM is not None:
         check_rendered(tmp_path, str(tmp_path / "r.html"), ["monitor-1"])

@@ -17,7 +17,7 @@ from perflab.studies.cores.counters import per_cpu_counters
 from perflab.studies.cores.result import CoresResult, CpuRow
 from perflab.studies.instances.result import counter_ratio
 
-DATA = Path(__file__).parent / "data" / "perfstat"
+DATA = Path(__file__).parents[1] / "data" / "perfstat"
 AWARDS = "amd-ryzen7-2700x-ghc-awards.csv"
 BESS = "intel-bess-attached-interval-multiplexed.csv"
 HYBRID = "intel-hybrid-saxpy-llc-per-task.csv"

@@ -15,7 +15,7 @@ from perflab.studies.score.analysis import analyse_workloads
 from perflab.studies.score.flags import copy_groups
 from perflab.studies.score.result import ScoreResult, WorkloadScore
 
-DATA = Path(__file__).parent / "data" / "hepscore"
+DATA = Path(__file__).parents[1] / "data" / "hepscore"
 RESULT = DATA / "hepscore_result_expected_output.json"
 SUITE = DATA / "ref_summary_output.json"
 

@@ -10,7 +10,7 @@ import re
 import tokenize
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # mypy's form: the error codes in brackets, then a comment of its own with the reason.
 _IGNORE = re.compile(r"type:\s*ignore(?P<codes>\[[^\]]*\])?(?P<rest>.*)")
 # ruff's form: the codes, then the reason after a dash or in parentheses.

@@ -9,7 +9,7 @@ of about 5 runs, as the 16-vCPU KVM guest); a detection is two modes whose centr
 runs (the speed holds for stretches) count as misses: the user's sample is what it is.
 
 The rule before the ex-Gaussian null (``detect_modes(tail_null=False, min_gap=0)``) called the skewed
-single speed two modes in 14 % of samples at n = 30 (tests/test_modes.py shows this harness
+single speed two modes in 14 % of samples at n = 30 (tests/unit/test_modes.py shows this harness
 catches it).
 """
 

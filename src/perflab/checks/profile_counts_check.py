@@ -8,7 +8,7 @@ move, so every function gains or loses alike) and once per function on its own; 
 rounded to whole instructions. Two cases, as measured (docs/profile.md):
 
 - whole run: sigma 1e-5 (minihlt's totals moved by 5e-8, its functions by 0 except printf's
-  digits; 1e-5 is the bound tests/test_profile_callgrind.py holds), planted +0.5 %;
+  digits; 1e-5 is the bound tests/real/test_profile_callgrind.py holds), planted +0.5 %;
 - window (one event cut out at its markers by vgdb): sigma 1 % (functions moved 0.6-2.3 % over
   2 recordings), planted +10 %;
 - window with drift: as the window, plus noise.py's ``shift`` of 0.5 % between the two

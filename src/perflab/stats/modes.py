@@ -188,7 +188,7 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
     """The modes of positive ``values`` (e.g. run times); one mode unless the mixture test says two.
     ``tail_null=False`` leaves out the ex-Gaussian: the rule before it, which checks/modes_check.py
     runs to show that its null can fail. ``tailed=False`` leaves out two speeds with a tail (the
-    rule before it, which tests/test_modes.py shows missing a loaded machine's two speeds)."""
+    rule before it, which tests/unit/test_modes.py shows missing a loaded machine's two speeds)."""
     import numpy as np
 
     vals = [float(v) for v in values]
