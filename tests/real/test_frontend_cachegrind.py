@@ -131,7 +131,7 @@ def test_html_section_draws_the_i1_curve_of_its_table(scan):
 
 
 def test_sim_harness_finds_the_i1_knee_and_no_knee_on_a_flat_floor():
-    from perflab.checks.frontend_check import sim_check
+    from perflab.checks.frontend import sim_check
 
     r = sim_check(runs=30)
     assert r["detection"] == 1.0 and r["false_positive"] == 0.0, r

@@ -23,7 +23,7 @@ from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies.gate.study import GateConfig, check_measures, evaluate, parse_threshold
-from perflab.checks.gate_check import SimConfig, simulate
+from perflab.checks.gate import SimConfig, simulate
 
 XSD = Path(__file__).parents[1] / "data" / "junit-gitlab.xsd"
 

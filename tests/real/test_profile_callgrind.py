@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab.checks.profile_counts_check import CASES, LINES, rates
+from perflab.checks.profile_counts import CASES, LINES, rates
 from perflab.kernels.build import build
 from perflab.kernels.minihlt import HERE, headers
 from perflab.measure import callgrind

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def test_compare_finds_instances_campaigns_5pct_apart():
-    from perflab.checks.compare_check import trial
+    from perflab.checks.compare import trial
 
     assert trial(0.05, seed=1) == (True, True)
     assert trial(0.0, seed=2)[0] is False
@@ -14,7 +14,7 @@ def test_compare_finds_instances_campaigns_5pct_apart():
 def test_modes_named_where_there_are_two_speeds_and_quiet_on_one():
     import random
 
-    from perflab.checks.modes_check import trial
+    from perflab.checks.modes import trial
 
     rng = random.Random(3)
     assert sum(trial("two-speed", 30, rng) for _ in range(20)) >= 18
@@ -22,7 +22,7 @@ def test_modes_named_where_there_are_two_speeds_and_quiet_on_one():
 
 
 def test_run_tells_two_commands_2pct_apart():
-    from perflab.checks.run_check import trial
+    from perflab.checks.run import trial
 
     assert sum(trial(0.02, seed)[1] for seed in range(10)) >= 8
     assert sum(trial(0.0, 100 + seed)[0] for seed in range(10)) <= 2
@@ -30,8 +30,8 @@ def test_run_tells_two_commands_2pct_apart():
 
 def test_run_calls_nothing_on_runs_too_few_to_reach_its_level():
     # Equal commands were called different in 72 % of trials with one run each (no interval at
-    # all) and 12.5 % with three each (a 90 % interval read as 95 %): see perflab/checks/run_check.py.
-    from perflab.checks.run_check import trial
+    # all) and 12.5 % with three each (a 90 % interval read as 95 %): see perflab/checks/run.py.
+    from perflab.checks.run import trial
 
     assert sum(trial(0.0, 200 + seed, runs=1)[0] for seed in range(40)) == 0
     assert sum(trial(0.0, 300 + seed, runs=3)[0] for seed in range(40)) == 0

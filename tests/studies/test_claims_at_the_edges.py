@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from perflab.checks import cores_check
+from perflab.checks import cores as cores_check
 from perflab.measure.executor import MockExecutor
 from perflab.model import Workload
 from perflab.platform.machine import Machine

@@ -70,7 +70,7 @@ def test_a_change_larger_than_the_drift_is_found(store):
 
 
 def test_harness_shift_model_stays_quiet_with_replicates():
-    from perflab.checks.compare_check import replicated_rates
+    from perflab.checks.compare import replicated_rates
     from perflab.checks.noise import MODELS
 
     fp, det = replicated_rates(MODELS["shift"], runs=5, planted=0.30)

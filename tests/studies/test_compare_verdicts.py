@@ -150,7 +150,7 @@ def test_min_effect_option_and_bad_value(store, tmp_path):
 # ---- drift between campaigns: the harness and the verdict ---------------------------------------
 
 def test_harness_quiet_model_is_quiet_and_finds_the_planted_change():
-    from perflab.checks.compare_check import rates
+    from perflab.checks.compare import rates
     from perflab.checks.noise import MODELS
 
     fp, det = rates(MODELS["quiet"], runs=6)
@@ -168,7 +168,7 @@ def test_a_level_shift_alone_is_called_a_difference_and_the_verdict_says_why(sto
 
 
 def test_harness_prints_one_line_per_noise_model(monkeypatch):
-    from perflab.checks import compare_check
+    from perflab.checks import compare as compare_check
     from perflab.checks.noise import STUDY_MODELS
 
     monkeypatch.setattr(compare_check, "rates", lambda model, runs, seed=0: (0.0, 1.0))

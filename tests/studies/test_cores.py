@@ -31,7 +31,7 @@ from perflab.studies import resume_study, run_study
 from perflab.studies.cores import study as cores
 from perflab.studies.cores.study import CoresConfig, CoresResult, analyse, plan, select_cpus
 
-from perflab.checks import cores_check
+from perflab.checks import cores as cores_check
 
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 WL = Workload("mock", ("work",))

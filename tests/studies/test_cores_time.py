@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab.checks.cores_check import flat_box
+from perflab.checks.cores import flat_box
 from perflab.checks.noise import TIMED_MODELS
 from perflab.model import RunResult, Workload
 from perflab.studies.cores import speeds, timeline
@@ -138,7 +138,7 @@ def test_the_vcpu_model_reproduces_the_recorded_holding_times():
 
 
 def test_the_block_test_is_the_test_only_where_states_hold():
-    from perflab.checks.cores_check import campaign, timed_campaign
+    from perflab.checks.cores import campaign, timed_campaign
 
     # a skewed single-speed machine: rounds are independent, the round rule's sign test decides
     flat = campaign(4, {}, model="skewed")
@@ -150,7 +150,7 @@ def test_the_block_test_is_the_test_only_where_states_hold():
 
 
 def test_a_5pct_slow_cpu_on_a_skewed_machine_is_found_by_the_sign_test():
-    from perflab.checks.cores_check import campaign, named
+    from perflab.checks.cores import campaign, named
 
     found = [campaign(s, {3: 1.05}, model="skewed") for s in range(10)]
     assert sum(named(r) == {3: "slow"} for r in found) >= 8

@@ -12,7 +12,7 @@ import json
 import pytest
 from rich.console import Console
 
-from perflab.checks import cores_check as cc
+from perflab.checks import cores as cc
 from perflab.cli import main
 from perflab.errors import PerflabError
 from perflab.measure.executor import MockExecutor

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from perflab.checks import cores_check
+from perflab.checks import cores as cores_check
 from perflab.model import RunResult, Workload
 from perflab.report.terminal.cores import render
 from perflab.store import open_store

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from perflab.checks.variants_check import NoisyMachine
+from perflab.checks.variants import NoisyMachine
 from perflab.kernels.variants import BuildTarget, Variant
 from perflab.measure.energy import RaplMeter, choose_meter
 from perflab.measure.executor import MockExecutor

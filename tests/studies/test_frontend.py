@@ -25,7 +25,7 @@ from perflab.report.terminal.frontend import render
 from perflab.store import open_store
 from perflab.studies.frontend import study as fe
 from perflab.studies import run_study
-from perflab.checks.frontend_check import model, verdict_check
+from perflab.checks.frontend import model, verdict_check
 from perflab.studies.frontend.verdict import find_knee
 from tests.conftest import kill_then_resume
 

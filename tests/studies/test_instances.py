@@ -24,7 +24,7 @@ from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies.instances import study as instances
 from perflab.studies.instances.study import InstancesConfig, InstancesResult, default_ns, point_throughput
-from perflab.checks.instances_check import two_node_topology, verdict_check
+from perflab.checks.instances import two_node_topology, verdict_check
 from perflab.studies.instances.result import sign_test
 
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots"

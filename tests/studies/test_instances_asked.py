@@ -9,7 +9,7 @@ import math
 import pytest
 from rich.console import Console
 
-from perflab.checks.instances_check import one_node_box, rates_asked
+from perflab.checks.instances import one_node_box, rates_asked
 from perflab.measure.executor import MockExecutor
 from perflab.model import Workload
 from perflab.platform.machine import Machine

@@ -9,7 +9,7 @@ import json
 import pytest
 from rich.console import Console
 
-from perflab.checks.instances_check import one_node_box
+from perflab.checks.instances import one_node_box
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, Workload
 from perflab.platform.machine import Machine

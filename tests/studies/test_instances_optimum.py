@@ -10,7 +10,7 @@ import math
 import pytest
 from rich.console import Console
 
-from perflab.checks.instances_check import one_node_box, optimum_check, verdict_lines
+from perflab.checks.instances import one_node_box, optimum_check, verdict_lines
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, Workload
 from perflab.platform.machine import Machine
@@ -192,7 +192,7 @@ def test_harness_short_under_every_noise_model():
 def test_verdict_lines_name_every_model(monkeypatch):
     # Each line's rates are the tests above; here every model gets its line, one of each kind run
     # for real (a campaign of each kind is seconds, 20 lines of them most of this file's time).
-    from perflab.checks import instances_check as ic
+    from perflab.checks import instances as ic
 
     def one_real(fn, real_model, fake):
         def rates(*a, **k):

@@ -1,7 +1,7 @@
 """`perflab instances --until-decided`: rounds until every N past the CPU count is shown to gain
 --min-effect over the best N at or below it, or shown not to, or the budget ends
 (studies/instances/looks.py). The study's own execute runs through the MockExecutor on a 2-CPU
-box (checks/instances_check.until_decided_campaign); a real scan of sleeping copies runs it end
+box (checks/instances.until_decided_campaign); a real scan of sleeping copies runs it end
 to end."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from perflab.checks import instances_check as ic
+from perflab.checks import instances as ic
 from perflab.cli import main
 from perflab.studies.instances.result import InstancesResult
 

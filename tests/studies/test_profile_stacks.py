@@ -264,7 +264,7 @@ def test_ratio_interval_holds_its_level_on_simulated_null_diffs():
     profile harness's noise, how often it holds 1 (200 diffs x 8 functions measured 0.94-0.97
     over every model at 3 and 5 recordings a side: docs/profile.md)."""
     from perflab.checks.noise import STUDY_MODELS
-    from perflab.checks.profile_diff_check import ratio_coverage
+    from perflab.checks.profile_diff import ratio_coverage
 
     for name in ("quiet", "two-speed", "loaded"):
         assert 0.92 <= ratio_coverage(STUDY_MODELS[name], 40, 3) <= 0.99, name

@@ -278,7 +278,7 @@ def test_diff_one_recording_per_side_is_descriptive_only():
 def test_diff_harness_null_stays_quiet_and_planted_is_found():
     # A few dozen simulated diffs (the 200-trial figures are in docs/profile.md).
     from perflab.checks.noise import MODELS
-    from perflab.checks.profile_diff_check import rates
+    from perflab.checks.profile_diff import rates
 
     fp, det = rates(MODELS["loaded"], runs=30, per_side=5, seed=1)
     assert fp <= 0.1 and det >= 0.9

@@ -137,7 +137,7 @@ def test_a_fixed_count_that_shows_nothing_points_to_until_decided():
 
 
 def test_harness_rows_find_the_planted_change_and_count_the_runs_used():
-    from perflab.checks.run_check import rates_until_decided
+    from perflab.checks.run import rates_until_decided
 
     r = rates_until_decided("quiet", 2, 3)
     assert r["false_positive"] == 0.0 and r["detection"] == 1.0

@@ -107,7 +107,7 @@ def test_precision_missed_at_max_runs_is_a_warning_with_the_precision_reached():
 def test_harness_null_can_fail_the_rule_against_the_sample_fastest():
     # 8 equal commands under the quiet model: testing against the sample-fastest calls one
     # "slower" in more than 5 % of trials; against the reference, not
-    from perflab.checks import run_check
+    from perflab.checks import run as run_check
 
     results = [run_check.study("quiet", 8, 0.0, seed) for seed in range(40)]
     assert sum(bool(run_check.against_fastest(r)) for r in results) >= 3
@@ -115,7 +115,7 @@ def test_harness_null_can_fail_the_rule_against_the_sample_fastest():
 
 
 def test_harness_planted_2_percent_found_against_the_reference():
-    from perflab.checks import run_check
+    from perflab.checks import run as run_check
 
     found = [run_check.called(run_check.study("quiet", 5, run_check.PLANTED, seed)) for seed in range(10)]
     assert sum(f.get("c1") == "slower" for f in found) >= 7
@@ -198,7 +198,7 @@ def test_cli_contradictory_limits_and_unknown_reference_refused(tmp_path, args, 
 
 
 def test_harness_prints_a_line_per_noise_model_and_command_count(monkeypatch):
-    from perflab.checks import run_check
+    from perflab.checks import run as run_check
     from perflab.checks.noise import MODELS
 
     # Every model and command count gets its line; one of them is run for real (each is a campaign
@@ -218,7 +218,7 @@ def test_harness_prints_a_line_per_noise_model_and_command_count(monkeypatch):
 
 
 def test_the_harness_reruns_at_the_runs_the_output_asks_for():
-    from perflab.checks import run_check
+    from perflab.checks import run as run_check
 
     # one seeded trial each (the 200-trial figures are docs/statistics.md's): the null campaign
     # and its rerun call nothing, the planted 2 % is called at the runs asked for
@@ -227,7 +227,7 @@ def test_the_harness_reruns_at_the_runs_the_output_asks_for():
 
 
 def test_commands_at_two_speeds_are_compared_within_them_and_the_output_asks_for_runs():
-    from perflab.checks import run_check
+    from perflab.checks import run as run_check
 
     # The two-speed model (1.48x, 40 % slow in stretches): 3 % found within the speeds at 80 runs
     found = run_check.study("two-speed", 2, 0.03, seed=3, runs=80)

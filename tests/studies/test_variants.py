@@ -27,7 +27,7 @@ from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies.variants import study as vs
 from perflab.checks.noise import MODELS
-from perflab.checks.variants_check import NoisyMachine, rates, sim_config, verdict_check
+from perflab.checks.variants import NoisyMachine, rates, sim_config, verdict_check
 from perflab.studies.variants.result import BuildInfo, VariantsResult
 
 import perflab.kernels

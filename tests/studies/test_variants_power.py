@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import random
 
-from perflab.checks import variants_check as vc
+from perflab.checks import variants as vc
 from perflab.checks.noise import MODELS
 from perflab.studies.variants import power
 

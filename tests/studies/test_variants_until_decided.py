@@ -11,7 +11,7 @@ import re
 
 from rich.console import Console
 
-from perflab.checks import variants_check as vc
+from perflab.checks import variants as vc
 from perflab.checks.noise import STUDY_MODELS
 from perflab.cli import main
 from perflab.report.terminal.variants import render

@@ -170,7 +170,7 @@ def test_joules_per_event_and_energy_optimal_copies_through_the_mock(tmp_path):
 def test_instances_watts_and_energy_optimal_copies_through_the_mock(tmp_path):
     """A modelled node: throughput saturates at 4 CPUs while watts keep rising with copies, and a
     'turbo' makes 2 copies cheap per event; the study reports watts per N and the energy optimum."""
-    from perflab.checks.instances_check import one_node_box
+    from perflab.checks.instances import one_node_box
     from perflab.platform.machine import Machine
     from perflab.model import MetricPattern, Workload
     from perflab.report.terminal.instances import render

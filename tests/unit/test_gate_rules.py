@@ -7,7 +7,7 @@ import pytest
 
 import random
 
-from perflab.checks.gate_check import SETTINGS, SimConfig, simulate
+from perflab.checks.gate import SETTINGS, SimConfig, simulate
 from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies.gate.study import GateConfig, evaluate, parse_threshold

@@ -29,7 +29,7 @@ def test_two_speeds_found_with_shares_and_labels():
 @pytest.mark.parametrize("n", [10, 30, 100])
 def test_false_alarms_on_unimodal_lognormal_below_5_percent(n):
     rng = np.random.default_rng(n)
-    # 150 samples a size (the modes harness, checks/modes_check.py, has docs/run.md's figures)
+    # 150 samples a size (the modes harness, checks/modes.py, has docs/run.md's figures)
     alarms = sum(detect_modes(rng.lognormal(0, 0.05, n)).multimodal for _ in range(150))
     assert alarms / 150 <= 0.05
 
@@ -44,8 +44,8 @@ def test_a_skewed_sample_stays_one_mode_at_30_runs():
 
 
 def test_harness_null_can_fail_the_rule_without_the_tail_null():
-    # checks/modes_check.py's null is the shared 'skewed' model: the old rule fails it
-    from perflab.checks.modes_check import rate
+    # checks/modes.py's null is the shared 'skewed' model: the old rule fails it
+    from perflab.checks.modes import rate
 
     old = rate("skewed", 30, runs=100, seed=1, detect=lambda xs: detect_modes(xs, tail_null=False, min_gap=0.0))
     assert old > 0.05
@@ -54,13 +54,13 @@ def test_harness_null_can_fail_the_rule_without_the_tail_null():
 @pytest.mark.parametrize("model,n", [("skewed", 20), ("skewed", 30), ("skewed", 100), ("quiet", 30),
                                      ("loaded", 30)])
 def test_harness_single_speed_models_stay_one_mode(model, n):
-    from perflab.checks.modes_check import rate
+    from perflab.checks.modes import rate
 
     assert rate(model, n, runs=60, seed=1) <= 0.05
 
 
 def test_harness_two_speed_model_found_at_30_runs():
-    from perflab.checks.modes_check import rate, verdict_lines
+    from perflab.checks.modes import rate, verdict_lines
 
     assert rate("two-speed", 30, runs=40, seed=1) >= 0.9
     lines = verdict_lines(runs=2)

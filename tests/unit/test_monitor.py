@@ -284,8 +284,8 @@ def test_a_recorded_h200_node_shows_its_cpu_job_and_its_gpu_idle_power():
 
 
 def test_the_harness_finds_planted_power_and_stays_quiet_without_it():
-    # checks/monitor_check.py at 150 trials a model (bench/verdicts.py monitor runs 400 and more)
-    from perflab.checks.monitor_check import MODELS, rates
+    # checks/monitor.py at 150 trials a model (bench/verdicts.py monitor runs 400 and more)
+    from perflab.checks.monitor import MODELS, rates
 
     for model in MODELS:
         r = rates(model, runs=150)

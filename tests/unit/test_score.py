@@ -132,7 +132,7 @@ def test_export_reimports_to_the_same_figures(tmp_path):
 
 
 def test_harness_quiet_suites_cover_and_find_the_planted_flags():
-    from perflab.checks.score_check import check
+    from perflab.checks.score import check
 
     c = check("quiet", runs=30)
     assert c["coverage"] >= 0.85 and c["bad_rep_found"] >= 0.85 and c["copy_found"] >= 0.9
