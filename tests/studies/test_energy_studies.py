@@ -1,5 +1,6 @@
 """Energy in run, variants, the report and compare: a modelled power through the mock executor,
-a RAPL fixture tree driven end to end, and the absence path of the real CLI on this machine."""
+a RAPL fixture tree driven end to end (the absence path of the real CLI on this machine:
+tests/cli/test_energy_studies.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,6 @@ import io
 import json
 import re
 import shutil
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +19,6 @@ from perflab.kernels.variants import BuildTarget, Variant
 from perflab.measure.energy import RaplMeter, choose_meter
 from perflab.measure.executor import MockExecutor
 from perflab.model import MetricPattern, RunResult, Workload
-from perflab.platform.energy import rapl_available
 from perflab.platform.machine import Machine
 from perflab.platform.sysfs import Root
 from perflab.platform.topology import Topology
@@ -32,13 +29,13 @@ from perflab.report.terminal.variants import render as render_variants
 from perflab.stats import median_ci
 from perflab.store import open_store
 from perflab.studies import resume_study, run_study
-from perflab.studies.run import study as run_mod
-from perflab.studies.variants import study as vs
 from perflab.studies.compare.study import CompareConfig, run_compare
 from perflab.studies.cost.energy import events_metric
-from perflab.studies.run.study import Command, RunConfig
+from perflab.studies.run import study as run_mod
 from perflab.studies.run.result import RunStudyResult
+from perflab.studies.run.study import Command, RunConfig
 from perflab.studies.session import Session
+from perflab.studies.variants import study as vs
 from perflab.studies.variants.result import VariantsResult
 
 MACHINE = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
@@ -291,48 +288,6 @@ def test_rapl_fixture_end_to_end_through_a_run(tmp_path):
     e = res.benchmarks[0].energy
     assert e["joules_per_run"] == pytest.approx(5 + 1 + 2 + 0.5)  # core sub-domains not added again
     assert e["joules_per_run_ci"]["low"] == pytest.approx(8.5) and e["watts"] == pytest.approx(8.5)
-
-
-def _perflab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    # wide: these tests read sentences, which piped output would wrap at 100 columns
-    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd, env={**os.environ, "COLUMNS": "400"})
-
-
-def test_real_run_says_once_that_energy_is_not_measured_here(tmp_path):
-    meter, note = choose_meter("auto")
-    if meter is not None:
-        pytest.skip(f"this machine has an energy source ({note})")
-    p = _perflab("run", "--energy", "auto", "--runs", "2", "--db", str(tmp_path / "s.db"), "--", "true",
-                 cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.count("energy: not measured:") == 1 and note in p.stdout
-    assert "J/run" not in p.stdout
-    if rapl_available(Root("/"))[0]:
-        return
-    p = _perflab("run", "--energy", "rapl", "--runs", "2", "--db", str(tmp_path / "s.db"), "--", "true",
-                 cwd=tmp_path)
-    assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr.startswith("perflab: error: --energy rapl: ") and len(p.stderr.splitlines()) == 1
-    bad = [("solar", "Invalid value for '--energy'")]
-    if shutil.which("ipmitool") is None:
-        bad.append(("ipmi", "--energy ipmi: ipmitool not found"))
-    for source, message in bad:
-        p = _perflab("run", "--energy", source, "--db", str(tmp_path / "s.db"), "--", "true", cwd=tmp_path)
-        assert p.returncode == 2 and p.stderr.startswith(f"perflab: error: {message}"), p.stderr
-        assert len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
-
-
-def test_real_variants_refuses_an_explicit_source_it_does_not_have(tmp_path):
-    if rapl_available(Root("/"))[0]:
-        pytest.skip("this machine has RAPL")
-    src = tmp_path / "w.c"
-    src.write_text("int main(void) { return 0; }\n")
-    p = _perflab("variants", "--energy", "rapl", "--source", str(src), "--variant", "O1=-O1",
-                 "--db", str(tmp_path / "s.db"), "--", "{exe}", cwd=tmp_path)
-    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
-    assert p.stderr.startswith("perflab: error: --energy rapl: ")
-    assert not list(tmp_path.glob("**/*.o"))  # refused before anything was built
 
 
 def test_the_perf_probe_is_asked_once_per_boot(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""Fleet pieces without a batch system: the script's quoting, slow-node statistics, report, collect."""
+"""Fleet pieces without a batch system: the script's quoting, slow-node statistics, report, collect
+(into PostgreSQL: tests/real/test_fleet_units.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import numpy as np
 import pytest
 
 from perflab.fleet import state
-from perflab.fleet.collect import collect
 from perflab.fleet.report import build
 from perflab.fleet.script import TaskSpec, write_script
 from perflab.fleet.submit import split_password
@@ -197,32 +197,6 @@ def test_report_shape_platforms_slow_and_missing(tmp_path, store_url):
     assert h["quantity"] == "events_per_s" and h["n"] == 30 and h["ci"]["level"] >= 0.95
 
 
-@pytest.mark.postgres
-def test_collect_is_idempotent(tmp_path, postgres_url):
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    for slot in range(3):
-        with open_store(str(shards / f"farm.{slot}.job1.db")) as s:
-            _task(s, "farm", slot, f"n{slot}", "EPYC", [100.0 + slot] * 5,
-                  status="running" if slot == 2 else "done")
-            _task(s, "other", slot, f"n{slot}", "EPYC", [1.0] * 2)  # another fleet: not collected
-    with open_store(postgres_url) as target:
-        first = collect("farm", shards, target)
-        assert (first.shards, first.copied, first.measurements) == (3, 3, 15)
-        again = collect("farm", shards, target)
-        assert (again.copied, again.updated, again.unchanged) == (0, 0, 3)
-        with open_store(str(shards / "farm.2.job1.db")) as s:  # the running one finishes
-            cid = s.campaigns()[0].id
-            s.add_measurement(cid, _result(102.0), {}, rep=5, label="w")
-            s.finish_campaign(cid, "done")
-        third = collect("farm", shards, target)
-        assert (third.copied, third.updated, third.unchanged) == (0, 1, 2)
-        camps = [c for c in target.campaigns() if c.labels.get("fleet") == "farm"]
-        assert len(camps) == 3 and {c.status for c in camps} == {"done"}
-        assert sorted(c.n_measurements for c in camps) == [5, 5, 6]
-        assert len({c.host_id for c in camps}) == 3
-
-
 def test_cost_takes_a_fleets_platform_throughput(tmp_path):
     from perflab.studies.cost.study import load_platforms, run_cost
 
@@ -279,17 +253,6 @@ def test_slurm_features_split_one_cpu_model_into_platforms(tmp_path):
     with open_store(db) as store:
         (b,) = run_cost(load_platforms(str(toml)), store).platforms
     assert b.throughput_per_node == pytest.approx(1000, rel=0.02) and "[B]" in b.throughput_source
-
-
-@pytest.mark.parametrize("url", ["postgresql://u:s3cret@host:notaport/db", "postgresql://u:s3cret@[::1/db",
-                                 "postgresql://u:s3cret@127.0.0.1:1/db"])
-def test_store_url_password_is_never_printed(url, tmp_path):
-    import sys
-
-    r = subprocess.run([sys.executable, "-m", "perflab", "results", "--db", url], capture_output=True, text=True,
-                       cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")})
-    assert r.returncode == 2 and r.stderr.startswith("perflab: error:"), r.stderr
-    assert "s3cret" not in r.stdout + r.stderr and "u:***@" in r.stderr
 
 
 def test_scontrol_records_map_to_task_ids():

@@ -1,11 +1,9 @@
-"""Report and compare on a real SQLite store filled with synthetic measurements."""
+"""Report and compare on a real SQLite store filled with synthetic measurements (through the
+command line: tests/cli/test_report.py)."""
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
-import sys
 
 import pytest
 
@@ -73,40 +71,10 @@ def test_report_escapes_workload_text_and_is_self_contained(store):
     assert "<script>" not in md and "&lt;script>" in md and "&gt;" not in md
 
 
-def test_report_cli_writes_html_and_markdown(tmp_path, store):
-    _campaign(store, "run", [1.0, 1.02, 0.99], summary={"verdict": "cmd took 1.0 s"})
-    db = str(tmp_path / "r.db")
-    out = tmp_path / "rep.html"
-    p = subprocess.run([sys.executable, "-m", "perflab", "report", "--db", db, "-o", str(out)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    assert "cmd took 1.0 s" in out.read_text()
-    p = subprocess.run([sys.executable, "-m", "perflab", "report", "--db", db, "-o", "-",
-                        "--format", "markdown"], capture_output=True, text=True)
-    assert p.returncode == 0 and "> cmd took 1.0 s" in p.stdout
-
-
-def test_compare_cli_json_and_missing_campaign(tmp_path, store):
-    # 6 runs a side: 4 cannot pass Holm's first step over the measures (compare says so, exit 3)
-    a = _campaign(store, "run", [1.0, 1.01, 0.99, 1.0, 1.0, 1.02])
-    b = _campaign(store, "run", [2.0, 2.01, 1.99, 2.0, 2.0, 2.02])
-    db = str(tmp_path / "r.db")
-    p = subprocess.run([sys.executable, "-m", "perflab", "compare", str(a), str(b), "--db", db,
-                        "--json", "-"], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    data = json.loads(p.stdout)["result"]
-    wall = next(r for r in data["rows"] if r["measure"] == "wall_s")
-    assert abs(wall["ratio"] - 2.0) < 0.05
-    p = subprocess.run([sys.executable, "-m", "perflab", "compare", str(a), "999", "--db", db],
-                       capture_output=True, text=True)
-    assert p.returncode == 2 and "Traceback" not in p.stderr and "999" in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
-
-
 def test_plots_draw_points_with_ci_and_ratios_on_a_log_axis_centred_on_1():
     import re
 
-    from perflab.report.plots import ratio_axis, estimates
+    from perflab.report.plots import estimates, ratio_axis
 
     points = estimates(["a", "b"], [1.00, 1.02], [0.99, 1.01], [1.01, 1.03], ylabel="wall time [s]", level="95% CI")
     assert 'id="patch_' not in points.split("</defs>")[-1] or "bar" not in points  # no bars
@@ -132,8 +100,8 @@ def test_run_report_answers_first_with_evidence_and_its_level(store):
     from perflab.measure.executor import MockExecutor
     from perflab.platform.machine import Machine
     from perflab.platform.topology import Topology
-    from perflab.studies.run import study as run_mod
     from perflab.studies import run_study
+    from perflab.studies.run import study as run_mod
 
     machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
     config = run_mod.RunConfig(commands=(run_mod.Command("sleep 0.2", ("sleep", "0.2")),
@@ -161,8 +129,8 @@ def test_plots_keep_text_as_text_and_say_what_they_show(store):
     from perflab.measure.executor import MockExecutor
     from perflab.platform.machine import Machine
     from perflab.platform.topology import Topology
-    from perflab.studies.run import study as run_mod
     from perflab.studies import run_study
+    from perflab.studies.run import study as run_mod
 
     machine = Machine(topology=Topology(cpus=(), cores=(), sockets=(), nodes=()), metadata={"hostname": "t"})
     config = run_mod.RunConfig(commands=(run_mod.Command("sleep 0.2", ("sleep", "0.2")),
@@ -204,18 +172,3 @@ def test_the_compare_page_uses_the_reports_one_stylesheet(tmp_path, store):
     assert css.strip() in page and css.strip() in to_html(build_report(store, select_campaigns(store, [])))
     assert page.count('<div class="scroll"><table') == page.count("<table")
     assert page.count('role="img"') == page.count("<svg") > 0
-
-
-def test_compare_of_points_with_one_observation_a_side_is_refused_not_empty(tmp_path, store):
-    """Two instances scans of 1 round: every point matched, none comparable: one line, exit 2."""
-    for level in (1.0, 2.0):
-        cid = store.start_campaign("instances", {}, None)
-        for n in (1, 2):
-            for copy in range(n):
-                store.add_measurement(cid, _result(0.1 * level), {"policy": "none", "n": n, "copy": copy},
-                                      rep=0, label="w")
-        store.finish_campaign(cid, "done")
-    p = subprocess.run([sys.executable, "-m", "perflab", "compare", "1", "2", "--db", str(tmp_path / "r.db")],
-                       capture_output=True, text=True)
-    assert p.returncode == 2 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1, p.stdout + p.stderr
-    assert "share 2 point(s), but no point has 2 or more observations on both sides" in p.stderr

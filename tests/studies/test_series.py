@@ -1,10 +1,10 @@
-"""Per-event series: extraction with arrival stamps through the real spawn server, the compact
-stored form and its cost, the warm-up change point, the steady rate and the quantile intervals,
-`perflab run` end to end on a script whose first 20 events are 10x slower, and bad input."""
+"""Per-event series: extraction with arrival stamps, the compact stored form and its cost, the
+warm-up change point, the steady rate and the quantile intervals (through the real spawn server:
+tests/real/test_series.py; `perflab run` end to end on a script whose first 20 events are 10x
+slower, and bad input: tests/cli/test_series.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -13,10 +13,10 @@ import sys
 import textwrap
 
 import pytest
+
 from perflab.errors import PerflabError
-from perflab.measure.real import RealExecutor
 from perflab.measure.series import compile_series, extract_series, run_metrics, steady_part
-from perflab.model import RunResult, RunSpec
+from perflab.model import RunResult
 from perflab.model.series import EventSeries, decode, encode, series_length
 from perflab.stats.steady import quantile_ci, steady_rate, warmup
 from perflab.store import open_store
@@ -35,12 +35,6 @@ def perflab(tmp_path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
                           cwd=tmp_path, timeout=300, env=env)
-
-
-def one_line_error(p: subprocess.CompletedProcess, *words: str) -> None:
-    lines = p.stderr.strip().splitlines()
-    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("perflab: error:"), p.stderr
-    assert all(w in lines[0] for w in words), lines[0]
 
 
 @pytest.fixture
@@ -119,19 +113,6 @@ def test_skip_events_fixes_the_warmup():
     assert run_metrics(s, 1.0, 10)["steady_rate"] == pytest.approx(1000.0)
 
 
-def test_spawn_server_stamps_lines_as_they_arrive(slow_start):
-    pats = compile_series([r"^event (?P<event>\d+)$"])
-    with RealExecutor() as ex:
-        r = ex.run(RunSpec(argv=(sys.executable, str(slow_start), "60"), series=pats))
-    s = decode(r.series)
-    assert r.ok and s.ids == list(range(60))
-    # each line was stamped when it was read, so never before the program could have printed it
-    # (its sleeps so far, from the spawn), and in the order printed: a lower bound, whatever the load
-    slept = [sum(0.05 if j < 20 else 0.005 for j in range(i + 1)) * 1e9 for i in range(60)]
-    assert all(a >= t for a, t in zip(s.at_ns, slept)) and s.at_ns == sorted(s.at_ns)
-    assert r.metrics["warmup_events"] >= 0 and r.metrics["steady_rate"] > 0
-
-
 def test_series_stored_apart_and_replayed(tmp_path):
     s = EventSeries([1, 2, 3], [1.0, 2.0, 3.0], [0, 0, 0])
     r = RunResult(wall_ns=10, user_s=0, sys_s=0, maxrss_kb=1, minflt=0, majflt=0, nvcsw=0, nivcsw=0,
@@ -149,29 +130,6 @@ def test_series_stored_apart_and_replayed(tmp_path):
         assert set(blobs) == {mid, mid2, mid + 1}
         assert decode(blobs[mid]).ms == [1.0, 2.0, 3.0]
         assert store.measurements(cid)[0].result.series == b""  # listings never read the blobs
-
-
-def test_run_finds_the_warmup_of_a_slow_start(slow_start, tmp_path):
-    """Done when: a workload whose first 20 events are 10x slower gets its warm-up placed at
-    event 20 (within 2) and a steady rate whose interval holds the true one."""
-    res = perflab(tmp_path, "run", "--runs", "3", "--json", "r.json", "--series", r"^event (?P<event>\d+)$",
-                  "--", sys.executable, str(slow_start), "200")
-    assert res.returncode == 0, res.stderr
-    (b,) = json.loads((tmp_path / "r.json").read_text())["result"]["benchmarks"]
-    s = b["series"]
-    assert s["runs"] == 3  # every run's series, none lost to runs going back to back
-    assert all(abs(k - 20) <= 2 for k in s["warmup"]), s["warmup"]
-    assert "steady" in res.stdout and "warm-up: the event rate changes" in res.stdout
-    # What the rate is depends on the machine (5 ms sleeps plus Python's loop under whatever load):
-    # the warm-up is out of it, so it is above the whole run's, and it has an interval around it.
-    ci = s["steady_ci"]
-    assert s["steady_rate"] > s["run_rate"] and ci["low"] < s["steady_rate"] < ci["high"]
-
-
-def test_bad_series_options_are_one_line(tmp_path):
-    one_line_error(perflab(tmp_path, "run", "--series", "x(?P<q>1)", "--", "true"), "names no event, count or time group")
-    one_line_error(perflab(tmp_path, "run", "--skip-events", "3", "--", "true"), "--skip-events cuts a per-event series")
-    one_line_error(perflab(tmp_path, "run", "--primary-metric", "steady_rate", "--", "true"), "per-event series")
 
 
 def test_summary_names_a_heavy_event_across_runs():
