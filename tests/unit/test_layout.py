@@ -9,7 +9,10 @@ Direction (a package may import only packages of a lower rank, or itself):
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
+
+from tests.conftest import TIERS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "perflab"
 
@@ -240,3 +243,23 @@ def test_the_output_check_sees_a_table_built_in_a_cli_module():
     assert sorted(w for _, w in _output_calls(tree)) == [
         "click.echo(...)", "console.print(...)", "from perflab.report.model import Table",
         "from rich.table import Table"]
+
+
+def test_every_test_file_sits_in_its_tier():
+    """tests/ holds the shared helpers at its top and the tests one tier down: the folder sets the
+    marker (tests/conftest.py), so a test file elsewhere would run under no tier's marker."""
+    tests = Path(__file__).resolve().parents[1]
+    top = sorted(p.name for p in tests.glob("test_*.py"))
+    assert not top, f"test files at the top of tests/ (move each into tests/{'|'.join(TIERS)}): {top}"
+    stray = sorted(str(p.relative_to(tests)) for p in tests.rglob("test_*.py")
+                   if len(p.relative_to(tests).parts) != 2 or p.relative_to(tests).parts[0] not in TIERS)
+    assert not stray, f"test files outside the tiers' folders: {stray}"
+    # a package each, so two tiers may hold files of one name (tests/studies/test_cores.py and
+    # tests/real/test_cores.py import as two modules)
+    assert [t for t in TIERS if not (tests / t / "__init__.py").exists()] == []
+
+
+def test_each_tier_is_a_declared_marker():
+    with open(SRC.parents[1] / "pyproject.toml", "rb") as fh:
+        declared = {m.split(":")[0] for m in tomllib.load(fh)["tool"]["pytest"]["ini_options"]["markers"]}
+    assert set(TIERS) <= declared, set(TIERS) - declared

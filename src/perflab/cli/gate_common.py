@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # The gate (studies/gate/study.py, the compare machinery under it) loads only when a gate is asked
 # for: `perflab run` without --baseline starts about 8 ms sooner. The help's default is the
-# gate's DEFAULT_FAIL_IF (tests/real/test_gate.py checks that they agree).
+# gate's DEFAULT_FAIL_IF (tests/cli/test_gate.py checks that they agree).
 DEFAULT_FAIL_IF_HELP = "median>+5%"
 FAIL_IF_HELP = ("Fail (exit 1) when MEASURE changed beyond the threshold AND significantly, "
                 "e.g. 'median>+3%', 'rss>+10MiB', 'events_per_s<-2%' (repeatable; default "
