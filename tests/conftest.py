@@ -367,7 +367,8 @@ def kill_then_resume(argv: list[str], tmp_path: pathlib.Path, n: int) -> tuple[o
 
 
 # The files that take longest (pytest --durations on this VM, summed per file), slowest first,
-# by their path under tests/. `make test` runs whole files on two workers in the order collected
+# by their path under tests/ (a file split by tier, its part that starts perflab or a compiler
+# first). `make test` runs whole files on two workers in the order collected
 # (--no-loadscope-reorder): the longest go first and the short ones fill in around them, so no
 # worker is left running one long file at the end while the other idles (xdist's own order, most
 # tests first, put these few-test files last). A file missing here only runs later; a stale order
@@ -376,10 +377,11 @@ SLOWEST_FILES = (
     "real/test_variants_cli.py", "real/test_lab.py", "real/test_fleet_farm.py", "studies/test_fleet_scale.py",
     "studies/test_run_verdicts.py", "real/test_fleet.py", "studies/test_instances_optimum.py", "unit/test_modes.py",
     "cli/test_pipe_width.py", "real/test_profile_callgrind.py", "real/test_concurrent_writers.py",
-    "studies/test_run_until_decided.py", "studies/test_compare_verdicts.py", "studies/test_compare_replicated.py",
-    "real/test_gate.py", "real/test_flame_browser.py", "studies/test_variants.py", "unit/test_gate_rules.py",
-    "studies/test_checks.py", "real/test_startup.py", "studies/test_instances_asked.py",
-    "cli/test_metric_options_cli.py", "cli/test_bad_input.py", "unit/test_monitor.py", "real/test_profile_attach.py",
+    "studies/test_run_until_decided.py", "cli/test_compare_verdicts.py", "studies/test_compare_verdicts.py",
+    "studies/test_compare_replicated.py", "real/test_gate.py", "real/test_flame_browser.py", "studies/test_variants.py",
+    "real/test_variants.py", "unit/test_gate_rules.py", "studies/test_checks.py", "real/test_startup.py",
+    "studies/test_instances_asked.py", "cli/test_metric_options_cli.py", "cli/test_bad_input.py",
+    "cli/test_monitor.py", "unit/test_monitor.py", "real/test_profile_attach.py", "cli/test_series.py",
     "studies/test_series.py", "real/test_frontend_cachegrind.py", "real/test_compare_counted.py",
     "real/test_quiet_start.py",
 )

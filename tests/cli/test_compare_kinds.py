@@ -8,7 +8,15 @@ import sys
 
 import pytest
 
+from perflab.store import open_store
 from tests.studies.test_compare_kinds import _synthetic
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(str(tmp_path / "perflab.db"))
+    yield s
+    s.close()
 
 
 def test_compare_cli_json_and_html_with_levels(tmp_path, store):

@@ -1,4 +1,5 @@
-"""perflab compare's verdicts through its command line: instances of two sleeps, a declared direction, --min-effect, two runs a side, the footnote's threshold."""
+"""perflab compare's verdicts through its command line: instances of two sleeps, a declared
+direction, --min-effect, two runs a side, the footnote's threshold."""
 
 from __future__ import annotations
 
@@ -9,8 +10,16 @@ import sys
 
 import pytest
 
+from perflab.store import open_store
 from perflab.studies.compare.study import CompareConfig, run_compare
 from tests.studies.test_compare_verdicts import _result, _run_campaign
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(str(tmp_path / "perflab.db"))
+    yield s
+    s.close()
 
 
 def _cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:

@@ -1,4 +1,5 @@
-"""perflab cost through its command line: the seed example's choice, power asked of a campaign without energy."""
+"""perflab cost through its command line: the seed example's choice, power asked of a campaign
+without energy."""
 
 from __future__ import annotations
 

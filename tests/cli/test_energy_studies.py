@@ -1,4 +1,5 @@
-"""Energy through the command line: run says once that energy is not measured here; variants refuses a source it does not have."""
+"""Energy through the command line: run says once that energy is not measured here; variants refuses
+a source it does not have."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""perflab gate's command line: bad input in one line and exit status 2, a baseline from another machine refused unless asked, the help naming the gate's default."""
+"""perflab gate's command line: bad input in one line and exit status 2, a baseline from another
+machine refused unless asked, the help naming the gate's default."""
 
 from __future__ import annotations
 

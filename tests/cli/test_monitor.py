@@ -1,4 +1,5 @@
-"""The machine monitor through the command line: instances monitored with idle phases, results exporting them, bad input in one line."""
+"""The machine monitor through the command line: instances monitored with idle phases, results
+exporting them, bad input in one line."""
 
 from __future__ import annotations
 

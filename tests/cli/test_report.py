@@ -1,4 +1,5 @@
-"""perflab report and compare through the command line: HTML and Markdown written, JSON, a missing campaign, points with one observation a side."""
+"""perflab report and compare through the command line: HTML and Markdown written, JSON, a missing
+campaign, points with one observation a side."""
 
 from __future__ import annotations
 
@@ -6,7 +7,17 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from perflab.store import open_store
 from tests.studies.test_report import _campaign, _result
+
+
+@pytest.fixture()
+def store(tmp_path):
+    s = open_store(str(tmp_path / "r.db"))
+    yield s
+    s.close()
 
 
 def test_report_cli_writes_html_and_markdown(tmp_path, store):

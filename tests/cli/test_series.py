@@ -1,4 +1,5 @@
-"""Per-event series through perflab run's command line: the warm-up of a slow start, bad options in one line."""
+"""Per-event series through perflab run's command line: the warm-up of a slow start, bad options in
+one line."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ import json
 import subprocess
 import sys
 
-from tests.studies.test_series import perflab
+import pytest
+
+from tests.studies.test_series import SLOW_START, perflab
+
+
+@pytest.fixture
+def slow_start(tmp_path):
+    path = tmp_path / "slowstart.py"
+    path.write_text(SLOW_START)
+    return path
 
 
 def one_line_error(p: subprocess.CompletedProcess, *words: str) -> None:

@@ -8,7 +8,15 @@ import sys
 
 import pytest
 
+from perflab.store import open_store
 from tests.studies.test_compare_kinds import _synthetic
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(str(tmp_path / "perflab.db"))
+    yield s
+    s.close()
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None,

@@ -1,4 +1,5 @@
-"""Call stacks recorded for real: minihlt's window with a call graph, exported and read back; Callgrind's exact call paths."""
+"""Call stacks recorded for real: minihlt's window with a call graph, exported and read back;
+Callgrind's exact call paths."""
 
 from __future__ import annotations
 

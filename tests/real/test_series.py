@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from perflab.measure.real import RealExecutor
 from perflab.measure.series import compile_series
 from perflab.model import RunSpec
 from perflab.model.series import decode
+from tests.studies.test_series import SLOW_START
+
+
+@pytest.fixture
+def slow_start(tmp_path):
+    path = tmp_path / "slowstart.py"
+    path.write_text(SLOW_START)
+    return path
 
 
 def test_spawn_server_stamps_lines_as_they_arrive(slow_start):

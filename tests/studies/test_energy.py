@@ -1,4 +1,5 @@
-"""Energy arithmetic through the mock executor: joules per event and the energy-optimal copies of run and instances."""
+"""Energy arithmetic through the mock executor: joules per event and the energy-optimal copies of
+run and instances."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The regression gate on stored campaigns: thresholds, baselines in SQLite, the JUnit schema, the false-failure rate on null pairs, a missing measure, energy gated."""
+"""The regression gate on stored campaigns: thresholds, baselines in SQLite, the JUnit schema, the
+false-failure rate on null pairs, a missing measure, energy gated."""
 
 from __future__ import annotations
 
