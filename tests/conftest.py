@@ -374,16 +374,17 @@ def kill_then_resume(argv: list[str], tmp_path: pathlib.Path, n: int) -> tuple[o
 # tests first, put these few-test files last). A file missing here only runs later; a stale order
 # costs time, never a result.
 SLOWEST_FILES = (
-    "real/test_variants_cli.py", "real/test_lab.py", "real/test_fleet_farm.py", "studies/test_fleet_scale.py",
-    "studies/test_run_verdicts.py", "real/test_fleet.py", "studies/test_instances_optimum.py", "unit/test_modes.py",
-    "cli/test_pipe_width.py", "real/test_profile_callgrind.py", "real/test_concurrent_writers.py",
-    "studies/test_run_until_decided.py", "cli/test_compare_verdicts.py", "studies/test_compare_verdicts.py",
-    "studies/test_compare_replicated.py", "real/test_gate.py", "real/test_flame_browser.py", "studies/test_variants.py",
-    "real/test_variants.py", "unit/test_gate_rules.py", "studies/test_checks.py", "real/test_startup.py",
-    "studies/test_instances_asked.py", "cli/test_metric_options_cli.py", "cli/test_bad_input.py",
-    "cli/test_monitor.py", "unit/test_monitor.py", "real/test_profile_attach.py", "cli/test_series.py",
-    "studies/test_series.py", "real/test_frontend_cachegrind.py", "real/test_compare_counted.py",
-    "real/test_quiet_start.py",
+    "real/test_variants_cli.py", "real/test_lab.py", "real/test_fleet_farm.py", "cli/test_fleet_scale.py",
+    "studies/test_fleet_scale.py", "cli/test_run_verdicts.py", "studies/test_run_verdicts.py",
+    "real/test_fleet.py", "studies/test_instances_optimum.py", "unit/test_modes.py", "cli/test_pipe_width.py",
+    "real/test_profile_callgrind.py", "real/test_concurrent_writers.py", "real/test_run_until_decided.py",
+    "cli/test_run_until_decided.py", "studies/test_run_until_decided.py", "cli/test_compare_verdicts.py",
+    "studies/test_compare_verdicts.py", "cli/test_compare_replicated.py", "studies/test_compare_replicated.py",
+    "real/test_gate.py", "real/test_flame_browser.py", "studies/test_variants.py", "real/test_variants.py",
+    "unit/test_gate_rules.py", "studies/test_checks.py", "real/test_startup.py", "studies/test_instances_asked.py",
+    "cli/test_metric_options_cli.py", "cli/test_bad_input.py", "cli/test_monitor.py", "unit/test_monitor.py",
+    "real/test_profile_attach.py", "cli/test_series.py", "studies/test_series.py",
+    "real/test_frontend_cachegrind.py", "real/test_compare_counted.py", "real/test_quiet_start.py",
 )
 
 # The folder sets the marker: every test under tests/<tier>/ is marked <tier>, so `-m real` or

@@ -13,7 +13,6 @@ import pytest
 from rich.console import Console
 
 from perflab.checks import cores as cc
-from perflab.cli import main
 from perflab.errors import PerflabError
 from perflab.measure.executor import MockExecutor
 from perflab.model import Workload
@@ -108,36 +107,6 @@ def test_default_scan_stores_no_sequential_key():
 def test_bad_config_is_one_error(fields, says):
     with pytest.raises(PerflabError, match=says):
         cores.CoresConfig(Workload("sim", ("sim",)), **fields)
-
-
-def test_bad_option_combinations_exit_2_with_one_line(capsys):
-    for args in (["--max-runs", "60"], ["--until-decided", "--blocks", "1"],
-                 ["--until-decided", "--max-runs", "20"], ["--until-decided", "--precision", "0.01"],
-                 ["--until-decided", "--min-rounds", "4"]):
-        with pytest.raises(SystemExit) as exc:
-            main(["cores", "--cpus", "0,1", *args, "--", "true"])
-        assert exc.value.code == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("perflab: error: "), err
-
-
-def test_real_scan_until_decided_end_to_end(tmp_path):
-    """Real runs pinned to two CPUs, through the CLI and the store: blocks until the budget or a
-    decision, and a verdict that rules out only what every CPU's interval rules out."""
-    out = tmp_path / "cores.json"
-    try:
-        main(["cores", "--until-decided", "--cpus", "0,1", "--rounds", "4", "--blocks", "2", "--span", "0",
-              "--max-runs", "8", "--db", f"sqlite:///{tmp_path / 'r.db'}", "--json", str(out), "--", "true"])
-    except SystemExit as exc:
-        assert exc.code in (0, None)
-    r = CoresResult.from_dict(json.loads(out.read_text())["result"])
-    q = r.sequential
-    assert q is not None and q["budget"] == 4 and q["looks"] and r.rounds in (4, 6, 8)
-    assert r.stopped in ("decided", "budget") and r.runs == 2 * r.rounds
-    if q["decided"]:
-        assert "no CPU is slower than the rest by 2% or more" in r.verdict or r.slow
-    else:
-        assert "cannot tell whether CPU" in r.verdict and "no CPU is slower" not in r.verdict
 
 
 def test_the_look_rules_to_exact_numbers():

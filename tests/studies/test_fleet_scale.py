@@ -181,26 +181,6 @@ def test_peers_median_and_interval_leave_the_member_out():
         assert (t.low, t.high) == (members[t.member].low / hi, members[t.member].high / lo)
 
 
-def test_cli_test_option_picks_the_test(tmp_path):
-    import json
-    import subprocess
-    import sys
-
-    db = str(tmp_path / "f.db")
-    with open_store(db) as store:
-        planted = _farm(store, tmp_path, 20, 20, seed=2, plant=True)
-    for test, correction in (("runs", "Holm"), ("medians", "Bonferroni")):
-        r = subprocess.run([sys.executable, "-m", "perflab", "fleet", "report", "big", "--db", db, "--json", "-",
-                            "--test", test], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        rep = json.loads(r.stdout)
-        assert sorted(s["host"] for s in rep["slow_hosts"]) == sorted(planted)
-        assert {s["correction"] for s in rep["slow_hosts"]} == {correction}
-    r = subprocess.run([sys.executable, "-m", "perflab", "fleet", "report", "big", "--db", db, "--test", "ranks"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-
-
 def _unkind_platform(rng, hosts: int, runs: int, slow: int | None, host_sd: float = 0.005) -> dict[str, np.ndarray]:
     """Hosts alike in law, not in luck: a host effect (sd 0.5%), skewed run noise (lognormal),
     two speeds 5% apart (a run in 3 on the slow one), background load (a run in 10 at 80%), and a

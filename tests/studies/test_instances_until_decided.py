@@ -2,17 +2,15 @@
 --min-effect over the best N at or below it, or shown not to, or the budget ends
 (studies/instances/looks.py). The study's own execute runs through the MockExecutor on a 2-CPU
 box (checks/instances.until_decided_campaign); a real scan of sleeping copies runs it end
-to end."""
+to end in tests/real/test_instances_until_decided.py."""
 
 from __future__ import annotations
 
 import json
 import re
 
-import pytest
 
 from perflab.checks import instances as ic
-from perflab.cli import main
 from perflab.studies.instances.result import InstancesResult
 
 
@@ -46,38 +44,3 @@ def test_budget_exhausted_reads_cannot_tell_with_the_rounds_that_would_decide():
     assert any(not s.decision for s in _past(r)) and "cannot tell" in r.verdict()
     back = InstancesResult.from_dict(json.loads(json.dumps(r.as_dict())))
     assert back.sequential == q and back.verdict() == r.verdict()
-
-
-@pytest.mark.parametrize("args, msg", [
-    (["--max-runs", "8"], "--max-runs bound --until-decided"),
-    (["--until-decided", "--reps", "9"], "--until-decided chooses the rounds itself"),
-    (["--until-decided", "--min-runs", "9", "--max-runs", "6"], "--max-runs 6 is below --min-runs 9"),
-    (["--until-decided", "--min-effect", "5 %%"], "--min-effect '5 %%' is not a number"),
-])
-def test_bad_until_decided_input_is_one_line_exit_2(args, msg, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["instances", *args, "--", "true"])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and msg in err[0], err
-
-
-@pytest.mark.serial  # real copies timed
-def test_cli_real_sleeping_copies_until_decided(tmp_path, capsys):
-    out = tmp_path / "inst.json"
-    main(["instances", "--n", "2,3", "--policy", "compact", "--until-decided", "--min-runs", "4",
-          "--max-runs", "6", "--db", str(tmp_path / "p.db"), "--json", str(out), "--", "sleep", "0.05"])
-    data = json.loads(out.read_text())["result"]
-    assert data["sequential"] and data["reps"] <= 6 and data["min_effect"] == 0.05
-    # three sleeping copies overlap on the 2 CPUs: a gain past them, shown or not yet decided
-    (step,) = [s for s in data["scans"][0]["steps"] if s["kind"] == "past"]
-    assert step["decision"] in ("gain", "") and step["ratio"] > 1.2
-    text = " ".join(capsys.readouterr().out.split())
-    assert "measured until decided" in text and "no N past" not in text
-
-
-def test_min_runs_below_a_testable_look_is_refused(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["instances", "--until-decided", "--min-runs", "3", "--", "true"])
-    assert exc.value.code == 2
-    assert "--min-runs 3: a look needs 4 rounds a point" in capsys.readouterr().err

@@ -1,19 +1,17 @@
 """`perflab variants --until-decided`: rounds until each build is decided at --min-effect, or the
 budget ends (studies/variants/looks.py). The study's own rounds and stop rule (study.measure) run
 through the MockExecutor for the decided, ruled-out and budget-exhausted cases; the link-order
-demo runs it end to end with real builds."""
+demo runs it end to end with real builds in tests/real/test_variants_until_decided.py."""
 
 from __future__ import annotations
 
 import io
 import json
-import re
 
 from rich.console import Console
 
 from perflab.checks import variants as vc
 from perflab.checks.noise import STUDY_MODELS
-from perflab.cli import main
 from perflab.report.terminal.variants import render
 from perflab.studies.variants.result import VariantsResult
 
@@ -58,31 +56,3 @@ def test_budget_exhausted_reads_cannot_tell_with_the_rounds_that_would_decide():
     render(back, Console(file=out, width=400))
     text = out.getvalue()
     assert "? = cannot tell" in text and "cannot tell within the budget (20 rounds)" in text
-
-
-def test_budget_options_without_until_decided_are_one_line_exit_2(capsys):
-    for args in (["--max-runs", "40"], ["--until-decided", "--rounds", "30"],
-                 ["--until-decided", "--min-effect", "200%"]):
-        try:
-            main(["variants", "--link-order-demo", *args])
-        except SystemExit as exc:
-            assert exc.code == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("perflab: error: "), err
-
-
-def test_link_order_demo_until_decided_end_to_end(tmp_path, capsys, monkeypatch):
-    """Real builds and runs: glibc's sin is about 1.5x slower than the archive's polynomial, a
-    change the design decides at an early look, well inside the budget."""
-    monkeypatch.setenv("PERFLAB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("COLUMNS", "400")
-    out = tmp_path / "v.json"
-    main(["variants", "--link-order-demo", "--until-decided", "--min-runs", "4", "--max-runs", "16",
-          "--db", str(tmp_path / "v.db"), "--json", str(out)])
-    text = " ".join(capsys.readouterr().out.split())
-    data = json.loads(out.read_text())["result"]
-    bad = {r["name"]: r for r in data["variants"]}["archive-first"]["comparisons"]["wall_s"]
-    assert bad["sequential"] and bad["ratio"] > 1.0
-    assert bad["decision"] == "larger" or not data["sequential"]["decided"]
-    assert data["rounds"] <= 16 and "measured until decided" in text
-    assert re.search(r"archive-first: elapsed \+\d", text) and "no significant difference" not in text
