@@ -29,7 +29,7 @@ test: setup
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The README's tour and the pages' marked examples (docs/examples/NAME.sh), rerun for real and
-# written back into the pages (about half an hour; tests/test_docs_examples.py checks the pages
+# written back into the pages (about half an hour; tests/docs/test_docs_examples.py checks the pages
 # against docs/examples/*.txt).
 docs-examples: setup
 	$(BIN)/python scripts/docs-examples $(EXAMPLES)
