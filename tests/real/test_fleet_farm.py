@@ -20,7 +20,7 @@ import pytest
 
 from tests.real.test_fleet import SCRIPT, _env, _report, _status, _wait_idle, cluster_dir, perflab, slurm_missing, stop_cluster
 
-LOOP = "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done"  # CPU-bound, ~0.1 s at a full CPU
+LOOP = "i=0; while [ $i -lt 25000 ]; do i=$((i+1)); done"  # CPU-bound, ~0.05 s at a full CPU
 
 
 def _cgroup_writable() -> bool:
@@ -64,7 +64,7 @@ def test_farm_names_the_slow_node_within_its_platform(farm, postgres_url, tmp_pa
     sinfo = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %f %t"], env=env, capture_output=True, text=True).stdout
     assert sorted(sinfo.split("\n")[:-1]) == ["node1 A idle", "node2 A idle", "node3 A idle", "node4 B idle"]
     before = _throttled(cluster_dir, "node2")
-    # 120 runs (~12 s a node): the report compares hosts on runs of the same time, and with 10 runs
+    # 120 runs (~6 s a node at a full CPU): the report compares hosts on runs of the same time, and with 10 runs
     # the four jobs' start skew left windows that did not overlap, or 1 s of two blocks, in which
     # two peers cannot make node2 significant (it was at 0.3 of them there)
     perflab(["fleet", "submit", "farm", "--nodes", "4", "--db", postgres_url, "--", "run", "--runs", "120",
