@@ -109,14 +109,19 @@ def frontend_summary(rng: random.Random) -> dict:
 
 def run_summary(rng: random.Random) -> dict:
     benches = []
+    # energy adds four columns after the finding: a plot must still take each row's finding
+    energy = {"source": "rapl", "joules_per_run": 2.0, "joules_per_run_ci": _ci(rng, 2.0, 0.978515625)} \
+        if rng.random() < 0.5 else None
     for k in range(rng.randint(2, 4)):
         med = rng.uniform(0.1, 2)
         rel = None if k == 0 else {"ratio": (r := _ratio(rng, sig := rng.random() < 0.5)),
                                    **_ci(rng, r, 0.975, sig), "target": 0.975, "significant": sig,
                                    "verdict": ("slower" if r > 1 else "faster") if sig else None}
-        benches.append({"command": f"cmd {k}", "summary": {"n": 10, "median": med, "mean": med, "stddev": 0.01},
+        benches.append({"command": f"cmd {k}", "params": {}, "summary": {"n": 10, "median": med, "mean": med, "stddev": 0.01},
                         "median_ci": _ci(rng, med, 0.978515625), "user": [0.1], "system": [0.0],
-                        "maxrss_kb": [1000], "metrics": {"fps": [rng.uniform(10, 60)]}, "relative": rel})
+                        "maxrss_kb": [1000], "metrics": {"fps": [rng.uniform(10, 60)]}, "relative": rel,
+                        "energy": energy})
+    # every field a stored Benchmark must have: the section reads it typed (RunStudyResult.from_dict)
     return {"benchmarks": benches, "ranking": {"measure": "wall time", "reference": "cmd 0"}, "verdict": "simulated"}
 
 
@@ -271,7 +276,7 @@ def test_markdown_report_passes_the_linter():
     api = pytest.importorskip("pymarkdown.api")
     rng = random.Random(7)
     camps = [campaign(s, f(rng), cid=i + 1) for i, (s, f) in enumerate(SIMULATED.items())]
-    camps.append(campaign("profile", {"samples": 1, "event": "cpu-clock", "window_opened": True,
+    camps.append(campaign("profile", {"samples": 1, "event": "cpu-clock", "opened": True,
                                       "recordings": [{"opened": True, "start_line": "start #7",
                                                       "stop_line": "done #7"}],
                                       "top": [{"share": 1.0, "samples": 1, "symbol": "f<int>*", "dso": "a"}]},

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from perflab import __version__
 from perflab.errors import PerflabError
 from perflab.report.model import Report, Section, Table
-import perflab.report.sections  # noqa: F401  (registers the study builders)
+import perflab.report.html  # noqa: F401  (registers the study builders)
 from perflab.report.answers import answers, workloads
 from perflab.report.numbers import plural
 from perflab.report.generic import build_section

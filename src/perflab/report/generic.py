@@ -1,20 +1,22 @@
 """Turn one stored campaign into a report Section: the generic view and the builder registry.
 
 Each study stores its result as the campaign summary (a JSON dict). The generic builder renders
-any summary: its ``verdict`` and every list of flat records as a table. Study builders
-(sections.py) add the plots the seeds drew; a builder registered with its study's Result.from_dict
-takes the typed result (a summary that does not decode, an interrupted campaign's, is shown
-generically), the others read the keys their study writes and fall back to the generic view when
-a key is absent.
+any summary: its ``verdict`` and every list of flat records as a table. A study's builder
+(report/html/<study>.py) is registered with its study's Result.from_dict and takes the typed
+result, decoded once here; a summary that does not decode (an interrupted or failed campaign's)
+and a study with no builder are shown generically.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Sequence
 
 from perflab.platform import owner
 from perflab.report import plots
 from perflab.report.model import Plot, Section, Table
+from perflab.report.numbers import ci_of, ratio_figure
+from perflab.store import dumps
 
 TITLES = {
     "run": "Timing",
@@ -119,19 +121,16 @@ def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "", 
         sec.notes.append(f"plot '{title}' not drawn: {type(exc).__name__}: {exc}")
 
 
-BUILDERS: dict[str, Callable[[Any, Any, list], Section]] = {}
-# study -> its Result.from_dict: the builders of these studies take the typed result, decoded
-# once here from the stored summary, never the summary's dict.
-RESULTS: dict[str, Callable[[dict], Any]] = {}
+# study -> (its Result.from_dict, its section builder): the builder takes the typed result,
+# decoded once here from the stored summary, never the summary's dict.
+BUILDERS: dict[str, tuple[Callable[[dict], Any], Callable[[Any, Any, list], Section]]] = {}
 
 
-def builder(study: str, result: Callable[[dict], Any] | None = None):
-    """Register a study's section builder; with ``result`` (the study's Result.from_dict), the
-    builder is handed the typed result instead of the summary."""
+def builder(study: str, result: Callable[[dict], Any]):
+    """Register a study's section builder, handed the result ``result`` (the study's
+    Result.from_dict) decodes from the stored summary."""
     def deco(fn: Callable[[Any, Any, list], Section]):
-        BUILDERS[study] = fn
-        if result is not None:
-            RESULTS[study] = result
+        BUILDERS[study] = (result, fn)
         return fn
 
     return deco
@@ -139,12 +138,10 @@ def builder(study: str, result: Callable[[dict], Any] | None = None):
 
 def build_section(campaign: Any, measurements: list) -> Section:
     summary = campaign.summary or {}
-    fn = BUILDERS.get(campaign.study)
-    if fn is None:
+    if campaign.study not in BUILDERS or not summary:
+        # no builder, or no result yet (a campaign still running, or stopped before its analysis)
         return generic(campaign, summary)
-    decode = RESULTS.get(campaign.study)
-    if decode is None:
-        return fn(campaign, summary, measurements)
+    decode, fn = BUILDERS[campaign.study]
     try:
         result = decode(summary)
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -154,8 +151,37 @@ def build_section(campaign: Any, measurements: list) -> Section:
     return fn(campaign, result, measurements)
 
 
-def _pct(r: float | None) -> str:
-    return "—" if r is None else f"{100 * (r - 1):+.1f} %"
+def stored(summary: dict) -> dict:
+    """A result's JSON form (its as_dict()) as the store keeps it (keys sorted, JSON's values): the
+    generic view of a typed result."""
+    return json.loads(dumps(summary))
+
+
+def ci_dict(ci: Any) -> dict | None:
+    """A CI as the report's helpers read it ({low, high, level}), None where there is none."""
+    return None if ci is None else ci.as_dict()
+
+
+def ratio_cell(ratio: float | None, ci: dict | None) -> str | None:
+    """A ratio with the digits its interval needs to be told from 1 ('1.004', not '1')."""
+    return None if ratio is None else ratio_figure(ratio, ci)
+
+
+ENERGY_COLUMNS = ["J/run", "J/run CI", "J/event", "J/event CI"]
+
+
+def add_energy(cols: list, rows: list[list], energies: list[dict | None]) -> str:
+    """Joules per run and per event with their CIs as four more columns, where any row was
+    measured; the note names the source (nothing is added where no energy was measured)."""
+    if not any(energies):
+        return ""
+    cols.extend(ENERGY_COLUMNS)
+    for row, e in zip(rows, energies):
+        e = e or {}
+        row.extend([e.get("joules_per_run"), ci_of(e.get("joules_per_run_ci")),
+                    e.get("joules_per_event"), ci_of(e.get("joules_per_event_ci"))])
+    sources = sorted({e["source"] for e in energies if e and e.get("source")})
+    return f"energy: {'; '.join(sources)}; medians with order-statistic CIs at the level shown"
 
 
 def finding(significant: bool | None, ratio: float | None, higher_is_better: bool | None) -> str:

@@ -35,6 +35,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+from perflab.studies.base import decode
 from perflab.studies.cores.detect import median_se
 
 BLOCK_Z = 2.33  # one-sided 1 %: the block-to-block rank correlation that says "states held"
@@ -73,9 +74,7 @@ class Timeline:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Timeline":
-        d = dict(d)
-        d["blocks"] = [Block(**{**b, "rounds": tuple(b["rounds"])}) for b in d.get("blocks", [])]
-        return cls(**d)
+        return decode(cls, d)
 
     def block_text(self, indices: Sequence[int]) -> str:
         """'block 1 (0-3 s)' / 'blocks 1, 3 (0-3 s, 61-64 s)': numbered from 1, with their times."""

@@ -128,13 +128,38 @@ class ProfileResult:
         # the keys the HTML report reads
         d["verdict"] = self.message
         d["window_opened"] = self.opened
-        d["enable_latency_us"] = [r["enable_latency_us"] for r in self.recordings
-                                  if r.get("enable_latency_us") is not None]
+        d["enable_latency_us"] = self.enable_latency_us
         d["front_end_hints"] = [a.symbol for a in self.annotations if a.front_end_hint]
         return d
 
+    @property
+    def enable_latency_us(self) -> list[float]:
+        """Marker to enabled sampling, per recording that measured it."""
+        return [r["enable_latency_us"] for r in self.recordings if r.get("enable_latency_us") is not None]
+
+    def window_sentence(self) -> str:
+        """The finding in one line with the window named by the output lines that opened and
+        closed it (the lines a reader knows), not by the patterns that matched them: the report's
+        sentence (the terminal prints each recording's window on a line of its own)."""
+        if not self.opened or not self.top:
+            return self.message or "the window never opened"
+        recs = [r for r in self.recordings if r.get("opened")]
+        if self.whole_run or not recs:
+            where = "over the whole run" if self.whole_run else ""
+        else:
+            r = recs[0]
+            n = len(recs)
+            where = (f"in {n} window{'s' * (n != 1)} from the line '{r.get('start_line', '?')}' "
+                     f"to '{r.get('stop_line') or r.get('closed_by') or 'the end'}'")
+        t = self.top[0]
+        samples = f"{self.samples:,} sample" + "s" * (self.samples != 1)
+        return (f"{samples} ({self.event}) {where}; the top function "
+                f"is {t.symbol} with {100 * (t.share or 0):.1f} % of them.").replace("  ", " ")
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProfileResult":
+        if "top" not in d:  # a failed campaign's summary, its error alone: no profile to read
+            raise KeyError("top")
         kw = known_fields(cls, d)
         kw["top"] = [TopRow(**t) for t in kw.get("top") or []]
         kw["count_top"] = [CountRow(**r) for r in kw.get("count_top") or []]

@@ -137,7 +137,8 @@ class RunStudyResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunStudyResult":
-        benches = [Benchmark(**known_fields(Benchmark, b)) for b in d.get("benchmarks", ())]
+        # a summary without benchmarks (a failed campaign's error alone) is no run result: KeyError
+        benches = [Benchmark(**known_fields(Benchmark, b)) for b in d["benchmarks"]]
         return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
                    dict(d.get("health") or {}), dict(d.get("instrument") or {}),
                    dict(d.get("ranking") or {}), d.get("workload"), d.get("sequential"))

@@ -11,12 +11,9 @@ from perflab.report.terminal.score import flag_lines, score_line
 from perflab.studies.score.result import ScoreResult
 
 
-@builder("score")
-def score_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {"notes": summary.get("notes", [])})
-    if "workloads" not in summary:
-        return sec
-    r = ScoreResult.from_dict(summary)
+@builder("score", ScoreResult.from_dict)
+def score_section(campaign: Any, r: ScoreResult, measurements: list) -> Section:
+    sec = generic(campaign, {"notes": r.notes})
     sec.verdict = f"{r.suite}: {score_line(r)}"
     level = f"{r.level:.0%} CI"
     sec.tables = [Table(
