@@ -8,11 +8,13 @@ from typing import Any, Sequence
 from perflab import __version__
 from perflab.errors import PerflabError
 from perflab.report.model import Report, Section, Table
-import perflab.report.html  # noqa: F401  (registers the study builders)
+from perflab.report.html import (  # noqa: F401  (each module registers its study's section builder)
+    cores, cost, frontend, instances, micro, profile, run, score, variants,
+)
 from perflab.report.answers import answers, workloads
 from perflab.report.numbers import plural
 from perflab.report.generic import build_section
-from perflab.report.monitor_html import monitor_answer, monitor_section
+from perflab.report.html.monitor import monitor_answer, monitor_section
 from perflab.studies.run.series import rate_timeline
 from perflab.studies.monitor import stored_result
 from perflab.platform.sysfs import format_cpulist
