@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from perflab.stats import median
 from perflab.studies.cost.energy import events_metric
 from perflab.stats.autocorr import diff_ci, mean_ci
+from perflab.studies.base import decode
 
 IDLE_PHASES = ("idle-before", "idle-after")
 # An idle phase busier than this was not idle (other load on the machine): said beside net energy.
@@ -103,15 +104,7 @@ class MonitorResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "MonitorResult":
-        def pair(v: Any) -> tuple[float, float] | None:
-            return tuple(v) if v is not None else None
-
-        energy = [ChannelEnergy(**{**e, "idle_w_ci": pair(e.get("idle_w_ci")), "net_j_ci": pair(e.get("net_j_ci")),
-                                   "net_j_per_event_ci": pair(e.get("net_j_per_event_ci"))})
-                  for e in d.get("energy") or ()]
-        return cls(d.get("campaign_id"), d["interval_s"], d["idle_s"], list(d["have"]), list(d["lacks"]),
-                   [PhaseSummary(**p) for p in d.get("phases") or ()], energy, d.get("events_metric"),
-                   d.get("events"), list(d.get("notes") or ()))
+        return decode(cls, d)
 
 
 def intervals(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:

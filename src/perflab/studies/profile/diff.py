@@ -41,6 +41,7 @@ from perflab.studies.profile.parse import (
     DiffRow, Profile, aggregate, diff_profiles, mean_profile, profile_from_dict, read_samples,
 )
 from perflab.studies.profile.diff_flame import count_marks, differential, marks_of
+from perflab.studies.base import decode
 from perflab.studies.profile.speeds import standardised
 from perflab.studies.profile.stacks import STACK_FIELDS, fold, parse_stacks
 
@@ -256,13 +257,7 @@ class ProfileDiffResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProfileDiffResult":
-        kw = known_fields(cls, d)
-        kw["rows"] = [DiffRow.from_dict(r) for r in kw.get("rows") or []]
-        kw["tests"] = [FunctionTest(**known_fields(FunctionTest, t)) for t in kw.get("tests") or []]
-        kw["count_rows"] = [CountDiffRow.from_dict(r) for r in kw.get("count_rows") or []]
-        kw["count_others"] = [CountDiffRow.from_dict(r) for r in kw.get("count_others") or []]
-        kw["n_recordings"] = tuple(kw.get("n_recordings") or (0, 0))
-        return cls(**kw)
+        return decode(cls, d)  # the properties as_dict adds (tested, verdict, ...) name no field
 
 
 @dataclass

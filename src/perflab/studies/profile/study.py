@@ -31,6 +31,7 @@ from perflab.studies.profile.counts import (
 from perflab.studies.profile.window import (
     attach_targets, check_log_dir, choose_event, compile_marker, window_figures,
 )
+from perflab.studies.base import decode
 from perflab.studies.session import Session
 
 NAME = "profile"
@@ -160,16 +161,16 @@ class ProfileResult:
     def from_dict(cls, d: dict[str, Any]) -> "ProfileResult":
         if "top" not in d:  # a failed campaign's summary, its error alone: no profile to read
             raise KeyError("top")
-        kw = known_fields(cls, d)
-        kw["top"] = [TopRow(**t) for t in kw.get("top") or []]
-        kw["count_top"] = [CountRow(**r) for r in kw.get("count_top") or []]
-        kw["flame"] = Flame.from_dict(kw.get("flame"))
-        kw["annotations"] = [Annotation(
+        # the flame graph and the annotations are stored in forms of their own (short keys, hex
+        # addresses: Flame.as_dict, Annotation.as_dict), read by their own code
+        result = decode(cls, {k: v for k, v in d.items() if k not in ("flame", "annotations")})
+        result.flame = Flame.from_dict(d.get("flame"))
+        result.annotations = [Annotation(
             symbol=a["symbol"], dso=a["dso"], samples=a["samples"], head_share=a["head_share"],
             head_desc=a["head"], front_end_hint=a["front_end_hint"],
             instructions=[(int(i["addr"], 16), i["insn"], i["share"]) for i in a["instructions"]],
-        ) for a in kw.get("annotations") or []]
-        return cls(**kw)
+        ) for a in d.get("annotations") or []]
+        return result
 
 
 def validate(config: ProfileConfig) -> None:
