@@ -258,7 +258,7 @@ def _over(tl: Timeline | None) -> str:
     """'in each of 3 blocks over 64 s': the time a claim spans."""
     if tl is None or len(tl.blocks) < 2:
         return ""
-    span = f" over {tl.span_s:.0f} s" if tl.span_s == tl.span_s else ""
+    span = f" over {tl.span_s:.0f} s" if not math.isnan(tl.span_s) else ""
     return f"in each of {len(tl.blocks)} blocks{span}"
 
 

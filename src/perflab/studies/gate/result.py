@@ -5,6 +5,7 @@ The terminal line, the summary, JUnit, Markdown and JSON are all derived from th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +43,7 @@ class Check:
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "label": self.label, "median_a": self.median_a,
                 "median_b": self.median_b, "ratio": self.ratio, "n_a": self.n_a, "n_b": self.n_b,
-                "ci": {"low": self.lo, "high": self.hi, "level": self.level} if self.lo == self.lo else None,
+                "ci": {"low": self.lo, "high": self.hi, "level": self.level} if not math.isnan(self.lo) else None,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "beyond": self.beyond,
                 "significant": self.significant}
 
@@ -117,7 +118,7 @@ class GateLine:
             d["pooled"] = {"median_a": d["median_a"], "median_b": d["median_b"], "ratio": d["ratio"]}
             d.update(median_a=a, median_b=b, ratio=b / a, compared=what)
         d.update(checks=[c.as_dict() for c in self.checks], notes=self.notes,
-                 detectable=self.detectable if self.detectable == self.detectable else None,
+                 detectable=self.detectable if not math.isnan(self.detectable) else None,
                  runs_needed=self.runs_needed or None)
         return d
 

@@ -23,6 +23,7 @@ tested, 2 recordings a side; checks/profile_counts_check.py is its harness.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -367,7 +368,7 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         p = float(ttest_ind(a, b, equal_var=False).pvalue)
-    return 1.0 if p != p else p
+    return 1.0 if math.isnan(p) else p
 
 
 def _diff_counted(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:
