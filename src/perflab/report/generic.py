@@ -10,13 +10,16 @@ and a study with no builder are shown generically.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from perflab.platform import owner
 from perflab.report import plots
 from perflab.report.model import Plot, Section, Table
 from perflab.report.numbers import ci_of, ratio_figure
 from perflab.store import dumps
+
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
 
 TITLES = {
     "run": "Timing",
@@ -64,7 +67,7 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def status_of(campaign: Any) -> str:
+def status_of(campaign: Campaign) -> str:
     """The campaign's status, 'died' where it is running but its perflab is gone (killed before it
     could close the campaign: platform/owner.py)."""
     labels = getattr(campaign, "labels", None) or {}
@@ -72,7 +75,7 @@ def status_of(campaign: Any) -> str:
     return owner.shown_status(campaign.status, alive)
 
 
-def generic(campaign: Any, summary: dict) -> Section:
+def generic(campaign: Campaign, summary: dict) -> Section:
     """Any summary: verdict, explicit ``tables``, lists of records, and scalar facts."""
     title = TITLES.get(campaign.study, campaign.study)
     verdict = summary.get("verdict") or _default_verdict(campaign)
@@ -106,7 +109,7 @@ def generic(campaign: Any, summary: dict) -> Section:
     return sec
 
 
-def _default_verdict(campaign: Any) -> str:
+def _default_verdict(campaign: Campaign) -> str:
     if campaign.status == "done":
         return f"{campaign.study}: finished (no verdict recorded)."
     return f"{campaign.study}: {status_of(campaign)}; partial results."
@@ -123,20 +126,20 @@ def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "", 
 
 # study -> (its Result.from_dict, its section builder): the builder takes the typed result,
 # decoded once here from the stored summary, never the summary's dict.
-BUILDERS: dict[str, tuple[Callable[[dict], Any], Callable[[Any, Any, list], Section]]] = {}
+BUILDERS: dict[str, tuple[Callable[[dict], Any], Callable[[Campaign, Any, list[Measurement]], Section]]] = {}
 
 
 def builder(study: str, result: Callable[[dict], Any]):
     """Register a study's section builder, handed the result ``result`` (the study's
     Result.from_dict) decodes from the stored summary."""
-    def deco(fn: Callable[[Any, Any, list], Section]):
+    def deco(fn: Callable[[Campaign, Any, list[Measurement]], Section]):
         BUILDERS[study] = (result, fn)
         return fn
 
     return deco
 
 
-def build_section(campaign: Any, measurements: list) -> Section:
+def build_section(campaign: Campaign, measurements: list[Measurement]) -> Section:
     summary = campaign.summary or {}
     if campaign.study not in BUILDERS or not summary:
         # no builder, or no result yet (a campaign still running, or stopped before its analysis)

@@ -3,7 +3,7 @@ round with the interval, the test's adjusted p and the finding, from the CoresRe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perflab.report import plots
 from perflab.report.generic import _cell, _plot, builder, ci_dict, generic, levels, ratio_cell
@@ -11,9 +11,12 @@ from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of, plural
 from perflab.studies.cores.result import CoresResult, CpuRow, with_disturbances
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
+
 
 @builder("cores", CoresResult.from_dict)
-def cores_section(campaign: Any, result: CoresResult, measurements: list) -> Section:
+def cores_section(campaign: Campaign, result: CoresResult, measurements: list[Measurement]) -> Section:
     sec = generic(campaign, {"notes": result.notes})
     cpus, unit = result.cpus, result.unit
     # the study's sentence with the rounds each CPU was disturbed in (the terminal prints those on

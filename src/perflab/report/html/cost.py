@@ -3,16 +3,19 @@ cost against power with the envelope."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perflab.report import plots
 from perflab.report.generic import _plot, builder, generic, stored
 from perflab.report.model import Section
 from perflab.studies.cost.study import CostResult
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
+
 
 @builder("cost", CostResult.from_dict)
-def cost_section(campaign: Any, result: CostResult, measurements: list) -> Section:
+def cost_section(campaign: Campaign, result: CostResult, measurements: list[Measurement]) -> Section:
     sec = generic(campaign, stored(result.to_dict()))
     pts, env = cost_points(result)
     if pts:

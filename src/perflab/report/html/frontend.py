@@ -4,7 +4,7 @@ FrontendResult."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perflab.report import plots
 from perflab.report.generic import _plot, builder, ci_dict as _ci, generic, levels
@@ -12,13 +12,16 @@ from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of, ratio_figure
 from perflab.studies.frontend.result import FrontendResult
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
+
 
 def _size(b: float) -> str:
     return f"{b / 1024:.0f} KiB" if b < 2**30 else f"{b / 2**30:.0f} GiB"
 
 
 @builder("frontend", FrontendResult.from_dict)
-def frontend_section(campaign: Any, result: FrontendResult, measurements: list) -> Section:
+def frontend_section(campaign: Campaign, result: FrontendResult, measurements: list[Measurement]) -> Section:
     sec = generic(campaign, {k: v for k, v in (("verdict", result.verdict), ("notes", result.notes)) if v})
     if result.instrument:
         return frontend_simulated(sec, result)

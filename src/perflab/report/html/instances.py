@@ -3,7 +3,7 @@ forked master with and without NUMA placement, and their plots, from the Instanc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.report import plots
 from perflab.report.generic import _plot, builder, generic, levels, ratio_cell
@@ -11,9 +11,12 @@ from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of
 from perflab.studies.instances.result import InstancesResult
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
+
 
 @builder("instances", InstancesResult.from_dict)
-def instances_section(campaign: Any, result: InstancesResult, measurements: list) -> Section:
+def instances_section(campaign: Campaign, result: InstancesResult, measurements: list[Measurement]) -> Section:
     sec = generic(campaign, {"notes": result.notes})
     unit = result.unit
     scans = result.scans

@@ -3,7 +3,7 @@ ABI's with its interval and finding, from the MicroResult."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perflab.report import plots
 from perflab.report.generic import _plot, builder, finding, generic, levels
@@ -11,9 +11,12 @@ from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of, ratio_figure
 from perflab.studies.micro.study import MicroResult
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
+
 
 @builder("micro", MicroResult.from_dict)
-def micro_section(campaign: Any, result: MicroResult, measurements: list) -> Section:
+def micro_section(campaign: Campaign, result: MicroResult, measurements: list[Measurement]) -> Section:
     sec = generic(campaign, {"notes": result.notes})
     abis, diffs = result.abis, result.diffs
     benches: list[str] = []

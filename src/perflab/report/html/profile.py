@@ -4,7 +4,7 @@ differential flame graph) from the ProfileDiffResult."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.report.flame import flame_box
 from perflab.report.generic import builder, generic, stored
@@ -13,6 +13,9 @@ from perflab.report.numbers import plural
 from perflab.studies.profile.diff import MAX_TESTED, MIN_TESTED_SHARE, ProfileDiffResult
 from perflab.studies.profile.study import ProfileResult
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
+
 
 def _code(value: Any) -> Any:
     """A symbol or object name as code in the Markdown (None stays an em dash)."""
@@ -20,7 +23,7 @@ def _code(value: Any) -> Any:
 
 
 @builder("profile", ProfileResult.from_dict)
-def profile_section(campaign: Any, result: ProfileResult, measurements: list) -> Section:
+def profile_section(campaign: Campaign, result: ProfileResult, measurements: list[Measurement]) -> Section:
     sec = generic(campaign, {"verdict": result.message})
     counted = result.instrument == "callgrind"
     if counted:  # counts per function, not samples: the table perf's profile has would stay empty
@@ -58,7 +61,7 @@ def profile_section(campaign: Any, result: ProfileResult, measurements: list) ->
 
 @builder("profile-diff", ProfileDiffResult.from_dict)
 @builder("profile_diff", ProfileDiffResult.from_dict)  # the study name its campaigns are stored under
-def profile_diff_section(campaign: Any, result: ProfileDiffResult, measurements: list) -> Section:
+def profile_diff_section(campaign: Campaign, result: ProfileDiffResult, measurements: list[Measurement]) -> Section:
     sec = generic(campaign, stored(result.as_dict()))
     flame = result.flame
     if flame:

@@ -5,7 +5,7 @@ which rows and columns)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.report import plots
 from perflab.report.generic import _plot, add_energy, builder, generic, levels, ratio_cell, stored
@@ -16,9 +16,12 @@ from perflab.studies.compare.keys import measure_title
 from perflab.studies.run.result import RunStudyResult, verdict
 from perflab.studies.run.series import SERIES_METRICS
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
+
 
 @builder("run", RunStudyResult.from_dict)
-def run_section(campaign: Any, result: RunStudyResult, measurements: list) -> Section:
+def run_section(campaign: Campaign, result: RunStudyResult, measurements: list[Measurement]) -> Section:
     benches = [b for b in result.benchmarks if b.summary]
     if not benches:
         return generic(campaign, stored(result.as_dict()))

@@ -3,7 +3,7 @@ its interval and finding, from the VariantsResult."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.report import plots
 from perflab.report.generic import _plot, add_energy, builder, finding, generic, levels, ratio_cell
@@ -12,6 +12,9 @@ from perflab.report.numbers import ci_of
 from perflab.studies.compare.keys import measure_title
 from perflab.studies.variants.result import VariantOutcome, VariantsResult
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
+
 
 def name_of(measure: str) -> str:
     """A measure's name without its unit: 'wall time' from 'wall time [s]'."""
@@ -19,7 +22,7 @@ def name_of(measure: str) -> str:
 
 
 @builder("variants", VariantsResult.from_dict)
-def variants_section(campaign: Any, result: VariantsResult, measurements: list) -> Section:
+def variants_section(campaign: Campaign, result: VariantsResult, measurements: list[Measurement]) -> Section:
     sec = generic(campaign, {"notes": []})  # a variants result keeps its notes per variant
     rows = result.variants
     base, primary = result.baseline, result.primary
