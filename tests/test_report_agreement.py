@@ -292,3 +292,17 @@ def test_markdown_report_passes_the_linter():
     assert "1 window from the line 'start #7' to 'done #7'" in md
     for s in secs:  # every answer links to its section's heading
         assert f"(#{s.title.lower().replace(' (campaign ', '-campaign-').rstrip(')').replace(' ', '-')})" in md
+
+
+@pytest.mark.parametrize("study", ["run", "cores", "profile", "score"])
+def test_a_campaign_without_its_result_is_shown_generically(study):
+    """Still running (no summary) or failed before its analysis (the error alone): no empty table
+    of the study's, the error shown as it is."""
+    running = SimpleNamespace(id=2, study=study, status="interrupted", summary=None, labels={}, host_id=None, config={})
+    sec = build_section(running, [])
+    assert sec.tables == [] and sec.verdict == f"{study}: interrupted; partial results."
+    failed = campaign(study, {"error": "perf record wrote no perf.data: fix the event"})
+    failed.status = "failed"
+    sec = build_section(failed, [])
+    (facts,) = sec.tables
+    assert facts.rows == [["error", "perf record wrote no perf.data: fix the event"]]
