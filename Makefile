@@ -15,16 +15,17 @@ lab: setup
 # third (10 m 8 s in one part, 6 m 30 s in two, here); the tests marked serial time real runs
 # or plant load on chosen CPUs, and run alone after.
 test: setup
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench scripts/docs-examples
 	$(BIN)/mypy --cache-dir .mypy_cache
 # Exit status 5 is pytest's "no test selected": a PYTEST_ARGS that picks tests of one part only.
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-# The README's tour and the pages' marked examples, rerun for real and written back into the pages
-# (several minutes; tests/test_docs_examples.py checks the pages against docs/examples/*.txt).
+# The README's tour and the pages' marked examples (docs/examples/NAME.sh), rerun for real and
+# written back into the pages (about half an hour; tests/test_docs_examples.py checks the pages
+# against docs/examples/*.txt).
 docs-examples: setup
-	$(BIN)/python bench/docs_examples.py $(EXAMPLES)
+	$(BIN)/python scripts/docs-examples $(EXAMPLES)
 
 # Bytecode for perflab's own modules: an editable install has none, and where
 # PYTHONDONTWRITEBYTECODE is set (as on this VM) every start would compile ~80 modules again,

@@ -34,6 +34,7 @@ CHECKS = {
     "run-until-decided": ("run_check", "until_decided_lines"),
     "compare": ("compare_check", "verdict_check"),
     "gate": ("gate_check", "verdict_lines"),
+    "gate-until-decided": ("gate_check", "until_decided_lines"),
     "modes": ("modes_check", "verdict_check"),
     "profile-diff": ("profile_diff_check", "verdict_check"),
     "profile-counts": ("profile_counts_check", "verdict_check"),

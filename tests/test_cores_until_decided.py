@@ -201,3 +201,25 @@ def test_resume_after_interrupt_repeats_nothing(tmp_path):
         assert len(keys) == len(set(keys)) == 8 * res.rounds and len(ex.calls) == 8 * res.rounds - 38
         assert res.sequential is not None and res.stopped in ("decided", "budget")
         assert store.campaign(camp.id).status == "done"
+
+
+def test_html_section_shows_the_repeated_interval_that_decided_not_a_holm_p():
+    from types import SimpleNamespace
+
+    from perflab.report.build import build_section
+
+    r = cc.until_decided_campaign("quiet", {5: 1.05}, seed=3)
+    camp = SimpleNamespace(id=1, study="cores", status="done", summary=r.as_dict(), labels={}, host_id=None, config={})
+    (table,) = [t for t in build_section(camp, []).tables if t.title.startswith("Per CPU")]
+    assert "p (Holm)" not in table.columns
+    col = table.columns.index("decided (repeated CI)")
+    cells = {row[0]: row[col] for row in table.rows}
+    level = level_text(next(x for x in r.cpus if x.cpu == 5).ratio_ci.level)
+    assert cells[5] == f"slow ({level} repeated CI)"
+    assert all(v.startswith("ruled out (") for c, v in cells.items() if c != 5)
+    assert f"{len(r.sequential['looks'])} looks, O'Brien-Fleming-type" in table.note
+    fixed = cc.until_decided_campaign("quiet", {5: 1.05}, seed=3).as_dict()
+    del fixed["sequential"]  # a scan without looks keeps its Holm p
+    camp.summary = fixed
+    (table,) = [t for t in build_section(camp, []).tables if t.title.startswith("Per CPU")]
+    assert "p (Holm)" in table.columns and "repeated" not in table.note

@@ -98,7 +98,8 @@ _MACHINE_PATH = re.compile(r"(?<![\w.~])(?:/root/|/home/\w|/Users/\w|/work/)")
 def docs_files() -> list:
     docs = ROOT / "docs"
     return [ROOT / "README.md", *sorted(p for p in docs.rglob("*")
-                                        if p.is_file() and p.suffix in (".md", ".txt", ".json", ".toml", ".yml", ".yaml"))]
+                                        if p.is_file() and p.suffix in (".md", ".txt", ".json", ".toml", ".yml", ".yaml",
+                                                                          ".sh", ".c", ".py"))]
 
 
 def machine_paths(files) -> list[str]:
@@ -112,7 +113,7 @@ def machine_paths(files) -> list[str]:
 
 def test_no_docs_file_holds_a_path_of_the_recording_machine():
     bad = machine_paths(docs_files())
-    assert not bad, ("absolute paths of the machine that recorded these (bench/docs_examples.py "
+    assert not bad, ("absolute paths of the machine that recorded these (scripts/docs-examples "
                      "writes records through scrub()):\n" + "\n".join(bad))
 
 

@@ -23,6 +23,7 @@ from perflab.errors import PerflabError
 from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies.gate.study import GateConfig, check_measures, evaluate, parse_threshold
+from perflab.checks import gate_check as gc
 from perflab.checks.gate_check import SimConfig, simulate
 
 XSD = Path(__file__).parent / "data" / "junit-gitlab.xsd"
@@ -83,6 +84,48 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     assert p.returncode == 1 and "gate: FAIL" in p.stdout
     p = perflab("compare", "--baseline", "main", "3", "--fail-if", "median>+20%", cwd=tmp_path)
     assert p.returncode in (0, 3), p.stdout + p.stderr
+
+
+@pytest.mark.serial  # real sleeps timed: alone on the machine
+def test_until_decided_gate_fails_a_regression_early_and_passes_the_same_command(tmp_path):
+    p = perflab("run", "--runs", "12", "-n", "work", "--baseline-save", "main", "--", "sleep", "0.02",
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    js = tmp_path / "gate.json"
+    # twice as long: shown at the first look (10 runs of a budget of 40), exit 1
+    p = perflab("run", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%", "--until-decided",
+                "--max-runs", "40", "--gate-json", str(js), "--", "sleep", "0.04", cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    data = json.loads(js.read_text())["result"]
+    seq = data["sequential"]
+    (c,) = seq["comparisons"]
+    assert seq["failed"] and seq["decided"] and not seq["final"] and c["decision"] == "fails"
+    assert c["n_a"] == 12 and c["n_b"] == seq["looks"][-1]["runs"] < seq["budget"] == 40
+    assert 0 < seq["looks"][0]["fraction"] < 1 and c["low"] > 1.2 and c["level"] > 0.95
+    wall = next(ln for ln in data["lines"] if ln["measure"] == "wall_s")
+    assert wall["status"] == "FAIL" and wall["ci"]["repeated"] and wall["ci"]["low"] == c["low"]
+    fail = next(ln for ln in p.stdout.splitlines() if ln.startswith("FAIL"))
+    assert "repeated CI, decided by the looks (--until-decided)" in fail and "FAILS" in fail
+    assert "measured until the gate decided against baseline 'main'" in " ".join(p.stdout.split())
+    # the same command: a change of 50 % ruled out (pass), never a regression
+    p = perflab("run", "-n", "work", "--baseline", "main", "--fail-if", "median>+50%", "--until-decided",
+                "--max-runs", "40", "--", "sleep", "0.02", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no change beyond median>+50%" in p.stdout and "gate: pass: every gated threshold ruled out" in p.stdout
+
+
+@pytest.mark.serial  # real sleeps timed: alone on the machine
+def test_until_decided_gate_cannot_tell_on_noise_within_its_budget(tmp_path):
+    # durations spread from 10 to 60 ms, 3 runs: neither answer is within reach, exit 3 (UNSURE)
+    script = _noisy_script(tmp_path, "noisy", [10, 15, 20, 25, 30, 35, 40, 45, 50, 60])
+    p = perflab("run", "--runs", "10", "-n", "noisy", "--baseline-save", "noisy", "--", str(script), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    p = perflab("run", "-n", "noisy", "--baseline", "noisy", "--fail-if", "median>+5%", "--until-decided",
+                "--max-runs", "3", "--", str(script), cwd=tmp_path)
+    assert p.returncode == 3, p.stdout + p.stderr
+    unsure = next(ln for ln in p.stdout.splitlines() if ln.startswith("UNSURE"))
+    assert "cannot pass: cannot tell within the budget (3 runs)" in unsure
+    assert "gate: UNSURE: 1 of 1 gated comparisons not decided" in p.stdout
 
 
 def _noisy_script(tmp_path: Path, name: str, times_ms: list[int]) -> Path:
@@ -335,3 +378,99 @@ def test_the_help_names_the_gates_own_default():
     from perflab.studies.gate.study import DEFAULT_FAIL_IF
 
     assert DEFAULT_FAIL_IF_HELP == DEFAULT_FAIL_IF
+
+
+def test_until_decided_decision_rule_and_runs_needed_against_a_fixed_baseline():
+    from perflab.studies.run import gated
+
+    assert gated.decision(1.10, 1.02, 1.20, ">", 0.05) == gated.FAILS
+    assert gated.decision(1.04, 1.01, 1.08, ">", 0.05) == ""  # a change shown, but not beyond +5 %
+    assert gated.decision(1.00, 0.97, 1.04, ">", 0.05) == gated.RULED_OUT
+    assert gated.decision(0.80, 0.70, 0.90, ">", 0.05) == gated.RULED_OUT  # an improvement passes
+    assert gated.decision(1.00, 0.90, 1.10, ">", 0.05) == ""
+    assert gated.decision(0.90, 0.85, 0.98, "<", -0.05) == gated.FAILS
+    assert gated.decision(1.00, 0.96, 1.05, "<", -0.05) == gated.RULED_OUT
+    # ratio 1, interval [0.9, 1/0.9] at 10 runs: the top must come from log(1/0.9) to log(1.05),
+    # a share (log 1.05 / log(1/0.9))^2 = 0.2144 of today's variance 1/10 + 1/m
+    assert gated.runs_needed(10, 10 ** 9, 1.0, 0.9, 1 / 0.9, ">", 0.05) == 47
+    assert gated.runs_needed(10, 100, 1.0, 0.9, 1 / 0.9, ">", 0.05) == 74  # 1/n = 0.2144 x 0.11 - 0.01
+    assert gated.runs_needed(10, 20, 1.0, 0.9, 1 / 0.9, ">", 0.05) is None  # the baseline's 20 runs are too few
+
+
+def test_until_decided_harness_finds_the_planted_regression_and_passes_the_null():
+    quiet_null = gc.until_decided_trial("quiet", 0.0, 1)
+    quiet_planted = gc.until_decided_trial("quiet", 0.10, 1)
+    assert quiet_null.exit_status == 0 and quiet_null.sequential["decided"] and quiet_null.runs < 300
+    assert quiet_planted.exit_status == 1 and quiet_planted.sequential["failed"]
+    (c,) = quiet_planted.sequential["comparisons"]
+    assert c["decision"] == "fails" and c["low"] > 1 and c["n_a"] == gc.UNTIL_BASELINE_RUNS
+    # a change of 3 % against a 5 % threshold, a budget of 10 runs: UNSURE, with the runs that would tell
+    cut = gc.until_decided_trial("loaded", 0.03, 1, max_runs=10)
+    q = cut.sequential
+    assert cut.exit_status == 3 and q["final"] and not q["decided"] and cut.runs == 10
+    assert q["needs_runs"] > 10 and q["needs_s"] > 0 and not q.get("baseline_too_few")
+
+
+def test_a_run_config_with_a_gate_survives_its_stored_form():
+    from perflab.studies.run import gated
+    from perflab.studies.run.study import Command, RunConfig
+
+    gate = gated.Gated("main", 3, (gated.Against("work", "work", "wall_s", "median>+5%", ">", 0.05, (0.1, 0.11)),),
+                       history=True)
+    cfg = RunConfig(commands=(Command("work", ("sleep", "0.1")),), until_decided=True, gate=gate)
+    assert RunConfig.from_dict(json.loads(json.dumps(cfg.as_dict()))) == cfg
+    assert gate.alpha_each == pytest.approx(0.025)
+
+
+def test_until_decided_gate_refuses_a_baseline_it_cannot_look_against(tmp_path):
+    p = perflab("run", "--runs", "1", "-n", "work", "--baseline-save", "thin", "--", "true", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for args, msg in ((["-n", "work", "--fail-if", "median>+5%"], "baseline 'thin' has 1 positive run of 'work' "
+                                                                  "with median: --until-decided needs 2 or more"),
+                      (["-n", "work", "--fail-if", "energy>+5%"], "the baseline has no measure 'energy'"),
+                      (["-n", "other", "true", "-n", "work"], "has no runs of 'other'")):
+        p = perflab("run", *args, "--baseline", "thin", "--until-decided", "--", "true", cwd=tmp_path)
+        err = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(err) == 1 and msg in err[0] and "Traceback" not in p.stderr, p.stderr
+
+
+def test_until_decided_with_a_history_that_measures_drift_stops_at_the_first_look():
+    # four saves of the baseline: the gate takes the campaign as the unit (its drift test), which
+    # more runs of the candidate do not narrow, so the looks stop at the first one and the fixed
+    # rules judge the line
+    from perflab.studies.run.result import gate_line
+
+    null, planted = (gc.until_decided_trial("quiet", p, 1, saves=4) for p in (0.0, 0.10))
+    for t in (null, planted):
+        (c,) = t.sequential["comparisons"]
+        assert t.runs == 10 and c["campaign"] and c["decision"] == "" and t.sequential["decided"]
+        assert "the baseline's saves measure the drift between campaigns" in gate_line(t.sequential)
+    assert null.exit_status == 0 and planted.exit_status == 1
+
+
+def test_a_campaign_measured_until_decided_keeps_its_looks_only_for_the_thresholds_they_decided():
+    from perflab.measure.executor import MockExecutor
+    from perflab.studies import run_study
+    from perflab.studies.gate.looks import against
+    from perflab.studies.run import study as run
+
+    rng = random.Random(5)
+    command = run.Command("work", ("work",))
+    with open_store(":memory:") as store:
+        base = run_study(run, run.RunConfig(commands=(command,), runs=30), store,
+                         MockExecutor(lambda spec: 0.5 * rng.lognormvariate(0, 0.01)), machine=gc.UNTIL_MACHINE)
+        store.set_baseline("main", base.campaign_id)
+        five = (parse_threshold("median>+5%"),)
+        cfg = run.RunConfig(commands=(command,), until_decided=True,
+                            gate=against(store, "main", five, [("work", {})], None, 0.05))
+        cand = run_study(run, cfg, store, MockExecutor(lambda spec: 0.5 * rng.lognormvariate(0, 0.01)),
+                         machine=gc.UNTIL_MACHINE)
+        assert cand.sequential["decided"] and cand.benchmarks[0].n == 10
+        looked = evaluate(GateConfig("main", cand.campaign_id, five), store)
+        (line,) = [ln for ln in looked.lines if ln.thresholds]
+        assert line.repeated and line.status == "pass" and "no change beyond median>+5%" in line.verdict
+        assert looked.sequential is not None and looked.exit_status == 0
+        # another threshold than the looks decided: the fixed rules judge it, on the same runs
+        other = evaluate(GateConfig("main", cand.campaign_id, (parse_threshold("median>+3%"),)), store)
+        (line,) = [ln for ln in other.lines if ln.thresholds]
+        assert not line.repeated and other.sequential is None and "Holm" in line.text(other.family)

@@ -81,3 +81,26 @@ def test_min_runs_below_a_testable_look_is_refused(capsys):
         main(["instances", "--until-decided", "--min-runs", "3", "--", "true"])
     assert exc.value.code == 2
     assert "--min-runs 3: a look needs 4 rounds a point" in capsys.readouterr().err
+
+
+def test_no_n_past_the_cpus_stops_at_the_first_look_and_says_there_was_nothing_to_decide():
+    r = ic.optimum_campaign("quiet", 0.0, 1, salt=41, until_decided=True, ns=(1, 2))
+    q = r.sequential
+    assert r.reps == 5 and len(q["looks"]) == 1 and q["looks"][0]["runs"] == 5 and not q["final"]
+    assert not _past(r) and r.optimum_n == 2 and r.rounds_needed is None
+    assert "no N past the CPU count to decide" in r.verdict() and "first look (5 rounds)" in r.verdict()
+    assert "gain of 5% or more shown or ruled out" not in r.verdict() and "cannot tell" not in r.verdict()
+    assert any("this scan has none (--n up to 2): it stops at its first look" in n for n in r.notes)
+
+
+def test_cli_no_n_past_the_cpus_answers_with_exit_0(tmp_path, capsys):
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 usable CPUs for --n 1,2 to stay at or below the CPU count")
+    out = tmp_path / "inst.json"
+    main(["instances", "--n", "1,2", "--policy", "none", "--until-decided", "--db", str(tmp_path / "p.db"),
+          "--json", str(out), "--", "true"])  # returns: exit status 0
+    data = json.loads(out.read_text())["result"]
+    assert data["reps"] == 5 and data["optimum_n"] in (1, 2) and data["rounds_needed"] is None
+    assert "no N past the CPU count to decide" in " ".join(capsys.readouterr().out.split())

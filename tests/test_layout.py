@@ -9,6 +9,7 @@ Direction (a package may import only packages of a lower rank, or itself):
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "perflab"
@@ -240,3 +241,81 @@ def test_the_output_check_sees_a_table_built_in_a_cli_module():
     assert sorted(w for _, w in _output_calls(tree)) == [
         "click.echo(...)", "console.print(...)", "from perflab.report.model import Table",
         "from rich.table import Table"]
+
+
+# What a study that measures uses to start processes: a reading study names none of it.
+RUNNERS = {"perflab.studies.session", "perflab.measure.executor", "perflab.measure.real",
+           "perflab.measure.mock", "perflab.measure.interface", "perflab.measure.spawn",
+           "perflab.measure.server", "perflab.measure.capture"}
+
+
+def _measuring_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) for each way a module could measure: importing a runner or a Session, a name
+    from measure/ that is not a constant (UPPER_CASE), a measure/ module used for more than its
+    constants, or a parameter named executor or session."""
+    found: list[tuple[int, str]] = []
+    modules: set[str] = set()  # local names bound to measure/ modules
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module in RUNNERS:
+                found.append((node.lineno, f"from {node.module} import ..."))
+            elif node.module == "perflab.measure":
+                modules.update(a.asname or a.name for a in node.names)
+                found += [(node.lineno, f"from perflab.measure import {a.name}") for a in node.names
+                          if f"perflab.measure.{a.name}" in RUNNERS]
+            elif node.module.startswith("perflab.measure."):
+                found += [(node.lineno, f"from {node.module} import {a.name}") for a in node.names
+                          if not a.name.isupper()]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, f"import {a.name}") for a in node.names
+                      if a.name in RUNNERS or a.name.startswith("perflab.measure")]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += [(node.lineno, f"{node.name}({a.arg}=...)") for a in node.args.args + node.args.kwonlyargs
+                      if a.arg in ("executor", "session")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules \
+                and not node.attr.isupper():
+            found.append((node.lineno, f"{node.value.id}.{node.attr}"))
+    return found
+
+
+def test_reading_studies_and_the_report_never_measure():
+    """compare, gate and cost (studies.READING) and report/ read stored campaigns: none names an
+    executor, a Session or a runner of measure/ (a constant of it, like cachegrind.NAME, is a name)."""
+    import importlib
+
+    from perflab.studies import READING
+
+    packages = {f"perflab.studies.{name}" for name in READING} | {"perflab.report"}
+    found = [f"{path.relative_to(SRC)}:{line}: {what}" for name, path, tree in _modules()
+             if any(name == p or name.startswith(p + ".") for p in packages) for line, what in _measuring_uses(tree)]
+    assert not found, "a reading study or the report reaching for a way to measure:\n" + "\n".join(found)
+    for name, module in READING.items():
+        mod = importlib.import_module(module)
+        params = list(inspect.signature(mod.read).parameters)
+        assert mod.NAME == name and params[:2] == ["config", "store"] and isinstance(mod.Config, type), name
+
+
+def test_the_reading_check_sees_a_study_that_measures():
+    tree = ast.parse("from perflab.measure import cachegrind, real\nfrom perflab.measure.capture import run_captured\n"
+                     "from perflab.measure.cachegrind import NAME\nfrom perflab.studies.session import Session\n"
+                     "def read(config, store, executor=None):\n    cachegrind.run(x)\n    return cachegrind.NAME\n")
+    assert sorted(w for _, w in _measuring_uses(tree)) == [
+        "cachegrind.run", "from perflab.measure import real", "from perflab.measure.capture import ...",
+        "from perflab.studies.session import ...", "read(executor=...)"]
+
+
+def test_measuring_studies_have_the_shape_and_resume():
+    """Every measuring study (studies.STUDIES, which `perflab resume` re-plans) has NAME, a Config
+    that reads its stored form back, a plan, an execute through the Session and an analyse."""
+    import importlib
+
+    from perflab.studies import STUDIES
+
+    for name, module in STUDIES.items():
+        mod = importlib.import_module(module)
+        assert mod.NAME == name and callable(getattr(mod.Config, "from_dict", None)), name
+        assert list(inspect.signature(mod.execute).parameters)[:3] == ["config", "session", "machine"], name
+        assert callable(getattr(mod, "plan", None)), name
+        # the lab runs other studies, each in a child campaign: their analyses are its findings
+        assert name == "lab" or callable(getattr(mod, "analyse", None)), name

@@ -52,6 +52,49 @@ def test_false_alarms_over_all_looks_stay_at_alpha():
     assert naive > 0.15
 
 
+def test_information_fraction_against_a_fixed_side():
+    # I(n) = 1 / (1/n + 1/m): 10 new runs against 20 fixed hold 6.667, the budget's 300 hold 18.75
+    assert seq.information(10, 20) == pytest.approx(20 / 3)
+    assert seq.fraction(10, 300, fixed=20) == pytest.approx((20 / 3) / (1 / (1 / 300 + 1 / 20)))
+    assert seq.fraction(10, 300) == pytest.approx(10 / 300) and seq.fraction(400, 300, 20) == 1.0
+    runs = seq.schedule(10, 300)
+    # both sides growing alike is the form without a fixed side: the same boundaries, exactly
+    assert seq.looks(runs, 300, fixed=None) == seq.looks(runs, 300)
+    # a fixed side far larger than the budget leaves the fractions (and boundaries) at runs/budget
+    far = seq.looks(runs, 300, fixed=10 ** 9)
+    assert [lk.boundary for lk in far] == pytest.approx([lk.boundary for lk in seq.looks(runs, 300)], rel=1e-5)
+    # against 20 fixed runs the early looks hold far more of the information, so spend more
+    near = seq.looks(runs, 300, fixed=20)
+    assert near[0].fraction > 10 * far[0].fraction and near[0].boundary < far[0].boundary
+    assert seq.design_at(10, 300, 35, fixed=20) == list(near[:4])
+    with pytest.raises(ValueError):
+        seq.information(0, 20)
+
+
+def test_false_alarms_over_all_looks_with_a_fixed_baseline_stay_at_alpha():
+    # A baseline of m = 20 runs drawn once per trial, new runs added look by look; z at each look
+    # the difference of means over its SD sqrt(1/n + 1/m) (unit variance), 200 000 trials
+    import numpy as np
+
+    m, budget = 20, 120
+    runs = seq.schedule(10, budget)
+    rng = np.random.default_rng(2)
+    trials = 200_000
+    base = rng.standard_normal(trials) / np.sqrt(m)  # the baseline's mean
+    sums, done, z = np.zeros(trials), 0, []
+    for n in runs:
+        sums += rng.standard_normal((trials, n - done)).sum(axis=1)
+        done = n
+        z.append(np.abs(sums / n - base) / np.sqrt(1 / n + 1 / m))
+    z = np.array(z).T
+    by_information = np.array([lk.boundary for lk in seq.looks(runs, budget, fixed=m)])
+    assert abs((z > by_information).any(axis=1).mean() - 0.05) < 0.003
+    # the fractions of runs alone misplace the spending: the same looks then spend less than 5 %
+    # (4.65 % here: conservative, runs wasted)
+    by_runs = np.array([lk.boundary for lk in seq.looks(runs, budget)])
+    assert (z > by_runs).any(axis=1).mean() < 0.048
+
+
 def test_schedule_grows_to_the_budget():
     assert seq.schedule(10, 60) == [10, 15, 23, 35, 53, 60]
     assert seq.schedule(10, 10) == [10]

@@ -15,11 +15,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from perflab.checks import until
 from perflab.checks.noise import STUDY_MODELS
 from perflab.measure.executor import MockExecutor
 from perflab.model import RunSpec
+from perflab.platform.machine import Machine
+from perflab.platform.topology import Topology
 from perflab.store import open_store
+from perflab.studies import run_study
+from perflab.studies.gate.looks import against
 from perflab.studies.gate.study import DEFAULT_ALPHA, DEFAULT_FAIL_IF, GateConfig, evaluate, parse_threshold
+from perflab.studies.run import study as run
 
 
 @dataclass(frozen=True)
@@ -106,3 +112,65 @@ def verdict_lines(runs: int = 200, seed: int = 0) -> list[str]:
         res = simulate(SimConfig(pairs=runs, seed=seed, **kw))
         out.append(res.line(f"gate-{name}") + f" runs_per_campaign={kw['runs']} saves={kw.get('saves', 1)}")
     return out
+
+
+# --- --until-decided: the candidate's runs in looks against the stored baseline -----------------
+
+BASE_S = 0.5
+UNTIL_BASELINE_RUNS = 30  # the baseline's runs: a CI recipe's `--runs 30` on the default branch
+UNTIL_MACHINE = Machine(Topology((), (), (), ()), {"hostname": "sim"})
+
+
+@dataclass(frozen=True)
+class UntilTrial:
+    """One simulated pipeline gated --until-decided: its exit status, the looks' record, the runs."""
+
+    exit_status: int
+    sequential: dict
+    runs: int
+
+
+def until_decided_trial(model: str, planted: float, seed: int, baseline_runs: int = UNTIL_BASELINE_RUNS,
+                        fail_if: str = DEFAULT_FAIL_IF, max_runs: int | None = None, saves: int = 1) -> UntilTrial:
+    """A baseline of ``baseline_runs`` runs saved (``saves`` times: its history), then `perflab run
+    --baseline --fail-if --until-decided` of a candidate ``planted`` slower, all `perflab run`
+    campaigns of the run study through the MockExecutor (each campaign its own draw of the noise
+    model), gated by the gate's own evaluate."""
+    rng = random.Random(f"gate-until-{model}-{planted}-{seed}")
+    thresholds = (parse_threshold(fail_if),)
+    command = run.Command("work", ("work",))
+
+    def executor() -> MockExecutor:
+        noise = STUDY_MODELS[model].campaign(rng)
+        return MockExecutor(lambda spec: BASE_S * noise.factor() * noise.burst_hits())
+
+    with open_store(":memory:") as store:
+        for _ in range(saves):
+            base = run_study(run, run.RunConfig(commands=(command,), runs=baseline_runs, seed=seed), store,
+                             executor(), machine=UNTIL_MACHINE)
+            store.set_baseline("main", base.campaign_id)
+        gate = against(store, "main", thresholds, [("work", {})], None, DEFAULT_ALPHA)
+        noise = STUDY_MODELS[model].campaign(rng)
+        cand = run_study(run, run.RunConfig(commands=(command,), until_decided=True, gate=gate, seed=seed,
+                                            max_runs=max_runs), store,
+                         MockExecutor(lambda spec: BASE_S * (1 + planted) * noise.factor() * noise.burst_hits()),
+                         machine=UNTIL_MACHINE)
+        result = evaluate(GateConfig("main", cand.campaign_id, thresholds, DEFAULT_ALPHA, seed=seed), store)
+    return UntilTrial(result.exit_status, cand.sequential or {}, cand.benchmarks[0].n + cand.benchmarks[0].failed)
+
+
+def rates_until_decided(model: str, trials: int, seed: int = 0, planted: float = SimConfig.planted) -> dict[str, float]:
+    """--until-decided under ``model``: false failures over all looks (exit 1 on a null candidate),
+    detection of the planted +10 % (exit 1), the share of null pipelines that passed (the threshold
+    ruled out), of planted ones left undecided, and the median and 90th percentile of the runs a
+    candidate took (null and planted together)."""
+    nulls = [until_decided_trial(model, 0.0, seed + i) for i in range(trials)]
+    found = [until_decided_trial(model, planted, seed + trials + i) for i in range(trials)]
+    return until.rates(nulls, found, [t.runs for t in nulls + found], lambda t: t.exit_status == 1,
+                       lambda t: t.exit_status == 1, lambda t: t.exit_status == 0)
+
+
+def until_decided_lines(runs: int = 40, seed: int = 0) -> list[str]:
+    """The --until-decided rows of the gate: every noise model, the baseline's runs named."""
+    return [until.line(f"gate-until-decided-{name}", rates_until_decided(name, runs, seed), runs)
+            + f" baseline_runs={UNTIL_BASELINE_RUNS}" for name in STUDY_MODELS]

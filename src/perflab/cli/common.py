@@ -323,6 +323,7 @@ def run_and_render(module: Any, config: Any, console: Any, render: Callable[[Any
             (wrap(native) if wrap else contextlib.nullcontext(native)) as executor:
         if gate is not None:
             gate.precheck(store)
+            config = gate.bind(config, store)
         startup.end()  # every module the study needs is loaded: collect normally from here
         metrics.reset_ledger()  # check_metrics judges this command's runs only
         result = _run_with_progress(run_study, module, config, store, executor, console, bar, study)

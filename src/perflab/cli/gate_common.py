@@ -155,6 +155,21 @@ class RunGate:
         if self.baseline:
             precheck(store, self.baseline, self.thresholds, study="run")
 
+    def bind(self, config: Any, store: Any) -> Any:
+        """The run's config with the gate its looks decide (--until-decided with --baseline): the
+        baseline's runs of each gated measure, read before the first run."""
+        if not (self.baseline and getattr(config, "until_decided", False)):
+            return config
+        import dataclasses
+
+        from perflab.studies.gate.looks import against
+        from perflab.studies.gate.study import DEFAULT_ALPHA
+        from perflab.studies.run.study import plan
+
+        commands = [(s.label, dict(s.params)) for s in plan(config)]
+        return dataclasses.replace(config, gate=against(store, self.baseline, self.thresholds, commands,
+                                                        config.primary_metric, DEFAULT_ALPHA))
+
     def after(self, store: Any, campaign_id: int | None, stdout_taken: bool = False) -> None:
         """Gate the finished campaign, then save it as a baseline (only when it passed)."""
         if campaign_id is None:

@@ -13,8 +13,6 @@ from perflab.errors import PerflabError
 # The listing's default length: a store a CI gate or a fleet has filled for months holds
 # thousands of campaigns, and a table of 1,900 took 1.5 s to draw here and scrolled away.
 LAST = 50
-# Studies whose campaigns are stored but that `perflab resume` cannot re-plan (not in STUDIES).
-MEASURED_ELSEWHERE = ("footprint", "bundle")
 
 
 def _journal_notes(console, store, campaign_id: int | None) -> None:
@@ -54,7 +52,7 @@ def command(campaign_id: int | None, study: str | None, all_runs: bool, last: in
         if campaign_id is None and study and store.count_campaigns(study=study) == 0:
             from perflab.studies import STUDIES
 
-            known = sorted({*STUDIES, *MEASURED_ELSEWHERE})
+            known = sorted(STUDIES)
             if study not in known:
                 raise PerflabError(f"--study {study!r} is no study perflab stores; give one of {', '.join(known)}")
         if campaign_id is None:

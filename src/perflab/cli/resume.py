@@ -9,6 +9,9 @@ import click
 from perflab.cli.common import emit_json, energy_option, json_option, make_console, open_energy, store_option
 from perflab.cli.options import Count
 
+# A study whose renderer is not report/terminal/<study>.py's render: (module, function).
+RENDERERS = {"bundle-verify": ("bundle", "render_verify")}
+
 
 @click.command(name="resume")
 @click.argument("campaign", required=False, type=Count(1, 2**31 - 1))
@@ -33,12 +36,13 @@ def command(campaign, energy_source, db_url, json_path):
         meter = open_energy(energy_source, console)
         study, result = resume_study(store, campaign, executor, energy=meter,
                                      progress=lambda text: console.print(text, highlight=False))
+        where, name = RENDERERS.get(study, (study, "render"))
         try:
-            renderer = importlib.import_module(f"perflab.report.terminal.{study}")
+            renderer = getattr(importlib.import_module(f"perflab.report.terminal.{where}"), name)
         except ModuleNotFoundError:
             renderer = None
         if renderer is not None:
-            renderer.render(result, console)
+            renderer(result, console)
         console.print(f"results: {store.display} (campaign {result.campaign_id}, resumed)", highlight=False)
         if json_path:
             emit_json(json_path, result.as_dict(), study)

@@ -80,7 +80,8 @@ def _scan_values(lo: str, hi: str, step: str | None) -> tuple[str, ...]:
 @click.option("--until-decided", is_flag=True,
               help="Run rounds until each command is shown to differ from the reference by "
                    "--min-effect or more, or shown not to (5% over all looks), or --max-runs "
-                   "(default 300) / --max-time runs out.")
+                   "(default 300) / --max-time runs out; with --baseline, until the gate's "
+                   "thresholds are decided against the baseline (exit 0, 1 or 3).")
 @click.option("--min-effect", default=percent_default(RunConfig, "min_effect"), show_default=True, metavar="PCT",
               help="The smallest difference called, and the margin --until-decided rules out.")
 @click.option("--min-runs", "-m", default=default_of(RunConfig, "min_runs"), show_default=True, type=Count(2),
@@ -255,9 +256,9 @@ def command(ctx, command_args, shell, workload_name, config_path, warmup, runs, 
     specs = run_study_module.plan(config)
     for spec in specs:
         check_command(spec.argv, spec.shell)
-    if until_decided and len(specs) < 2:
+    if until_decided and len(specs) < 2 and not gate.baseline:
         raise PerflabError("--until-decided compares commands: give two or more (the first is the "
-                           "reference), or drop --until-decided")
+                           "reference), gate one against a baseline (--baseline NAME), or drop --until-decided")
     if reference is not None and reference not in {s.label for s in specs}:
         raise PerflabError(f"--reference {reference!r} names no command: give one of "
                            + ", ".join(repr(s.label) for s in specs))

@@ -35,6 +35,16 @@ ratio with probability 1 - alpha, so a study may stop at whichever look decides,
 Where the budget ends before its planned information (a time budget cut short), the last look
 is taken as t = 1 and spends what is left (Lan & DeMets 1983).
 
+The information fraction is the information so far over the budget's. Where both sides grow
+alike (every command, build or CPU once a round) it is the runs so far over the budget's. Where
+one side is fixed at m runs and the other grows (the gate: a stored baseline against new runs),
+the information of a comparison of n new runs is I(n) = 1 / (1/n + 1/m) (the inverse variance
+of a difference of two means, up to the common variance), so t = I(n) / I(N) for a budget of N:
+it grows fast while n is small against m and slowly once the baseline's m runs dominate the
+variance. The statistics at the looks keep the canonical joint distribution, corr(Z_i, Z_j) =
+sqrt(I_i / I_j) (the baseline's mean is shared, the new runs nested), so the spending boundaries
+hold at these fractions (Jennison & Turnbull 2000, ch. 3 and 7; ``fixed`` below).
+
 References: Lan, K.K.G. & DeMets, D.L. (1983) Discrete sequential boundaries for clinical
 trials, Biometrika 70, 659-663. O'Brien, P.C. & Fleming, T.R. (1979) A multiple testing
 procedure for clinical trials, Biometrics 35, 549-556. Pocock, S.J. (1977) Group sequential
@@ -162,36 +172,53 @@ def schedule(first: int, budget: int, growth: float = 1.5) -> list[int]:
     return runs
 
 
-def looks(runs: Sequence[int], budget: int, alpha: float = 0.05, kind: str = "obf") -> list[Look]:
-    """The design's looks at ``runs`` (increasing) out of ``budget`` runs: fraction runs/budget,
-    the last one taken as 1 (it spends what is left), boundary and nominal level of each."""
-    fractions = [min(1.0, n / budget) for n in runs]
+def information(runs: int, fixed: int | None = None) -> float:
+    """The information of a comparison at ``runs`` runs (module docstring): ``runs`` where both
+    sides grow alike (a constant factor cancels in a fraction); 1 / (1/runs + 1/fixed) against a
+    side fixed at ``fixed`` runs."""
+    if runs < 1 or (fixed is not None and fixed < 1):
+        raise ValueError("information needs at least one run a side")
+    return float(runs) if fixed is None else 1.0 / (1.0 / runs + 1.0 / fixed)
+
+
+def fraction(runs: int, budget: int, fixed: int | None = None) -> float:
+    """The information fraction I(runs) / I(budget), at most 1."""
+    return min(1.0, information(runs, fixed) / information(budget, fixed))
+
+
+def looks(runs: Sequence[int], budget: int, alpha: float = 0.05, kind: str = "obf",
+          fixed: int | None = None) -> list[Look]:
+    """The design's looks at ``runs`` (increasing) out of ``budget`` runs: information fraction
+    (runs/budget, or against a side ``fixed`` at m runs I(n)/I(budget)), the last one taken as 1
+    (it spends what is left), boundary and nominal level of each."""
+    fractions = [fraction(n, budget, fixed) for n in runs]
     fractions[-1] = 1.0
     cs = boundaries(fractions, alpha, kind)
     return [Look(n, t, c, nominal_level(c)) for n, t, c in zip(runs, fractions, cs)]
 
 
 @lru_cache(maxsize=64)
-def planned(first: int, budget: int, alpha: float = 0.05, kind: str = "obf") -> tuple[Look, ...]:
+def planned(first: int, budget: int, alpha: float = 0.05, kind: str = "obf",
+            fixed: int | None = None) -> tuple[Look, ...]:
     """The looks a budget plans (``schedule(first, budget)``), the last at fraction 1. A look's
     boundary depends only on the looks up to it, so any prefix is the design of a study that
     stopped there; cached, as a study asks at every look."""
-    return tuple(looks(schedule(first, budget), budget, alpha, kind))
+    return tuple(looks(schedule(first, budget), budget, alpha, kind, fixed))
 
 
 def design_at(first: int, budget: int, rounds: int, alpha: float = 0.05, final: bool = False,
-              kind: str = "obf") -> list[Look]:
+              kind: str = "obf", fixed: int | None = None) -> list[Look]:
     """The looks of a study that has run ``rounds`` of a ``budget``: the planned looks before it
     and the look at ``rounds``. ``final`` (the budget ended, or a time limit cut it short): that
-    look spends what is left (fraction 1); else, off the plan, its own share at rounds/budget."""
-    plan = planned(first, budget, alpha, kind)
+    look spends what is left (fraction 1); else, off the plan, its own share (``fraction``)."""
+    plan = planned(first, budget, alpha, kind, fixed)
     before = [lk for lk in plan if lk.runs < rounds]
     if not final or rounds == budget:
         at = [lk for lk in plan if lk.runs == rounds]
         if at:
             return before + at
     runs = [lk.runs for lk in before] + [rounds]
-    fractions = [lk.fraction for lk in before] + [1.0 if final else min(1.0, rounds / budget)]
+    fractions = [lk.fraction for lk in before] + [1.0 if final else fraction(rounds, budget, fixed)]
     cs = boundaries(fractions, alpha, kind)
     return [Look(n, t, c, nominal_level(c)) for n, t, c in zip(runs, fractions, cs)]
 

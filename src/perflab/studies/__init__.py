@@ -1,10 +1,22 @@
-"""Studies: one module per question perflab answers, each with the same shape.
+"""Studies: one package per question perflab answers, each of one of two kinds.
 
-A study module exposes ``NAME``, a frozen ``Config`` (``as_dict``/``from_dict``), ``plan(config,
-machine) -> list[RunSpec]`` (pure), ``execute(config, session, machine) -> Result`` (runs through
-the Session, which stores every run as it completes) and ``analyse(...) -> Result`` (pure), and a
-``Result`` with ``as_dict``/``from_dict``. Studies print nothing: rendering lives in report/.
-``run_study`` opens the campaign around a study; ``resume_study`` re-plans a stored one.
+**Measuring studies** (``STUDIES``: run, cores, instances, variants, frontend, micro, profile,
+lab, score, footprint, bundle, bundle-verify) start processes, and only through a Session. A
+module exposes ``NAME``, a frozen ``Config`` (``as_dict``/``from_dict``), ``plan(config,
+machine) -> runs`` (pure), ``execute(config, session, machine) -> Result`` (every run through
+the Session, which stores it as it completes and, on a resumed campaign, answers a stored run
+from the store) and ``analyse(...) -> Result`` (pure), with a ``Result`` that has
+``as_dict``/``from_dict`` (``studies.base.MeasuringStudy``). ``run_study`` opens the campaign
+around a study; ``resume_study`` re-plans a stored one, so every measuring study resumes.
+
+**Reading studies** (``READING``: compare, gate, cost) read what measuring studies stored and
+never measure: no executor, no Session, no process. A module exposes ``NAME``, a frozen
+``Config`` naming the campaigns (a baseline, fleets) to read and ``read(config, store) ->
+Result`` (``studies.base.ReadingStudy``); cost keeps its result as a campaign without runs.
+report/ reads the store the same way for the HTML and Markdown report (tests/test_layout.py
+holds both to it).
+
+Studies print nothing: every output is rendered in report/ from the Result.
 """
 
 from __future__ import annotations
@@ -21,12 +33,38 @@ from perflab.studies.session import Session, _quiet
 
 if TYPE_CHECKING:
     from perflab.store import Store
+    from perflab.studies.base import MeasuringStudy, ReadingStudy
+    from perflab.studies.bundle import study as _bundle, verify as _bundle_verify
+    from perflab.studies.compare import study as _compare
+    from perflab.studies.cores import study as _cores
+    from perflab.studies.cost import study as _cost
+    from perflab.studies.footprint import study as _footprint
+    from perflab.studies.frontend import study as _frontend
+    from perflab.studies.gate import study as _gate
+    from perflab.studies.instances import study as _instances
+    from perflab.studies.lab import study as _lab
+    from perflab.studies.micro import study as _micro
+    from perflab.studies.profile import study as _profile
+    from perflab.studies.run import study as _run
+    from perflab.studies.score import study as _score
+    from perflab.studies.variants import study as _variants
 
-# Study name -> module: the studies `perflab resume` can re-plan from a stored config.
+    # The type checker holds each module to its kind's shape (nothing is imported at run time).
+    _MEASURING: tuple[MeasuringStudy, ...] = (
+        _run, _cores, _instances, _variants, _frontend, _micro, _profile, _lab, _score, _footprint, _bundle,
+        _bundle_verify)
+    _READING: tuple[ReadingStudy, ...] = (_compare, _gate, _cost)
+
+# Study name -> module: the measuring studies, which `perflab resume` re-plans from a stored config.
 STUDIES = {
-    name: f"perflab.studies.{name}.study"
-    for name in ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "lab", "score")
+    **{name: f"perflab.studies.{name}.study"
+       for name in ("run", "cores", "instances", "variants", "frontend", "micro", "profile", "lab", "score",
+                    "footprint", "bundle")},
+    "bundle-verify": "perflab.studies.bundle.verify",
 }
+
+# Study name -> module: the studies that read stored campaigns and never measure.
+READING = {name: f"perflab.studies.{name}.study" for name in ("compare", "gate", "cost")}
 
 
 def study_module(name: str) -> ModuleType:
@@ -119,6 +157,11 @@ def resume_study(store: Store, campaign_id: int | None, executor: Any,
     """Finish an interrupted campaign (default: the newest one): (study name, its result)."""
     camp = resumable(store, campaign_id)
     module = study_module(camp.study)
-    config = module.Config.from_dict(camp.config)
+    try:
+        config = module.Config.from_dict(camp.config)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        # a config another perflab version stored (e.g. a footprint naming its workload only)
+        raise PerflabError(f"campaign {camp.id} ({camp.study}) holds a config this perflab cannot plan "
+                           "again; rerun the study instead") from None
     return camp.study, run_study(module, config, store, executor, progress=progress,
                                  parent_id=camp.parent_id, resume=camp.id, energy=energy, monitor=monitor)

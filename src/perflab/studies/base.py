@@ -1,5 +1,6 @@
 """What every study's Config and Result share: their JSON form (stored with the campaign, read
-back by resume) and the runs a result rests on."""
+back by resume) and the runs a result rests on; and the two kinds of study, each a Protocol a
+study module meets (``MeasuringStudy``, ``ReadingStudy``: studies/__init__.py tells them apart)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import dataclasses
 import types
 import typing
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol
 
 from perflab.model import known_fields
+
+if TYPE_CHECKING:
+    from perflab.store import Store
+    from perflab.studies.session import Session
 
 
 class StudyConfig:
@@ -82,3 +87,58 @@ class StudyResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(kw_only=True)
+class VerdictResult(StudyResult):
+    """A Result whose stored form and --json carry its one-line ``verdict`` (a property of the
+    subclass), which the listing and the report read; read back by its fields' type hints."""
+
+    @property
+    def verdict(self) -> str:
+        raise NotImplementedError
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Any:
+        return decode(cls, d)
+
+
+class MeasuringStudy(Protocol):
+    """A measuring study module (run, cores, instances, variants, frontend, micro, profile, lab,
+    score, footprint, bundle, bundle-verify): it starts processes, through a Session only.
+
+    ``Config`` (frozen, ``from_dict`` re-plans a stored campaign), ``plan(config, machine, ...)``
+    (pure: the runs in order), ``execute(config, session, machine)`` (each run through the
+    Session, stored as it completes and replayed on resume) and ``analyse(config, runs, ...)``
+    (pure) -> a Result with ``as_dict``/``from_dict`` (the lab runs other studies, each in a
+    child campaign, and gathers their results: it has no analyse of its own).
+    ``studies.run_study`` opens the campaign around it; ``perflab resume`` re-plans it from the
+    stored config."""
+
+    @property
+    def NAME(self) -> str: ...  # read-only members: a module's own types fit them
+
+    @property
+    def Config(self) -> type: ...
+
+    def execute(self, config: Any, session: Session, machine: Any) -> Any: ...
+
+
+class ReadingStudy(Protocol):
+    """A reading study module (compare, gate, cost): it reads what measuring studies stored and
+    never measures: no executor, no Session, no process.
+
+    ``Config`` names the stored campaigns (or baseline, fleets) to read and how to judge them;
+    ``read(config, store)`` -> the typed Result (``as_dict`` for --json; report/ renders it). It
+    may keep its result as a campaign of its own without runs (cost does), so a report finds it."""
+
+    @property
+    def NAME(self) -> str: ...
+
+    @property
+    def Config(self) -> type: ...
+
+    def read(self, config: Any, store: Store) -> Any: ...

@@ -9,7 +9,7 @@ from perflab.report import plots
 from perflab.report.generic import _cell, _plot, builder, ci_dict, generic, levels, ratio_cell
 from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of, plural
-from perflab.studies.cores.result import CoresResult, CpuRow, with_disturbances
+from perflab.studies.cores.result import CoresResult, CpuRow, level_text, with_disturbances
 
 if TYPE_CHECKING:
     from perflab.store import Campaign, Measurement
@@ -32,16 +32,34 @@ def cores_section(campaign: Campaign, result: CoresResult, measurements: list[Me
     detect = (f"smallest detectable slowdown {mde:.1%}" if mde is not None and mde != float("inf")
               else f"not enough evidence to detect a slowdown: {result.mde_why or 'no estimate'}")
     title = f"Per CPU: median {unit}; ratio = cost / median of the other CPUs in the same round"
+    seq = result.sequential or {}
+    looked = "looks" in seq  # --until-decided: each CPU's repeated interval decided, not a Holm p
+
+    def tested(c: CpuRow) -> object:
+        if not looked:
+            return c.p_adjusted
+        d = (seq.get("cpus") or {}).get(str(c.cpu))
+        if d is None:
+            return "—"
+        level = c.ratio_ci.level if c.ratio_ci is not None else None
+        return (d.get("decision") or "cannot tell") + (f" ({level_text(level)} repeated CI)" if level else "")
+
     sec.tables = [Table(title, ["CPU", "socket", "core", "node", "siblings", "runs", "failed", f"median [{unit}]",
-                                "CI", "cost ratio", "ratio CI", "slower in", "p (Holm)", "verdict", "finding"],
+                                "CI", "cost ratio", "ratio CI", "slower in",
+                                "decided (repeated CI)" if looked else "p (Holm)", "verdict", "finding"],
                         [[c.cpu, c.socket, c.core, c.node, _cell(c.siblings), c.runs, c.failed, c.median,
                           ci_of(ci_dict(c.ci), estimate=c.median), ratio_cell(c.ratio, ci_dict(c.ratio_ci)),
                           ci_of(ci_dict(c.ratio_ci), estimate=c.ratio),
                           f"{c.slower_rounds} of {plural(c.rounds, 'round')}",
-                          c.p_adjusted, c.verdict or "—", found(c)] for c in cpus],
+                          tested(c), c.verdict or "—", found(c)] for c in cpus],
                         note=f"{plural(result.rounds, 'round')} ({result.mode}), stopped by {result.stopped}; "
                              f"{detect}. Cost is the time per unit of work (1 / {unit} where higher is better): "
-                             "a ratio above 1 is slower.")]
+                             "a ratio above 1 is slower."
+                             + (f" Measured until decided: each CPU's ratio CI is its repeated interval at the "
+                                f"last look's level ({len(seq['looks'])} looks, O'Brien-Fleming-type alpha "
+                                f"spending, {seq.get('alpha', 0.05):.0%} over all looks and CPUs); slow: a "
+                                f"slowdown of {seq.get('min_effect', 0):.0%} or more shown, ruled out: its "
+                                "interval's top under that" if looked else ""))]
     ran = [(i, c, c.ratio) for i, c in enumerate(cpus) if c.ratio is not None]
     if ran:
         lv = levels([ci_dict(c.ratio_ci) for _, c, _ in ran])

@@ -70,7 +70,7 @@ def render(result: RunStudyResult, console: Any) -> None:
         table.add_column(col, justify="right", no_wrap=True)
     if many:
         rel_levels = {b.relative["level"] for b in shown if b.relative and b.relative.get("ratio") != 1.0}
-        rel_head = (f"{min(rel_levels):.1%} CI" if not result.sequential else f"{level_text(min(rel_levels))} repeated CI") \
+        rel_head = (f"{min(rel_levels):.1%} CI" if not _commands_looked(result) else f"{level_text(min(rel_levels))} repeated CI") \
             if rel_levels else "CI"
         what = "" if result.measure == "wall time" else f" {result.measure}"  # the ranked measure's ratio
         table.add_column(f"relative{what} [{rel_head}]", justify="right", no_wrap=True)
@@ -118,8 +118,8 @@ def render(result: RunStudyResult, console: Any) -> None:
                 what = r["verdict"]
             elif r.get("decision") == "within":
                 what = f"no change of {100 * r['min_effect']:g} % or more (the interval lies inside ±{100 * r['min_effect']:g} %)"
-            elif result.sequential:
-                what = ("cannot tell within the budget (see below)" if result.sequential.get("final")
+            elif _commands_looked(result):
+                what = ("cannot tell within the budget (see below)" if (result.sequential or {}).get("final")
                         else "not decided yet")
             elif too_few_runs(r):
                 what = "too few runs to tell (see the warning)"
@@ -128,12 +128,14 @@ def render(result: RunStudyResult, console: Any) -> None:
             else:
                 what = (f"not shown to differ (the interval holds 1, or under {100 * r.get('min_effect', 0.01):g} %; "
                         "--until-decided runs until it tells)")
-            kind = "repeated CI" if result.sequential else "CI"
+            kind = "repeated CI" if _commands_looked(result) else "CI"
             console.print(f"  {r['ratio']:.3g}x [{r['low']:.3g}, {r['high']:.3g}] ({level_text(r['level'])} {kind}, "
                           f"Bonferroni over {len(others)}) {what}: {b.command}",
                           highlight=False, markup=False)
-        if result.sequential:
+        if _commands_looked(result):
             console.print(sequential_line(result), highlight=False, markup=False)
+    if result.sequential and result.sequential.get("gate"):  # the gate's own lines follow
+        console.print(sequential_line(result), highlight=False, markup=False)
     h = result.health
     if h:
         parts = [f"{h['suspect']} of {h['runs']} runs suspect"]
@@ -171,3 +173,9 @@ def _extra_tables(result: RunStudyResult, console: Any) -> None:
         for command, m in meds.items():
             t.add_row(command, *(_num(m[n]) if n in m else "-" for n in names))
         console.print(t)
+
+
+def _commands_looked(result: RunStudyResult) -> bool:
+    """Whether the looks decided the commands' comparisons (--until-decided without --baseline;
+    with one, they decided the gate's and the commands' are made as without looks)."""
+    return bool(result.sequential) and not (result.sequential or {}).get("gate")

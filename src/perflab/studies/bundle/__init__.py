@@ -6,9 +6,9 @@ from perflab.startup import lazy_attributes
 
 __getattr__ = lazy_attributes(__name__, {
     "BundleConfig": "study",
-    "VerifyConfig": "study",
-    "run_bundle": "study",
-    "run_verify": "study",
+    "BundleResult": "study",
+    "VerifyConfig": "verify",
+    "VerifyResult": "verify",
     "mismatch_hint": "mismatch",
     "output_differences": "mismatch",
 })

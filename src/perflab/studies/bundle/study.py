@@ -6,6 +6,11 @@ their real paths, symlinks recreated with relative targets), ``perflab-bundle.js
 manifest: command, checksums, reference output) and ``run.sh``, which runs the workload with
 ``root/`` as its whole file system (bubblewrap, else unshare, else chroot).
 
+The study's shape is a measuring study's: ``BundleConfig``, ``plan`` (the traced run and the
+reference run), ``execute`` through the Session (each run stored as it completes with what the
+archive needs in its health, so ``perflab resume`` packs from the stored runs) and ``analyse``
+-> ``BundleResult``. ``verify.py`` is the second study of the package (``bundle-verify``).
+
 Unpacking checks every member before writing anything: no absolute names, no ``..``, no
 symlink that resolves (through other symlinks of the archive) outside the target, no hard
 links, devices or FIFOs.
@@ -14,36 +19,36 @@ links, devices or FIFOs.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
 import shlex
 import shutil
 import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from perflab.errors import PerflabError
-from perflab.model import MetricPattern, Workload
+from perflab.model import MetricPattern, RunResult, RunSpec, Workload
 from perflab.measure.metrics import extract
 from perflab.measure.capture import isolation_available, run_captured
-from perflab.measure.interface import Executor
+from perflab.platform import strace
 from perflab.platform.files import resolve_links
 from perflab.platform.sysfs import format_size
-from perflab.studies.footprint import study as fp
-from perflab.studies.bundle.mismatch import mismatch_hint, output_differences
-from perflab.studies.bundle.archive import MANIFEST, ROOT, RUNNER, safe_unpack, write_archive
+from perflab.studies.base import StudyConfig, VerdictResult
+from perflab.studies.footprint.files import VIRTUAL_ROOTS, FileUse, TopDir, by_top_dir, needed
+from perflab.studies.footprint.study import argv_of, default_cpu
+from perflab.studies.footprint.tracing import TRACED, Tracing, strace_missing, trace_of
+from perflab.studies.bundle.archive import ROOT, write_archive
+from perflab.studies.session import Session
 from perflab.startup import which
 
+NAME = "bundle"
+REFERENCE = "reference"
 FORMAT = 1
 ISOLATIONS = ("bwrap", "unshare", "chroot")
 
 
 @dataclass(frozen=True)
-
-
-class BundleConfig:
+class BundleConfig(StudyConfig):
     workload: Workload
     output: str
     budget_bytes: int | None = None  # unpacked size limit (the DVD's free space)
@@ -52,11 +57,19 @@ class BundleConfig:
     include: tuple[str, ...] = ()  # extra files or directories to carry
     timeout: float | None = 600.0
 
+    decoders = {"workload": Workload.from_dict}
 
-@dataclass
+    def __post_init__(self) -> None:
+        # where the workload runs is part of what was asked (a resume elsewhere packs the same)
+        if self.workload.cwd is None:
+            object.__setattr__(self, "workload", replace(self.workload, cwd=os.getcwd()))
 
 
-class BundleResult:
+Config = BundleConfig
+
+
+@dataclass(kw_only=True)
+class BundleResult(VerdictResult):
     output: str
     files: int
     links: int
@@ -65,8 +78,9 @@ class BundleResult:
     archive_bytes: int
     isolation_here: str | None
     reference: dict
-    campaign_id: int | None = None
-    by_top: list = field(default_factory=list)
+    by_top: list[TopDir] = field(default_factory=list)
+    given_output: str = ""  # the path as the command named it, which the how-to lines repeat
+    budget_bytes: int | None = None
 
     @property
     def verdict(self) -> str:
@@ -74,55 +88,17 @@ class BundleResult:
                 f"{format_size(self.archive_bytes)} archive: {self.output}")
 
 
-@dataclass(frozen=True)
-
-
-class VerifyConfig:
-    archive: str
-    workdir: str | None = None  # where to unpack (must be empty or absent); default: a temp dir
-    isolation: str | None = None  # force bwrap/unshare/chroot
-    timeout: float | None = 600.0
-    keep: bool = False
-
-
-@dataclass
-
-
-class VerifyResult:
-    archive: str
-    workdir: str
-    isolation: str
-    compared: str  # "checksum metric NAME", "stdout"
-    bundle_value: str
-    normal_value: str
-    normal_source: str  # "normal run on this machine" or "reference recorded at bundle time"
-    same: bool
-    bundle_wall_s: float
-    normal_wall_s: float | None
-    campaign_id: int | None = None
-    differences: list[str] = field(default_factory=list)  # the first lines that differ, when known
-    hint: str = ""  # what to compare instead, when the output differs
-
-    @property
-    def verdict(self) -> str:
-        return (f"bundle output {'matches' if self.same else 'DIFFERS from'} the {self.normal_source} "
-                f"({self.compared}; isolated with {self.isolation})")
-
-
 REFERENCE_LINES = 200  # stdout lines kept in the manifest, to show a mismatch where the original is gone
 
 
-def _summary(result: BundleResult | VerifyResult) -> dict[str, Any]:
-    """What the campaign keeps: the result's fields and its verdict."""
-    return {**result.__dict__, "verdict": result.verdict}
-
-
-def _extract(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
+def metrics_of(patterns: Iterable[dict], out: str, err: str) -> dict[str, float]:
+    """The workload's metrics (its patterns as the manifest stores them) from a run's output."""
     pats = tuple(MetricPattern(**p) for p in patterns)
     return extract(pats, out, err) if pats else {}
 
 
-def _sha(text: str) -> str:
+def sha256_of(text: str) -> str:
+    """How two outputs are compared without keeping either whole."""
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -186,19 +162,20 @@ def _rel_target(link: str, target: str) -> str:
     return os.path.relpath(os.path.normpath(target), os.path.dirname(link))
 
 
-def needed_set(result: fp.FootprintResult, include: Iterable[str] = (), cwd: str | None = None
+def needed_set(used: list[FileUse], include: Iterable[str] = (), cwd: str | None = None
                ) -> tuple[dict[str, int], dict[str, str], set[str]]:
     """(real file -> size, link -> relative target, directories) a bundle must recreate."""
     files: dict[str, int] = {}
     links: dict[str, str] = {}
     dirs: set[str] = set()
-    for f in result.files:
+    carried = needed(used)
+    for f in used:
         if f.kind == "virtual":
             continue
         for link, target in f.links:
-            if not any(link == r or link.startswith(r + "/") for r in fp.VIRTUAL_ROOTS):
+            if not any(link == r or link.startswith(r + "/") for r in VIRTUAL_ROOTS):
                 links[link] = _rel_target(link, target)
-        if f in result.needed():
+        if f in carried:
             files[f.real_path] = f.size
         elif f.kind == "dir":
             dirs.add(f.real_path)
@@ -234,7 +211,7 @@ def needed_set(result: fp.FootprintResult, include: Iterable[str] = (), cwd: str
 
 
 def _bundle_argv(wl: Workload, cwd: str) -> list[str]:
-    argv = list(fp._argv(wl))
+    argv = list(argv_of(wl))
     exe = argv[0]
     if "/" not in exe:
         found = which(exe)
@@ -246,131 +223,104 @@ def _bundle_argv(wl: Workload, cwd: str) -> list[str]:
     return argv
 
 
-def run_bundle(config: BundleConfig, executor: Executor, store: Any, console: Any = None) -> BundleResult:
-    """Trace the workload, pack what it used with run.sh and a manifest into a tar.gz."""
+class _Packing(Tracing):
+    """The bundle's Executor: the traced run as footprint's; the reference run with all of its
+    stdout read (run_captured), its checksum, first lines and metrics kept in health: what the
+    manifest records, so a resumed campaign packs from the stored runs."""
+
+    def __init__(self, executor: Any, seccomp: bool, tmpdir: str, patterns: list[dict]) -> None:
+        super().__init__(executor, seccomp, tmpdir)
+        self.patterns = patterns
+
+    def run(self, spec: RunSpec) -> RunResult:
+        if (spec.params or {}).get("mode") != REFERENCE:
+            return super().run(spec)
+        result, out, err = run_captured(list(spec.argv), cwd=spec.cwd, env=dict(spec.env or {}) or None,
+                                        timeout=spec.timeout)
+        result.health[REFERENCE] = {"exit_code": result.exit_code, "stdout_sha256": sha256_of(out),
+                                    "stdout_head": out.splitlines()[:REFERENCE_LINES],
+                                    "metrics": metrics_of(self.patterns, out, err), "wall_s": result.wall_s}
+        return result
+
+
+def plan(config: BundleConfig, machine: Any = None) -> list[RunSpec]:
+    """One traced run (pinned, as footprint traces) and one reference run of the command as the
+    bundle's run.sh will run it (its output kept in the manifest)."""
+    wl = config.workload
+    cpu = config.cpu if config.cpu is not None else default_cpu()
+    argv = _bundle_argv(wl, os.path.abspath(wl.cwd or os.getcwd()))
+    return [wl.spec(argv=argv_of(wl), shell=False, cpus=(cpu,), timeout=config.timeout,
+                    params={"mode": TRACED, "cpu": cpu}),
+            wl.spec(argv=tuple(argv), shell=False, timeout=config.timeout, params={"mode": REFERENCE})]
+
+
+@dataclass
+class Packed:
+    """What went into the archive."""
+
+    files: int
+    links: int
+    dirs: int
+    unpacked_bytes: int
+    archive_bytes: int
+
+
+def execute(config: BundleConfig, session: Session, machine: Any = None) -> BundleResult:
+    """Trace the workload, check the budget, run it for the reference output, pack what it used
+    with run.sh and a manifest into a tar.gz; the runs through the session (a resume replays them)."""
+    if strace.strace_path() is None:
+        raise strace_missing()
     wl = config.workload
     cwd = os.path.abspath(wl.cwd or os.getcwd())
-    argv = _bundle_argv(wl, cwd)
-    cpu = config.cpu if config.cpu is not None else fp.default_cpu()
-    seccomp = config.seccomp and fp.strace.seccomp_bpf_supported()
+    traced_spec, reference_spec = plan(config, machine)
+    patterns = [{"regex": m.regex, "stream": m.stream} for m in wl.metrics]
     tmpdir = tempfile.mkdtemp(prefix="perflab-bundle-")
-    with store.open_campaign("bundle", {
-        "workload": wl.name, "argv": argv, "cwd": cwd, "output": os.path.abspath(config.output),
-        "budget_bytes": config.budget_bytes, "include": list(config.include), "cpu": cpu,
-    }) as camp:
-        campaign = camp.id
-        try:
-            res, calls = fp.trace(wl, executor, cpu, seccomp, os.path.join(tmpdir, "trace.txt"), config.timeout)
-            store.add_measurement(campaign, res, {"mode": "traced", "cpu": cpu}, label=wl.name)
-            if not res.ok:
-                raise PerflabError(f"traced run of {wl.name} failed (exit {res.exit_code}): "
-                                   f"{(res.stderr_tail or '').strip()[-200:]}; check that it runs on its own")
-            files_used, failed = fp.analyse(calls, cwd)
-            trace_result = fp.FootprintResult(
-                workload=wl.name, argv=tuple(argv), cwd=cwd, cpu=cpu, seccomp=seccomp, files=files_used,
-                failed=failed, by_top=fp.by_top_dir(files_used), total_files=0, total_bytes=0)
-            files, links, dirs = needed_set(trace_result, config.include, cwd)
-            unpacked = sum(files.values())
-            if config.budget_bytes is not None and unpacked > config.budget_bytes:
-                tops = ", ".join(f"{t.top} {format_size(t.bytes)}" for t in trace_result.by_top[:4])
-                raise PerflabError(
-                    f"bundle needs {format_size(unpacked)} ({len(files)} files: {tops}), over the budget of "
-                    f"{format_size(config.budget_bytes)}; raise --budget or slim the workload"
-                )
-            # The reference output, kept in the manifest for a verify where the original is gone.
-            ref_res, out, err = run_captured(argv, cwd=cwd, env=dict(wl.env) or None, timeout=config.timeout)
-            store.add_measurement(campaign, ref_res, {"mode": "reference"}, label=wl.name)
-            patterns = [{"regex": m.regex, "stream": m.stream} for m in wl.metrics]
-            reference = {"exit_code": ref_res.exit_code, "stdout_sha256": _sha(out),
-                         "stdout_head": out.splitlines()[:REFERENCE_LINES],
-                         "metrics": _extract(patterns, out, err), "wall_s": ref_res.wall_s}
-            manifest = {
-                "format": FORMAT, "workload": wl.name, "argv": argv, "cwd": cwd, "env": dict(wl.env),
-                "metrics": patterns, "checksum_metric": wl.checksum_metric,
-                "primary_metric": wl.primary_metric,
-                "files": [{"path": p, "size": s, "sha256": _file_sha(p)} for p, s in sorted(files.items())],
-                "links": [{"path": p, "target": t} for p, t in sorted(links.items())],
-                "dirs": sorted(dirs), "reference": reference,
-                "failed_lookups": [f.path for f in failed],
-                "unpacked_bytes": unpacked,
-            }
-            write_archive(config.output, manifest, runner_script(argv, cwd, dict(wl.env), wl.name))
-            size = os.path.getsize(config.output)
-            store.add_artifact(campaign, "bundle", config.output, {"files": len(files), "unpacked_bytes": unpacked})
-            result = BundleResult(
-                output=os.path.abspath(config.output), files=len(files), links=len(links), dirs=len(dirs),
-                unpacked_bytes=unpacked, archive_bytes=size, isolation_here=isolation_available(),
-                reference=reference, campaign_id=campaign, by_top=[t.__dict__ for t in trace_result.by_top],
+    packing = _Packing(session.executor, config.seccomp and strace.seccomp_bpf_supported(), tmpdir, patterns)
+    runs = Session(packing, session.store, session.campaign_id, session.progress, resumed=session.resumed)
+    try:
+        traced = runs.run(traced_spec)
+        if not traced.ok:
+            raise PerflabError(f"traced run of {wl.name} failed (exit {traced.exit_code}): "
+                               f"{(traced.stderr_tail or '').strip()[-200:]}; check that it runs on its own")
+        used, failed, _ = trace_of(traced)
+        files, links, dirs = needed_set(used, config.include, cwd)
+        unpacked = sum(files.values())
+        if config.budget_bytes is not None and unpacked > config.budget_bytes:
+            tops = ", ".join(f"{t.top} {format_size(t.bytes)}" for t in by_top_dir(used)[:4])
+            raise PerflabError(
+                f"bundle needs {format_size(unpacked)} ({len(files)} files: {tops}), over the budget of "
+                f"{format_size(config.budget_bytes)}; raise --budget or slim the workload"
             )
-            camp.summary = _summary(result)
-            return result
-        finally:
-            shutil.rmtree(tmpdir, ignore_errors=True)
+        reference = runs.run(reference_spec)
+    finally:
+        session.executed += runs.executed
+        session.replayed += runs.replayed
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    argv = list(reference_spec.argv)
+    manifest = {
+        "format": FORMAT, "workload": wl.name, "argv": argv, "cwd": cwd, "env": dict(wl.env),
+        "metrics": patterns, "checksum_metric": wl.checksum_metric,
+        "primary_metric": wl.primary_metric,
+        "files": [{"path": p, "size": s, "sha256": _file_sha(p)} for p, s in sorted(files.items())],
+        "links": [{"path": p, "target": t} for p, t in sorted(links.items())],
+        "dirs": sorted(dirs), "reference": reference.health[REFERENCE],
+        "failed_lookups": [f.path for f in failed],
+        "unpacked_bytes": unpacked,
+    }
+    write_archive(config.output, manifest, runner_script(argv, cwd, dict(wl.env), wl.name))
+    if not any(a.kind == "bundle" for a in session.store.artifacts(session.campaign_id)):
+        session.store.add_artifact(session.campaign_id, "bundle", config.output,
+                                   {"files": len(files), "unpacked_bytes": unpacked})
+    packed = Packed(len(files), len(links), len(dirs), unpacked, os.path.getsize(config.output))
+    return analyse(config, [traced, reference], packed, isolation_available())
 
 
-# --- verify ----------------------------------------------------------------------------------
-
-
-def run_verify(config: VerifyConfig, store: Any, console: Any = None) -> VerifyResult:
-    """Unpack into a fresh directory, run it isolated, compare with a normal run."""
-    workdir = config.workdir or tempfile.mkdtemp(prefix="perflab-verify-")
-    with store.open_campaign("bundle-verify", {
-        "archive": os.path.abspath(config.archive), "workdir": workdir, "isolation": config.isolation}) as camp:
-        campaign = camp.id
-        try:
-            safe_unpack(config.archive, workdir)
-            try:
-                manifest = json.loads(Path(workdir, MANIFEST).read_text())
-            except (OSError, ValueError):
-                raise PerflabError(f"{config.archive} has no readable {MANIFEST}: not a perflab bundle") from None
-            env = {"PERFLAB_ISOLATION": config.isolation} if config.isolation else None
-            b_res, b_out, b_err = run_captured(["/bin/sh", os.path.join(workdir, RUNNER)], env=env,
-                                               timeout=config.timeout)
-            store.add_measurement(campaign, b_res, {"mode": "bundle"}, label=manifest["workload"])
-            how = "unknown"
-            for line in b_err.splitlines():
-                if line.startswith("run.sh: isolating with "):
-                    how = line.rsplit(" ", 1)[-1]
-            if not b_res.ok:
-                tail = " ".join(b_err.strip().splitlines()[-2:])
-                raise PerflabError(f"the bundle failed to run isolated ({how}, exit {b_res.exit_code}): {tail}")
-            argv, cwd = manifest["argv"], manifest["cwd"]
-            patterns = manifest.get("metrics", [])
-            n_res = None
-            if os.path.exists(argv[0]) and os.path.isdir(cwd):
-                n_res, n_out, n_err = run_captured(argv, cwd=cwd, env=manifest.get("env") or None,
-                                                   timeout=config.timeout)
-                store.add_measurement(campaign, n_res, {"mode": "normal"}, label=manifest["workload"])
-                normal: dict[str, Any] = {"stdout_sha256": _sha(n_out), "metrics": _extract(patterns, n_out, n_err)}
-                source = "normal run on this machine"
-            else:
-                normal = manifest["reference"]
-                source = "reference recorded at bundle time"
-            b_metrics = _extract(patterns, b_out, b_err)
-            checksum = manifest.get("checksum_metric")
-            if checksum and checksum in normal.get("metrics", {}):
-                compared = f"checksum metric {checksum}"
-                bv: object
-                nv: object
-                bv, nv = b_metrics.get(checksum), normal["metrics"][checksum]
-            else:
-                compared = "stdout (sha256)"
-                bv, nv = _sha(b_out), normal["stdout_sha256"]
-            differences, hint = [], ""
-            if bv != nv and not compared.startswith("checksum"):
-                n_text = n_out if n_res is not None else "\n".join(normal.get("stdout_head") or [])
-                if n_res is not None or normal.get("stdout_head"):
-                    differences = output_differences(b_out, n_text)
-                names = [n for m in patterns for n in re.compile(m["regex"]).groupindex]
-                hint = mismatch_hint(differences, names)
-            result = VerifyResult(
-                archive=os.path.abspath(config.archive), workdir=workdir, isolation=how, compared=compared,
-                bundle_value=str(bv), normal_value=str(nv), normal_source=source, same=bv == nv,
-                bundle_wall_s=b_res.wall_s, normal_wall_s=n_res.wall_s if n_res else None,
-                campaign_id=campaign, differences=differences, hint=hint,
-            )
-            camp.summary = _summary(result)
-            return result
-        finally:
-            if not config.keep and not config.workdir:
-                shutil.rmtree(workdir, ignore_errors=True)
+def analyse(config: BundleConfig, runs: list[RunResult], packed: Packed, isolation_here: str | None) -> BundleResult:
+    """The bundle's result from its two runs (traced, reference) and what was packed."""
+    traced, reference = runs
+    return BundleResult(
+        output=os.path.abspath(config.output), files=packed.files, links=packed.links, dirs=packed.dirs,
+        unpacked_bytes=packed.unpacked_bytes, archive_bytes=packed.archive_bytes, isolation_here=isolation_here,
+        reference=reference.health[REFERENCE], by_top=by_top_dir(trace_of(traced)[0]),
+        given_output=config.output, budget_bytes=config.budget_bytes, runs=len(runs),
+    )

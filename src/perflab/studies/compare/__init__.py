@@ -11,6 +11,8 @@ __getattr__ = lazy_attributes(__name__, {
     "DRIFT": "study",
     "check_same_kind": "study",
     "compare_measurements": "study",
+    "NAME": "study",
+    "read": "study",
     "run_compare": "study",
     "design_key": "keys",
     "energy_j": "keys",

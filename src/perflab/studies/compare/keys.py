@@ -87,7 +87,7 @@ def energy_j(result: Any) -> float | None:
     return run_joules(result) if getattr(result, "energy", None) else None
 
 
-def _observation(results: list[Any]) -> dict[str, float]:
+def observation(results: list[Any]) -> dict[str, float]:
     """Measures of one observation: one run, or the copies of one concurrent point and round."""
     out = {
         "wall_s": max(r.wall_ns for r in results) / 1e9,
@@ -130,7 +130,7 @@ def series(study: str, measurements: Iterable[Any]) -> tuple[dict[tuple, dict[st
     for key, by_obs in groups.items():
         g = out.setdefault(key, {})
         for obs in sorted(by_obs):
-            for name, v in _observation(by_obs[obs]).items():
+            for name, v in observation(by_obs[obs]).items():
                 g.setdefault(name, []).append(v)
     return out, texts
 

@@ -47,6 +47,8 @@ DEFAULT_MIN_EFFECT = 0.01
 MIN_N_FOR_MODES = 10
 
 
+NAME = "compare"  # a reading study (studies.base.ReadingStudy): its entry is read, below
+
 @dataclass(frozen=True)
 class CompareConfig:
     a: int
@@ -284,3 +286,8 @@ def run_compare(config: CompareConfig, store: Any) -> CompareResult:
     return CompareResult(config.a, config.b, ca.study, cb.study, config.alpha, rows, only_a, only_b,
                          notes, min_effect=config.min_effect, primary=primary,
                          counted_min_effect=config.counted_min_effect, campaigns_a=ids_a, campaigns_b=ids_b)
+
+
+# The reading study's shape (studies.base.ReadingStudy): NAME, Config, read(config, store) -> Result.
+Config = CompareConfig
+read = run_compare

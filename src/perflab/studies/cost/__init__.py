@@ -5,8 +5,9 @@ Its public names load from their modules on first use (a command pays only for w
 from perflab.startup import lazy_attributes
 
 __getattr__ = lazy_attributes(__name__, {
+    "NAME": "study",
     "load_platforms": "study",
-    "render": "study",
+    "read": "study",
     "run_cost": "study",
     "energy_optimal": "energy",
     "events_metric": "energy",

@@ -25,6 +25,8 @@ POWER_FACTOR = 1.6  # seed 004: node power ~ 1.6 x TDP x sockets
 PRICE_KEYS = ("board", "memory", "psu", "cpu", "chassis", "other")
 
 
+NAME = "cost"  # a reading study (studies.base.ReadingStudy): its entry is read, below
+
 @dataclass(frozen=True)
 
 
@@ -304,7 +306,7 @@ def run_cost(config: CostConfig, store: Any, console: Any = None,
     names a file: ``draw(result, path)`` (report.cost_plot.plot) writes it and returns its path,
     stored with the campaign; the study draws nothing itself."""
     req = config.requirement
-    with store.open_campaign("cost", {
+    with store.open_campaign(NAME, {
         "source": config.source, "requirement": asdict(req),
         "platforms": [asdict(p) for p in config.platforms],
     }) as camp:
@@ -337,3 +339,8 @@ def run_cost(config: CostConfig, store: Any, console: Any = None,
             store.add_artifact(campaign, "plot", result.plot, {"format": "svg"})
         camp.summary = result.to_dict()
         return result
+
+
+# The reading study's shape (studies.base.ReadingStudy): NAME, Config, read(config, store) -> Result.
+Config = CostConfig
+read = run_cost

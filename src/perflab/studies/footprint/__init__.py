@@ -8,7 +8,9 @@ __getattr__ = lazy_attributes(__name__, {
     "FootprintConfig": "study",
     "FootprintResult": "study",
     "MIN_CI_RUNS": "study",
-    "TopDir": "study",
+    "TopDir": "files",
     "analyse": "study",
-    "run_footprint": "study",
+    "execute": "study",
+    "files_used": "files",
+    "plan": "study",
 })

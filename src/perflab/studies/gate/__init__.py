@@ -11,6 +11,8 @@ __getattr__ = lazy_attributes(__name__, {
     "Threshold": "study",
     "baseline_measures": "study",
     "check_measures": "study",
+    "NAME": "study",
+    "read": "study",
     "evaluate": "study",
     "parse_threshold": "study",
     "EXIT_FAIL": "result",

@@ -11,6 +11,7 @@ from typing import Any
 
 from perflab.studies.compare.study import CompareResult, CompareRow
 from perflab.studies.compare.keys import measure_title
+from perflab.studies.run.result import level_text
 
 # Exit statuses of a gate (cli/gate_common.py, docs/ci.md).
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -69,6 +70,7 @@ class GateLine:
     no_drift: str = field(default="", repr=False)  # why the saves' drift was not measured here
     n_a: int = field(default=0, repr=False)
     n_b: int = field(default=0, repr=False)
+    repeated: bool = False  # decided by the looks of --until-decided (studies/gate/looks.py)
 
     @property
     def status(self) -> str:
@@ -102,10 +104,13 @@ class GateLine:
         r = self.row
         lo, hi, level = self.interval()
         p = f"p={r.p_adjusted:.2g} (Holm over {m})" if self.thresholds else f"p={r.p_value:.2g} (not gated)"
+        ci = f"{100 * level:.0f}% CI"
+        if self.repeated:  # the looks' interval at the last look's level decided, not a p
+            p, ci = "decided by the looks (--until-decided)", f"{level_text(level)} repeated CI"
         a, b, what = self.figures()
         head = (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * (b / a - 1):+.1f} % "
                 f"({what} {a:.4g} -> {b:.4g}), B/A {b / a:.4f} "
-                f"[{lo:.4f}, {hi:.4f}] {100 * level:.0f}% CI, {p}; {self.verdict}")
+                f"[{lo:.4f}, {hi:.4f}] {ci}, {p}; {self.verdict}")
         return "; ".join([head, *self.notes])
 
     def as_dict(self) -> dict[str, Any]:
@@ -117,6 +122,8 @@ class GateLine:
         if what != "median":  # the pooled figures kept apart: the line's own are the like-with-like ones
             d["pooled"] = {"median_a": d["median_a"], "median_b": d["median_b"], "ratio": d["ratio"]}
             d.update(median_a=a, median_b=b, ratio=b / a, compared=what)
+        if self.repeated:
+            d["ci"]["repeated"] = True
         d.update(checks=[c.as_dict() for c in self.checks], notes=self.notes,
                  detectable=self.detectable if not math.isnan(self.detectable) else None,
                  runs_needed=self.runs_needed or None)
@@ -131,6 +138,7 @@ class GateResult:
     warnings: list[str] = field(default_factory=list)
     hosts: tuple[str, str] = ("", "")
     family: int = 0  # tests in the Holm family (gated ones only)
+    sequential: dict | None = None  # the looks' record where the campaign was measured until decided
 
     @property
     def failed(self) -> bool:
@@ -154,9 +162,15 @@ class GateResult:
         if bad:
             return (f"gate: FAIL: {len(bad)} of {len(gated)} gated comparisons changed beyond "
                     f"their threshold and significantly; {what}")
+        if unsure and self.sequential:
+            return (f"gate: UNSURE: {len(unsure)} of {len(gated)} gated comparisons not decided "
+                    f"({unsure[0].inconclusive}); {what}")
         if unsure:
             return (f"gate: UNSURE: {len(unsure)} of {len(gated)} gated comparisons could not have "
                     f"seen a change at their threshold ({unsure[0].inconclusive}); {what}")
+        if self.sequential:
+            return (f"gate: pass: every gated threshold ruled out by its repeated interval (no change "
+                    f"beyond it); {what}")
         return (f"gate: pass: none of {len(gated)} gated comparisons changed beyond its threshold "
                 f"significantly; {what}")
 
@@ -169,4 +183,5 @@ class GateResult:
                 "hosts": {"baseline": self.hosts[0], "campaign": self.hosts[1]},
                 "lines": [ln.as_dict() for ln in self.lines], "warnings": self.warnings,
                 "unmatched_baseline": self.compare.unmatched_a,
-                "unmatched_campaign": self.compare.unmatched_b}
+                "unmatched_campaign": self.compare.unmatched_b,
+                **({"sequential": self.sequential} if self.sequential else {})}

@@ -30,11 +30,15 @@ from perflab.stats.shift import ratio_ci
 from perflab.stats import judge
 from perflab.studies.compare.study import CompareResult, check_same_kind, compare_measurements
 from perflab.studies.compare.keys import primary_metric, series
+from perflab.studies.gate import looks
 from perflab.studies.gate.result import Check, GateLine, GateResult
 from perflab.studies.gate.threshold import DEFAULT_FAIL_IF, Threshold, parse_threshold
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_FAIL_IF", "Check", "GateConfig", "GateLine", "GateResult", "Threshold", "evaluate", "parse_threshold"]
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_FAIL_IF", "Check", "GateConfig", "GateLine", "GateResult", "Threshold", "evaluate", "parse_threshold",
+           "NAME", "Config", "read"]
 
+
+NAME = "gate"  # a reading study (studies.base.ReadingStudy): its entry is read, below
 DEFAULT_ALPHA = 0.05
 
 
@@ -289,6 +293,9 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
     # compare's note on its bootstrap intervals at small n does not apply: the gate's own are exact.
     result = GateResult(config.baseline, cmp, hosts=(host_a, host_b),
                         warnings=warnings + [n for n in notes if "bootstrap" not in n])
+    # measured until decided against this baseline: the looks' decisions are the run-level verdicts
+    seq = looks.recorded(ca.id, getattr(cb, "summary", None))
+    result.sequential = seq
     # The baseline's history: its last saves on the same machine, oldest first, ending with it.
     saves = [h.campaign_id for h in store.baseline_history(config.baseline, config.history)
              if h.host_id == base.host_id and h.campaign_id != ca.id] + [ca.id]
@@ -308,6 +315,9 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
             line.rel = min(abs(_relative(t, row.median_a)) for t in ts)
             _overall_strata(line, [(_pick(by_a, r.key, ca.study)[row.measure], _pick(by_b, r.key, cb.study)[row.measure])
                                    for r in rows if not r.overall and r.measure == row.measure])
+            if seq is not None and not all(c.get("campaign") for c in seq.get("comparisons", ())):
+                line.checks[0].decides = False
+                line.verdict = "left to the per-point lines (the looks decided each point)"
             continue
         a = _pick(by_a, row.key, ca.study)[row.measure]
         b = _pick(by_b, row.key, cb.study)[row.measure]
@@ -319,14 +329,28 @@ def evaluate(config: GateConfig, store: Any) -> GateResult:
                 ids.append(cid)
         line.n_a, line.n_b = len(a), len(b)
         used_history |= _judge_line(line, a, b, hist, ids, config)
+        recs = [c for c in (seq or {}).get("comparisons", ()) if c["measure"] == row.measure and not c.get("campaign")
+                and c["point"] in (row.key, *((c["point"],) if len(by_b) == 1 else ()))]
+        # the looks' decisions stand for the thresholds they decided; another threshold (a later
+        # `compare --baseline`) is judged by the fixed rules
+        recs = [c for c in recs if c["threshold"] in {t.text for t in ts}]
+        if recs and {c["threshold"] for c in recs} == {t.text for t in ts}:
+            looks.repeated_runs_check(line, recs, a, b)
+            line.samples["looks"] = recs
+    if not any("looks" in ln.samples for ln in result.lines):
+        result.sequential = seq = None  # no line left to the looks: the fixed rules judge them all
     family = [c for ln in result.lines if ln.thresholds for c in ln.checks if c.decides]
     result.family = len(family)
     for c, p in zip(family, stats.holm([c.p_value for c in family])):
         c.p_adjusted = p
     for ln in result.lines:
         if ln.thresholds:
-            if not ln.row.overall:
+            if "looks" in ln.samples:  # the campaign-level checks take the half of alpha the looks left
+                looks.decide(ln, ln.samples["looks"], seq or {}, config.alpha / 2)
+            elif not ln.row.overall:
                 _decide(ln, max(result.family, 1), config.alpha)
+            elif ln.verdict:
+                pass  # an all-points row the looks left to the per-point lines
             else:
                 _decide_overall(ln, config.alpha, max(result.family, 1))
             main = next((c for c in ln.checks if c.decides), None)
@@ -394,3 +418,8 @@ def _decide_overall(line: GateLine, alpha: float, m: int = 1) -> None:
             _decide_parts = [p_.replace(": passes", "") for p_ in _decide_parts]
             _decide_parts.append(f"cannot pass: {line.inconclusive}")
     line.verdict = "; ".join(_decide_parts)
+
+
+# The reading study's shape (studies.base.ReadingStudy): NAME, Config, read(config, store) -> Result.
+Config = GateConfig
+read = evaluate

@@ -49,7 +49,8 @@ def budget(config: InstancesConfig, first_round_s: float) -> int:
     return run_looks.capped(config, first_round_s, DEFAULT_BUDGET)
 
 
-def _first(config: InstancesConfig) -> int:
+def first(config: InstancesConfig) -> int:
+    """The rounds of the first look."""
     return max(config.min_runs, 2)
 
 
@@ -60,13 +61,13 @@ def alpha_each(comparisons: int, alpha: float = 0.05) -> float:
 def due(config: InstancesConfig, rounds: int, limit: int, comparisons: int) -> bool:
     """Whether a look that could decide falls after ``rounds`` rounds of a budget of ``limit``."""
     return any(lk.runs == rounds and lk.level < 1.0 - 1e-9
-               for lk in sequential.planned(_first(config), limit, alpha_each(comparisons), DESIGN))
+               for lk in sequential.planned(first(config), limit, alpha_each(comparisons), DESIGN))
 
 
 def plan_at(config: InstancesConfig, rounds: int, limit: int, comparisons: int, final: bool) -> Plan:
     a = alpha_each(comparisons)
     final = final or rounds >= limit
-    looks = sequential.design_at(_first(config), limit, min(rounds, limit) if final else rounds, a, final, DESIGN)
+    looks = sequential.design_at(first(config), limit, min(rounds, limit) if final else rounds, a, final, DESIGN)
     return Plan(looks, limit, a, final)
 
 
@@ -130,6 +131,10 @@ def sentence(p: Plan, rounds: int, min_effect: float) -> str:
     head = (f"measured until decided: O'Brien-Fleming-type alpha spending (Lan-DeMets), {p.alpha:.2%} "
             f"a point past the CPU count over all looks (Bonferroni), a gain of {min_effect:.0%} or more "
             "shown or ruled out")
+    if p.extra.get("compared") == 0:
+        return (f"measured until decided: no N past the CPU count to decide (--n reaches no further), "
+                f"so the rounds stopped at the first look ({rounds} rounds); the N at or below it are "
+                "tested as without looks")
     if p.decided:
         return f"{head}; decided at look {len(p.looks)} ({rounds} rounds, budget {p.budget})"
     if not p.final:

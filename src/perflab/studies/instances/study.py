@@ -296,6 +296,11 @@ def execute(config: InstancesConfig, session, machine: Machine) -> InstancesResu
         if rounds >= limit or (config.max_time is not None and (now() - t0) / 1e9 >= config.max_time):
             stopped["by"] = "budget" if rounds >= limit else "max-time"
             return True
+        if not _past_count(config, d, cpus) and rounds >= looks.first(config):
+            # nothing past the CPU count to decide: the N at or below it are tested as without
+            # looks, on the first look's rounds (a later look would only add rounds)
+            stopped["by"] = "nothing to decide"
+            return True
         res = analyse(config, runs, d.ns, d.policies, cpus, stopped_by="look") if looks.due(
             config, rounds, limit, max(1, _past_count(config, d, cpus))) else None
         if res is not None and res.sequential and res.sequential["decided"]:
@@ -401,6 +406,7 @@ def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | No
         plan_, _, open_ = seq
         per_round = _round_s(runs)
         looks.settle(plan_, open_, config.min_effect, rounds, per_round)
+        plan_.extra["compared"] = sum(len(v) for v in seq[1].values())
         rounds_needed, asked = plan_.needs_runs, looks.sentence(plan_, rounds, config.min_effect)
     reps = rounds if config.until_decided else config.reps
     return InstancesResult(

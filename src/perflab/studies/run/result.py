@@ -178,7 +178,7 @@ def verdict(result: RunStudyResult) -> str:
                     f"{b.relative['high']:.3g}]" for b in rest if b.relative.get("verdict") == word]
             if hits:
                 text += f", {word}: " + "; ".join(hits)
-        seq = result.sequential
+        seq = None if (result.sequential or {}).get("gate") else result.sequential  # the gate's looks: see its line
         ruled_out = [b.command for b in rest if b.relative.get("decision") == "within"]
         if ruled_out:
             m = rest[0].relative["min_effect"]
@@ -226,6 +226,8 @@ def sequential_line(result: RunStudyResult) -> str:
     q = result.sequential or {}
     design = q.get("looks") or [{}]
     last = design[-1]
+    if q.get("gate"):
+        return gate_line(q)
     head = (f"measured until decided: {q.get('design', 'alpha spending')}, "
             f"{q.get('alpha', 0.05):.0%} over all looks")
     if q.get("decided"):
@@ -237,6 +239,34 @@ def sequential_line(result: RunStudyResult) -> str:
     return (f"{head}; cannot tell within the budget ({last.get('runs')} runs each): about {need} runs "
             f"each would decide it (~{duration(q.get('needs_s') or 0.0)} at this machine's pace; "
             f"--until-decided --max-runs {need})")
+
+
+def gate_line(q: dict) -> str:
+    """--until-decided with --baseline: the design, and where the looks stopped: the gate decided
+    (a regression shown, or every threshold ruled out), or the budget spent with the runs (and time
+    at this run's pace) that would decide it, or the baseline too thin for any number of runs."""
+    looks_ = q.get("looks") or [{}]
+    k, runs = len(q.get("comparisons") or ()), looks_[-1].get("runs")
+    head = (f"measured until the gate decided against baseline '{q['gate']}': O'Brien-Fleming-type alpha "
+            f"spending at the information fraction against its fixed runs, {q.get('alpha', 0.05):.0%} over all "
+            f"looks and the {k} gated comparison{'s' * (k != 1)}")
+    if q.get("comparisons") and all(c.get("campaign") for c in q["comparisons"]):
+        return (f"{head}; stopped at the first look ({runs} runs): the baseline's saves measure the drift "
+                "between campaigns, so the gate takes the campaign as the unit, which more runs of this one "
+                "do not narrow (the gate's fixed rules decide)")
+    if q.get("failed"):
+        return f"{head}; a regression shown at look {len(looks_)} ({runs} runs)"
+    if q.get("decided"):
+        return f"{head}; every threshold decided at look {len(looks_)} ({runs} runs, budget {q.get('budget')})"
+    if not q.get("final"):
+        return f"{head}; stopped at look {len(looks_)} ({runs} runs) before a decision"
+    if q.get("baseline_too_few"):
+        m = min(c["n_a"] for c in q["comparisons"] if not c["decision"])
+        return (f"{head}; cannot tell within the budget ({runs} runs), and no number of new runs would: the "
+                f"baseline's {m} runs leave the interval too wide; save a baseline with more runs (--runs N)")
+    need = q.get("needs_runs")
+    return (f"{head}; cannot tell within the budget ({runs} runs): about {need} runs would decide it "
+            f"(~{duration(q.get('needs_s') or 0.0)} at this machine's pace; --until-decided --max-runs {need})")
 
 
 def level_text(level: float) -> str:

@@ -27,7 +27,7 @@ from perflab.studies import instrument
 from perflab.studies.cost.energy import events_metric, summarise
 from perflab.studies.run.compare import (CV_WARN, MIN_EFFECT, compare, precise, precision_missed, ranked_values, ranking,
                                          two_speeds, two_speeds_line)
-from perflab.studies.run import looks
+from perflab.studies.run import gated, looks
 from perflab.studies.run.machine_notes import cpu_times, machine_notes
 from perflab.studies.run.order import interleave_note, rounds_ahead, two_speeds_seen
 from perflab.studies.run.result import Benchmark, Run, RunStudyResult, health_summary
@@ -83,6 +83,8 @@ class RunConfig:
     # rounds until every comparison is decided at min_effect, or the budget ends (run/looks.py)
     until_decided: bool = False
     min_effect: float = MIN_EFFECT
+    # --until-decided with --baseline: the gate's comparisons the looks decide (run/gated.py)
+    gate: gated.Gated | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -97,6 +99,8 @@ class RunConfig:
         kw["env"] = tuple((e[0], e[1]) for e in d.get("env", ()))
         if kw.get("cpus") is not None:
             kw["cpus"] = tuple(kw["cpus"])
+        if kw.get("gate") is not None:
+            kw["gate"] = gated.Gated.from_dict(kw["gate"])
         return cls(**kw)
 
 
@@ -222,6 +226,8 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
             # a group at a time.
             count = (rounds_ahead(config, reps[i], target.get(i), walls[i], (now() - t0) / 1e9)
                      if len(order) == 1 and prepare is None else 1)
+            if count > 1 and config.gate is not None:  # back to back up to the next look, no further
+                count = min(count, gated.next_look(config, reps[i], target[i]) - reps[i])
             if count == 1 and not session.stored(spec, reps[i]):
                 _run_prepare(session, prepare)
             for res in session.run_many(spec, reps[i], count):
@@ -264,8 +270,7 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
         if together and still:
             still = [i for i in active if config.max_runs is None or reps[i] < config.max_runs]
         active = still
-        if (active and config.until_decided and looks.due(config, min(reps), target[active[0]], len(specs) - 1)
-                and _decided(config, runs)):
+        if active and config.until_decided and _look_decides(config, runs, min(reps), target[active[0]], len(specs)):
             stopped = "decided"
             break
         if active and config.max_time is not None and (now() - t0) / 1e9 >= config.max_time:
@@ -279,6 +284,17 @@ def execute(config: RunConfig, session: Session, machine: Machine | None = None)
     if session.executor.live:  # the mock plays no machine
         result.warnings.extend(machine_notes(before, cpu_times()))
     return result
+
+
+def _look_decides(config: RunConfig, runs: list[Run], rounds: int, limit: int, commands: int) -> bool:
+    """Whether a look falls after ``rounds`` rounds and decides: the gate's comparisons against
+    the baseline (run/gated.py), else every command's against the reference."""
+    if config.gate is not None:
+        if not gated.due(config, rounds, limit):
+            return False
+        at = gated.look(config, runs, "look")
+        return bool(at and at["decided"])
+    return looks.due(config, rounds, limit, commands - 1) and _decided(config, runs)
 
 
 def _decided(config: RunConfig, runs: list[Run]) -> bool:
@@ -388,7 +404,10 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
         b.energy = energy.as_dict() if energy is not None else None
         b.series = series_of(by_label.get(b.command, []), config.skip_events)
     reference = config.reference or (benches[0].command if benches else None)
-    look = looks.plan_at(config, runs, len(benches) - 1, stopped_by) if config.until_decided else None
+    # with a gate the looks decide the comparisons against the baseline; the commands' own
+    # comparisons (several commands) are then made as without looks
+    look = (looks.plan_at(config, runs, len(benches) - 1, stopped_by)
+            if config.until_decided and config.gate is None else None)
     warnings.extend(compare(benches, measure, higher, reference, look.level if look else None, config.min_effect))
     if stopped_by == "max-runs" and config.precision is not None:
         warnings.extend(precision_missed(benches, config.precision, config.max_runs))
@@ -400,4 +419,6 @@ def analyse(config: RunConfig, runs: Iterable[Any], stopped_by: str = "runs") ->
     if look is not None:
         looks.settle(look, benches)
         result.sequential = look.as_dict()
+    elif config.until_decided and config.gate is not None:
+        result.sequential = gated.look(config, runs, stopped_by)
     return result

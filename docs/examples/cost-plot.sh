@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+#: page docs/cost.md
+mkdir -p src/perflab/examples && cp "$CHECKOUT"/src/perflab/examples/trigger-farm-platforms.toml src/perflab/examples/
+#: steps
+perflab cost src/perflab/examples/trigger-farm-platforms.toml --plot cost.svg

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+#: page docs/machine.md
+#: steps
+perflab machine

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+#: page README.md
+#: steps
+perflab machine | tail -4

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+#: page docs/variants.md
+#: steps
+perflab variants --link-order-demo
