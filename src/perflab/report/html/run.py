@@ -5,7 +5,7 @@ which rows and columns)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from perflab.report import plots
 from perflab.report.generic import _plot, add_energy, builder, generic, levels, ratio_cell, stored
@@ -13,7 +13,7 @@ from perflab.report.html.series import add_series
 from perflab.report.model import Mark, Section, Table
 from perflab.report.numbers import ci_of
 from perflab.studies.compare.keys import measure_title
-from perflab.studies.run.result import RunStudyResult, verdict
+from perflab.studies.run.result import Benchmark, RunStudyResult, verdict
 from perflab.studies.run.series import SERIES_METRICS
 
 if TYPE_CHECKING:
@@ -33,13 +33,14 @@ def run_section(campaign: Campaign, result: RunStudyResult, measurements: list[M
     for b in benches:
         s, ci, rel = b.summary or {}, b.median_ci or {}, b.relative
         m = b.metric_medians()
-        is_ref = not rel or rel.get("reference", rel.get("ratio") == 1.0)
-        found.append("reference" if is_ref else _run_finding(rel or {}))
+        # against the reference: every command but the reference itself, which has no ratio to show
+        against = None if not rel or rel.get("reference", rel.get("ratio") == 1.0) else rel
+        found.append("reference" if against is None else _run_finding(against))
         rows.append([b.command, s.get("n"), s.get("median"), ci_of(ci, estimate=s.get("median")),
                      s.get("mean"), s.get("stddev"), _mean(b.user), _mean(b.system),
                      max(b.maxrss_kb or [0])] + [m.get(k) for k in metrics]
-                    + [None if is_ref else ratio_cell(rel["ratio"], rel),  # type: ignore[index]  # not the reference: it has its relative
-                       None if is_ref else ci_of(rel, estimate=rel["ratio"]), found[-1]])  # type: ignore[index]  # as above
+                    + [None if against is None else ratio_cell(against["ratio"], against),
+                       None if against is None else ci_of(against, estimate=against["ratio"]), found[-1]])
     cols = ["command", "runs", "median [s]", "CI", "mean [s]", "stddev [s]", "user [s]", "sys [s]",
             measure_title("maxrss_kb")] + metrics + [f"{measure} / reference's", "ratio CI", "finding"]
     note = add_energy(cols, rows, [b.energy for b in benches])
@@ -54,8 +55,8 @@ def run_section(campaign: Campaign, result: RunStudyResult, measurements: list[M
         source=title, column="median [s]", unit="s", level=level,
         marks=[Mark(i, m, plots.ESTIMATE) for i, m in enumerate(medians)])
     # the commands compared with the reference, each with its relative (the reference has none)
-    others: list[tuple[int, Any, dict]] = [(i, b, b.relative) for i, b in enumerate(benches)
-                                           if found[i] != "reference" and b.relative]
+    others: list[tuple[int, Benchmark, dict]] = [(i, b, b.relative) for i, b in enumerate(benches)
+                                                 if found[i] != "reference" and b.relative]
     if others:
         rl = levels([rel for _, _, rel in others])
         marks = [Mark(i, rel["ratio"], found[i]) for i, _, rel in others]
