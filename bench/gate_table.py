@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """How often the CI gate fails a pipeline for nothing, per noise model: docs/ci.md's table.
 
-Each row is perflab.checks.gate_check.simulate at the runs per campaign and baseline saves the
+Each row is perflab.checks.gate.simulate at the runs per campaign and baseline saves the
 row names (the power rule's runs for that model), PAIRS null and PAIRS planted (+10 %)
 candidates. Prints the table's rows as Markdown; with --figures PATH also writes them as JSON
-(docs/figures/gate_table.json is the run docs/ci.md shows; tests/test_docs_figures.py holds the
+(docs/figures/gate_table.json is the run docs/ci.md shows; tests/docs/test_docs_figures.py holds the
 page to it). Seeded: the same pairs on the same code print the same rates.
 
 Usage: bench/gate_table.py [PAIRS] [--rows M,M] [--figures PATH]   (PAIRS default 200; about 25
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-# (the row's label, gate_check.SETTINGS key): the models the table shows, in its order
+# (the row's label, checks.gate.SETTINGS key): the models the table shows, in its order
 ROWS = [
     ("quiet (2 % per run)", "quiet"),
     ("skewed (floor + 5 % tail)", "skewed"),
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
     figures = Path(opts["--figures"]) if "--figures" in opts else None
     wanted = opts["--rows"].split(",") if "--rows" in opts else [name for _, name in ROWS]
     pairs = int(args[0]) if args else 200
-    from perflab.checks.gate_check import SETTINGS, SimConfig, simulate
+    from perflab.checks.gate import SETTINGS, SimConfig, simulate
 
     rows = []
     for label, name in ROWS:

@@ -28,10 +28,10 @@ if command -v duplicates >/dev/null; then
 else
   echo "duplicates pairs: the 'duplicates' tool is not on PATH here; not measured"
 fi
-if "$PY" -m pytest -q -p no:cacheprovider tests/test_layout.py >/dev/null 2>&1; then
-  echo "import direction and package cycles: 0 violations (tests/test_layout.py passes)"
+if "$PY" -m pytest -q -p no:cacheprovider tests/unit/test_layout.py >/dev/null 2>&1; then
+  echo "import direction and package cycles: 0 violations (tests/unit/test_layout.py passes)"
 else
-  echo "import direction and package cycles: VIOLATIONS (run pytest tests/test_layout.py)"
+  echo "import direction and package cycles: VIOLATIONS (run pytest tests/unit/test_layout.py)"
 fi
 if command -v hyperfine >/dev/null; then
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -8,7 +8,7 @@ Usage: bench/verdicts.py [RUNS] [NAME ...] [--models M,M] [--figures PATH]   (RU
 names filter the checks; --models runs the cores check under those noise models only, so that its
 models can run as separate processes; --figures records the lines it printed in PATH, a JSON file
 of every check's figures, replacing the entries of the same check and settings: the docs quote
-them from docs/figures/verdicts.json, and tests/test_docs_figures.py holds every page to it)
+them from docs/figures/verdicts.json, and tests/docs/test_docs_figures.py holds every page to it)
 """
 
 from __future__ import annotations
@@ -23,24 +23,24 @@ from pathlib import Path
 
 # name -> (module in perflab.checks, its function taking runs=N and printing its lines)
 CHECKS = {
-    "cores": ("cores_check", "verdict_lines"),
-    "cores-until-decided": ("cores_check", "until_decided_lines"),
-    "frontend": ("frontend_check", "verdict_lines"),
-    "instances": ("instances_check", "verdict_lines"),
-    "instances-until-decided": ("instances_check", "until_decided_lines"),
-    "variants": ("variants_check", "verdict_lines"),
-    "variants-until-decided": ("variants_check", "until_decided_lines"),
-    "run-compare": ("run_check", "verdict_check"),
-    "run-until-decided": ("run_check", "until_decided_lines"),
-    "compare": ("compare_check", "verdict_check"),
-    "gate": ("gate_check", "verdict_lines"),
-    "gate-until-decided": ("gate_check", "until_decided_lines"),
-    "modes": ("modes_check", "verdict_check"),
-    "profile-diff": ("profile_diff_check", "verdict_check"),
-    "profile-counts": ("profile_counts_check", "verdict_check"),
-    "score": ("score_check", "verdict_lines"),
-    "monitor": ("monitor_check", "verdict_lines"),
-    "series": ("series_check", "verdict_check"),
+    "cores": ("cores", "verdict_lines"),
+    "cores-until-decided": ("cores", "until_decided_lines"),
+    "frontend": ("frontend", "verdict_lines"),
+    "instances": ("instances", "verdict_lines"),
+    "instances-until-decided": ("instances", "until_decided_lines"),
+    "variants": ("variants", "verdict_lines"),
+    "variants-until-decided": ("variants", "until_decided_lines"),
+    "run-compare": ("run", "verdict_check"),
+    "run-until-decided": ("run", "until_decided_lines"),
+    "compare": ("compare", "verdict_check"),
+    "gate": ("gate", "verdict_lines"),
+    "gate-until-decided": ("gate", "until_decided_lines"),
+    "modes": ("modes", "verdict_check"),
+    "profile-diff": ("profile_diff", "verdict_check"),
+    "profile-counts": ("profile_counts", "verdict_check"),
+    "score": ("score", "verdict_lines"),
+    "monitor": ("monitor", "verdict_lines"),
+    "series": ("series", "verdict_check"),
 }
 
 

@@ -4,6 +4,7 @@ holds that stop a study at a known point for kill -9 tests (Hold, kill_then_resu
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import pathlib
 import pwd
@@ -365,22 +366,45 @@ def kill_then_resume(argv: list[str], tmp_path: pathlib.Path, n: int) -> tuple[o
     return camp, before, out.stdout, json.loads((tmp_path / "r.json").read_text())["result"]
 
 
-# The files that take longest (pytest --durations on this VM, summed per file), slowest first.
-# `make test` runs whole files on two workers in the order collected (--no-loadscope-reorder):
-# the longest go first and the short ones fill in around them, so no worker is left running one
-# long file at the end while the other idles (xdist's own order, most tests first, put these few-
-# test files last). A file missing here only runs later; a stale order costs time, never a result.
+# The files that take longest (pytest --durations on this VM, summed per file), slowest first,
+# by their path under tests/ (a file split by tier, its part that starts perflab or a compiler
+# first). `make test` runs whole files on two workers in the order collected
+# (--no-loadscope-reorder): the longest go first and the short ones fill in around them, so no
+# worker is left running one long file at the end while the other idles (xdist's own order, most
+# tests first, put these few-test files last). A file missing here only runs later; a stale order
+# costs time, never a result.
 SLOWEST_FILES = (
-    "test_variants_cli.py", "test_lab.py", "test_fleet_farm.py", "test_fleet_scale.py", "test_run_verdicts.py",
-    "test_fleet.py", "test_instances_optimum.py", "test_modes.py", "test_pipe_width.py",
-    "test_profile_callgrind.py", "test_concurrent_writers.py", "test_run_until_decided.py",
-    "test_compare_verdicts.py", "test_compare_replicated.py", "test_gate.py", "test_flame_browser.py",
-    "test_variants.py", "test_gate_rules.py", "test_checks.py", "test_startup.py", "test_instances_asked.py",
-    "test_metric_options_cli.py", "test_bad_input.py", "test_monitor.py", "test_profile_attach.py",
-    "test_series.py", "test_frontend_cachegrind.py", "test_compare_counted.py", "test_quiet_start.py",
+    "real/test_variants_cli.py", "real/test_lab.py", "real/test_fleet_farm.py", "cli/test_fleet_scale.py",
+    "studies/test_fleet_scale.py", "cli/test_run_verdicts.py", "studies/test_run_verdicts.py",
+    "real/test_fleet.py", "studies/test_instances_optimum.py", "unit/test_modes.py", "cli/test_pipe_width.py",
+    "real/test_profile_callgrind.py", "real/test_concurrent_writers.py", "real/test_run_until_decided.py",
+    "cli/test_run_until_decided.py", "studies/test_run_until_decided.py", "cli/test_compare_verdicts.py",
+    "studies/test_compare_verdicts.py", "cli/test_compare_replicated.py", "studies/test_compare_replicated.py",
+    "real/test_gate.py", "real/test_flame_browser.py", "studies/test_variants.py", "real/test_variants.py",
+    "unit/test_gate_rules.py", "studies/test_checks.py", "real/test_startup.py", "studies/test_instances_asked.py",
+    "cli/test_metric_options_cli.py", "cli/test_bad_input.py", "cli/test_monitor.py", "unit/test_monitor.py",
+    "real/test_profile_attach.py", "cli/test_series.py", "studies/test_series.py",
+    "real/test_frontend_cachegrind.py", "real/test_compare_counted.py", "real/test_quiet_start.py",
 )
+
+# The folder sets the marker: every test under tests/<tier>/ is marked <tier>, so `-m real` or
+# `-m "not real"` picks a tier across the folders as `pytest tests/unit` picks one by path.
+TIERS = ("unit", "studies", "real", "cli", "docs")
+TESTS = pathlib.Path(__file__).resolve().parent
+
+
+@functools.cache
+def _under_tests(path: pathlib.Path) -> str:
+    try:
+        return path.resolve().relative_to(TESTS).as_posix()
+    except ValueError:  # a test file given from outside tests/
+        return path.name
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = _under_tests(item.path).split("/")[0]
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
     rank = {name: i for i, name in enumerate(SLOWEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: file order kept within
+    items.sort(key=lambda item: rank.get(_under_tests(item.path), len(rank)))  # stable: file order kept within

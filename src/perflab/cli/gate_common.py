@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 # The gate (studies/gate/study.py, the compare machinery under it) loads only when a gate is asked
 # for: `perflab run` without --baseline starts about 8 ms sooner. The help's default is the
-# gate's DEFAULT_FAIL_IF (tests/test_gate.py checks that they agree).
+# gate's DEFAULT_FAIL_IF (tests/cli/test_gate.py checks that they agree).
 DEFAULT_FAIL_IF_HELP = "median>+5%"
 FAIL_IF_HELP = ("Fail (exit 1) when MEASURE changed beyond the threshold AND significantly, "
                 "e.g. 'median>+3%', 'rss>+10MiB', 'events_per_s<-2%' (repeatable; default "
                 f"'{DEFAULT_FAIL_IF_HELP}'); exit 3 (UNSURE) when the runs could not have seen a "
                 "change at the threshold.")
-# The gate's exit statuses, told in the --help of every command that gates (tests/test_docs_facts.py).
+# The gate's exit statuses, told in the --help of every command that gates (tests/docs/test_docs_facts.py).
 GATE_EXITS_HELP = ("Exit status with --baseline: 0 pass, 1 regression (FAIL), 2 bad input, 3 UNSURE "
                    "(the runs could not have seen a change at the threshold: more runs, or a quieter machine).")
 

@@ -2,7 +2,7 @@
 
 Storage (``encode``): three integer columns (id deltas, times in microseconds, stamp deltas in
 microseconds), each zlib-compressed: repeated deltas compress to almost nothing, so a run of a
-million events costs a few bytes an event in the store (tests/test_series.py measures it).
+million events costs a few bytes an event in the store (tests/studies/test_series.py measures it).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Samples a second apart are not independent: fans, temperatures and a BMC's own averaging move
 slowly, and an interval that counts every sample as one observation is too narrow (under
-checks/monitor_check.py's autocorrelated meter, far below its level). Under an AR(1) model the variance of a mean of n
+checks/monitor.py's autocorrelated meter, far below its level). Under an AR(1) model the variance of a mean of n
 samples is that of n (1 - r) / (1 + r) independent ones (the effective sample size; Wilks,
 *Statistical Methods in the Atmospheric Sciences*, 3rd ed., eq. 5.12), r the lag-1
 autocorrelation, estimated here from the series itself (pooled over its segments, each a

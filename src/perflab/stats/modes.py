@@ -22,7 +22,7 @@ SD and 5 % apart, the smaller holding 10 % of the runs and 3, and the runs in th
 between the two peaks at most half as many as about either peak. A loaded machine's delays
 smear each speed into a skewed hump: two Gaussians fit that worse than one ex-Gaussian, and this
 VM's 30/48 ms command under load was called one speed with a tail, and run compared mixtures. False
-alarms and detection under every model of checks/noise.py: checks/modes_check.py (figures in docs/run.md).
+alarms and detection under every model of checks/noise.py: checks/modes.py (figures in docs/run.md).
 
 ``cause()`` says in one line what commonly makes run times bimodal.
 """
@@ -186,9 +186,9 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
                  min_separation: float = 2.5, min_bic_gain: float = 6.0, tail_null: bool = True,
                  min_gap: float = 0.05, tailed: bool = True) -> Modes:
     """The modes of positive ``values`` (e.g. run times); one mode unless the mixture test says two.
-    ``tail_null=False`` leaves out the ex-Gaussian: the rule before it, which checks/modes_check.py
+    ``tail_null=False`` leaves out the ex-Gaussian: the rule before it, which checks/modes.py
     runs to show that its null can fail. ``tailed=False`` leaves out two speeds with a tail (the
-    rule before it, which tests/test_modes.py shows missing a loaded machine's two speeds)."""
+    rule before it, which tests/unit/test_modes.py shows missing a loaded machine's two speeds)."""
     import numpy as np
 
     vals = [float(v) for v in values]

@@ -2,7 +2,7 @@
 
 Times are UTC (store/values.py turns SQLite's naive datetimes back into UTC). These records are
 what `perflab results`, `report` and `compare` read; `perflab run` writes through store/lite.py
-and never builds one, so this module is not on its path (tests/test_startup.py).
+and never builds one, so this module is not on its path (tests/real/test_startup.py).
 """
 
 from __future__ import annotations

@@ -240,7 +240,7 @@ assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 # The schema at SCHEMA_VERSION as SQLite holds it after MIGRATIONS (the ALTERed columns where the
 # migrations appended them), applied to a new file by store/lite.py with the standard library's
 # sqlite3: importing SQLAlchemy and replaying every migration cost a first `perflab run` ~110 ms.
-# tests/test_store_lite.py checks that both give the same tables, columns, indexes and keys.
+# tests/real/test_store_lite.py checks that both give the same tables, columns, indexes and keys.
 SQLITE_SCHEMA = (
     """CREATE TABLE schema_version (
     version INTEGER NOT NULL, applied DATETIME NOT NULL, perflab_version VARCHAR(32),

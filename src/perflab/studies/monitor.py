@@ -10,7 +10,7 @@ idle power over the same time: what the runs added to a machine that was on anyw
 the mean of both idle phases' samples; net energy's interval at ``level`` is the study phase's mean
 power less the idle mean, Welch's t on sample sizes made effective for the samples' lag-1
 autocorrelation (stats/autocorr.py), times the study's seconds. What it covers, and how often it
-stays quiet when the runs drew nothing, under four models of a meter is checks/monitor_check.py's.
+stays quiet when the runs drew nothing, under four models of a meter is checks/monitor.py's.
 The idle-before and idle-after medians are kept beside it, so a drifting idle power shows.
 """
 

@@ -33,7 +33,7 @@ def normalise(cost, rows: list[Any]) -> tuple[Any, dict[str, Any] | None]:
         return cost, None
     # Plain two speeds only: two speeds with a tail (stats.modes' rule for a loaded machine's
     # smeared humps) took a CPU slow in 2 of 3 rounds and another slow in two rounds for the
-    # machine's slower speed, and divided both away (tests/test_cores_verdicts.py).
+    # machine's slower speed, and divided both away (tests/studies/test_cores_verdicts.py).
     modes = detect_modes(cost[~np.isnan(cost)], tailed=False)
     info = modes.as_dict()
     if not modes.multimodal:

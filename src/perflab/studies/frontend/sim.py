@@ -58,7 +58,7 @@ def onset_knee(pts: list[Any], refs: dict[str, int]) -> tuple | None:
     if not pts or max(value(p) for p in pts) < 2 * min(value(p) for p in pts):
         # misses that do not even double across the scan have no rise to place: on a flat start-up
         # floor stats.knee's BIC gain (blind to the scale of the noise) passed 10 in 1 of 50
-        # simulated campaigns (checks/frontend_check.sim_check)
+        # simulated campaigns (checks/frontend.sim_check)
         return None
     half = max(value(p) for p in pts) / 2
     shortest = next(i for i, p in enumerate(pts) if value(p) >= half) + 1

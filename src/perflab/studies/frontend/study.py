@@ -58,7 +58,7 @@ class FrontendConfig(StudyConfig):
     iters: int = 2_000_000  # dispatches per run (the same at every size)
     # 10 paired rounds: Holm over the default 17 sizes needs p < 0.05/17, and the smallest
     # one-sided Wilcoxon p is 2^-rounds, so 9 is the fewest that can ever pass; at 10,
-    # frontend_check (a 10 % planted penalty, 5 % log-normal noise, drift, bursts) finds the
+    # checks/frontend.py (a 10 % planted penalty, 5 % log-normal noise, drift, bursts) finds the
     # effect in 200 of 200 campaigns with 7 of 200 false alarms; at 8, in none.
     reps: int = 10
     modes: tuple[str, ...] = MODES

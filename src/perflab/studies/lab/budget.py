@@ -3,7 +3,7 @@
 Each study that is still to run is an Item: a fixed cost (builds, its own kernels), a cost per
 round (from the workload's seconds per run and the CPU count) and the fewest and most rounds it
 takes. The fewest are what its test needs to reach an answer (the same rules
-tests/test_lab_degrade.py holds the lab's settings to), so a study never gets fewer; the time
+tests/real/test_lab_degrade.py holds the lab's settings to), so a study never gets fewer; the time
 left above everyone's fewest is shared in proportion to what each study could still use
 (most - fewest rounds, in seconds). The lab plans again before every study with the time that is
 really left, so a study that overran shrinks the ones after it, down to their fewest.

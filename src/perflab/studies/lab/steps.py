@@ -4,7 +4,7 @@ Quick mode keeps every study but shrinks it (a 20-event minihlt, fewer N and siz
 where a study can still answer with them) so the whole lab finishes in a few minutes on a 2-CPU
 machine; the default is thorough within a time budget (budget.py: before each study, its share of
 the time left, in rounds). Each study gets at least the rounds its test needs to reach an answer
-(tests/test_lab_degrade.py), and a study whose tool is missing makes do or is skipped.
+(tests/real/test_lab_degrade.py), and a study whose tool is missing makes do or is skipped.
 A step returns the study module and its config; lab runs it as a child campaign through
 ``run_study``.
 """

@@ -16,7 +16,7 @@ ratio itself). Tested are the functions present in every recording and holding >
 side's Ir (at most 50, chosen by share, not by change), Holm over them; a function is *changed*
 when its Holm p < alpha and its interval lies beyond 1 +- min_effect (default 0: counts are
 exact). A function on one side only is named appeared or vanished, not tested (no log of 0).
-2 recordings a side test; with 1 the table is descriptive. checks/profile_counts_check.py shows
+2 recordings a side test; with 1 the table is descriptive. checks/profile_counts.py shows
 the false alarms and the detection under the jitter measured for whole runs and for windows.
 """
 

@@ -14,11 +14,11 @@ function alike and leaves shares alone, so the total is shown but not tested; wh
 recordings' totals show two speeds (stats.speeds, as run, compare and gate), each side's mean is
 taken at the same mix of speeds (studies/profile/speeds.py) and the verdict says so. With fewer
 recordings no test is possible: the table is descriptive, and the verdict says so in one line.
-checks/profile_diff_check.py shows the false differences and the detection under checks/noise.py.
+checks/profile_diff.py shows the false differences and the detection under checks/noise.py.
 
 Two callgrind campaigns are diffed on counts instead (counts.diff_counts): each function's
 exclusive Ir, B/A by Welch's t on log counts (exact where constant), Holm over the functions
-tested, 2 recordings a side; checks/profile_counts_check.py is its harness.
+tested, 2 recordings a side; checks/profile_counts.py is its harness.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Moses' interval (the Mann-Whitney test's own) at 1 - alpha/(k-1), Bonferroni ove
 comparisons, so every "slower", "faster", "better" or "worse" of one run holds together at 5 %.
 The reference is named before any run: testing the others against the sample-fastest chose the
 reference from the data and called equal commands "slower" in 7.2 % of simulated runs of 5, 9.8 %
-of 8 (checks/run_check.py). Two speeds: stats.modes on the ranked values of a sample that looks
+of 8 (checks/run.py). Two speeds: stats.modes on the ranked values of a sample that looks
 noisy; their shares and medians are named instead of "outliers".
 """
 

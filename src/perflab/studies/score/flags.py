@@ -9,7 +9,7 @@ Student's t with the others' degrees of freedom; a workload's largest residual i
 exceeds t's quantile at ``alpha`` / (2 x repetitions tested), Bonferroni over every repetition of the
 suite. At most one repetition per workload is named: with 3 repetitions one bad one also pushes the
 other two's residuals half as far. (A median absolute residual pooled over all workloads as the
-yardstick names a repetition in 12 % of quiet simulated suites.) The harness (checks/score_check.py)
+yardstick names a repetition in 12 % of quiet simulated suites.) The harness (checks/score.py)
 measures the false alarms and detection.
 
 **Slow copies** (``copy_groups``): the copies' values of one workload (a repetition's, or each

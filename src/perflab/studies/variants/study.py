@@ -38,7 +38,7 @@ from perflab.studies.variants.result import (
 )
 
 NAME = "variants"
-# Chosen with variants_check (quiet model: 2 % log-normal noise): a 3 % speed-up is named the
+# Chosen with checks/variants.py (quiet model: 2 % log-normal noise): a 3 % speed-up is named the
 # fastest in 91 % of 200 campaigns at 18 rounds, a null difference in 4 %. A two-speed, skewed or
 # loaded machine needs more rounds for 3 % (docs/variants.md).
 DEFAULT_ROUNDS = 18

@@ -1,0 +1,344 @@
+"""The codebase's shape, enforced: imports run one way, no package cycles, files stay small.
+
+Direction (a package may import only packages of a lower rank, or itself):
+    __main__ -> cli -> report -> checks -> studies -> fleet -> workloads -> measure, store -> kernels
+        -> stats, platform
+        -> model, errors -> startup (the lazy-name loader, which imports nothing of perflab's)
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import tomllib
+from pathlib import Path
+
+from tests.conftest import TIERS
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "perflab"
+
+RANK = {
+    "startup": -1, "__init__": 0, "model": 0, "errors": 0,
+    "stats": 1, "platform": 1,
+    "kernels": 2,
+    "measure": 3, "store": 3,
+    "workloads": 4,
+    "fleet": 4.5,
+    "studies": 5,
+    "checks": 6,
+    "report": 7,
+    "cli": 8, "__main__": 9,
+}
+# A smoke alarm, not a shape: a file is split where it holds two ideas (STYLE), never to get under
+# a number (a 400-line cap produced squeezed splits); past 600 lines, hyperfine's largest, a
+# file almost always holds two.
+MAX_LINES = 600
+# Heavy third-party libraries may be imported inside functions (start-up time); perflab's own
+# modules may not, except where the CLI loads a subcommand or a study by name.
+LAZY_OK = {"numpy", "scipy", "matplotlib", "sqlalchemy", "rich", "jinja2", "psycopg", "tomllib",
+           "hypothesis", "importlib"}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _modules():
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        yield name, path, ast.parse(path.read_text(), str(path))
+
+
+def _perflab_imports(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "perflab":
+                for alias in node.names:
+                    yield node, f"perflab.{alias.name}"
+            elif node.module.startswith("perflab."):
+                yield node, node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("perflab."):
+                    yield node, alias.name
+
+
+def test_imports_run_one_way():
+    wrong = []
+    for name, path, tree in _modules():
+        src = _package(name)
+        for node, target in _perflab_imports(tree):
+            dst = _package(target)
+            if dst == src or dst == "__version__":
+                continue
+            if dst not in RANK or src not in RANK or RANK[dst] >= RANK[src]:
+                wrong.append(f"{path.relative_to(SRC)}:{node.lineno}: {src} imports {dst}")
+    assert not wrong, "imports against the direction:\n" + "\n".join(wrong)
+
+
+def test_no_package_cycles():
+    edges: dict[str, set[str]] = {}
+    for name, _, tree in _modules():
+        for _, target in _perflab_imports(tree):
+            if _package(target) != _package(name):
+                edges.setdefault(_package(name), set()).add(_package(target))
+    _assert_acyclic(edges, "package cycle")
+
+
+def _assert_acyclic(edges: dict[str, set[str]], what: str) -> None:
+    """Depth-first search; the first cycle found fails the test, named node by node."""
+    seen: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            assert seen.get(nxt) != 1, f"{what}: " + " -> ".join(stack + [node, nxt])
+            if nxt not in seen:
+                visit(nxt, stack + [node])
+        seen[node] = 2
+
+    for node in sorted(edges):
+        if node not in seen:
+            visit(node, [])
+
+
+def test_no_file_over_600_lines():
+    big = [f"{p.relative_to(SRC)}: {n}" for _, p, _ in _modules()
+           if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not big, f"files over {MAX_LINES} lines (split where they hold two ideas):\n" + "\n".join(big)
+
+
+def test_perflab_imports_at_module_top():
+    hidden = []
+    for name, path, tree in _modules():
+        if name.startswith("perflab.cli"):
+            continue  # the CLI loads subcommands and their studies on demand (perflab --help speed)
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node, target in _perflab_imports(func):
+                if target != "perflab.__version__" and not target.startswith("perflab.__"):
+                    hidden.append(f"{path.relative_to(SRC)}:{node.lineno}: {target}")
+    assert not hidden, "perflab imports hidden in functions:\n" + "\n".join(hidden)
+
+
+def _module_edges(package: str) -> dict[str, set[str]]:
+    """Imports between the modules of one package (type-checking imports count too)."""
+    mods = {name for name, _, _ in _modules() if _package(name) == package}
+    edges: dict[str, set[str]] = {}
+    for name, _, tree in _modules():
+        if name not in mods:
+            continue
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            edges.setdefault(name, set()).update(
+                t for t in targets if t in mods and t != name and t != f"perflab.{package}")
+    return edges
+
+
+def test_no_module_cycles_in_measure():
+    # The start barrier once imported the real executor that imports it (for a type only).
+    edges = _module_edges("measure")
+    assert "perflab.measure.barrier" in edges and "perflab.measure.real" in edges
+    seen: dict[str, int] = {}
+    cycles: list[str] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if seen.get(nxt) == 1:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [node, nxt])
+                              if nxt in stack else f"{node} -> {nxt}")
+            elif nxt not in seen:
+                visit(nxt, stack + [node])
+        seen[node] = 2
+
+    for node in sorted(edges):
+        if node not in seen:
+            visit(node, [])
+    assert not cycles, "module cycles in measure/:\n" + "\n".join(cycles)
+
+
+STUDIES = SRC / "studies"
+SHARED_STUDY_MODULES = {"__init__.py", "base.py", "session.py", "instrument.py", "monitor.py"}
+
+
+def _study_package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "studies" else None
+
+
+def test_studies_holds_one_package_per_study_and_the_shared_modules():
+    files = {p.name for p in STUDIES.iterdir() if p.is_file() and p.suffix == ".py"}
+    assert files == SHARED_STUDY_MODULES, f"studies/ should hold packages and {SHARED_STUDY_MODULES}: {files}"
+    for pkg in (p for p in STUDIES.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        assert (pkg / "__init__.py").exists() and (pkg / "study.py").exists(), pkg.name
+
+
+def test_study_packages_import_each_other_one_way():
+    # e.g. gate/ uses compare/ and never the reverse: the judging both use lives in stats/
+    edges: dict[str, set[str]] = {}
+    for name, _, tree in _modules():
+        src = _study_package(name)
+        for _, target in _perflab_imports(tree):
+            dst = _study_package(target)
+            if src and dst and src != dst:
+                edges.setdefault(src, set()).add(dst)
+    _assert_acyclic(edges, "study package cycle")
+
+
+def test_renderers_take_what_they_print_from_the_study_not_the_instrument():
+    reach = [f"{path.relative_to(SRC)}:{node.lineno}: {target}" for name, path, tree in _modules()
+             if name.startswith("perflab.report") for node, target in _perflab_imports(tree)
+             if _package(target) == "measure"]
+    assert not reach, "report/ reaching down to measure/:\n" + "\n".join(reach)
+
+
+# common.py refolds any rich table for a pipe's width (the console's plumbing), building none.
+TABLES_OUTSIDE_REPORT_OK = {"cli/common.py"}
+
+
+def _output_calls(tree: ast.AST):
+    """(line, what) for every rich or report table, Markdown table or print a module holds (a
+    progress bar is no table: cli/run.py and cli/lab.py show one while they measure)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module == "rich.table" or node.module == "perflab.report.model"
+                or (node.module == "perflab.report.render" and any(a.name == "table_to_markdown" for a in node.names))):
+            yield node.lineno, f"from {node.module} import {', '.join(a.name for a in node.names)}"
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+            if name == "print" and (owner in ("", "console") or owner.endswith("console")):
+                yield node.lineno, f"{owner + '.' if owner else ''}print(...)"
+            elif (owner, name) == ("click", "echo"):
+                yield node.lineno, "click.echo(...)"
+
+
+def test_no_study_or_cli_module_builds_a_study_table():
+    """A study's table, lines and Markdown are rendered in report/ from its typed result: no study
+    prints at all, and no cli module builds a table (the sentence, the table and the JSON come
+    from one value)."""
+    found = []
+    for name, path, tree in _modules():
+        rel = str(path.relative_to(SRC))
+        if name.startswith("perflab.studies"):
+            found += [f"{rel}:{line}: {what}" for line, what in _output_calls(tree)]
+        elif name.startswith("perflab.cli") and rel not in TABLES_OUTSIDE_REPORT_OK:
+            found += [f"{rel}:{line}: {what}" for line, what in _output_calls(tree)
+                      if what.startswith("from ")]
+    assert not found, "output built outside report/:\n" + "\n".join(found)
+
+
+def test_the_output_check_sees_a_table_built_in_a_cli_module():
+    """The check above is no grep that cannot fail: a cli module building compare's table is caught."""
+    tree = ast.parse("from rich.table import Table as RTable\nfrom perflab.report.model import Table\n"
+                     "def f(console):\n    console.print('x')\n    click.echo('y')\n")
+    assert sorted(w for _, w in _output_calls(tree)) == [
+        "click.echo(...)", "console.print(...)", "from perflab.report.model import Table",
+        "from rich.table import Table"]
+
+
+# What a study that measures uses to start processes: a reading study names none of it.
+RUNNERS = {"perflab.studies.session", "perflab.measure.executor", "perflab.measure.real",
+           "perflab.measure.mock", "perflab.measure.interface", "perflab.measure.spawn",
+           "perflab.measure.server", "perflab.measure.capture"}
+
+
+def _measuring_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) for each way a module could measure: importing a runner or a Session, a name
+    from measure/ that is not a constant (UPPER_CASE), a measure/ module used for more than its
+    constants, or a parameter named executor or session."""
+    found: list[tuple[int, str]] = []
+    modules: set[str] = set()  # local names bound to measure/ modules
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module in RUNNERS:
+                found.append((node.lineno, f"from {node.module} import ..."))
+            elif node.module == "perflab.measure":
+                modules.update(a.asname or a.name for a in node.names)
+                found += [(node.lineno, f"from perflab.measure import {a.name}") for a in node.names
+                          if f"perflab.measure.{a.name}" in RUNNERS]
+            elif node.module.startswith("perflab.measure."):
+                found += [(node.lineno, f"from {node.module} import {a.name}") for a in node.names
+                          if not a.name.isupper()]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, f"import {a.name}") for a in node.names
+                      if a.name in RUNNERS or a.name.startswith("perflab.measure")]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += [(node.lineno, f"{node.name}({a.arg}=...)") for a in node.args.args + node.args.kwonlyargs
+                      if a.arg in ("executor", "session")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules \
+                and not node.attr.isupper():
+            found.append((node.lineno, f"{node.value.id}.{node.attr}"))
+    return found
+
+
+def test_reading_studies_and_the_report_never_measure():
+    """compare, gate and cost (studies.READING) and report/ read stored campaigns: none names an
+    executor, a Session or a runner of measure/ (a constant of it, like cachegrind.NAME, is a name)."""
+    import importlib
+
+    from perflab.studies import READING
+
+    packages = {f"perflab.studies.{name}" for name in READING} | {"perflab.report"}
+    found = [f"{path.relative_to(SRC)}:{line}: {what}" for name, path, tree in _modules()
+             if any(name == p or name.startswith(p + ".") for p in packages) for line, what in _measuring_uses(tree)]
+    assert not found, "a reading study or the report reaching for a way to measure:\n" + "\n".join(found)
+    for name, module in READING.items():
+        mod = importlib.import_module(module)
+        params = list(inspect.signature(mod.read).parameters)
+        assert mod.NAME == name and params[:2] == ["config", "store"] and isinstance(mod.Config, type), name
+
+
+def test_the_reading_check_sees_a_study_that_measures():
+    tree = ast.parse("from perflab.measure import cachegrind, real\nfrom perflab.measure.capture import run_captured\n"
+                     "from perflab.measure.cachegrind import NAME\nfrom perflab.studies.session import Session\n"
+                     "def read(config, store, executor=None):\n    cachegrind.run(x)\n    return cachegrind.NAME\n")
+    assert sorted(w for _, w in _measuring_uses(tree)) == [
+        "cachegrind.run", "from perflab.measure import real", "from perflab.measure.capture import ...",
+        "from perflab.studies.session import ...", "read(executor=...)"]
+
+
+def test_measuring_studies_have_the_shape_and_resume():
+    """Every measuring study (studies.STUDIES, which `perflab resume` re-plans) has NAME, a Config
+    that reads its stored form back, a plan, an execute through the Session and an analyse."""
+    import importlib
+
+    from perflab.studies import STUDIES
+
+    for name, module in STUDIES.items():
+        mod = importlib.import_module(module)
+        assert mod.NAME == name and callable(getattr(mod.Config, "from_dict", None)), name
+        assert list(inspect.signature(mod.execute).parameters)[:3] == ["config", "session", "machine"], name
+        assert callable(getattr(mod, "plan", None)), name
+        # the lab runs other studies, each in a child campaign: their analyses are its findings
+        assert name == "lab" or callable(getattr(mod, "analyse", None)), name
+
+
+def test_every_test_file_sits_in_its_tier():
+    """tests/ holds the shared helpers at its top and the tests one tier down: the folder sets the
+    marker (tests/conftest.py), so a test file elsewhere would run under no tier's marker."""
+    tests = Path(__file__).resolve().parents[1]
+    top = sorted(p.name for p in tests.glob("test_*.py"))
+    assert not top, f"test files at the top of tests/ (move each into tests/{'|'.join(TIERS)}): {top}"
+    stray = sorted(str(p.relative_to(tests)) for p in tests.rglob("test_*.py")
+                   if len(p.relative_to(tests).parts) != 2 or p.relative_to(tests).parts[0] not in TIERS)
+    assert not stray, f"test files outside the tiers' folders: {stray}"
+    # a package each, so two tiers may hold files of one name (tests/studies/test_cores.py and
+    # tests/real/test_cores.py import as two modules)
+    assert [t for t in TIERS if not (tests / t / "__init__.py").exists()] == []
+
+
+def test_each_tier_is_a_declared_marker():
+    with open(SRC.parents[1] / "pyproject.toml", "rb") as fh:
+        declared = {m.split(":")[0] for m in tomllib.load(fh)["tool"]["pytest"]["ini_options"]["markers"]}
+    assert set(TIERS) <= declared, set(TIERS) - declared
