@@ -233,9 +233,10 @@ def test_answers_say_what_they_rest_on_and_when_it_is_not_enough():
     assert a.answer.startswith("not enough evidence") and a.basis.startswith("1 round per point")
     assert "1 rounds" not in a.basis and "no CI" in a.basis
 
-    # a scan that failed before any point (a study of the lab that broke): the report says so
-    # instead of failing the lab with a traceback
-    assert _answer("instances", {"scans": [], "verdict": ""}).basis == "no point measured"
+    # a scan that failed before any point (a study of the lab that broke) keeps no result: the
+    # report says so instead of failing the lab with a traceback
+    gone = _answer("instances", {"scans": [], "verdict": ""})
+    assert gone.basis == "no result stored" and gone.answer.startswith("Not enough evidence: ")
 
     cores = cores_summary(random.Random(2))
     for c in cores["cpus"]:

@@ -139,19 +139,24 @@ def builder(study: str, result: Callable[[dict], Any]):
     return deco
 
 
-def build_section(campaign: Campaign, measurements: list[Measurement]) -> Section:
+def result_of(campaign: Campaign) -> Any:
+    """The campaign's typed result, decoded from its stored summary by its study's
+    Result.from_dict; None for a study with no section of its own, or a campaign without its
+    result (still running, or stopped before its analysis: no summary, or an error alone)."""
     summary = campaign.summary or {}
     if campaign.study not in BUILDERS or not summary:
-        # no builder, or no result yet (a campaign still running, or stopped before its analysis)
-        return generic(campaign, summary)
-    decode, fn = BUILDERS[campaign.study]
+        return None
     try:
-        result = decode(summary)
+        return BUILDERS[campaign.study][0](summary)
     except (KeyError, TypeError, ValueError, AttributeError):
-        # An interrupted or failed campaign keeps a partial summary (or an error alone): what
-        # there is, shown generically.
-        return generic(campaign, summary)
-    return fn(campaign, result, measurements)
+        return None
+
+
+def build_section(campaign: Campaign, measurements: list[Measurement]) -> Section:
+    result = result_of(campaign)
+    if result is None:  # what there is, shown generically
+        return generic(campaign, campaign.summary or {})
+    return BUILDERS[campaign.study][1](campaign, result, measurements)
 
 
 def stored(summary: dict) -> dict:
