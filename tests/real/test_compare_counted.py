@@ -59,7 +59,7 @@ def test_a_half_percent_count_change_is_found_with_two_runs_a_side(store):
     row = next(r for r in d["rows"] if r["measure"] == "metric:instructions")
     assert row["counted"] and row["tested"] and row["verdict"] == "A better"
     # the HTML page prints the equal constant counts' interval as exact, not as a 100 % one
-    from perflab.report.compare_html import compare_html
+    from perflab.report.html.compare import compare_html
 
     camps = [store.campaign(a), store.campaign(b)]
     page = compare_html(res, camps, ["vm", "vm"])

@@ -16,7 +16,7 @@ import pytest
 
 from perflab.studies.frontend import study as fe
 from perflab.studies.frontend import sim as frontend_sim
-from perflab.studies.frontend.verdict import fmt_bytes
+from perflab.model.units import fmt_bytes
 
 I1 = 4096
 MODEL = f"I1={I1},4,64 D1=32768,8,64 LL=1048576,16,64"

@@ -112,15 +112,16 @@ def test_the_lab_settings_let_every_study_answer(quick, ncpu, monkeypatch):
 
 def test_a_callgrind_profile_has_its_counts_in_the_report():
     # The lab's profile under callgrind (no perf) showed an empty table of samples in the report.
-    from perflab.report.sections_code import profile_section
+    from perflab.report.html.profile import profile_section
+    from perflab.studies.profile.study import ProfileResult
 
-    summary = {"instrument": "callgrind", "count_events": ["Ir"], "verdict": "45,790,044 instructions",
+    summary = {"instrument": "callgrind", "count_events": ["Ir"], "message": "45,790,044 instructions", "top": [],
                "count_top": [{"symbol": "process_event", "obj": "minihlt", "self_": [5037080.0],
                               "incl": [45785267.0], "share": 0.11, "spread": 0.0}],
-               "enable_latency_us": [123604.0]}
+               "recordings": [{"enable_latency_us": 123604.0}]}
     camp = SimpleNamespace(id=6, study="profile", name="profile", config={}, summary=summary, status="done",
                            started=None, finished=None, host_id=None, labels=None, parent_id=None)
-    sec = profile_section(camp, summary, [])
+    sec = profile_section(camp, ProfileResult.from_dict(summary), [])
     (table,) = sec.tables
     assert table.title == "Top functions by exclusive Ir (callgrind, mean per recording)"
     assert table.rows == [[pytest.approx(11.0), 5037080.0, 45785267.0, "process_event", "minihlt"]]

@@ -123,7 +123,7 @@ def test_campaign_must_be_instances(tmp_path):
 
 def test_report_cost_plot_reads_the_stored_summary(tmp_path):
     """The envelope line and the red/green marks come from the keys the study really stores."""
-    from perflab.report.sections import cost_points
+    from perflab.report.html.cost import cost_points
     from perflab.store import open_store
     from perflab.studies.cost.study import CostResult, load_platforms, run_cost
 

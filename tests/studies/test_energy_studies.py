@@ -332,7 +332,7 @@ def test_terminal_snapshots_with_energy(tmp_path):
 def test_instances_section_shows_watts_and_joules_per_event_where_measured():
     from types import SimpleNamespace
 
-    from perflab.report.sections import instances_section
+    from perflab.report.html.instances import instances_section
     from perflab.studies.instances.result import InstancesResult
 
     point = {"n": 2, "throughput": 5.0, "ci": {"low": 4.0, "high": 6.0, "level": 0.9375}, "per_copy": 2.5, "reps": 5,

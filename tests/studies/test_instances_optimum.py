@@ -125,7 +125,7 @@ def test_one_round_is_not_enough_evidence_and_prints_no_zero_percent_interval(st
     assert summary["verdict"] == res.verdict() and summary["optimum_n"] is None
     assert InstancesResult.from_dict(json.loads(json.dumps(summary))).verdict() == res.verdict()
     # the report and the listing say the same sentence
-    from perflab.report.sections import instances_verdict
+    from perflab.report.verdicts import instances_verdict
 
     assert instances_verdict(summary) == f"Answer: {res.verdict()}"
 

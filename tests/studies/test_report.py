@@ -162,7 +162,7 @@ def test_the_compare_page_uses_the_reports_one_stylesheet(tmp_path, store):
     in their boxes and its plots say what they show."""
     from importlib.resources import files
 
-    from perflab.report.compare_html import compare_html
+    from perflab.report.html.compare import compare_html
 
     a = _campaign(store, "run", [1.0, 1.01, 0.99, 1.0, 1.02, 0.98])
     b = _campaign(store, "run", [2.0, 2.01, 1.99, 2.0, 2.02, 1.98])

@@ -174,7 +174,7 @@ def test_report_section_has_the_series_table_and_plots():
                                  nvcsw=0, nivcsw=0, exit_code=0,
                                  series=encode(EventSeries(list(range(200)), ms, [0] * 200))))
     summary = series_of(results)
-    bench = {"command": "job", "summary": {"n": 3, "median": 2.0, "mean": 2.0, "stddev": 0.0},
+    bench = {"command": "job", "params": {}, "summary": {"n": 3, "median": 2.0, "mean": 2.0, "stddev": 0.0},
              "median_ci": {"low": 2.0, "high": 2.0, "level": 0.75}, "metrics": {}, "series": summary}
     camp = SimpleNamespace(id=1, study="run", name="", status="done", config={}, started=None, finished=None,
                            summary={"benchmarks": [bench], "verdict": "v", "ranking": {}})

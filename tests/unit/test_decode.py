@@ -60,3 +60,33 @@ def test_micro_result_round_trips_through_its_json():
                       diffs=[AbiDiff("sin", "m32", "m64", 3.0, CI(1.0, 5.0, 0.875), 0.03, 0.06, 0.5, False)],
                       thresholds={"m64": {"mmap": 131072}})
     assert MicroResult.from_dict(json.loads(json.dumps(res.as_dict()))) == res
+
+
+def test_a_cores_scan_stored_in_the_older_form_still_renders():
+    """A scan stored before its rows kept change_ci, slow_rounds, block_levels, slow_blocks,
+    others_out and pause_rounds (and before the timeline, speeds and block_margin): the missing
+    fields take their defaults, and its report section shows its rows and its sentence."""
+    from types import SimpleNamespace
+
+    from perflab.report.build import build_section
+    from perflab.studies.cores.result import CoresResult
+
+    ci = {"low": 1.1, "high": 1.3, "level": 0.96875}
+    row = {"cpu": 1, "socket": 0, "core": 1, "node": 0, "siblings": [1], "runs": 6, "failed": 0, "median": 12.5,
+           "ci": {"low": 12.0, "high": 13.0, "level": 0.96875}, "ratio": 1.2, "ratio_ci": ci, "rounds": 6,
+           "slower_rounds": 6, "p_value": 0.01, "p_adjusted": 0.02, "disturbed": [], "normal": [], "verdict": "slow",
+           "mode_shares": []}
+    older = {"mode": "sequential", "unit": "ms", "rounds": 6, "stopped": "rounds", "cpus": [row],
+             "slow": [{"core": 1, "socket": 0, "node": 0, "cpus": [1], "siblings": [1], "ratio": 1.2, "ratio_ci": ci,
+                       "p_adjusted": 0.02, "rounds": 6, "slower_rounds": 6}],
+             "disturbances": [{"cpu": 1, "rounds": [2], "ratio": 1.5, "intermittent": False}],
+             "runs": 6, "verdict": "slow core 1 (CPU 1)", "notes": ["older"]}
+    result = CoresResult.from_dict(older)
+    assert result.cpus[0].slow_rounds == () and result.cpus[0].change_ci is None and result.timeline is None
+    assert result.slow[0].ratio_ci == CI(1.1, 1.3, 0.96875) and result.cpus[0].siblings == (1,)
+    camp = SimpleNamespace(id=3, study="cores", status="done", summary=older, labels={})
+    sec = build_section(camp, [])
+    (table,) = sec.tables
+    assert table.rows[0][:3] == [1, 0, 1] and table.rows[0][-2:] == ["slow", "worse"]
+    assert sec.verdict == "slow core 1 (CPU 1); CPU 1 was disturbed in round 2 (cost ratio 1.5)"
+    assert sec.notes == ["older"] and [p.title for p in sec.plots][0].startswith("Per-CPU cost")

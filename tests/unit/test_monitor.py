@@ -243,7 +243,7 @@ def test_the_harness_finds_planted_power_and_stays_quiet_without_it():
 
 
 def test_runs_closer_than_half_an_interval_are_one_band():
-    from perflab.report.monitor_html import merged_spans
+    from perflab.report.html.monitor import merged_spans
 
     assert merged_spans([(5.0, 6.0), (0.0, 1.0), (1.2, 2.0), (2.0, 2.5)], 0.5) == [(0.0, 2.5), (5.0, 6.0)]
     assert merged_spans([(0.0, 3.0), (1.0, 2.0)], 0.0) == [(0.0, 3.0)]  # copies that overlap

@@ -109,14 +109,19 @@ def frontend_summary(rng: random.Random) -> dict:
 
 def run_summary(rng: random.Random) -> dict:
     benches = []
+    # energy adds four columns after the finding: a plot must still take each row's finding
+    energy = {"source": "rapl", "joules_per_run": 2.0, "joules_per_run_ci": _ci(rng, 2.0, 0.978515625)} \
+        if rng.random() < 0.5 else None
     for k in range(rng.randint(2, 4)):
         med = rng.uniform(0.1, 2)
         rel = None if k == 0 else {"ratio": (r := _ratio(rng, sig := rng.random() < 0.5)),
                                    **_ci(rng, r, 0.975, sig), "target": 0.975, "significant": sig,
                                    "verdict": ("slower" if r > 1 else "faster") if sig else None}
-        benches.append({"command": f"cmd {k}", "summary": {"n": 10, "median": med, "mean": med, "stddev": 0.01},
+        benches.append({"command": f"cmd {k}", "params": {}, "summary": {"n": 10, "median": med, "mean": med, "stddev": 0.01},
                         "median_ci": _ci(rng, med, 0.978515625), "user": [0.1], "system": [0.0],
-                        "maxrss_kb": [1000], "metrics": {"fps": [rng.uniform(10, 60)]}, "relative": rel})
+                        "maxrss_kb": [1000], "metrics": {"fps": [rng.uniform(10, 60)]}, "relative": rel,
+                        "energy": energy})
+    # every field a stored Benchmark must have: the section reads it typed (RunStudyResult.from_dict)
     return {"benchmarks": benches, "ranking": {"measure": "wall time", "reference": "cmd 0"}, "verdict": "simulated"}
 
 
@@ -228,9 +233,10 @@ def test_answers_say_what_they_rest_on_and_when_it_is_not_enough():
     assert a.answer.startswith("not enough evidence") and a.basis.startswith("1 round per point")
     assert "1 rounds" not in a.basis and "no CI" in a.basis
 
-    # a scan that failed before any point (a study of the lab that broke): the report says so
-    # instead of failing the lab with a traceback
-    assert _answer("instances", {"scans": [], "verdict": ""}).basis == "no point measured"
+    # a scan that failed before any point (a study of the lab that broke) keeps no result: the
+    # report says so instead of failing the lab with a traceback
+    gone = _answer("instances", {"scans": [], "verdict": ""})
+    assert gone.basis == "no result stored" and gone.answer.startswith("Not enough evidence: ")
 
     cores = cores_summary(random.Random(2))
     for c in cores["cpus"]:
@@ -271,7 +277,7 @@ def test_markdown_report_passes_the_linter():
     api = pytest.importorskip("pymarkdown.api")
     rng = random.Random(7)
     camps = [campaign(s, f(rng), cid=i + 1) for i, (s, f) in enumerate(SIMULATED.items())]
-    camps.append(campaign("profile", {"samples": 1, "event": "cpu-clock", "window_opened": True,
+    camps.append(campaign("profile", {"samples": 1, "event": "cpu-clock", "opened": True,
                                       "recordings": [{"opened": True, "start_line": "start #7",
                                                       "stop_line": "done #7"}],
                                       "top": [{"share": 1.0, "samples": 1, "symbol": "f<int>*", "dso": "a"}]},
@@ -287,3 +293,17 @@ def test_markdown_report_passes_the_linter():
     assert "1 window from the line 'start #7' to 'done #7'" in md
     for s in secs:  # every answer links to its section's heading
         assert f"(#{s.title.lower().replace(' (campaign ', '-campaign-').rstrip(')').replace(' ', '-')})" in md
+
+
+@pytest.mark.parametrize("study", ["run", "cores", "profile", "score"])
+def test_a_campaign_without_its_result_is_shown_generically(study):
+    """Still running (no summary) or failed before its analysis (the error alone): no empty table
+    of the study's, the error shown as it is."""
+    running = SimpleNamespace(id=2, study=study, status="interrupted", summary=None, labels={}, host_id=None, config={})
+    sec = build_section(running, [])
+    assert sec.tables == [] and sec.verdict == f"{study}: interrupted; partial results."
+    failed = campaign(study, {"error": "perf record wrote no perf.data: fix the event"})
+    failed.status = "failed"
+    sec = build_section(failed, [])
+    (facts,) = sec.tables
+    assert facts.rows == [["error", "perf record wrote no perf.data: fix the event"]]

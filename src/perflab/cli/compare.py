@@ -20,7 +20,7 @@ from perflab.cli.gate_common import (
     write_output,
 )
 from perflab.errors import PerflabError
-from perflab.report.compare_html import compare_html
+from perflab.report.html.compare import compare_html
 from perflab.report.terminal.compare import render
 from perflab.store import open_store
 from perflab.store import dumps, envelope

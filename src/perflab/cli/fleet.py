@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import json
 import sys
 from pathlib import Path
@@ -50,7 +51,7 @@ def _check_study(argv: tuple[str, ...]) -> None:
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     # click's FloatRange lets nan through (every comparison with nan is false).
-    if value != value or value in (float("inf"), float("-inf")):
+    if math.isnan(value) or value in (float("inf"), float("-inf")):
         raise click.BadParameter(f"{value} is not a finite number", ctx=ctx, param=param)
     return value
 

@@ -81,7 +81,7 @@ def run_gate(store: Any, config: GateConfig, junit_path: str | None = None,
     """Evaluate the gate, print one line per compared measure, write the requested files."""
     # The writers load only when a gate runs: `perflab run` without --baseline starts sooner.
     from perflab.report import gate as gate_report
-    from perflab.report.compare_html import compare_html
+    from perflab.report.html.compare import compare_html
     from perflab.studies.gate.study import evaluate
 
     result = evaluate(config, store)

@@ -15,6 +15,7 @@ tests, by the fleet's size (``RUNS_LIMIT`` values in all):
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from perflab.errors import PerflabError
@@ -374,7 +375,7 @@ def _cannot_tell(platform: str, gt: Any, fleet: state.Fleet) -> dict[str, str] |
                 "do": "measure more runs a node (--runs) so the hosts share 2 time blocks"
                       + (", or visit the nodes in rounds (--visits 3)" if visits else "")}
     d = gt.detectable
-    if gt.mode == "apart" and (d is None or d != d or d > 0.99):
+    if gt.mode == "apart" and (d is None or math.isnan(d) or d > 0.99):
         return {"platform": platform, "why": f"judged apart ({gt.why}), where not even a slowdown of 99 % is seen",
                 "do": "measure the hosts at the same time (no --max-parallel)"
                       + (" or in rounds of visits (--visits 3)" if visits else "")}

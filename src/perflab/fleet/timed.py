@@ -10,6 +10,7 @@ the study took to reach its first run.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from typing import Any
 
@@ -122,7 +123,7 @@ def time_note(gt: GroupTime, outside: int, held: list[str], visits: bool = True)
                 "through every visit of one host and none of its peers' is not told from the host")
     if gt.mode == "apart":
         d = gt.detectable
-        cost = ("unknown" if d is None or d != d else "more than 99%" if d > 0.99 else f"about {d:.0%}")
+        cost = ("unknown" if d is None or math.isnan(d) else "more than 99%" if d > 0.99 else f"about {d:.0%}")
         return (f"judged apart ({gt.why}): no run of a host has a peer's run of the same time, so each "
                 "host's level is judged against how far its peers' levels differ, and those differences "
                 "include whatever changed between their windows; with these hosts it takes a slowdown of "

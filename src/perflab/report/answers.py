@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflab.report.generic import levels
+from perflab.report.generic import ci_dict, levels, result_of
 from perflab.report.model import Answer, Section
 from perflab.report.numbers import ci_of, format_cell, plural, ratio_text
 from perflab.studies.compare.keys import measure_title
@@ -27,67 +27,69 @@ QUESTIONS = {
 }
 
 
-def _evidence(study: str, s: dict) -> str:
-    """The numbers behind a study's verdict, from its stored summary (keys it writes today)."""
-    if study == "run":
-        ok = [b for b in s.get("benchmarks") or [] if b.get("summary")]
+def _evidence(study: str, r: Any, s: dict) -> str:
+    """The numbers behind a study's verdict, from its typed result ``r`` (None: a study without a
+    section of its own, or a campaign without its result, whose summary ``s`` is read as stored)."""
+    if study == "run" and r is not None:
+        ok = [b for b in r.benchmarks if b.summary]
         if not ok:
             return "no successful run"
-        ref = (s.get("ranking") or {}).get("reference")
-        b = next((b for b in ok if b.get("command") == ref), ok[0])
-        text = f"{b.get('command')}: median {format_cell(b['summary']['median'])} s {ci_of(b.get('median_ci'), 's', b['summary']['median'])}"
-        e = b.get("energy")
+        ref = r.ranking.get("reference")
+        b = next((b for b in ok if b.command == ref), ok[0])
+        text = f"{b.command}: median {format_cell(b.summary['median'])} s {ci_of(b.median_ci, 's', b.summary['median'])}"
+        e = b.energy
         if e:
             text += f"; {format_cell(e['joules_per_run'])} J/run {ci_of(e.get('joules_per_run_ci'), 'J')}"
             if e.get("joules_per_event") is not None:
                 text += f", {format_cell(e['joules_per_event'])} J/event {ci_of(e.get('joules_per_event_ci'), 'J')}"
         for o in ok:
-            rel = o.get("relative")
+            rel = o.relative
             if rel and not rel.get("reference") and rel.get("significant"):
-                text += f"; {o.get('command')}: {ratio_text(rel['ratio'], rel)} of the reference"
+                text += f"; {o.command}: {ratio_text(rel['ratio'], rel)} of the reference"
         return text
-    if study == "cores":
-        slow, seq = s.get("slow") or [], s.get("sequential")
-        if slow:
-            return "; ".join(f"core {x.get('core')}: cost ratio {ratio_text(x.get('ratio', 0), x.get('ratio_ci'))}, "
+    if study == "cores" and r is not None:
+        seq = r.sequential
+        if r.slow:
+            return "; ".join(f"core {x.core}: cost ratio {ratio_text(x.ratio, ci_dict(x.ratio_ci))}, "
                              + ("decided by its repeated CI (--until-decided)" if seq else
-                                f"p = {x.get('p_adjusted', 1):.2g} (Holm)")
-                             + f", slower in {x.get('slower_rounds')} of {plural(x.get('rounds'), 'round')}" for x in slow)
+                                f"p = {x.p_adjusted:.2g} (Holm)")
+                             + f", slower in {x.slower_rounds} of {plural(x.rounds, 'round')}" for x in r.slow)
         if seq:  # measured until decided: every CPU ruled out, or cannot tell (never "not significant")
             return (f"no CPU slower by {seq.get('min_effect', 0):.0%} or more (--until-decided)" if seq.get("decided")
                     else "cannot tell within the budget (--until-decided)")
-        ps = [c.get("p_adjusted") for c in s.get("cpus") or [] if c.get("p_adjusted") is not None]
+        ps = [c.p_adjusted for c in r.cpus if c.p_adjusted is not None]
         return f"not significant (smallest Holm-adjusted p = {min(ps):.2g})" if ps else ""
-    if study == "instances":
-        if s.get("optimum_n") is not None:
-            return f"{format_cell(s.get('optimum_throughput'))} {s.get('unit', '')} at {plural(s['optimum_n'], 'copy')}"
+    if study == "instances" and r is not None:
+        if r.optimum_n is not None:
+            return f"{format_cell(r.optimum_throughput)} {r.unit} at {plural(r.optimum_n, 'copy')}"
         return "no optimum named"
-    if study == "variants":
+    if study == "variants" and r is not None:
         parts = []
-        for v in s.get("variants") or []:
-            for q, c in sorted((v.get("comparisons") or {}).items()):
-                if c.get("significant"):
-                    parts.append(f"{v.get('name')} {measure_title(q).split(' [')[0]}: "
-                                 f"{ratio_text(c.get('ratio', 0), c.get('ci'))}, "
-                                 + ("decided by its repeated CI (--until-decided)" if c.get("sequential")
-                                    else f"p = {c.get('p', 1):.2g} (Holm)"))
+        for v in r.variants:
+            for q, c in sorted(v.comparisons.items()):
+                if c.significant:
+                    parts.append(f"{v.name} {measure_title(q).split(' [')[0]}: "
+                                 f"{ratio_text(c.ratio, ci_dict(c.ci))}, "
+                                 + ("decided by its repeated CI (--until-decided)" if c.sequential
+                                    else f"p = {c.p:.2g} (Holm)"))
         if parts:
             return "; ".join(parts)
-        return "no variant significantly different from the baseline" if s.get("variants") else ""
-    if study == "score":
-        ci = s.get("score_ci")
-        return (f"score {format_cell(s.get('score'))} {ci_of({'low': ci[0], 'high': ci[1], 'level': s.get('level')})}"
-                if ci else f"score {format_cell(s.get('score'))}, no interval") if s.get("score") is not None else ""
-    if study == "micro":
-        diffs = s.get("diffs") or []
-        n = sum(1 for d in diffs if d.get("significant"))
-        return f"{n} of {plural(len(diffs), 'comparison')} significant after Holm" if diffs else ""
-    if study == "frontend":
-        rs = s.get("ratios") or []
-        return (f"{sum(1 for r in rs if r.get('helps'))} of {plural(len(rs), 'size')} where 2 MiB pages help "
+        return "no variant significantly different from the baseline" if r.variants else ""
+    if study == "score" and r is not None:
+        ci = r.score_ci
+        return (f"score {format_cell(r.score)} {ci_of({'low': ci[0], 'high': ci[1], 'level': r.level})}"
+                if ci else f"score {format_cell(r.score)}, no interval") if r.score is not None else ""
+    if study == "micro" and r is not None:
+        n = sum(1 for d in r.diffs if d.significant)
+        return f"{n} of {plural(len(r.diffs), 'comparison')} significant after Holm" if r.diffs else ""
+    if study == "frontend" and r is not None:
+        rs = r.ratios
+        return (f"{sum(1 for x in rs if x.helps)} of {plural(len(rs), 'size')} where 2 MiB pages help "
                 "(one-sided Wilcoxon signed-rank, Holm)") if rs else ""
-    if study == "profile":
-        return f"{plural(s.get('samples', 0), 'sample')} ({s.get('event', '?')})" if s.get("samples") is not None else ""
+    if study == "profile" and r is not None:
+        return f"{plural(r.samples, 'sample')} ({r.event})"
+    if study in TYPED:  # a campaign without its result: nothing to rest an answer on
+        return ""
     for key in ("evidence", "p_value", "p_adjusted"):
         value = s.get(key)
         if value is None:
@@ -98,59 +100,64 @@ def _evidence(study: str, s: dict) -> str:
     return ""
 
 
-def basis(study: str, s: dict) -> tuple[str, bool]:
+# The studies whose evidence and basis are read from their typed result.
+TYPED = {"run", "cores", "instances", "variants", "score", "micro", "frontend", "profile"}
+
+
+def basis(study: str, r: Any) -> tuple[str, bool]:
     """How much evidence the answer rests on (runs, rounds, the CI level reached), and whether the
     study itself says it is not enough to answer (instances below its rounds, cores without a
-    detectable slowdown, run comparisons whose interval missed its level)."""
+    detectable slowdown, run comparisons whose interval missed its level), from the typed result
+    ``r`` (None: no result stored, which answers nothing)."""
+    if r is None:
+        return ("no result stored", True) if study in TYPED else ("", False)
     if study == "run":
-        ok = [b for b in s.get("benchmarks") or [] if b.get("summary")]
-        rels = [b["relative"] for b in ok if b.get("relative") and not b["relative"].get("reference")]
-        few = [r for r in rels if r.get("level") is not None and r["level"] < r.get("target", 0) - 1e-9]
-        runs = sorted({b["summary"]["n"] for b in ok}) or [0]
+        ok = [b for b in r.benchmarks if b.summary]
+        rels = [b.relative for b in ok if b.relative and not b.relative.get("reference")]
+        few = [x for x in rels if x.get("level") is not None and x["level"] < x.get("target", 0) - 1e-9]
+        runs = sorted({b.summary["n"] for b in ok}) or [0]
         text = (plural(runs[0], "run") if len(runs) == 1 else f"{runs[0]}-{runs[-1]} runs") + (
             " per command" if len(ok) > 1 else "")
-        lv = levels([b.get("median_ci") for b in ok])
+        lv = levels([b.median_ci for b in ok])
         return text + (f", {lv}" if lv else ""), bool(few) or not ok
     if study == "cores":
-        cpus = s.get("cpus") or []
-        mde = s.get("mde")
-        text = (f"{plural(s.get('rounds', 0), 'round')} x {plural(len(cpus), 'CPU')}, {plural(s.get('runs', 0), 'run')}"
-                + (f", {levels([c.get('ratio_ci') for c in cpus])}" if cpus else "")
+        cpus, mde = r.cpus, r.mde
+        text = (f"{plural(r.rounds, 'round')} x {plural(len(cpus), 'CPU')}, {plural(r.runs, 'run')}"
+                + (f", {levels([ci_dict(c.ratio_ci) for c in cpus])}" if cpus else "")
                 + (f", detects a {mde:.1%} slowdown" if mde is not None and mde != float("inf") else ""))
-        seq = s.get("sequential")
+        seq = r.sequential
         if seq:  # --until-decided: thin where the budget left a CPU undecided
-            return text + f", {plural(len(seq.get('looks') or []), 'look')}", not s.get("slow") and not seq.get("decided")
-        return text, not s.get("slow") and (mde is None or mde == float("inf") or bool(s.get("mde_why")))
+            return text + f", {plural(len(seq.get('looks') or []), 'look')}", not r.slow and not seq.get("decided")
+        return text, not r.slow and (mde is None or mde == float("inf") or bool(r.mde_why))
     if study == "instances":
-        points = [p for sc in s.get("scans") or [] for p in sc.get("points") or []]
-        reps = sorted({p.get("reps") for p in points if p.get("reps") is not None})
+        points = [p for sc in r.scans for p in sc.points]
+        reps = sorted({p.reps for p in points if p.reps is not None})
         if not reps:  # a scan that failed or was cut before any point: nothing to rest on
             return "no point measured", True
         per = (plural(reps[0], "round") if len(reps) == 1 else f"{reps[0]}-{reps[-1]} rounds") + " per point"
-        cis = levels([p.get("ci") for p in points]) or "no CI"
+        cis = levels([ci_dict(p.ci) for p in points]) or "no CI"
         # too few rounds to name an optimum, or, at two speeds, to compare within them (rounds asked)
-        thin = str(s.get("verdict", "")).startswith("not enough evidence") or s.get("rounds_needed") is not None
+        thin = r.verdict().startswith("not enough evidence") or r.rounds_needed is not None
         return f"{per}, {plural(len(points), 'point')}, {cis}", thin
     if study == "variants":
-        comps = [c for v in s.get("variants") or [] for c in (v.get("comparisons") or {}).values()]
-        return (f"{plural(s.get('rounds', 0), 'round')} paired, "
-                f"{plural(len(s.get('variants') or []), 'variant')}" + (f", {levels([c.get('ci') for c in comps])}"
-                                                                        if comps else "")), False
+        comps = [c for v in r.variants for c in v.comparisons.values()]
+        return (f"{plural(r.rounds, 'round')} paired, "
+                f"{plural(len(r.variants), 'variant')}" + (f", {levels([ci_dict(c.ci) for c in comps])}"
+                                                           if comps else "")), False
     if study == "frontend":
-        pts = s.get("points") or []
-        reps = sorted({p.get("reps") for p in pts if p.get("reps")})
-        return (f"{plural(reps[0] if len(reps) == 1 else s.get('runs', 0), 'round' if len(reps) == 1 else 'run')}"
-                f"{' per size' if len(reps) == 1 else ''}, {plural(len({p.get('bytes') for p in pts}), 'size')}, "
-                f"{levels([r.get('ci') for r in s.get('ratios') or []]) or 'no CI'}"), False
+        pts = r.points
+        reps = sorted({p.reps for p in pts if p.reps})
+        return (f"{plural(reps[0] if len(reps) == 1 else r.runs, 'round' if len(reps) == 1 else 'run')}"
+                f"{' per size' if len(reps) == 1 else ''}, {plural(len({p.bytes for p in pts}), 'size')}, "
+                f"{levels([ci_dict(x.ci) for x in r.ratios]) or 'no CI'}"), False
     if study == "micro":
-        cells = s.get("cells") or []
-        ns = sorted({c.get("n") for c in cells if c.get("n")})
-        return (f"{plural(ns[0], 'run') if len(ns) == 1 else plural(s.get('runs', 0), 'run')}"
+        ns = sorted({c.n for c in r.cells if c.n})
+        return (f"{plural(ns[0], 'run') if len(ns) == 1 else plural(r.runs, 'run')}"
                 f"{' per operation and ABI' if len(ns) == 1 else ''}, "
-                f"{levels([d.get('ci_pct') for d in s.get('diffs') or []]) or 'no CI'}"), False
+                f"{levels([ci_dict(d.ci_pct) for d in r.diffs]) or 'no CI'}"), False
     if study == "profile":
-        n = len([r for r in s.get("recordings") or [] if r.get("opened")])
-        return f"{plural(n, 'window')}, {plural(s.get('samples', 0), 'sample')}", False
+        n = len([x for x in r.recordings if x.get("opened")])
+        return f"{plural(n, 'window')}, {plural(r.samples, 'sample')}", False
     return "", False
 
 
@@ -180,7 +187,8 @@ def answers(campaigns: list[Any], sections: list[Section], hosts: dict[int, dict
     fallback = max(hosts.values(), key=lambda h: len((h.get("metadata") or {}).get("probes") or {}), default=None)
     for camp, sec in zip(campaigns, sections):
         summary = camp.summary or {}
-        text, short = basis(camp.study, summary)
+        result = result_of(camp)
+        text, short = basis(camp.study, result)
         answer = sec.verdict
         if short and not answer.lower().startswith("not enough evidence"):
             answer = f"Not enough evidence: {answer}"
@@ -188,7 +196,7 @@ def answers(campaigns: list[Any], sections: list[Section], hosts: dict[int, dict
         caveats = _caveats(camp.study, summary, camp, hosts.get(camp.host_id), fallback)
         if builtin and camp.study in KERNELS:  # the workload's own studies say so in 'measured on'
             caveats.insert(0, f"measured on perflab's built-in {name}, not on the workload")
-        out.append(Answer(QUESTIONS.get(camp.study, camp.study), answer, _evidence(camp.study, summary),
+        out.append(Answer(QUESTIONS.get(camp.study, camp.study), answer, _evidence(camp.study, result, summary),
                           caveats, sec.key, basis=text, program=name + (" (built-in)" if builtin else "")))
     return out
 

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from perflab import __version__
 from perflab.errors import PerflabError
 from perflab.report.model import Report, Section, Table
-import perflab.report.sections  # noqa: F401  (registers the study builders)
+from perflab.report.html import (  # noqa: F401  (each module registers its study's section builder)
+    cores, cost, frontend, instances, micro, profile, run, score, variants,
+)
 from perflab.report.answers import answers, workloads
 from perflab.report.numbers import plural
 from perflab.report.generic import build_section
-from perflab.report.monitor_html import monitor_answer, monitor_section
+from perflab.report.html.monitor import monitor_answer, monitor_section
 from perflab.studies.run.series import rate_timeline
 from perflab.studies.monitor import stored_result
 from perflab.platform.sysfs import format_cpulist
+
+if TYPE_CHECKING:  # the store's types for the checker: the report opens no database itself
+    from perflab.store import Campaign, Store
 
 
 def _counts(topo: dict) -> dict:
@@ -86,7 +91,7 @@ def machine_section(host: dict, energy: Sequence[str] | None = None) -> Section:
     return sec
 
 
-def state_table(campaigns: Sequence[Any]) -> Table | None:
+def state_table(campaigns: Sequence[Campaign]) -> Table | None:
     """The machine state each campaign ran under (tuned or not, each knob), where recorded."""
     rows = []
     for c in campaigns:
@@ -116,7 +121,7 @@ def _machine_sentence(host: dict, c: dict) -> str:
     return f"{host.get('hostname', 'this host')}: {model}."
 
 
-def select_campaigns(store: Any, ids: Sequence[int]) -> list[Any]:
+def select_campaigns(store: Store, ids: Sequence[int]) -> list[Campaign]:
     """Explicit ids (a lab campaign expands to its studies), else the latest lab run, else
     the latest finished campaign of each study."""
     if ids:
@@ -131,7 +136,7 @@ def select_campaigns(store: Any, ids: Sequence[int]) -> list[Any]:
     labs = [c for c in store.campaigns(study="lab")]
     if labs:
         return lab_children(store, labs[-1])
-    latest: dict[str, Any] = {}
+    latest: dict[str, Campaign] = {}
     for c in store.campaigns():
         if c.study != "lab" and c.parent_id is None:
             latest[c.study] = c
@@ -140,16 +145,17 @@ def select_campaigns(store: Any, ids: Sequence[int]) -> list[Any]:
     return list(latest.values())
 
 
-def lab_children(store: Any, lab: Any) -> list[Any]:
+def lab_children(store: Store, lab: Campaign) -> list[Campaign]:
     """A lab's studies in run order; of a study run twice (resume) only the newest counts."""
-    latest: dict[str, Any] = {}
+    latest: dict[str, Campaign] = {}
     for c in store.campaigns(parent_id=lab.id):
         latest[(lab.summary or {}).get("keys", {}).get(str(c.id), c.study)] = c
     order = (lab.summary or {}).get("order") or []
     return sorted(latest.values(), key=lambda c: order.index(c.study) if c.study in order else 99)
 
 
-def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None, lab: Any = None) -> Report:
+def build_report(store: Store, campaigns: Sequence[Campaign], title: str | None = None,
+                 lab: Campaign | None = None) -> Report:
     sections: list[Section] = []
     hosts: list[dict] = []
     energy: set[str] = set()
@@ -190,7 +196,7 @@ def build_report(store: Any, campaigns: Sequence[Any], title: str | None = None,
                   answers=answers(list(campaigns), sections, by_id) + [a for _, a in beside])
 
 
-def _title(campaigns: Sequence[Any], hosts: list[dict], lab: Any) -> str:
+def _title(campaigns: Sequence[Campaign], hosts: list[dict], lab: Campaign | None) -> str:
     """'perflab lab: minihlt on host (CPU), 2026-11-23': what was measured (every workload of a
     report of several), where and when."""
     names = workloads(list(campaigns))

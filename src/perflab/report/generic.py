@@ -1,20 +1,25 @@
 """Turn one stored campaign into a report Section: the generic view and the builder registry.
 
 Each study stores its result as the campaign summary (a JSON dict). The generic builder renders
-any summary: its ``verdict`` and every list of flat records as a table. Study builders
-(sections.py) add the plots the seeds drew; a builder registered with its study's Result.from_dict
-takes the typed result (a summary that does not decode, an interrupted campaign's, is shown
-generically), the others read the keys their study writes and fall back to the generic view when
-a key is absent.
+any summary: its ``verdict`` and every list of flat records as a table. A study's builder
+(report/html/<study>.py) is registered with its study's Result.from_dict and takes the typed
+result, decoded once here; a summary that does not decode (an interrupted or failed campaign's)
+and a study with no builder are shown generically.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import json
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from perflab.platform import owner
 from perflab.report import plots
 from perflab.report.model import Plot, Section, Table
+from perflab.report.numbers import ci_of, ratio_figure
+from perflab.store import dumps
+
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
 
 TITLES = {
     "run": "Timing",
@@ -62,7 +67,7 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def status_of(campaign: Any) -> str:
+def status_of(campaign: Campaign) -> str:
     """The campaign's status, 'died' where it is running but its perflab is gone (killed before it
     could close the campaign: platform/owner.py)."""
     labels = getattr(campaign, "labels", None) or {}
@@ -70,7 +75,7 @@ def status_of(campaign: Any) -> str:
     return owner.shown_status(campaign.status, alive)
 
 
-def generic(campaign: Any, summary: dict) -> Section:
+def generic(campaign: Campaign, summary: dict) -> Section:
     """Any summary: verdict, explicit ``tables``, lists of records, and scalar facts."""
     title = TITLES.get(campaign.study, campaign.study)
     verdict = summary.get("verdict") or _default_verdict(campaign)
@@ -104,7 +109,7 @@ def generic(campaign: Any, summary: dict) -> Section:
     return sec
 
 
-def _default_verdict(campaign: Any) -> str:
+def _default_verdict(campaign: Campaign) -> str:
     if campaign.status == "done":
         return f"{campaign.study}: finished (no verdict recorded)."
     return f"{campaign.study}: {status_of(campaign)}; partial results."
@@ -119,43 +124,72 @@ def _plot(sec: Section, title: str, make: Callable[[], str], caption: str = "", 
         sec.notes.append(f"plot '{title}' not drawn: {type(exc).__name__}: {exc}")
 
 
-BUILDERS: dict[str, Callable[[Any, Any, list], Section]] = {}
-# study -> its Result.from_dict: the builders of these studies take the typed result, decoded
-# once here from the stored summary, never the summary's dict.
-RESULTS: dict[str, Callable[[dict], Any]] = {}
+# study -> (its Result.from_dict, its section builder): the builder takes the typed result,
+# decoded once here from the stored summary, never the summary's dict.
+BUILDERS: dict[str, tuple[Callable[[dict], Any], Callable[[Campaign, Any, list[Measurement]], Section]]] = {}
 
 
-def builder(study: str, result: Callable[[dict], Any] | None = None):
-    """Register a study's section builder; with ``result`` (the study's Result.from_dict), the
-    builder is handed the typed result instead of the summary."""
-    def deco(fn: Callable[[Any, Any, list], Section]):
-        BUILDERS[study] = fn
-        if result is not None:
-            RESULTS[study] = result
+def builder(study: str, result: Callable[[dict], Any]):
+    """Register a study's section builder, handed the result ``result`` (the study's
+    Result.from_dict) decodes from the stored summary."""
+    def deco(fn: Callable[[Campaign, Any, list[Measurement]], Section]):
+        BUILDERS[study] = (result, fn)
         return fn
 
     return deco
 
 
-def build_section(campaign: Any, measurements: list) -> Section:
+def result_of(campaign: Campaign) -> Any:
+    """The campaign's typed result, decoded from its stored summary by its study's
+    Result.from_dict; None for a study with no section of its own, or a campaign without its
+    result (still running, or stopped before its analysis: no summary, or an error alone)."""
     summary = campaign.summary or {}
-    fn = BUILDERS.get(campaign.study)
-    if fn is None:
-        return generic(campaign, summary)
-    decode = RESULTS.get(campaign.study)
-    if decode is None:
-        return fn(campaign, summary, measurements)
+    if campaign.study not in BUILDERS or not summary:
+        return None
     try:
-        result = decode(summary)
+        return BUILDERS[campaign.study][0](summary)
     except (KeyError, TypeError, ValueError, AttributeError):
-        # An interrupted or failed campaign keeps a partial summary (or an error alone): what
-        # there is, shown generically.
-        return generic(campaign, summary)
-    return fn(campaign, result, measurements)
+        return None
 
 
-def _pct(r: float | None) -> str:
-    return "—" if r is None else f"{100 * (r - 1):+.1f} %"
+def build_section(campaign: Campaign, measurements: list[Measurement]) -> Section:
+    result = result_of(campaign)
+    if result is None:  # what there is, shown generically
+        return generic(campaign, campaign.summary or {})
+    return BUILDERS[campaign.study][1](campaign, result, measurements)
+
+
+def stored(summary: dict) -> dict:
+    """A result's JSON form (its as_dict()) as the store keeps it (keys sorted, JSON's values): the
+    generic view of a typed result."""
+    return json.loads(dumps(summary))
+
+
+def ci_dict(ci: Any) -> dict | None:
+    """A CI as the report's helpers read it ({low, high, level}), None where there is none."""
+    return None if ci is None else ci.as_dict()
+
+
+def ratio_cell(ratio: float | None, ci: dict | None) -> str | None:
+    """A ratio with the digits its interval needs to be told from 1 ('1.004', not '1')."""
+    return None if ratio is None else ratio_figure(ratio, ci)
+
+
+ENERGY_COLUMNS = ["J/run", "J/run CI", "J/event", "J/event CI"]
+
+
+def add_energy(cols: list, rows: list[list], energies: list[dict | None]) -> str:
+    """Joules per run and per event with their CIs as four more columns, where any row was
+    measured; the note names the source (nothing is added where no energy was measured)."""
+    if not any(energies):
+        return ""
+    cols.extend(ENERGY_COLUMNS)
+    for row, e in zip(rows, energies):
+        e = e or {}
+        row.extend([e.get("joules_per_run"), ci_of(e.get("joules_per_run_ci")),
+                    e.get("joules_per_event"), ci_of(e.get("joules_per_event_ci"))])
+    sources = sorted({e["source"] for e in energies if e and e.get("source")})
+    return f"energy: {'; '.join(sources)}; medians with order-statistic CIs at the level shown"
 
 
 def finding(significant: bool | None, ratio: float | None, higher_is_better: bool | None) -> str:

@@ -4,6 +4,7 @@ plurals that agree with their count."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -17,7 +18,7 @@ def format_cell(value: object) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        if value != value:
+        if math.isnan(value):
             return "—"
         a = abs(value)
         if a == 0:

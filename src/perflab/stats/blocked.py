@@ -128,7 +128,7 @@ def wilcoxon_greater(d: Sequence[float]) -> float:
     """One-sided p-value of the Wilcoxon signed-rank test, H1: the median of d is above 0."""
     import numpy as np
 
-    arr = np.asarray([v for v in d if v == v and v != 0], dtype=float)
+    arr = np.asarray([v for v in d if not math.isnan(v) and v != 0], dtype=float)
     n = arr.size
     if n == 0:
         return 1.0
@@ -164,7 +164,7 @@ def min_detectable(sigma: float, n: int, alpha: float, power: float = 0.8) -> fl
     rounds out of n, less one to spare (a disturbed round left out, or one below 0), cannot reach
     alpha: 2^-(n-1) >= alpha. Without the spare round the exact test's floor of 2^-n makes the
     normal approximation promise what a scan of 9 rounds of 16 CPUs cannot deliver."""
-    if n < 2 or 0.5 ** (n - 1) >= alpha or not sigma == sigma:
+    if n < 2 or 0.5 ** (n - 1) >= alpha or math.isnan(sigma):
         return math.inf
     z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(power)
     return z * sigma / math.sqrt(n * 3 / math.pi)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -40,7 +41,7 @@ def mann_whitney(a: Values, b: Values) -> tuple[float, float]:
     arr_a, arr_b = _values(a), _values(b)
     res = mannwhitneyu(arr_a, arr_b, alternative="two-sided")
     u, p = float(res.statistic), float(res.pvalue)
-    if p != p:  # nan: every value tied
+    if math.isnan(p):  # nan: every value tied
         p = 1.0
     return u, p
 

@@ -120,7 +120,7 @@ class WithinSpeeds:
 
     def greater_p(self) -> float:
         """One-sided p of "B tends to be larger than A" from van Elteren's Z (two speeds only)."""
-        return 0.5 * math.erfc(self.z / math.sqrt(2)) if self.z == self.z else math.nan
+        return 0.5 * math.erfc(self.z / math.sqrt(2)) if not math.isnan(self.z) else math.nan
 
     def as_dict(self) -> dict:
         return {"speeds": [s.as_dict() for s in self.speeds], "ratio": self.ratio, "low": self.low,
@@ -283,7 +283,7 @@ def _mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     from scipy.stats import mannwhitneyu
 
     p = float(mannwhitneyu(b, a, alternative="two-sided").pvalue)
-    return 1.0 if p != p else p
+    return 1.0 if math.isnan(p) else p
 
 
 def _median(xs: Sequence[float]) -> float:

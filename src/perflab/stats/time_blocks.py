@@ -156,7 +156,7 @@ def _named_at(errors, alpha: float) -> float:
 
     errors = list(errors)
     m = max(len(errors), 1)
-    out = [1.0 - math.exp(-float(st.t.ppf(1.0 - alpha / m, max(df, 1.0))) * se) if se == se else 1.0
+    out = [1.0 - math.exp(-float(st.t.ppf(1.0 - alpha / m, max(df, 1.0))) * se) if not math.isnan(se) else 1.0
            for se, df in errors]
     return float(np.median(out)) if out else 1.0
 

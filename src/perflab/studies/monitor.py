@@ -17,11 +17,16 @@ The idle-before and idle-after medians are kept beside it, so a drifting idle po
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from perflab.stats import median
 from perflab.studies.cost.energy import events_metric
 from perflab.stats.autocorr import diff_ci, mean_ci
+from perflab.studies.base import decode
+
+if TYPE_CHECKING:
+    from perflab.model import Workload
+    from perflab.store import Store
 
 IDLE_PHASES = ("idle-before", "idle-after")
 # An idle phase busier than this was not idle (other load on the machine): said beside net energy.
@@ -103,15 +108,7 @@ class MonitorResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "MonitorResult":
-        def pair(v: Any) -> tuple[float, float] | None:
-            return tuple(v) if v is not None else None
-
-        energy = [ChannelEnergy(**{**e, "idle_w_ci": pair(e.get("idle_w_ci")), "net_j_ci": pair(e.get("net_j_ci")),
-                                   "net_j_per_event_ci": pair(e.get("net_j_per_event_ci"))})
-                  for e in d.get("energy") or ()]
-        return cls(d.get("campaign_id"), d["interval_s"], d["idle_s"], list(d["have"]), list(d["lacks"]),
-                   [PhaseSummary(**p) for p in d.get("phases") or ()], energy, d.get("events_metric"),
-                   d.get("events"), list(d.get("notes") or ()))
+        return decode(cls, d)
 
 
 def intervals(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
@@ -230,7 +227,7 @@ def campaign_events(results: Sequence[Any], metric: str | None) -> float | None:
     return total or None
 
 
-def stored_result(store: Any, campaign_id: int, workload: Any = None, level: float = 0.95) -> MonitorResult | None:
+def stored_result(store: Store, campaign_id: int, workload: Workload | None = None, level: float = 0.95) -> MonitorResult | None:
     """The monitor result of a stored campaign (None when it was not monitored): events counted
     over its runs and its child campaigns' (a lab's studies), by the workload's event metric."""
     rows = store.monitor_samples(campaign_id)

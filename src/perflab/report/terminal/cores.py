@@ -3,6 +3,7 @@ Every line is read off the one CoresResult; the verdict is its own ``verdict`` s
 
 from __future__ import annotations
 
+import math
 from rich.markup import escape
 from rich.table import Table
 
@@ -43,7 +44,7 @@ def _timeline(result: CoresResult) -> list[str]:
         return []
     where = ", ".join(tl.block_text([b.index]) for b in tl.blocks)
     lines = [f"time: {len(tl.blocks)} block{'s' if len(tl.blocks) > 1 else ''} over "
-             + (f"{tl.span_s:.0f} s" if tl.span_s == tl.span_s else "an unknown time") + f" ({where})"]
+             + (f"{tl.span_s:.0f} s" if not math.isnan(tl.span_s) else "an unknown time") + f" ({where})"]
     held = []
     if tl.round_corr is not None:
         held.append(f"round-to-round correlation of a CPU's ratio {tl.round_corr:.2f} "
@@ -113,7 +114,7 @@ def render(result: CoresResult, console, workload_name: str = "") -> None:
         console.print("failed runs (left out of every statistic): "
                       + ", ".join(f"{k}: {v}" for k, v in result.failures.items()), highlight=False)
     f = result.friedman
-    if f and f["p_value"] == f["p_value"]:
+    if f and not math.isnan(f["p_value"]):
         console.print(f"any CPU different? Friedman chi2 = {f['statistic']:.3g} over {f['rounds']} complete rounds "
                       f"and {f['cpus']} CPUs, p = {f['p_value']:.2g}", highlight=False)
     if result.noise is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from perflab.studies.frontend.study import MODES, FrontendResult
-from perflab.studies.frontend.verdict import fmt_bytes
+from perflab.model.units import fmt_bytes
 
 
 def _ci(ci: Any, fmt: str = "{:.1f}") -> str:

@@ -20,6 +20,7 @@ without a primary metric is headed by instructions (its wall time is Valgrind's)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -222,7 +223,7 @@ def _overall_rows(sa: dict, sb: dict, rows: list[CompareRow], alpha: float, seed
             ratio, lo, hi, level = stratified_ratio_ci(strata, level=1 - alpha)
         else:
             ratio, lo, hi = pooled_ratio(strata, confidence=1 - alpha, seed=seed)
-        if ratio != ratio:
+        if math.isnan(ratio):
             if notes is not None:
                 notes.append(f"{measure_title(measure)}: no 'all points' row, every point has a "
                              "run of 0 on a side (no ratio)")

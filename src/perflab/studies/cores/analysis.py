@@ -71,8 +71,8 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
     d = np.where(others, np.nan, d_all)
     shown = 1.0 / cost if res.higher_is_better else cost  # medians in the metric's own values
     value_cis, d_cis = row_cis(shown), row_cis(d)
-    res.noise = None if sigma != sigma else sigma
-    scale = sigma if sigma == sigma and sigma > 0 else math.inf  # no noise: no outliers
+    res.noise = None if math.isnan(sigma) else sigma
+    scale = sigma if not math.isnan(sigma) and sigma > 0 else math.inf  # no noise: no outliers
     blocks = timeline.split_blocks(block_of, config.blocks_used)
     kept = d.copy()  # the block test leaves out a CPU's extra rounds, as its round test does
     tested: list[tuple[CpuRow, dict, int]] = []
@@ -100,7 +100,7 @@ def analyse(config: Any, runs: Sequence[tuple[dict, RunResult]], topology: Topol
     # independent draws and the round rule's sign test (exact, no symmetry assumed) is the test
     res.block_margin = multi and _states_hold(bps, lv, kept, blocks, times, rounds, config)
     for row, _, i in tested:
-        row.block_levels = tuple(None if v != v else float(math.expm1(v)) for v in lv_all[i])
+        row.block_levels = tuple(None if math.isnan(v) else float(math.expm1(v)) for v in lv_all[i])
         if res.block_margin:
             row.p_value = bps[i]
     m = len(tested)
@@ -197,9 +197,9 @@ def _block_sets(lv, lv_all, s_block: float, df: float, config: Any, m: int) -> d
     import numpy as np
     from scipy.special import stdtr
 
-    have = [b for b in range(lv.size) if lv[b] == lv[b]]
+    have = [b for b in range(lv.size) if not math.isnan(lv[b])]
     mean = float(np.mean([lv[b] for b in have])) if have else math.nan
-    drop = BLOCK_DROP * s_block if s_block == s_block else math.inf
+    drop = BLOCK_DROP * s_block if not math.isnan(s_block) else math.inf
     # slower than the rest in every block, and not back near the others' level there (below
     # min_effect and clearly below its own mean); with many blocks, in all but 1 - persistence
     # of them, as for rounds
@@ -208,7 +208,7 @@ def _block_sets(lv, lv_all, s_block: float, df: float, config: Any, m: int) -> d
     # a block whose every round was an outlier above its usual level says nothing of that level;
     # it is judged on all its rounds: slower there unless below min_effect (a CPU 10x slower
     # beside a real-time competitor, its rounds outliers in a block, was called intermittent)
-    gone = [b for b in range(lv.size) if lv[b] != lv[b] and lv_all[b] == lv_all[b]]
+    gone = [b for b in range(lv.size) if math.isnan(lv[b]) and not math.isnan(lv_all[b])]
     short += sum(lv_all[b] < low for b in gone)
     every = bool(have) and short <= allowed(len(have) + len(gone), config.persistence)
     clear = []
@@ -216,7 +216,7 @@ def _block_sets(lv, lv_all, s_block: float, df: float, config: Any, m: int) -> d
     for b in sorted(have + gone):
         # the block level against the block-to-block spread (states of the moment included), at
         # alpha / (CPUs x blocks)
-        p = float(stdtr(max(df, 1.0), -lv[b] / s_block)) if s_block == s_block and s_block > 0 else 1.0
+        p = float(stdtr(max(df, 1.0), -lv[b] / s_block)) if not math.isnan(s_block) and s_block > 0 else 1.0
         if lv[b] >= math.log1p(config.min_effect) and p <= config.alpha / (m * max(len(have), 1)):
             clear.append(b)
     return {"every": every, "clear": tuple(clear), "blocks": len(have) + len(gone)}
@@ -280,7 +280,7 @@ def others_disturbed(normed, scale_floor: float, min_effect: float):
     r = lg - np.nanmedian(np.where(have.any(axis=1, keepdims=True), lg, 0), axis=1, keepdims=True)
     dev = np.abs(r[have])
     s = 1.4826 * float(np.median(dev)) if dev.size else 0.0
-    s = max(s, scale_floor if scale_floor == scale_floor else 0.0, 1e-12)
+    s = max(s, scale_floor if not math.isnan(scale_floor) else 0.0, 1e-12)
     m = lg.shape[0]
     out = np.zeros(lg.shape, dtype=bool)
     if m < 2:
@@ -341,7 +341,7 @@ def detectable_of(d, config: Any) -> tuple[float, str]:
     n = int(np.median((~np.isnan(live)).sum(axis=1))) if live.size else 0
     m = max(live.shape[0], 1)
     sigma = noise_scale(live) if live.size else math.nan
-    if sigma != sigma:
+    if math.isnan(sigma):
         return math.inf, "no noise estimate (fewer than 2 CPUs with successful runs in a round)"
     resid = (live - np.nanmedian(live, axis=1, keepdims=True)).ravel()
     mde = detectable(resid, n, m, sigma, config.alpha, config.min_effect, config.persistence, config.seed)

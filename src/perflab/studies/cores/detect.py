@@ -97,7 +97,7 @@ def detectable(resid, n: int, m: int, scale: float, alpha: float, min_effect: fl
 
     resid = np.asarray(resid, dtype=float)
     resid = resid[~np.isnan(resid)]
-    if n < 2 or resid.size < 2 or not scale == scale or scale <= 0:
+    if n < 2 or resid.size < 2 or math.isnan(scale) or scale <= 0:
         return math.inf
     if sign_critical(n, alpha / max(m, 1)) == math.inf:
         return math.inf
@@ -169,7 +169,7 @@ def block_detectable(resid, blocks: int, scale: float, df: float, alpha: float, 
 
     resid = np.asarray(resid, dtype=float)
     resid = resid[~np.isnan(resid)]
-    if blocks < 2 or resid.size < 2 or not scale == scale or scale <= 0 or df <= 0:
+    if blocks < 2 or resid.size < 2 or math.isnan(scale) or scale <= 0 or df <= 0:
         return math.inf
     rng = np.random.default_rng(seed)
     e = rng.choice(resid, size=(TRIALS, blocks)) * math.sqrt(blocks / (blocks - 1))

@@ -35,33 +35,36 @@ independent, which the timeline's rule catches (unresolved), not the design.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from perflab.stats import sequential
 from perflab.studies.cores.detect import median_se
 from perflab.studies.run.looks import Plan
+
+if TYPE_CHECKING:  # the study module imports this one
+    from perflab.studies.cores.study import CoresConfig
 
 DEFAULT_BUDGET = 200  # rounds: 20 blocks of 10 rounds of 16 CPUs at 0.05 s, 30 s apart, take 10 minutes
 DESIGN = "obf"
 SLOW, RULED_OUT = "slow", "ruled out"
 
 
-def per_block(config: Any) -> int:
+def per_block(config: CoresConfig) -> int:
     """Rounds in a block: --rounds split over the first look's blocks."""
     return max(2, config.rounds // config.blocks_used)
 
 
-def first(config: Any) -> int:
+def first(config: CoresConfig) -> int:
     """The first look, in blocks: --blocks (the block test needs 2)."""
     return max(2, config.blocks_used)
 
 
-def gap_s(config: Any) -> float:
+def gap_s(config: CoresConfig) -> float:
     """Seconds between block starts: the first look's blocks spread over --span."""
     return config.span_used / max(config.blocks_used - 1, 1)
 
 
-def budget(config: Any, first_block_s: float) -> int:
+def budget(config: CoresConfig, first_block_s: float) -> int:
     """Blocks the scan may take: --max-runs rounds (DEFAULT_BUDGET) in whole blocks, and what
     --max-time holds at the first block's pace (a block every gap_s, or as long as one takes)."""
     limit = (config.max_runs or DEFAULT_BUDGET) // per_block(config)
@@ -70,17 +73,17 @@ def budget(config: Any, first_block_s: float) -> int:
     return max(first(config), limit)
 
 
-def alpha_each(config: Any, cpus: int) -> float:
+def alpha_each(config: CoresConfig, cpus: int) -> float:
     return config.alpha / max(1, cpus)
 
 
-def due(config: Any, blocks: int, limit: int, cpus: int) -> bool:
+def due(config: CoresConfig, blocks: int, limit: int, cpus: int) -> bool:
     """Whether a look that could decide falls after ``blocks`` blocks of a budget of ``limit``."""
     return any(lk.runs == blocks and lk.level < 1.0 - 1e-9
                for lk in sequential.planned(first(config), limit, alpha_each(config, cpus), DESIGN))
 
 
-def plan_at(config: Any, blocks: int, limit: int, cpus: int, final: bool) -> Plan:
+def plan_at(config: CoresConfig, blocks: int, limit: int, cpus: int, final: bool) -> Plan:
     """The design's looks up to ``blocks`` blocks of a budget of ``limit``; ``final``: the budget
     ended (or --max-time cut it), so this look spends what is left."""
     a = alpha_each(config, cpus)
@@ -95,8 +98,8 @@ def interval(levels: Sequence[float], scale: float, df: float, level: float) -> 
     factor (timeline.block_test's statistic); None with fewer than 2 blocks or no spread."""
     from scipy.special import stdtrit
 
-    xs = sorted(v for v in levels if v == v)
-    if len(xs) < 2 or not scale == scale or scale <= 0 or df <= 0:
+    xs = sorted(v for v in levels if not math.isnan(v))
+    if len(xs) < 2 or math.isnan(scale) or scale <= 0 or df <= 0:
         return None
     k = len(xs)
     center = xs[k // 2] if k % 2 else (xs[k // 2 - 1] + xs[k // 2]) / 2

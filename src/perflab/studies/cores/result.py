@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.stats import CI
+from perflab.studies.base import decode
 from perflab.studies.cores import looks
 from perflab.studies.cores.timeline import Timeline
 
@@ -88,7 +89,7 @@ class CoresResult:
     cpus: list[CpuRow] = field(default_factory=list)
     slow: list[SlowCore] = field(default_factory=list)
     disturbances: list[Disturbance] = field(default_factory=list)
-    friedman: dict[str, float] | None = None  # statistic, p_value, rounds, cpus
+    friedman: dict[str, Any] | None = None  # statistic, p_value (floats), rounds, cpus (counts)
     noise: float | None = None  # robust SD of the per-round log-ratios
     mde: float | None = None  # smallest slowdown detected in >= 90 % of simulated scans (fraction)
     mde_why: str = ""  # why there is no finite mde, when there is none
@@ -115,26 +116,9 @@ class CoresResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CoresResult":
-        def ci(v: dict | None) -> CI | None:
-            return CI.from_dict(v) if v else None
-
-        d = dict(d)
-        d["cpus"] = [CpuRow(**{**c, "siblings": tuple(c["siblings"]), "ci": ci(c["ci"]),
-                               "ratio_ci": ci(c["ratio_ci"]), "change_ci": ci(c.get("change_ci")),
-                               "disturbed": tuple(c["disturbed"]), "normal": tuple(c["normal"]),
-                               "slow_rounds": tuple(c.get("slow_rounds") or ()),
-                               "mode_shares": tuple(c["mode_shares"]),
-                               "block_levels": tuple(c.get("block_levels") or ()),
-                               "slow_blocks": tuple(c.get("slow_blocks") or ()),
-                               "others_out": tuple(c.get("others_out") or ()),
-                               "pause_rounds": tuple(c.get("pause_rounds") or ())})
-                     for c in d.get("cpus", [])]
-        d["slow"] = [SlowCore(**{**s, "cpus": tuple(s["cpus"]), "siblings": tuple(s["siblings"]),
-                                 "ratio_ci": CI.from_dict(s["ratio_ci"])}) for s in d.get("slow", [])]
-        d["disturbances"] = [Disturbance(**{**x, "rounds": tuple(x["rounds"])})
-                             for x in d.get("disturbances", [])]
-        d["timeline"] = Timeline.from_dict(d["timeline"]) if d.get("timeline") else None
-        return cls(**d)
+        if "cpus" not in d:  # a failed campaign's summary, its error alone: no scan to read
+            raise KeyError("cpus")
+        return decode(cls, d)
 
 
 def slow_cores(rows: list[CpuRow]) -> list[SlowCore]:
@@ -274,7 +258,7 @@ def _over(tl: Timeline | None) -> str:
     """'in each of 3 blocks over 64 s': the time a claim spans."""
     if tl is None or len(tl.blocks) < 2:
         return ""
-    span = f" over {tl.span_s:.0f} s" if tl.span_s == tl.span_s else ""
+    span = f" over {tl.span_s:.0f} s" if not math.isnan(tl.span_s) else ""
     return f"in each of {len(tl.blocks)} blocks{span}"
 
 

@@ -315,7 +315,7 @@ def _progress(dcols: list, config: CoresConfig) -> tuple[float, float]:
 
     d = np.stack(dcols, axis=1)
     cis = row_cis(d)
-    if any(c.level == 0 or c.low != c.low for c in cis):
+    if any(c.level == 0 or math.isnan(c.low) for c in cis):
         return math.inf, math.inf
     widest = max((math.exp(c.high) - math.exp(c.low)) / 2 for c in cis)
     mde, _ = analysis.detectable_of(d, config)

@@ -35,6 +35,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+from perflab.studies.base import decode
 from perflab.studies.cores.detect import median_se
 
 BLOCK_Z = 2.33  # one-sided 1 %: the block-to-block rank correlation that says "states held"
@@ -73,9 +74,7 @@ class Timeline:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Timeline":
-        d = dict(d)
-        d["blocks"] = [Block(**{**b, "rounds": tuple(b["rounds"])}) for b in d.get("blocks", [])]
-        return cls(**d)
+        return decode(cls, d)
 
     def block_text(self, indices: Sequence[int]) -> str:
         """'block 1 (0-3 s)' / 'blocks 1, 3 (0-3 s, 61-64 s)': numbered from 1, with their times."""
@@ -86,7 +85,7 @@ class Timeline:
 
 
 def _when(b: Block) -> str:
-    if b.start_s != b.start_s:
+    if math.isnan(b.start_s):
         return f"rounds {b.rounds[0]}-{b.rounds[1]}"
     return f"{b.start_s:.0f}-{b.end_s:.0f} s"
 
@@ -229,7 +228,7 @@ def hold(d, block_of, times, lv, found: Sequence[int], round_ids: Sequence[int])
     if ok.sum() >= MIN_ROUND_PAIRS and a[ok].std() > 0 and b2[ok].std() > 0:
         rho = float(np.corrcoef(a[ok], b2[ok])[0, 1])
         tl.round_corr = rho
-        if rho > 2 / math.sqrt(ok.sum()) and tl.round_dt_s == tl.round_dt_s:
+        if rho > 2 / math.sqrt(ok.sum()) and not math.isnan(tl.round_dt_s):
             tl.hold_s = -tl.round_dt_s / math.log(min(rho, 0.999))
     # block to block, over the CPUs the block test did not find
     keep = [i for i in range(lv.shape[0]) if i not in set(found)]
@@ -260,22 +259,22 @@ def _judge(tl: Timeline) -> None:
     hold (round or block correlation), and they do not hold from block to block. Else why not, in
     words a user acts on."""
     nb = len(tl.blocks)
-    span = f"{tl.span_s:.0f} s" if tl.span_s == tl.span_s else "the scan"
+    span = f"{tl.span_s:.0f} s" if not math.isnan(tl.span_s) else "the scan"
     starts = [b.start_s for b in tl.blocks]
-    spread = starts[-1] - starts[0] if nb and all(x == x for x in starts) else math.nan
+    spread = starts[-1] - starts[0] if nb and all(not math.isnan(x) for x in starts) else math.nan
     if nb < 2:
         tl.why = (f"the scan ran in one block ({span}), so it cannot tell a slow core from a state of "
                   "the machine that held that long; scan with --blocks 3 --span 60 or more")
     elif tl.held:
         tl.why = (f"CPU speeds held from block to block across {span} (rank correlation "
                   f"{tl.block_corr:.2f} of the other {tl.block_cpus} CPUs' levels between blocks): "
-                  f"scan longer (--span {max(120, 4 * round(tl.span_s)) if tl.span_s == tl.span_s else 600:.0f}) "
+                  f"scan longer (--span {max(120, 4 * round(tl.span_s)) if not math.isnan(tl.span_s) else 600:.0f}) "
                   "or scan again later")
-    elif tl.hold_s is not None and tl.gap_s == tl.gap_s and tl.hold_s >= tl.gap_s:
+    elif tl.hold_s is not None and not math.isnan(tl.gap_s) and tl.hold_s >= tl.gap_s:
         tl.why = (f"a CPU's slowness held about {tl.hold_s:.0f} s (round-to-round correlation "
                   f"{tl.round_corr:.2f}), as long as the {tl.gap_s:.0f} s between blocks: scan longer "
                   f"(--span {max(120, 3 * nb * round(tl.hold_s)):.0f}) or scan again later")
-    elif spread == spread and spread < MIN_SPAN_S:
+    elif not math.isnan(spread) and spread < MIN_SPAN_S:
         tl.why = (f"its {nb} blocks start within {spread:.1f} s, and a virtual CPU's speed has been seen to "
                   f"hold for {MIN_SPAN_S:.0f} s and more: scan with --span 60 (the default) or more")
     elif tl.round_corr is None and tl.block_corr is None:

@@ -14,5 +14,4 @@ __getattr__ = lazy_attributes(__name__, {
     "execute": "study",
     "plan": "study",
     "find_knee": "verdict",
-    "fmt_bytes": "verdict",
 })

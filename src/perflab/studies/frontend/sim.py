@@ -26,7 +26,8 @@ from perflab.measure.cachegrind import STABLE_ENV
 from perflab.platform.cache_model import parse
 from perflab.stats import median
 from perflab.studies.frontend.result import Context, FrontendResult, KneeReport, Point
-from perflab.studies.frontend.verdict import fmt_bytes, knee_fit
+from perflab.model.units import fmt_bytes
+from perflab.studies.frontend.verdict import knee_fit
 
 if TYPE_CHECKING:  # the study module imports this one
     from perflab.studies.frontend.study import FrontendConfig

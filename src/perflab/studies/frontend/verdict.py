@@ -13,20 +13,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from perflab.kernels.frontend.facts import nearest_reference
+from perflab.model.units import fmt_bytes
 from perflab.stats import knee
 
 if TYPE_CHECKING:  # the study module imports this one
     from perflab.studies.frontend.study import FrontendConfig
-
-
-def fmt_bytes(b: int | float | None) -> str:
-    """1.5 MiB, 384 KiB, 512 B."""
-    if b is None:
-        return "-"
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= size:
-            return f"{b / size:.4g} {unit}"
-    return f"{int(b)} B"
 
 
 def _point(result: Any, cpu: Any, mode: str, b: int) -> Any:

@@ -5,6 +5,7 @@ The terminal line, the summary, JUnit, Markdown and JSON are all derived from th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,7 @@ class Check:
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "label": self.label, "median_a": self.median_a,
                 "median_b": self.median_b, "ratio": self.ratio, "n_a": self.n_a, "n_b": self.n_b,
-                "ci": {"low": self.lo, "high": self.hi, "level": self.level} if self.lo == self.lo else None,
+                "ci": {"low": self.lo, "high": self.hi, "level": self.level} if not math.isnan(self.lo) else None,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "beyond": self.beyond,
                 "significant": self.significant}
 
@@ -124,7 +125,7 @@ class GateLine:
         if self.repeated:
             d["ci"]["repeated"] = True
         d.update(checks=[c.as_dict() for c in self.checks], notes=self.notes,
-                 detectable=self.detectable if self.detectable == self.detectable else None,
+                 detectable=self.detectable if not math.isnan(self.detectable) else None,
                  runs_needed=self.runs_needed or None)
         return d
 

@@ -184,7 +184,7 @@ def _decide(line: GateLine, m: int, alpha: float) -> None:
     hits: list[tuple[Check, Threshold]] = []
     for t in line.thresholds:
         for c in (c for c in line.checks if c.decides):
-            side = (c.lo > 1.0 if t.op == ">" else c.hi < 1.0) if c.lo == c.lo else \
+            side = (c.lo > 1.0 if t.op == ">" else c.hi < 1.0) if not math.isnan(c.lo) else \
                 ((c.ratio > 1.0) == (t.op == ">"))
             c.beyond = c.beyond or t.beyond_medians(c.median_a, c.median_b)
             c.significant = c.significant or (c.p_adjusted < alpha and side)
@@ -234,7 +234,7 @@ def _decide(line: GateLine, m: int, alpha: float) -> None:
     for c in line.checks:
         if c.kind != "runs" and c.decides and c not in hit_checks:
             ci = (f" [{100 * (c.lo - 1):+.1f}, {100 * (c.hi - 1):+.1f}] {100 * c.level:.0f}% CI"
-                  if c.lo == c.lo else "")
+                  if not math.isnan(c.lo) else "")
             line.notes.append(f"against {c.label}: {100 * (c.ratio - 1):+.1f} %{ci}, "
                               f"p={c.p_adjusted:.2g}" + ("" if ci else " (one-sided)"))
     if line.drift is not None:

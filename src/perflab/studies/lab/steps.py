@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from types import ModuleType
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from perflab.errors import PerflabError, Unsupported
 from perflab.kernels import minihlt
@@ -39,10 +39,13 @@ from perflab.studies.frontend import study as fe
 from perflab.studies.lab import budget
 from perflab.studies.variants import study as vs
 
+if TYPE_CHECKING:  # the lab's study module imports this one
+    from perflab.studies.lab.study import LabConfig
+
 
 @dataclass
 class LabContext:
-    config: Any  # LabConfig
+    config: LabConfig
     session: Session
     machine: Machine
     workload: Workload | None = None

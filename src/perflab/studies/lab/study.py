@@ -17,14 +17,14 @@ import os
 import time
 import traceback
 import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from perflab.errors import PerflabError, Unsupported
 from perflab.model import RunSpec
 from perflab.platform.machine import Machine
 from perflab.studies import run_study, study_module
-from perflab.studies.base import StudyConfig
+from perflab.studies.base import StudyConfig, decode
 from perflab.studies.lab.budget import FULL_BUDGET
 from perflab.studies.lab.steps import STEPS, LabContext, Step, prepare
 from perflab.studies.session import Session
@@ -99,10 +99,8 @@ class LabResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "LabResult":
-        names = {f.name for f in fields(Outcome)} - {"result"}
-        steps = [Outcome(**{k: v for k, v in s.items() if k in names}) for s in d.get("steps", ())]
-        return cls(steps, d.get("out_dir", DEFAULT_OUT), d.get("seconds", 0.0), d.get("workload", ""),
-                   d.get("campaign_id"))
+        # a step's result is its child campaign's, never stored with the lab's
+        return decode(cls, {**d, "steps": [{k: v for k, v in s.items() if k != "result"} for s in d.get("steps", ())]})
 
 
 Result = LabResult

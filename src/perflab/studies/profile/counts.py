@@ -37,6 +37,7 @@ from perflab.model import RunResult, RunSpec
 from perflab.platform.cache_model import parse as parse_model
 from perflab.stats.comparison import holm
 from perflab.stats.judge import counted_test
+from perflab.studies.base import decode
 from perflab.studies.profile.parse import fold_symbol
 from perflab.studies.profile.stacks import cap, flame, fold_contexts, merge_stacks
 from perflab.studies.profile.window import window_figures
@@ -280,9 +281,7 @@ class CountDiffRow:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CountDiffRow":
-        kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        kw["a_range"], kw["b_range"] = tuple(d["a_range"]), tuple(d["b_range"])
-        return cls(**kw)
+        return decode(cls, d)
 
 
 def diff_counts(a: Sequence[Counts], b: Sequence[Counts], alpha: float,

@@ -23,6 +23,7 @@ tested, 2 recordings a side; checks/profile_counts.py is its harness.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -41,6 +42,7 @@ from perflab.studies.profile.parse import (
     DiffRow, Profile, aggregate, diff_profiles, mean_profile, profile_from_dict, read_samples,
 )
 from perflab.studies.profile.diff_flame import count_marks, differential, marks_of
+from perflab.studies.base import decode
 from perflab.studies.profile.speeds import standardised
 from perflab.studies.profile.stacks import STACK_FIELDS, fold, parse_stacks
 
@@ -256,13 +258,7 @@ class ProfileDiffResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProfileDiffResult":
-        kw = known_fields(cls, d)
-        kw["rows"] = [DiffRow.from_dict(r) for r in kw.get("rows") or []]
-        kw["tests"] = [FunctionTest(**known_fields(FunctionTest, t)) for t in kw.get("tests") or []]
-        kw["count_rows"] = [CountDiffRow.from_dict(r) for r in kw.get("count_rows") or []]
-        kw["count_others"] = [CountDiffRow.from_dict(r) for r in kw.get("count_others") or []]
-        kw["n_recordings"] = tuple(kw.get("n_recordings") or (0, 0))
-        return cls(**kw)
+        return decode(cls, d)  # the properties as_dict adds (tested, verdict, ...) name no field
 
 
 @dataclass
@@ -372,7 +368,7 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         p = float(ttest_ind(a, b, equal_var=False).pvalue)
-    return 1.0 if p != p else p
+    return 1.0 if math.isnan(p) else p
 
 
 def _diff_counted(config: ProfileDiffConfig, a: Side, b: Side) -> ProfileDiffResult:

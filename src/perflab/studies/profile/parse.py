@@ -280,13 +280,6 @@ class DiffRow:
         return {k: getattr(self, k) for k in
                 ("symbol", "dso", "a_samples", "b_samples", "extra", "share_of_extra", "ci")}
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "DiffRow":
-        # Any: the stored row's fields, each of its own type.
-        fields: dict[str, Any] = {k: d.get(k) for k in ("symbol", "dso", "a_samples", "b_samples", "extra",
-                                                        "share_of_extra", "ci")}
-        return cls(**fields)
-
 
 def diff_profiles(a: Profile, b: Profile) -> list[DiffRow]:
     """Functions behind B's extra period over A, as a share of the extra (seed 001's table)."""

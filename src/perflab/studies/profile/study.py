@@ -31,6 +31,7 @@ from perflab.studies.profile.counts import (
 from perflab.studies.profile.window import (
     attach_targets, check_log_dir, choose_event, compile_marker, window_figures,
 )
+from perflab.studies.base import decode
 from perflab.studies.session import Session
 
 NAME = "profile"
@@ -128,23 +129,48 @@ class ProfileResult:
         # the keys the HTML report reads
         d["verdict"] = self.message
         d["window_opened"] = self.opened
-        d["enable_latency_us"] = [r["enable_latency_us"] for r in self.recordings
-                                  if r.get("enable_latency_us") is not None]
+        d["enable_latency_us"] = self.enable_latency_us
         d["front_end_hints"] = [a.symbol for a in self.annotations if a.front_end_hint]
         return d
 
+    @property
+    def enable_latency_us(self) -> list[float]:
+        """Marker to enabled sampling, per recording that measured it."""
+        return [r["enable_latency_us"] for r in self.recordings if r.get("enable_latency_us") is not None]
+
+    def window_sentence(self) -> str:
+        """The finding in one line with the window named by the output lines that opened and
+        closed it (the lines a reader knows), not by the patterns that matched them: the report's
+        sentence (the terminal prints each recording's window on a line of its own)."""
+        if not self.opened or not self.top:
+            return self.message or "the window never opened"
+        recs = [r for r in self.recordings if r.get("opened")]
+        if self.whole_run or not recs:
+            where = "over the whole run" if self.whole_run else ""
+        else:
+            r = recs[0]
+            n = len(recs)
+            where = (f"in {n} window{'s' * (n != 1)} from the line '{r.get('start_line', '?')}' "
+                     f"to '{r.get('stop_line') or r.get('closed_by') or 'the end'}'")
+        t = self.top[0]
+        samples = f"{self.samples:,} sample" + "s" * (self.samples != 1)
+        return (f"{samples} ({self.event}) {where}; the top function "
+                f"is {t.symbol} with {100 * (t.share or 0):.1f} % of them.").replace("  ", " ")
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ProfileResult":
-        kw = known_fields(cls, d)
-        kw["top"] = [TopRow(**t) for t in kw.get("top") or []]
-        kw["count_top"] = [CountRow(**r) for r in kw.get("count_top") or []]
-        kw["flame"] = Flame.from_dict(kw.get("flame"))
-        kw["annotations"] = [Annotation(
+        if "top" not in d:  # a failed campaign's summary, its error alone: no profile to read
+            raise KeyError("top")
+        # the flame graph and the annotations are stored in forms of their own (short keys, hex
+        # addresses: Flame.as_dict, Annotation.as_dict), read by their own code
+        result = decode(cls, {k: v for k, v in d.items() if k not in ("flame", "annotations")})
+        result.flame = Flame.from_dict(d.get("flame"))
+        result.annotations = [Annotation(
             symbol=a["symbol"], dso=a["dso"], samples=a["samples"], head_share=a["head_share"],
             head_desc=a["head"], front_end_hint=a["front_end_hint"],
             instructions=[(int(i["addr"], 16), i["insn"], i["share"]) for i in a["instructions"]],
-        ) for a in kw.get("annotations") or []]
-        return cls(**kw)
+        ) for a in d.get("annotations") or []]
+        return result
 
 
 def validate(config: ProfileConfig) -> None:

@@ -6,7 +6,8 @@ import statistics
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
-from perflab.model import RunResult, known_fields
+from perflab.model import RunResult
+from perflab.studies.base import decode
 from perflab.stats.interval import CI
 
 
@@ -34,7 +35,7 @@ class Benchmark:
     counters: dict[str, list[float | None]] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)  # why runs failed -> how many
     suspect: int = 0
-    summary: dict[str, float] | None = None  # n, mean, median, stddev, min, max, q1, q3
+    summary: dict[str, Any] | None = None  # n (a count), mean, median, stddev, min, max, q1, q3 (floats)
     median_ci: dict[str, float] | None = None  # {"low", "high", "level"}
     outliers: list[int] = field(default_factory=list)
     # the ranked measure against the reference's: {"ratio", "low", "high", "level", "target",
@@ -137,10 +138,9 @@ class RunStudyResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunStudyResult":
-        benches = [Benchmark(**known_fields(Benchmark, b)) for b in d.get("benchmarks", ())]
-        return cls(benches, list(d.get("warnings", ())), d.get("stopped_by", "runs"), d.get("campaign_id"),
-                   dict(d.get("health") or {}), dict(d.get("instrument") or {}),
-                   dict(d.get("ranking") or {}), d.get("workload"), d.get("sequential"))
+        # a summary without benchmarks (a failed campaign's error alone) is no run result: KeyError
+        d["benchmarks"]
+        return decode(cls, d)  # what as_dict adds (fastest, verdict, ...) names no field
 
 
 def too_few_runs(relative: dict) -> bool:

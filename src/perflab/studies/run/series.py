@@ -19,6 +19,7 @@ from perflab.measure.series import SERIES_METRICS, EventSeries, decode, steady_p
 from perflab.model import MetricPattern, RunResult
 from perflab.stats.shift import ratio_ci
 from perflab.stats.steady import BATCHES, Warmup, batches, quantile_ci, steady_rate
+from perflab.studies.base import decode as decode_result  # measure.series' decode reads a run's blob
 
 __all__ = ["SERIES_METRICS", "SeriesSummary", "profile_target", "series_of", "summarise"]
 QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
@@ -56,7 +57,7 @@ class SeriesSummary:
 
     @classmethod
     def from_dict(cls, d: dict) -> "SeriesSummary":
-        return cls(**d)
+        return decode_result(cls, d)
 
     @property
     def slows(self) -> bool:

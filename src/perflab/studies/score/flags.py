@@ -104,10 +104,6 @@ class CopyGroups:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "CopyGroups":
-        return cls(d["name"], int(d["n"]), list(d["groups"]), list(d["slow"]), d["sentence"])
-
 
 def copy_groups(name: str, values: Sequence[float], siblings: str = "") -> CopyGroups:
     """Two speeds among the copies (higher value = faster), or single slow copies. ``siblings``: what

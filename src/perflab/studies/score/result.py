@@ -3,10 +3,10 @@ all come from it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perflab.studies.base import StudyResult
+from perflab.studies.base import StudyResult, decode
 from perflab.studies.score.flags import CopyGroups, Disagreeing
 
 
@@ -30,10 +30,6 @@ class WorkloadScore:
     copy_spread: list[dict[str, float]] = field(default_factory=list)
     unit: str = ""
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "WorkloadScore":
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 @dataclass(kw_only=True)
@@ -70,12 +66,7 @@ class ScoreResult(StudyResult):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ScoreResult":
-        names = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
-        kw["workloads"] = [WorkloadScore.from_dict(w) for w in d.get("workloads", [])]
-        kw["disagreeing"] = [Disagreeing(**x) for x in d.get("disagreeing", [])]
-        kw["copy_groups"] = [CopyGroups.from_dict(x) for x in d.get("copy_groups", [])]
-        return cls(**kw)
+        return decode(cls, d)  # "study", which as_dict adds, names no field
 
     @property
     def headline(self) -> str:

@@ -3,17 +3,20 @@ recorded like a measured one), a stored campaign read back, two compared."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.errors import PerflabError
 from perflab.studies.score import method
 from perflab.studies.score.analysis import raw_ratios
 from perflab.studies.score.result import ScoreResult
 
+if TYPE_CHECKING:
+    from perflab.store import Store
+
 NAME = "score"
 
 
-def store_imported(store: Any, result: ScoreResult, path: str) -> ScoreResult:
+def store_imported(store: Store, result: ScoreResult, path: str) -> ScoreResult:
     """Keep an imported result as a done campaign of the score study; its id set on the result."""
     host = result.host
     metadata = {"hostname": host.get("hostname") or f"unknown host ({path.rsplit('/', 1)[-1]})",
@@ -27,7 +30,7 @@ def store_imported(store: Any, result: ScoreResult, path: str) -> ScoreResult:
     return result
 
 
-def load_campaign(store: Any, campaign_id: int) -> ScoreResult:
+def load_campaign(store: Store, campaign_id: int) -> ScoreResult:
     """A stored score campaign's result, or a one-line PerflabError."""
     camp = store.campaign(campaign_id)
     if camp.study != NAME:

@@ -53,7 +53,7 @@ def seen_and_needed(diffs: Sequence[Sequence[float]], paired: Sequence[int], alp
     s = _spread(diffs)
     kept = sum(len(d) for d in diffs) / max(k, 1)
     share = kept / max(sum(paired) / max(k, 1), 1)
-    if not s == s or s <= 0 or kept < 2 or share <= 0:
+    if math.isnan(s) or s <= 0 or kept < 2 or share <= 0:
         return None
     z = _z(alpha, k)
     seen = math.expm1(z * s / math.sqrt(EFFICIENCY * kept))

@@ -3,20 +3,20 @@ the same ScoreResult (report/terminal/score.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perflab.report.generic import builder, generic
 from perflab.report.model import Section, Table
 from perflab.report.terminal.score import flag_lines, score_line
 from perflab.studies.score.result import ScoreResult
 
+if TYPE_CHECKING:
+    from perflab.store import Campaign, Measurement
 
-@builder("score")
-def score_section(campaign: Any, summary: dict, measurements: list) -> Section:
-    sec = generic(campaign, {"notes": summary.get("notes", [])})
-    if "workloads" not in summary:
-        return sec
-    r = ScoreResult.from_dict(summary)
+
+@builder("score", ScoreResult.from_dict)
+def score_section(campaign: Campaign, r: ScoreResult, measurements: list[Measurement]) -> Section:
+    sec = generic(campaign, {"notes": r.notes})
     sec.verdict = f"{r.suite}: {score_line(r)}"
     level = f"{r.level:.0%} CI"
     sec.tables = [Table(

@@ -8,14 +8,15 @@ from perflab.report import plots
 from perflab.report.generic import _plot
 from perflab.report.model import Section, Table
 from perflab.report.numbers import ci_of
+from perflab.studies.run.result import Benchmark
 from perflab.studies.run.series import SeriesSummary
 
 TITLE = "Per-event series: steady rate, warm-up and tail per command"
 
 
-def add_series(sec: Section, benches: list[dict]) -> None:
+def add_series(sec: Section, benches: list[Benchmark]) -> None:
     """The series table and its two plots, where any command's runs had a series."""
-    found = [(str(b.get("command")), SeriesSummary.from_dict(b["series"])) for b in benches if b.get("series")]
+    found = [(b.command, SeriesSummary.from_dict(b.series)) for b in benches if b.series]
     if not found:
         return
     rows = []
