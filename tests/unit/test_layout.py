@@ -342,3 +342,29 @@ def test_each_tier_is_a_declared_marker():
     with open(SRC.parents[1] / "pyproject.toml", "rb") as fh:
         declared = {m.split(":")[0] for m in tomllib.load(fh)["tool"]["pytest"]["ini_options"]["markers"]}
     assert set(TIERS) <= declared, set(TIERS) - declared
+
+
+def _affinity_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) for each read of a process's affinity mask: ``os.sched_getaffinity`` called or
+    named, or imported from os."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "sched_getaffinity":
+            found.append((node.lineno, "os.sched_getaffinity"))
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            found += [(node.lineno, f"from os import {a.name}") for a in node.names if a.name == "sched_getaffinity"]
+    return found
+
+
+def test_the_usable_cpus_are_asked_of_platform_only():
+    """Which CPUs this process may use is one rule (platform.affinity.usable_cpus, root-aware, so a
+    fixture tree stands in for the machine): no module outside platform/ reads the mask itself.
+    (platform/cpuset.py reads other tasks' masks: a different question, asked there.)"""
+    found = [f"{path.relative_to(SRC)}:{line}: {what}" for name, path, tree in _modules()
+             if not name.startswith("perflab.platform") for line, what in _affinity_reads(tree)]
+    assert not found, "an affinity read outside platform/ (call platform.affinity.usable_cpus):\n" + "\n".join(found)
+
+
+def test_the_affinity_check_sees_a_direct_read():
+    tree = ast.parse("import os\nfrom os import sched_getaffinity\nn = len(os.sched_getaffinity(0))\n")
+    assert sorted(w for _, w in _affinity_reads(tree)) == ["from os import sched_getaffinity", "os.sched_getaffinity"]
