@@ -52,27 +52,12 @@ class LazyGroup(click.Group):
             return None
         import importlib
 
-        try:
-            module = importlib.import_module(entry[0])
-        except ModuleNotFoundError as exc:
-            if exc.name == entry[0]:
-                return _not_built(cmd_name, entry[1])
-            raise
-        return module.command
+        return importlib.import_module(entry[0]).command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-
-def _not_built(name: str, help_: str) -> click.Command:
-    @click.command(name=name, help=help_, context_settings={"ignore_unknown_options": True})
-    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-    def missing(args: tuple[str, ...]) -> None:
-        raise PerflabError(f"'perflab {name}' is not available in this build of perflab")
-
-    return missing
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
