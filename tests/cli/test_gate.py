@@ -8,7 +8,8 @@ import pytest
 from perflab.errors import PerflabError
 from perflab.store import open_store
 from perflab.studies.gate.study import GateConfig, evaluate, parse_threshold
-from tests.real.test_gate import _campaign, perflab
+from tests.helpers import _campaign
+from tests.real.test_gate import perflab
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):

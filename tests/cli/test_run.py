@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from perflab.store import open_store
-
-# perflab as a user runs it: the installed entry point, in its own process.
-PERFLAB = str(Path(sys.executable).with_name("perflab"))
-
-
-def perflab(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([PERFLAB, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+from tests.helpers import perflab
 
 
 def test_cli_compare_two_commands_and_metrics(tmp_path):

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-PERFLAB = str(Path(sys.executable).with_name("perflab"))
+from tests.helpers import PERFLAB
 
 
 @pytest.mark.parametrize("args,msg", [

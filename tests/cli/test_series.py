@@ -4,12 +4,19 @@ one line."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.studies.test_series import SLOW_START, perflab
+from tests.studies.test_series import SLOW_START
+
+
+def perflab(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300, env=env)
 
 
 @pytest.fixture

@@ -20,11 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from perflab.errors import PerflabError
-from perflab.model import RunResult
 from perflab.store import open_store
-
-XSD = Path(__file__).parents[1] / "data" / "junit-gitlab.xsd"
+from tests.helpers import XSD, _baselines_roundtrip
 
 
 def perflab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -162,34 +159,6 @@ def test_noise_large_against_the_threshold_does_not_fail(tmp_path):
     wall = next(ln for ln in json.loads(js.read_text())["result"]["lines"] if ln["measure"] == "wall_s")
     assert wall["ratio"] > 1.03 and not wall["significant"] and wall["status"] == "UNSURE"
     assert "not significant" in wall["verdict"] and "too few runs to see a 3 % change" in wall["verdict"]
-
-
-def _result(wall: float) -> RunResult:
-    return RunResult(wall_ns=int(wall * 1e9), user_s=wall, sys_s=0.0, maxrss_kb=1000, minflt=0,
-                     majflt=0, nvcsw=0, nivcsw=0, exit_code=0)
-
-
-def _campaign(store, study: str, walls, host: int | None = None, label: str = "work") -> int:
-    cid = store.start_campaign(study, {}, host_id=host)
-    for i, w in enumerate(walls):
-        store.add_measurement(cid, _result(w), {"cpu": 0} if study == "cores" else {}, rep=i, label=label)
-    store.finish_campaign(cid, "done")
-    return cid
-
-
-def _baselines_roundtrip(store) -> None:
-    a = _campaign(store, "run", [1.0, 1.1])
-    b = _campaign(store, "run", [1.0, 1.1])
-    assert store.set_baseline("main", a, note="nightly").campaign_id == a
-    assert store.set_baseline("main", b).campaign_id == b  # the name moves
-    store.set_baseline("release/1.2", a)
-    assert [x.name for x in store.baselines()] == ["main", "release/1.2"]
-    assert store.baseline("main").note == ""
-    assert store.remove_baseline("main").campaign_id == b
-    assert [x.name for x in store.baselines()] == ["release/1.2"]
-    assert store.campaign(b).id == b  # the campaign stays
-    with pytest.raises(PerflabError, match="no baseline named 'main'"):
-        store.baseline("main")
 
 
 @pytest.mark.postgres

@@ -16,7 +16,7 @@ from perflab.model import RunResult
 from perflab.store import open_store
 from perflab.studies import resume_study
 from perflab.studies.run.study import RunConfig
-from tests.cli.test_run import PERFLAB, perflab
+from tests.helpers import PERFLAB, perflab
 from tests.studies.test_run import cmd, run_run
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from tests.cli.test_run_until_decided import PERFLAB
+from tests.helpers import PERFLAB
 
 
 def test_real_commands_five_times_apart_end_slower_or_cannot_tell(tmp_path):

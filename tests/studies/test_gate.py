@@ -13,7 +13,7 @@ from perflab.checks.gate import SimConfig, simulate
 from perflab.errors import PerflabError
 from perflab.store import open_store
 from perflab.studies.gate.study import GateConfig, check_measures, evaluate, parse_threshold
-from tests.real.test_gate import XSD, _baselines_roundtrip, _result
+from tests.helpers import XSD, _baselines_roundtrip, _result
 
 
 def test_thresholds_parse_relative_and_absolute():

@@ -94,8 +94,3 @@ def test_bad_input():
         micro.MicroConfig(benches=("nope",))
     with pytest.raises(PerflabError, match="unknown ABI"):
         micro.MicroConfig(abis=("m16",))
-    from perflab.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(["micro", "--bench", "nope", "--db", "/nonexistent/x.db"])
-    assert exc.value.code == 2

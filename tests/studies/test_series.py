@@ -6,10 +6,7 @@ slower, and bad input: tests/cli/test_series.py)."""
 from __future__ import annotations
 
 import math
-import os
 import random
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -29,12 +26,6 @@ SLOW_START = textwrap.dedent("""\
         time.sleep(0.05 if i < 20 else 0.005)
         print(f"event {i}", flush=True)
 """)
-
-
-def perflab(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300, env=env)
 
 
 @pytest.fixture

@@ -107,6 +107,19 @@ def test_apart_names_the_cost_and_finds_only_a_large_gap():
     assert _slow(tests) == [] and times["A"].detectable > 0.3
 
 
+def test_the_detectable_slowdown_is_named_at_the_callers_alpha():
+    # slow_by_time's alpha reaches GroupTime.detectable in every mode that names one: a stricter
+    # level names only larger slowdowns.
+    rng = np.random.default_rng(8)
+    together = {f"n{i}": _host(rng, 0.1 * i, 20, noise=0.03) for i in range(1, 5)}
+    apart = {f"n{i}": _host(rng, 12 * i, 12 * i + 10, speed=1.0 + 0.02 * i) for i in range(1, 5)}
+    for g, mode in ((together, "together"), (apart, "apart")):
+        loose, strict = (slow_by_time({"A": g}, alpha=a)[1]["A"] for a in (0.05, 0.01))
+        assert loose.mode == strict.mode == mode
+        assert 0 < loose.detectable < strict.detectable < 1, (mode, loose.detectable, strict.detectable)
+        assert judge_group(g, alpha=0.01)[1].detectable == strict.detectable
+
+
 def test_too_few_members_or_runs():
     rng = np.random.default_rng(6)
     res, gt = judge_group({"a": _host(rng, 0, 10), "b": _host(rng, 0, 10)})
@@ -118,7 +131,7 @@ def test_too_few_members_or_runs():
     assert all(2 <= len(v) <= 2 for v in gt.window_values.values()) and gt.outside["n1"] >= 15
     with pytest.raises(ValueError):
         slow_by_time({}, alpha=0)
-    assert math.isfinite(judge_group({f"n{i}": _host(rng, 0, 10) for i in range(3)})[0]["n0"][0])
+    assert math.isfinite(judge_group({f"n{i}": _host(rng, 0, 10) for i in range(3)})[0]["n0"].mean)
 
 
 # --- the report on a store: runs placed on one time axis by each node's clock offset ---------

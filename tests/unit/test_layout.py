@@ -342,3 +342,110 @@ def test_each_tier_is_a_declared_marker():
     with open(SRC.parents[1] / "pyproject.toml", "rb") as fh:
         declared = {m.split(":")[0] for m in tomllib.load(fh)["tool"]["pytest"]["ini_options"]["markers"]}
     assert set(TIERS) <= declared, set(TIERS) - declared
+
+
+def _affinity_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) for each read of a process's affinity mask: ``os.sched_getaffinity`` called or
+    named, or imported from os."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "sched_getaffinity":
+            found.append((node.lineno, "os.sched_getaffinity"))
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            found += [(node.lineno, f"from os import {a.name}") for a in node.names if a.name == "sched_getaffinity"]
+    return found
+
+
+def test_the_usable_cpus_are_asked_of_platform_only():
+    """Which CPUs this process may use is one rule (platform.affinity.usable_cpus, root-aware, so a
+    fixture tree stands in for the machine): no module outside platform/ reads the mask itself.
+    (platform/cpuset.py reads other tasks' masks: a different question, asked there.)"""
+    found = [f"{path.relative_to(SRC)}:{line}: {what}" for name, path, tree in _modules()
+             if not name.startswith("perflab.platform") for line, what in _affinity_reads(tree)]
+    assert not found, "an affinity read outside platform/ (call platform.affinity.usable_cpus):\n" + "\n".join(found)
+
+
+def test_the_affinity_check_sees_a_direct_read():
+    tree = ast.parse("import os\nfrom os import sched_getaffinity\nn = len(os.sched_getaffinity(0))\n")
+    assert sorted(w for _, w in _affinity_reads(tree)) == ["from os import sched_getaffinity", "os.sched_getaffinity"]
+
+
+TESTS = SRC.parents[1] / "tests"
+# Names that start perflab or another process: a unit or studies test uses none of them.
+PROCESS_MODULES = {"subprocess", "multiprocessing", "tests.forkcli"}
+PROCESS_CALLS = {"system", "popen", "fork", "posix_spawn", "posix_spawnp", "execv", "execvp", "spawnv"}
+
+
+def _process_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) for each way a test file could start a process: subprocess or forkcli imported,
+    perflab's own entry point (perflab.cli's main or cli, perflab.__main__, tests.helpers' PERFLAB
+    and perflab), the name PERFLAB, or os.system/fork/exec/spawn."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, f"import {a.name}") for a in node.names
+                      if a.name in PROCESS_MODULES or a.name == "perflab.__main__"]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module in PROCESS_MODULES or node.module == "perflab.__main__":
+                found.append((node.lineno, f"from {node.module} import ..."))
+            elif node.module == "tests" and any(a.name == "forkcli" for a in node.names):
+                found.append((node.lineno, "from tests import forkcli"))
+            elif node.module == "perflab.cli":
+                found += [(node.lineno, f"from perflab.cli import {a.name}") for a in node.names
+                          if a.name in ("main", "cli")]
+            elif node.module == "tests.helpers":
+                found += [(node.lineno, f"from tests.helpers import {a.name}") for a in node.names
+                          if a.name in ("PERFLAB", "perflab")]
+        elif isinstance(node, ast.Name) and node.id == "PERFLAB":
+            found.append((node.lineno, "PERFLAB"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and node.attr in PROCESS_CALLS:
+            found.append((node.lineno, f"os.{node.attr}"))
+    return found
+
+
+def test_unit_and_studies_tests_start_no_process():
+    """tests/unit and tests/studies run in-process (pure functions, fixture trees, the mock
+    executor): a test that starts perflab or any other process belongs in tests/real or tests/cli."""
+    found = [f"{p.relative_to(TESTS)}:{line}: {what}" for tier in ("unit", "studies")
+             for p in sorted((TESTS / tier).glob("*.py")) for line, what in _process_uses(ast.parse(p.read_text()))]
+    assert not found, "a process started in tests/unit or tests/studies (move the test to real/ or cli/):\n" \
+        + "\n".join(found)
+
+
+def test_the_process_check_sees_a_process():
+    tree = ast.parse("import subprocess\nfrom tests.forkcli import run\nfrom perflab.cli import main, options\n"
+                     "from tests.helpers import PERFLAB, XSD\nimport os\nos.system(PERFLAB)\nos.environ\n")
+    assert sorted(w for _, w in _process_uses(tree)) == [
+        "PERFLAB", "from perflab.cli import main", "from tests.forkcli import ...", "from tests.helpers import PERFLAB",
+        "import subprocess", "os.system"]
+
+
+def _tier_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, tier) for each import from a tier's folder (tests.<tier>...)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                 else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        for name in names:
+            parts = name.split(".")
+            if len(parts) > 1 and parts[0] == "tests" and parts[1] in TIERS:
+                found.append((node.lineno, parts[1]))
+    return found
+
+
+def test_no_test_file_imports_from_a_higher_tier():
+    """Tiers in order (tests/conftest.py TIERS: unit, studies, real, cli, docs): a file imports
+    helpers from its own tier, a lower one or the top of tests/, so a lower tier runs alone."""
+    rank = {t: i for i, t in enumerate(TIERS)}
+    found = [f"{p.relative_to(TESTS)}:{line}: imports from tests/{tier}" for here in TIERS
+             for p in sorted((TESTS / here).glob("*.py")) for line, tier in _tier_imports(ast.parse(p.read_text()))
+             if rank[tier] > rank[here]]
+    assert not found, "an import from a higher tier (move the helper to tests/helpers.py or the lower tier):\n" \
+        + "\n".join(found)
+
+
+def test_the_tier_check_sees_an_import():
+    tree = ast.parse("from tests.real.test_gate import XSD\nimport tests.cli.test_run\nfrom tests.helpers import x\n"
+                     "from tests.conftest import TIERS\n")
+    assert [t for _, t in _tier_imports(tree)] == ["real", "cli"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from perflab.errors import PerflabError
+from perflab.platform.affinity import usable_cpus
 from perflab.studies.instances.placement import (
     POLICIES,
     apportion,
@@ -14,7 +15,6 @@ from perflab.studies.instances.placement import (
     node_order,
     plan,
     plan_notes,
-    usable_cpus,
 )
 
 

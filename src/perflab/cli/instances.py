@@ -21,6 +21,7 @@ from perflab.cli.options import Count, CountList, Duration, tune_options, defaul
 from perflab.errors import PerflabError
 from perflab.platform.host import capture
 from perflab.platform.sysfs import Root
+from perflab.platform.affinity import usable_cpus
 from perflab.report.terminal.instances import render, render_plans
 from perflab.studies.instances import study as instances
 from perflab.studies.instances import placement
@@ -104,7 +105,7 @@ def command(ns, max_n, policies, numa_pin, threads, fork_master, reps, until_dec
             raise PerflabError(f"--root {root_dir}: no such directory (give an unpacked sysfs snapshot)")
         topology = capture(Root(root_dir or "/"), probes=False).topology
         placement.check_threads(topology, threads)
-        ncpu = len(placement.usable_cpus(topology))
+        ncpu = len(usable_cpus(topology))
         chosen = list(policies) or [p for p in placement.POLICIES if p != "none"]
         render_plans(topology, ns or instances.default_ns(max_n or max(1, 2 * ncpu // threads)), chosen,
                      make_console(), numa_pin, threads)

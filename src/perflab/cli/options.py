@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import click
 
+from perflab.platform.affinity import usable_cpus
 from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist
 
 def default_of(config: type, name: str) -> Any:
@@ -181,18 +182,11 @@ class CpuList(_RangeList):
         if not cpus:
             self.fail(f"{value!r} names no CPU: write it like 0-3,8,10-11", param, ctx)
         if self.check:
-            usable = allowed_cpus(self.root)
+            usable = usable_cpus(self.root)
             bad = [c for c in cpus if c not in usable]
             if bad:
                 self.fail(f"CPU {format_cpulist(bad)} is offline or not allowed here; usable CPUs: "
                           f"{format_cpulist(sorted(usable))}", param, ctx)
-
-
-def allowed_cpus(root: Root = Root("/")) -> set[int]:
-    """CPUs that are online and in this process's affinity mask (live machine)."""
-    online = root.read_cpulist("sys/devices/system/cpu/online")
-    allowed = set(os.sched_getaffinity(0)) if root.is_live else set(online or ())
-    return allowed & set(online) if online is not None else allowed
 
 
 class CountList(_RangeList):

@@ -38,6 +38,7 @@ from perflab.errors import PerflabError
 from perflab.kernels.build import BuildError, cache_root, compiler_version
 from perflab.kernels.variant_probe import RECORD, flags_trace, link_marker
 from perflab.kernels.variants import BuildTarget, Variant, VariantBuild
+from perflab.platform.affinity import usable_cpus
 
 #: what ``--build make`` means for a project without a template of its own
 DEFAULT_MAKE = "make -C {src} CC={cc} CXX={cxx} CFLAGS={cflags} CXXFLAGS={cxxflags} LDFLAGS={ldflags} -j{jobs}"
@@ -269,7 +270,7 @@ def _build_locked(
     if libs and target.template != "cmake" and "{libs}" not in (target.template or ""):
         raise BuildError(f"variant '{v.name}' links {' '.join(libs)} but the build template has no {{libs}}: "
                          "add e.g. LDLIBS={libs} to it")
-    jobs = jobs or len(os.sched_getaffinity(0))
+    jobs = jobs or len(usable_cpus())
     key = project_key(target, v, train_argv, train_cwd)
     root = (cache_dir or cache_root()) / "projects" / f"{target.name}-{key}"
     cmake = target.template == "cmake"

@@ -27,6 +27,7 @@ from perflab.measure.series import encode, extract_series, read_stamps, run_metr
 from perflab.measure.server import Server, ServerStopped, build_helper, decode_status, record_result
 from perflab.measure.spawn import base_argv, kill_group, membind_argv, spawn
 from perflab.model import RunResult, RunSpec
+from perflab.platform.affinity import usable_cpus
 from perflab.platform.sysfs import Root, format_cpulist, parse_cpulist
 
 TAIL_LINES = 20
@@ -50,7 +51,8 @@ def check_cpus(cpus: Sequence[int] | str, root: Root = Root("/")) -> tuple[int, 
         raise PerflabError("empty CPU list: give CPUs like 0,2-3")
     online_text = root.read("/sys/devices/system/cpu/online")
     online = set(parse_cpulist(online_text)) if online_text else set(parsed)
-    allowed = os.sched_getaffinity(0) if root.is_live else online
+    # A snapshot without an online list: the CPUs asked for stand for it (online above).
+    allowed = set(usable_cpus(root)) or online
     offline = [c for c in parsed if c not in online]
     if offline:
         raise PerflabError(
@@ -96,7 +98,7 @@ class RealExecutor(RealClock):
         self._health: HealthProbe | None = HealthProbe(root)
         # An unpinned run may use any allowed CPU: sample them all where that stays cheap (one
         # pread each); on a big machine only pinned runs get frequencies and throttle counts.
-        allowed = sorted(os.sched_getaffinity(0)) if root.is_live else []
+        allowed = usable_cpus(root) if root.is_live else ()
         self._unpinned = tuple(allowed) if len(allowed) <= 16 else ()
         # memfds: in-memory files the child writes into; reused (truncated) run after run.
         self._out = os.memfd_create("perflab-stdout")

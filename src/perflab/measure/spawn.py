@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import RunSpec
+from perflab.platform.affinity import usable_cpus
 from perflab.startup import which
 
 # Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec, so reset them or the
@@ -76,7 +77,7 @@ def spawn(
     old_cwd = None
     try:
         if cpus is not None:
-            old_cpus = os.sched_getaffinity(0)
+            old_cpus = usable_cpus()  # this process's mask, put back once the child is spawned
             try:
                 os.sched_setaffinity(0, cpus)
             except OSError as exc:

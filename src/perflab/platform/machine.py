@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any, Mapping
 
 from perflab import platform
+from perflab.platform.affinity import usable_cpus
 from perflab.platform.tune.state import machine_state
 
 if TYPE_CHECKING:
@@ -36,10 +37,9 @@ BATCH_ENV = {
 
 
 def allowed_cpus(root: Root) -> tuple[int, ...] | None:
-    """The CPUs this process may run on, on the live machine (None for a snapshot)."""
-    if root.is_live and hasattr(os, "sched_getaffinity"):
-        return tuple(sorted(os.sched_getaffinity(0)))
-    return None
+    """A topology's ``allowed``: the CPUs this process may run on (platform.affinity), on the live
+    machine; None for a snapshot, whose topology restricts nothing."""
+    return usable_cpus(root) if root.is_live else None
 
 
 class Machine:

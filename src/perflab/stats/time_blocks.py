@@ -161,111 +161,146 @@ def _named_at(errors, alpha: float) -> float:
     return float(np.median(out)) if out else 1.0
 
 
+@dataclass(frozen=True)
+class MemberDiff:
+    """One member against its peers as its group's mode judged it: the mean of its log differences
+    to them (negative: below them), that mean's standard error and degrees of freedom."""
+
+    mean: float
+    se: float
+    df: float
+    blocks: tuple[float, ...] = ()  # per time block (together) or round (rounds): its difference there
+    parts: tuple[float, ...] = ()  # per third of the window or of the rounds: the persistence rule
+    outside: int = 0  # runs not compared: outside the common window, or in a round not every member visited
+    held: bool = False  # together: its peers' spread weighed more than its block noise in its standard error
+
+
 def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min_runs: int = MIN_RUNS,
-                alpha: float = 0.05):
-    """(per member (mean log difference, its SE, df, block diffs, part diffs, runs outside, states held),
-    GroupTime)."""
+                alpha: float = 0.05) -> tuple[dict[str, MemberDiff], GroupTime]:
+    """Each member's difference to its peers, and how the group was judged (the module docstring's
+    modes: rounds, together, window, apart; untested below 3 members of 2 runs). ``alpha``: the
+    level at which ``GroupTime.detectable`` names the smallest slowdown. The window mode leaves the
+    test to perflab.stats.peers: no member's difference, the runs in ``GroupTime.window_values``."""
     import numpy as np
 
     names = [k for k, r in runs.items() if len(r.values) >= 2]
     if len(names) < 3:
         return {}, GroupTime("untested", why=f"{len(names)} with 2 runs or more: each needs 2 peers")
+    why = ""
     if all(len(runs[k].rounds) == len(runs[k].values) > 0 for k in names):
         used = common_rounds({k: runs[k].rounds for k in names})
         if len(used) >= MIN_ROUNDS:
-            res, df = judge_rounds({k: np.log(np.asarray(runs[k].values, float)) for k in names},
-                                   {k: runs[k].rounds for k in names}, used)
-            keep = set(used)
-            return ({k: (mean, se, df, diffs, parts,
-                         sum(1 for x in runs[k].rounds if int(x) not in keep), False)
-                     for k, (mean, se, df, diffs, parts) in res.items()},
-                    GroupTime("rounds", df=df, rounds=used,
-                              detectable=_named_at(((se, df) for _, se, df, _, _ in res.values()), alpha)))
+            return _in_rounds(runs, names, used, alpha)
+        # Visits pooled span the whole measurement with gaps: no window of theirs is a time they
+        # shared, so they are judged apart.
         why = (f"they were measured in visits, but only {len(used)} round(s) hold a visit of every one of "
                f"them (each needs {MIN_ROUNDS}): the visits of a host are pooled")
-    else:
-        why = ""
+        return _apart(runs, names, alpha, why)
     starts = {k: float(np.min(runs[k].starts)) for k in names}
     ends = {k: float(np.max(runs[k].ends)) for k in names}
     together = _most_together(starts, ends)
-    left_out = [k for k in names if k not in together]
     lo, hi = max(starts[k] for k in together), min(ends[k] for k in together)
-    # Visits pooled span the whole measurement with gaps: no window of theirs is a time they shared.
-    if not why and hi > lo and len(together) >= 3:
-        everyone = names
-        names = [k for k in names if k in together]
-        b, idx = _blocks({k: runs[k] for k in names}, lo, hi, max_blocks, min_runs)
-        if b < 2 and all(np.count_nonzero(idx[k] >= 0) >= 2 for k in names):
-            # Too short for blocks, long enough for runs: the runs inside the window, pooled.
-            return {}, GroupTime(
-                "window", (lo, hi), why=(f"the window they ran in together ({hi - lo:.1f} s) holds too few runs "
-                                         f"of one of them for 2 time blocks of {min_runs}"),
-                left_out=left_out, outside={k: int(np.count_nonzero(idx[k] < 0)) for k in names},
-                window_values={k: np.asarray(runs[k].values, float)[idx[k] >= 0].tolist() for k in names})
-        if b < 2:
-            names = everyone
-        else:
-            logs = {k: np.log(np.asarray(runs[k].values, float)) for k in names}
-            level = np.array([[np.median(logs[k][idx[k] == j]) for j in range(b)] for k in names])
-            cvar = np.array([[_cell_var(logs[k][idx[k] == j]) for j in range(b)] for k in names])
-            m = len(names)
-            peers = np.array([np.median(np.delete(level, i, axis=0), axis=0) for i in range(m)])
-            d = level - peers
-            # Var(level - median of m-1 peer levels) from the runs: the member's cell plus its
-            # peers' (a median's variance, pi/2 / (m-1) of one cell's, as for the runs inside).
-            cells = cvar * (1.0 + math.pi / 2.0 / (m - 1))
-            var, df = _pooled(d, cells)
-            # States that hold longer than a block make neighbouring blocks alike: the mean of B
-            # blocks then varies as that of fewer. The pooled lag-1 autocorrelation of the block
-            # residuals (+1/B: residuals about their own mean lean negative) inflates the variance
-            # (1 + rho) / (1 - rho) and shrinks the degrees of freedom alike (AR(1) effective size).
-            rho = _block_rho(d)
-            inflate = (1.0 + rho) / (1.0 - rho)
-            df = max(1.0, df / inflate)
-            se = math.sqrt(var / b * inflate)
-            width = (hi - lo) / b
-            # The persistence rule on coarser parts (thirds) of the window: a block median of two
-            # or three runs flips with one lucky run; a third's median of a dozen does not.
-            parts = min(PARTS, b)
-            part_of = {k: np.where(idx[k] >= 0, idx[k] * parts // b, -1) for k in names}
-            plevel = np.array([[np.median(logs[k][part_of[k] == j]) for j in range(parts)] for k in names])
-            pd = plevel - np.array([np.median(np.delete(plevel, i, axis=0), axis=0) for i in range(m)])
-            # States that hold for the whole window (one node's share of the CPUs): the member's
-            # own mean may carry one, which its blocks cannot show. Its variance is the block
-            # noise of its mean plus the spread of its peers' means (their states, and their
-            # block noise once more: conservative), with Satterthwaite's degrees of freedom. No
-            # pre-test chooses between the two (in a model of per-node states holding 2-30 s, an
-            # F test at 5 % choosing left 4-20 % of null platforms with a false slow host).
-            means = d.mean(axis=1)
-            # The peers' spread from their own levels: a per-block reference shifts every peer
-            # alike, so the variance of their mean levels is that of their differences to any
-            # reference without the member (whose slowness would otherwise move theirs).
-            own = level.mean(axis=1)
-            out: dict[str, tuple[Any, ...]] = {}
-            for i, k in enumerate(names):
-                # Its difference is to the median of m - 1 peers: a state of theirs moves that
-                # reference too (a median's variance, pi/2 / (m - 1) of one's), as in a prediction.
-                spread = float(np.var(np.delete(own, i), ddof=1)) * (1.0 + math.pi / 2.0 / (m - 1))
-                held = spread > se * se  # the peers' states weigh more than the block noise
-                a = se * se
-                tot = a + spread
-                dfs = tot * tot / (a * a / df + spread * spread / (m - 2))
-                out[k] = (float(means[i]), math.sqrt(tot), dfs,
-                          tuple(float(x) for x in d[i]), tuple(float(x) for x in pd[i]),
-                          int(np.count_nonzero(idx[k] < 0)), held)
-            return out, GroupTime("together", (lo, hi), [(lo + j * width, lo + (j + 1) * width) for j in range(b)],
-                                  df, left_out=left_out,
-                                  detectable=_named_at(((v[1], v[2]) for v in out.values()), alpha))
-        why = (f"the common window ({hi - lo:.1f} s) holds fewer than {2 * min_runs} runs of one of them: "
-               "too few for 2 time blocks")
-    elif not why:
-        why = "their run windows do not all overlap"
-    # Apart: a member's level against the spread of its peers' levels (window effects included).
+    if not (hi > lo and len(together) >= 3):
+        return _apart(runs, names, alpha, "their run windows do not all overlap")
+    left_out = [k for k in names if k not in together]
+    inside = [k for k in names if k in together]
+    b, idx = _blocks({k: runs[k] for k in inside}, lo, hi, max_blocks, min_runs)
+    if b >= 2:
+        return _together(runs, inside, idx, b, (lo, hi), left_out, alpha)
+    if all(np.count_nonzero(idx[k] >= 0) >= 2 for k in inside):
+        # Too short for blocks, long enough for runs: the runs inside the window, pooled.
+        return {}, GroupTime(
+            "window", (lo, hi), why=(f"the window they ran in together ({hi - lo:.1f} s) holds too few runs "
+                                     f"of one of them for 2 time blocks of {min_runs}"),
+            left_out=left_out, outside={k: int(np.count_nonzero(idx[k] < 0)) for k in inside},
+            window_values={k: np.asarray(runs[k].values, float)[idx[k] >= 0].tolist() for k in inside})
+    return _apart(runs, names, alpha, f"the common window ({hi - lo:.1f} s) holds fewer than {2 * min_runs} runs "
+                                      "of one of them: too few for 2 time blocks")
+
+
+def _in_rounds(runs: Mapping[str, TimedRuns], names: list[str], used: list[int],
+               alpha: float) -> tuple[dict[str, MemberDiff], GroupTime]:
+    """Rounds: each round a comparison of its own (perflab.stats.rounds), over the rounds ``used``
+    that every member visited; a run of another round is counted as outside."""
+    import numpy as np
+
+    res, df = judge_rounds({k: np.log(np.asarray(runs[k].values, float)) for k in names},
+                           {k: runs[k].rounds for k in names}, used)
+    keep = set(used)
+    out = {k: MemberDiff(mean, se, d, diffs, parts, sum(1 for x in runs[k].rounds if int(x) not in keep))
+           for k, (mean, se, d, diffs, parts) in res.items()}
+    return out, GroupTime("rounds", df=df, rounds=used,
+                          detectable=_named_at(((v.se, v.df) for v in out.values()), alpha))
+
+
+def _together(runs: Mapping[str, TimedRuns], names: list[str], idx: Mapping[str, Any], b: int,
+              window: tuple[float, float], left_out: list[str],
+              alpha: float) -> tuple[dict[str, MemberDiff], GroupTime]:
+    """Together: the members ``names`` in the common ``window`` cut into ``b`` blocks (``idx``: each
+    run's block, -1 outside), a t-test of each member's mean block difference (module docstring)."""
+    import numpy as np
+
+    lo, hi = window
+    logs = {k: np.log(np.asarray(runs[k].values, float)) for k in names}
+    level = np.array([[np.median(logs[k][idx[k] == j]) for j in range(b)] for k in names])
+    cvar = np.array([[_cell_var(logs[k][idx[k] == j]) for j in range(b)] for k in names])
+    m = len(names)
+    peers = np.array([np.median(np.delete(level, i, axis=0), axis=0) for i in range(m)])
+    d = level - peers
+    # Var(level - median of m-1 peer levels) from the runs: the member's cell plus its
+    # peers' (a median's variance, pi/2 / (m-1) of one cell's, as for the runs inside).
+    cells = cvar * (1.0 + math.pi / 2.0 / (m - 1))
+    var, df = _pooled(d, cells)
+    # States that hold longer than a block make neighbouring blocks alike: the mean of B
+    # blocks then varies as that of fewer. The pooled lag-1 autocorrelation of the block
+    # residuals (+1/B: residuals about their own mean lean negative) inflates the variance
+    # (1 + rho) / (1 - rho) and shrinks the degrees of freedom alike (AR(1) effective size).
+    rho = _block_rho(d)
+    inflate = (1.0 + rho) / (1.0 - rho)
+    df = max(1.0, df / inflate)
+    se = math.sqrt(var / b * inflate)
+    width = (hi - lo) / b
+    # The persistence rule on coarser parts (thirds) of the window: a block median of two
+    # or three runs flips with one lucky run; a third's median of a dozen does not.
+    parts = min(PARTS, b)
+    part_of = {k: np.where(idx[k] >= 0, idx[k] * parts // b, -1) for k in names}
+    plevel = np.array([[np.median(logs[k][part_of[k] == j]) for j in range(parts)] for k in names])
+    pd = plevel - np.array([np.median(np.delete(plevel, i, axis=0), axis=0) for i in range(m)])
+    # States that hold for the whole window (one node's share of the CPUs): the member's
+    # own mean may carry one, which its blocks cannot show. Its variance is the block
+    # noise of its mean plus the spread of its peers' means (their states, and their
+    # block noise once more: conservative), with Satterthwaite's degrees of freedom. No
+    # pre-test chooses between the two (in a model of per-node states holding 2-30 s, an
+    # F test at 5 % choosing left 4-20 % of null platforms with a false slow host).
+    means = d.mean(axis=1)
+    # The peers' spread from their own levels: a per-block reference shifts every peer
+    # alike, so the variance of their mean levels is that of their differences to any
+    # reference without the member (whose slowness would otherwise move theirs).
+    own = level.mean(axis=1)
+    out: dict[str, MemberDiff] = {}
+    for i, k in enumerate(names):
+        # Its difference is to the median of m - 1 peers: a state of theirs moves that
+        # reference too (a median's variance, pi/2 / (m - 1) of one's), as in a prediction.
+        spread = float(np.var(np.delete(own, i), ddof=1)) * (1.0 + math.pi / 2.0 / (m - 1))
+        a = se * se
+        tot = a + spread
+        dfs = tot * tot / (a * a / df + spread * spread / (m - 2))
+        out[k] = MemberDiff(float(means[i]), math.sqrt(tot), dfs,
+                            tuple(float(x) for x in d[i]), tuple(float(x) for x in pd[i]),
+                            int(np.count_nonzero(idx[k] < 0)),
+                            held=spread > a)  # the peers' states weigh more than the block noise
+    return out, GroupTime("together", (lo, hi), [(lo + j * width, lo + (j + 1) * width) for j in range(b)],
+                          df, left_out=left_out, detectable=_named_at(((v.se, v.df) for v in out.values()), alpha))
+
+
+def _apart(runs: Mapping[str, TimedRuns], names: list[str], alpha: float,
+           why: str) -> tuple[dict[str, MemberDiff], GroupTime]:
+    """Apart: a member's level (median log value) against the spread of its peers' levels, window
+    effects included: a prediction t-test, df k - 1 for k peers."""
+    import numpy as np
     from scipy import stats as st
 
-    # The ignore below: `level` is the blocks' array in the together mode above, one number a
-    # member here; splitting judge_group by mode is a refactor of its own.
-    level = {k: float(np.median(np.log(np.asarray(runs[k].values, float)))) for k in names}  # type: ignore[assignment]  # see above
+    level = {k: float(np.median(np.log(np.asarray(runs[k].values, float)))) for k in names}
     out = {}
     k_peers = len(names) - 1
     sds = []
@@ -273,8 +308,7 @@ def judge_group(runs: Mapping[str, TimedRuns], max_blocks: int = MAX_BLOCKS, min
         p = np.array([level[j] for j in names if j != k])
         sd = float(np.std(p, ddof=1))
         sds.append(sd)
-        se = sd * math.sqrt(1.0 + 1.0 / k_peers)
-        out[k] = (level[k] - float(p.mean()), se, float(k_peers - 1), (), (), 0, False)
+        out[k] = MemberDiff(level[k] - float(p.mean()), sd * math.sqrt(1.0 + 1.0 / k_peers), float(k_peers - 1))
     tq = float(st.t.ppf(1.0 - alpha / len(names), k_peers - 1))  # the slowdown named at the study's alpha
     detectable = 1.0 - math.exp(-tq * float(np.median(sds)) * math.sqrt(1.0 + 1.0 / k_peers))
     return out, GroupTime("apart", df=float(k_peers - 1), detectable=detectable, why=why)
@@ -316,19 +350,20 @@ def slow_by_time(
         for name, r in members.items():
             vals = np.asarray(r.values, float)
             med = float(np.median(vals)) if vals.size else math.nan
-            if name not in res or not (res[name][1] > 0 and res[name][2] >= 1):
+            diff = res.get(name)
+            if diff is None or not (diff.se > 0 and diff.df >= 1):
                 raw.append((TimedTest(name, group, int(vals.size), med, None, None, None, None, None, None), None))
                 continue
-            mean, se, df, diffs, pdiffs, outside, held = res[name]
-            p = float(st.t.cdf(mean / se, df))
-            tq = float(st.t.ppf(1.0 - (1.0 - confidence) / 2.0, df))
-            ratio = math.exp(mean)
-            raw.append((TimedTest(name, group, int(vals.size), med, med / ratio, ratio, math.exp(mean - tq * se),
-                                  math.exp(mean + tq * se), confidence, p,
-                                  block_ratios=tuple(math.exp(x) for x in diffs),
-                                  blocks_below=sum(1 for x in diffs if x < 0),
-                                  part_ratios=tuple(math.exp(x) for x in pdiffs),
-                                  parts_below=sum(1 for x in pdiffs if x < 0), outside=outside, held=held), p))
+            p = float(st.t.cdf(diff.mean / diff.se, diff.df))
+            tq = float(st.t.ppf(1.0 - (1.0 - confidence) / 2.0, diff.df))
+            ratio = math.exp(diff.mean)
+            raw.append((TimedTest(name, group, int(vals.size), med, med / ratio, ratio,
+                                  math.exp(diff.mean - tq * diff.se), math.exp(diff.mean + tq * diff.se), confidence, p,
+                                  block_ratios=tuple(math.exp(x) for x in diff.blocks),
+                                  blocks_below=sum(1 for x in diff.blocks if x < 0),
+                                  part_ratios=tuple(math.exp(x) for x in diff.parts),
+                                  parts_below=sum(1 for x in diff.parts if x < 0),
+                                  outside=diff.outside, held=diff.held), p))
     tested = [(i, p) for i, (_, p) in enumerate(raw) if p is not None]
     adjusted = holm([p for _, p in tested])
     out = [t for t, _ in raw]

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
+from perflab.platform.affinity import usable_cpus
 from perflab.studies.instances import placement
 from perflab.studies.instances.result import InstancesResult
 
@@ -170,7 +171,7 @@ def render_plans(topology: Topology, ns: Sequence[int], policies: Sequence[str],
                  numa_pin: bool = False, threads: int = 1) -> None:
     """The placement of every copy for each policy and N, without running anything."""
     nodes = placement.numa_nodes_with_cpus(topology)
-    console.print(f"{len(placement.usable_cpus(topology))} usable CPUs, {len(topology.cores)} cores, "
+    console.print(f"{len(usable_cpus(topology))} usable CPUs, {len(topology.cores)} cores, "
                   f"{len(topology.sockets)} sockets, NUMA nodes {', '.join(map(str, nodes))}", highlight=False)
     for policy in policies:
         table = Table(title=f"policy {policy}", title_justify="left")

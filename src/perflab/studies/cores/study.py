@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec, Workload
+from perflab.platform.affinity import usable_cpus
 from perflab.platform.machine import Machine
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
@@ -53,7 +54,6 @@ from perflab.studies.cores import analysis, looks
 from perflab.studies.cores.counters import COUNTER_EVENTS
 from perflab.studies.cores.detect import row_cis
 from perflab.studies.cores.result import CoresResult, compose_verdict
-from perflab.studies.instances.placement import usable_cpus
 
 if TYPE_CHECKING:
     from perflab.studies.session import Session

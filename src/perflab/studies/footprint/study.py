@@ -23,6 +23,7 @@ from typing import Any
 from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec, Workload
 from perflab.platform import strace
+from perflab.platform.affinity import usable_cpus
 from perflab.stats.shift import ratio_ci
 from perflab.studies.base import StudyConfig, VerdictResult
 from perflab.studies.footprint.files import FailedLookup, FileUse, TopDir, by_top_dir, needed
@@ -98,7 +99,7 @@ def _mib(n: int) -> str:
 
 def default_cpu() -> int:
     """The last CPU this process may use (CPU 0 takes most interrupts)."""
-    return max(os.sched_getaffinity(0))
+    return max(usable_cpus())
 
 
 def argv_of(workload: Workload) -> tuple[str, ...]:

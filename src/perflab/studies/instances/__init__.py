@@ -23,7 +23,6 @@ __getattr__ = lazy_attributes(__name__, {
     "fork_masters": "placement",
     "node_order": "placement",
     "plan_notes": "placement",
-    "usable_cpus": "placement",
     "ForkVerdict": "result",
     "InstancesResult": "result",
     "counter_ratio": "result",

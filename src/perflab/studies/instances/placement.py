@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence, TypeVar
 
 from perflab.errors import PerflabError
+from perflab.platform.affinity import usable_cpus
 from perflab.platform.sysfs import format_cpulist
 from perflab.platform.topology import Topology
 
@@ -58,15 +59,6 @@ class _Core:
     socket: int
     node: int
     cpus: tuple[int, ...]  # usable threads of this core, ascending
-
-
-def usable_cpus(topology: Topology) -> tuple[int, ...]:
-    """Online CPUs this process may run on (the intersection with the allowed set)."""
-    ids = topology.cpu_ids
-    if topology.allowed is not None:
-        allowed = set(topology.allowed)
-        ids = tuple(c for c in ids if c in allowed)
-    return ids
 
 
 def _cores(topology: Topology) -> list[_Core]:

@@ -25,6 +25,7 @@ from perflab.errors import PerflabError
 from perflab.model import RunResult, RunSpec, Workload
 from perflab.platform.machine import Machine
 from perflab.platform.topology import Topology
+from perflab.platform.affinity import usable_cpus
 from perflab.stats import knee, median, median_ci
 from perflab.studies.instances import looks, placement
 from perflab.studies.base import StudyConfig
@@ -157,7 +158,7 @@ def design(config: InstancesConfig, topology: Topology) -> Design:
             "use a workload with fork_arg (minihlt) or drop --fork-master")
     placement.check_threads(topology, config.threads_per_copy)
     events = fork_events(config.workload) if config.fork_master else None
-    ncpu = len(placement.usable_cpus(topology))
+    ncpu = len(usable_cpus(topology))
     t = config.threads_per_copy
     ns = sorted(set(config.ns)) if config.ns else default_ns(config.max_n or max(1, 2 * ncpu // t))
     if ns[0] < 1:
@@ -338,7 +339,7 @@ def _past_count(config: InstancesConfig, d: Design, cpus: int) -> int:
 
 def capacity(config: InstancesConfig, topology: Topology) -> int:
     """How many copies the usable CPUs hold at once (CPUs / threads per copy)."""
-    return max(1, len(placement.usable_cpus(topology)) // config.threads_per_copy)
+    return max(1, len(usable_cpus(topology)) // config.threads_per_copy)
 
 
 def analyse(config: InstancesConfig, runs: Sequence[Any], ns: Sequence[int] | None = None,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from perflab.errors import PerflabError, Unsupported
 from perflab.kernels import minihlt
 from perflab.model import Workload
+from perflab.platform.affinity import usable_cpus
 from perflab.platform.machine import Machine
 from perflab.platform.probes import perf_status
 from perflab.startup import which
@@ -144,7 +145,7 @@ def planned(ctx: LabContext, name: str) -> int | None:
         return None
     order = list(ctx.config.order)
     order = order[order.index(name):] if name in order else [name]
-    ncpu = len(os.sched_getaffinity(0))
+    ncpu = len(usable_cpus())
     seconds = workload_seconds(ctx) if ctx.workload is not None else 1.0
     items = budget.items(order, seconds, ncpu, _instance_rounds(ctx, ncpu), variants=len(VARIANTS),
                          cores_alpha=cores.CoresConfig.alpha, variants_alpha=vs.VariantsConfig.alpha)
@@ -185,7 +186,7 @@ def run_step(ctx: LabContext) -> Step:
 @step("cores")
 def cores_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
-    usable = sorted(os.sched_getaffinity(0))  # as the instances step counts them
+    usable = usable_cpus()  # as the instances step counts them
     if len(usable) < 2:
         # a 1-CPU machine, or a tuned lab whose benchmark cpuset holds one CPU
         raise Unsupported(f"one usable CPU ({', '.join(map(str, usable)) or 'none'}): the scan compares "
@@ -211,7 +212,7 @@ def instances_step(ctx: LabContext) -> Step:
     q = ctx.config.quick
     wl = ctx.workload
     assert wl is not None
-    ncpu = len(os.sched_getaffinity(0))
+    ncpu = len(usable_cpus())
     # An optimum needs MIN_ROUNDS rounds a point (one-sided exact Mann-Whitney, 1/C(2m, m) < alpha):
     # fewer (1 round quick, 3 full, as before) could only say "not enough evidence". So fewer N
     # with 5 rounds each: one copy, one per CPU and twice that; the full lab on 4 CPUs or more

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from perflab.errors import PerflabError
 from perflab.model import RunSpec, Workload
 from perflab.platform.machine import Machine
+from perflab.platform.affinity import usable_cpus
 from perflab.studies.base import StudyConfig
 from perflab.studies.cost.energy import source_of
 from perflab.studies.instances import placement
@@ -61,7 +62,7 @@ def copies_for(config: ScoreConfig, machine: Machine) -> int:
     n = config.copies or config.suite.copies
     if n is not None:
         return n
-    return max(1, len(placement.usable_cpus(machine.topology)) // config.suite.threads_per_copy)
+    return max(1, len(usable_cpus(machine.topology)) // config.suite.threads_per_copy)
 
 
 def check(config: ScoreConfig, machine: Machine) -> None:
@@ -103,7 +104,7 @@ def execute(config: ScoreConfig, session, machine: Machine) -> ScoreResult:
                            threads=config.suite.threads_per_copy)
     # Which core each copy ran on: copies on SMT siblings of one core are named as such.
     host["copy_cores"] = [sorted({machine.topology.cpu(c).core for c in s.cpus}) for s in slots]
-    return analyse(config, runs, host, len(placement.usable_cpus(machine.topology)))
+    return analyse(config, runs, host, len(usable_cpus(machine.topology)))
 
 
 def host_of(machine: Machine) -> dict[str, Any]:
