@@ -132,11 +132,12 @@ def test_concurrent_scan_looks_at_block_ends_too():
 
 
 def test_report_answer_reads_the_decision_not_a_holm_p():
-    undecided = cc.until_decided_campaign("loaded", {}, seed=1, max_runs=30).as_dict()
-    assert _evidence("cores", undecided) == "cannot tell within the budget (--until-decided)"
+    # the report's answers read the result decoded from the stored summary, as the report does
+    undecided = CoresResult.from_dict(cc.until_decided_campaign("loaded", {}, seed=1, max_runs=30).as_dict())
+    assert _evidence("cores", undecided, {}) == "cannot tell within the budget (--until-decided)"
     assert basis("cores", undecided)[1]  # thin: the budget left CPUs undecided
-    found = cc.until_decided_campaign("quiet", {5: 1.05}, seed=3).as_dict()
-    assert "decided by its repeated CI (--until-decided)" in _evidence("cores", found)
+    found = CoresResult.from_dict(cc.until_decided_campaign("quiet", {5: 1.05}, seed=3).as_dict())
+    assert "decided by its repeated CI (--until-decided)" in _evidence("cores", found, {})
     assert not basis("cores", found)[1]
 
 
@@ -192,3 +193,13 @@ def test_html_section_shows_the_repeated_interval_that_decided_not_a_holm_p():
     camp.summary = fixed
     (table,) = [t for t in build_section(camp, []).tables if t.title.startswith("Per CPU")]
     assert "p (Holm)" in table.columns and "repeated" not in table.note
+
+
+def test_a_first_look_with_one_degree_of_freedom_has_no_upper_end_and_decides_nothing():
+    # Two blocks of runs of `true` on a loaded machine: levels far apart, df 1, the first look's
+    # 99.9 % level. The t quantile is in the hundreds: the interval has no upper end, undecided.
+    from perflab.studies.cores import looks
+
+    ratio, low, high = looks.interval([-1.22549972, 0.72789062], 1.3812555527859658, 1.0, 0.9991760421634068)
+    assert high == float("inf") and 0 <= low < ratio < high
+    assert looks.decision(ratio, low, high, 0.02) == ""

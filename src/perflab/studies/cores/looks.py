@@ -104,7 +104,13 @@ def interval(levels: Sequence[float], scale: float, df: float, level: float) -> 
     k = len(xs)
     center = xs[k // 2] if k % 2 else (xs[k // 2 - 1] + xs[k // 2]) / 2
     half = float(stdtrit(max(df, 1.0), (1.0 + level) / 2.0)) * scale * median_se(k)
-    return math.exp(center), math.exp(center - half), math.exp(center + half)
+    # At the first looks' levels (99.9 %) with one degree of freedom the t quantile runs to the
+    # hundreds: an interval with no upper end (inf), which decides nothing, not an overflow.
+    return _exp(center), _exp(center - half), _exp(center + half)
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 709.0 else math.inf
 
 
 def decision(ratio: float, low: float, high: float, min_effect: float) -> str:
