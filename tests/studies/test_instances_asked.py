@@ -67,14 +67,14 @@ def test_two_speeds_without_a_gain_found_ask_for_rounds_alike_everywhere(store, 
     assert data["verdict"] == res.verdict() and data["rounds_needed"] == res.rounds_needed
     again = InstancesResult.from_dict(data)
     assert (again.verdict(), again.rounds_needed) == (res.verdict(), res.rounds_needed)
-    assert basis("instances", data) == ("5 rounds per point, 4 points, 94% CI", True)  # the report: thin
+    assert basis("instances", again) == ("5 rounds per point, 4 points, 94% CI", True)  # the report: thin
 
 
 def test_one_speed_asks_nothing(store):
     res = _run(store, two_speeds=False)
     assert (res.rounds_needed, res.asked) == (None, "")
     assert "--reps" not in res.verdict()
-    assert basis("instances", res.as_dict())[1] is False
+    assert basis("instances", InstancesResult.from_dict(res.as_dict()))[1] is False
 
 
 def test_a_gain_two_speeds_hide_is_asked_for_and_found_at_the_rounds_asked(store):
