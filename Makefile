@@ -10,20 +10,21 @@ LAB_ARGS ?=
 lab: setup
 	$(BIN)/perflab lab $(LAB_ARGS)
 
-# Two parts: most tests wait on subprocesses, servers and compilers, so two workers (one per
-# CPU of a small CI runner; whole files each, so a file's servers start once) cut the time by a
-# third (10 m 8 s in one part, 6 m 30 s in two, here); the tests marked serial time real runs
-# or plant load on chosen CPUs, and run alone after.
+# Two parts: most tests on three workers (whole files each, so a file's servers start once),
+# then the tests marked serial (real timings, load planted on chosen CPUs) alone. Three workers
+# on two CPUs: a third of the workers' time is spent waiting (on Slurm's scheduling, PostgreSQL,
+# Chromium, sleeps), which a third worker fills: 6 m 32 s for the parallel part where two took
+# 7 m 17 s, here.
 test: setup
 	$(BIN)/ruff check src tests bench scripts/docs-examples
-# mypy (about 15 s of one CPU from a cold cache) runs beside the parallel part, which leaves a
-# tenth of the two CPUs idle, and its verdict is read after it. PYTHONDONTWRITEBYTECODE (set on
-# this VM) would make each of the three pytest processes rewrite every test module's asserts
-# again (about 5 s each); unset here, they cache them in tests/__pycache__.
+# mypy (about 15 s of one CPU from a cold cache) runs beside the parallel part, its verdict read
+# after it. PYTHONDONTWRITEBYTECODE (set on this VM) would make every pytest process rewrite
+# every test module's asserts again (about 5 s each); unset here, they cache them in
+# tests/__pycache__.
 # Exit status 5 is pytest's "no test selected": a PYTEST_ARGS that picks tests of one part only.
 	@mkdir -p .mypy_cache; ( $(BIN)/mypy --cache-dir .mypy_cache > .mypy_cache/make-test.log 2>&1; \
 	  echo $$? > .mypy_cache/make-test.rc ) & \
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder \
 	  -m "not serial" $(PYTEST_ARGS); rc=$$?; wait; cat .mypy_cache/make-test.log; \
 	[ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; exit $$(cat .mypy_cache/make-test.rc)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]

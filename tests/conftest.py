@@ -366,25 +366,26 @@ def kill_then_resume(argv: list[str], tmp_path: pathlib.Path, n: int) -> tuple[o
     return camp, before, out.stdout, json.loads((tmp_path / "r.json").read_text())["result"]
 
 
-# The files that take longest (pytest --durations on this VM, summed per file), slowest first,
-# by their path under tests/ (a file split by tier, its part that starts perflab or a compiler
-# first). `make test` runs whole files on two workers in the order collected
+# The files that take longest (each test's wall time on this VM, summed per file), slowest
+# first, by their path under tests/. `make test` runs whole files on three workers in the order collected
 # (--no-loadscope-reorder): the longest go first and the short ones fill in around them, so no
 # worker is left running one long file at the end while the other idles (xdist's own order, most
 # tests first, put these few-test files last). A file missing here only runs later; a stale order
 # costs time, never a result.
 SLOWEST_FILES = (
-    "real/test_variants_cli.py", "real/test_lab.py", "real/test_fleet_farm.py", "cli/test_fleet_scale.py",
-    "studies/test_fleet_scale.py", "cli/test_run_verdicts.py", "studies/test_run_verdicts.py",
-    "real/test_fleet.py", "studies/test_instances_optimum.py", "unit/test_modes.py", "cli/test_pipe_width.py",
-    "real/test_profile_callgrind.py", "real/test_concurrent_writers.py", "real/test_run_until_decided.py",
-    "cli/test_run_until_decided.py", "studies/test_run_until_decided.py", "cli/test_compare_verdicts.py",
-    "studies/test_compare_verdicts.py", "cli/test_compare_replicated.py", "studies/test_compare_replicated.py",
-    "real/test_gate.py", "real/test_flame_browser.py", "studies/test_variants.py", "real/test_variants.py",
-    "unit/test_gate_rules.py", "studies/test_checks.py", "real/test_startup.py", "studies/test_instances_asked.py",
-    "cli/test_metric_options_cli.py", "cli/test_bad_input.py", "cli/test_monitor.py", "unit/test_monitor.py",
-    "real/test_profile_attach.py", "cli/test_series.py", "studies/test_series.py",
-    "real/test_frontend_cachegrind.py", "real/test_compare_counted.py", "real/test_quiet_start.py",
+    "real/test_fleet_farm.py", "real/test_lab.py", "real/test_variants_cli.py", "real/test_fleet.py",
+    "unit/test_modes.py", "real/test_profile_callgrind.py", "real/test_profile_window.py",
+    "real/test_flame_browser.py", "real/test_concurrent_writers.py", "studies/test_run_verdicts.py",
+    "cli/test_bad_input.py", "cli/test_gate.py", "studies/test_variants.py", "cli/test_monitor.py",
+    "cli/test_compare_verdicts.py", "unit/test_layout.py", "cli/test_metric_options_cli.py",
+    "studies/test_fleet_scale.py", "cli/test_pipe_width.py", "real/test_frontend_cachegrind.py",
+    "studies/test_checks.py", "studies/test_run_until_decided.py", "real/test_compare_counted.py",
+    "real/test_profile_resume.py", "real/test_profile_attach.py", "studies/test_series.py", "cli/test_series.py",
+    "unit/test_gate_rules.py", "studies/test_instances_optimum.py", "studies/test_cores_verdicts.py",
+    "real/test_quiet_start.py", "real/test_store_faults.py", "real/test_cachegrind.py", "studies/test_instances.py",
+    "real/test_run_until_decided.py", "cli/test_report.py", "unit/test_report_agreement.py",
+    "studies/test_fleet_nodes.py", "cli/test_compare_kinds.py", "studies/test_cores.py", "studies/test_gate.py",
+    "real/test_footprint_bundle.py", "real/test_owner.py",
 )
 
 # The folder sets the marker: every test under tests/<tier>/ is marked <tier>, so `-m real` or

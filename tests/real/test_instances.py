@@ -91,7 +91,9 @@ def test_real_pss_counts_a_fork_masters_shared_pages_once():
         plain = ex.run_concurrent([wl.spec(argv=wl.argv + ("--events", "6"))]).results[0]
     assert all(r.ok for r in (*two, forked, plain))
     copies = sum(r.metrics["pss_kb"] for r in two)
-    assert 32 * 1024 < two[0].metrics["pss_kb"] < 4 * 32 * 1024  # 32 MB of static data and more
+    # 32 MB of static data and more; the peak is the largest of the sampler's readings, a lower
+    # bound: on a loaded machine a copy touched its last pages after the last one (31.2 MB once)
+    assert 0.75 * 32 * 1024 < two[0].metrics["pss_kb"] < 4 * 32 * 1024
     assert forked.metrics["pss_kb"] < 0.75 * copies
     assert "pss_kb" not in plain.metrics  # sampled only when asked
 
