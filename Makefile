@@ -13,8 +13,8 @@ lab: setup
 # Two parts: most tests on three workers (whole files each, so a file's servers start once),
 # then the tests marked serial (real timings, load planted on chosen CPUs) alone. Three workers
 # on two CPUs: a third of the workers' time is spent waiting (on Slurm's scheduling, PostgreSQL,
-# Chromium, sleeps), which a third worker fills: 6 m 32 s for the parallel part where two took
-# 7 m 17 s, here.
+# Chromium, sleeps), which a third worker fills: the parallel part alone, on one checkout here,
+# took 6 m 32 s on three workers and 7 m 17 s on two.
 test: setup
 	$(BIN)/ruff check src tests bench scripts/docs-examples
 # mypy (about 15 s of one CPU from a cold cache) runs beside the parallel part, its verdict read
