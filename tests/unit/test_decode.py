@@ -90,3 +90,17 @@ def test_a_cores_scan_stored_in_the_older_form_still_renders():
     assert table.rows[0][:3] == [1, 0, 1] and table.rows[0][-2:] == ["slow", "worse"]
     assert sec.verdict == "slow core 1 (CPU 1); CPU 1 was disturbed in round 2 (cost ratio 1.5)"
     assert sec.notes == ["older"] and [p.title for p in sec.plots][0].startswith("Per-CPU cost")
+
+
+def test_a_float_the_store_wrote_as_null_reads_back_as_nan():
+    """The store writes NaN as null (PostgreSQL's json has no NaN): a float field reads it back as
+    NaN, so a stored cores timeline whose span was never set renders, and an optional one stays None."""
+    import math
+
+    from perflab.studies.cores.timeline import Timeline
+
+    back = decode(Outer, {"inner": {"name": "a"}, "ratio": None})
+    assert math.isnan(back.ratio) and back.maybe is None
+    tl = decode(Timeline, json.loads(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v)
+                                                 for k, v in asdict(Timeline()).items()})))
+    assert math.isnan(tl.span_s)

@@ -5,6 +5,7 @@ study module meets (``MeasuringStudy``, ``ReadingStudy``: studies/__init__.py te
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import asdict, dataclass, field
@@ -53,6 +54,8 @@ def decode(cls: type, data: Mapping[str, Any]) -> Any:
 
 
 def _decode(tp: Any, value: Any) -> Any:
+    if value is None and tp is float:
+        return math.nan  # the store writes NaN as null (PostgreSQL's json has no NaN)
     if value is None or tp is Any:
         return value
     origin, args = typing.get_origin(tp), typing.get_args(tp)
