@@ -19,7 +19,8 @@ from perflab.report.terminal.instances import render, sparkline
 from perflab.store import open_store
 from perflab.studies import run_study
 from perflab.studies.instances import study as instances
-from perflab.studies.instances.study import InstancesConfig, InstancesResult, default_ns, point_throughput
+from perflab.studies.instances.result import point_throughput
+from perflab.studies.instances.study import InstancesConfig, InstancesResult, default_ns
 from perflab.checks.instances import two_node_topology, verdict_check
 from perflab.studies.instances.result import sign_test
 
