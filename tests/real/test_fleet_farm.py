@@ -1,10 +1,10 @@
 """A farm, not a node: fleet on a real 4-node local Slurm with two platforms and a slow node.
 
 scripts/slurm-local starts one slurmd per node (node1..node4); node1-3 are platform A, node4
-platform B (Slurm features), node4 at 35 % of a CPU (a slower platform) and node2 at 20 % (a
+platform B (Slurm features), node4 at 35 % of a CPU (a slower platform) and node2 at 30 % (a
 node slower than its twins), by CPU quotas of the cgroups their slurmd (and so their jobs) run
 in. All four tasks run at once, so the machine's other load falls on every node alike; the
-quotas are far below a task's fair share of 2 CPUs, so they bind unless the machine is
+quotas are below a task's fair share of 2 CPUs (half a CPU), so they bind unless the machine is
 swamped (the test checks that the slow node's cgroup was throttled before it asserts).
 """
 
@@ -36,7 +36,7 @@ def farm(tmp_path_factory):
     if not _cgroup_writable():
         pytest.skip("no writable CPU cgroup (v1 /sys/fs/cgroup/cpu or v2 /sys/fs/cgroup): a node cannot be made slower")
     d = cluster_dir(tmp_path_factory, "farm")
-    out = subprocess.run([str(SCRIPT), "start", str(d), "--platforms", "A:3,B:1:0.35", "--slow", "node2=0.2"],
+    out = subprocess.run([str(SCRIPT), "start", str(d), "--platforms", "A:3,B:1:0.35", "--slow", "node2=0.3"],
                          capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         stop_cluster(d)
