@@ -360,6 +360,7 @@ def test_tune_twice_says_already_and_reset_restores_the_first_values(tmp_path, c
                                    ("lab", "--quick", "--studies", "run")])
 def test_variants_profile_instances_and_lab_take_tune_and_refuse_it_without_root(capsys, monkeypatch, tmp_path, study):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.chdir(tmp_path)  # the lab's default --out, ./perflab-lab, must not be left here
     (tmp_path / "t.c").write_text("int main(void) { return 0; }\n")
     name = study[0]
     args = [a.replace("{src}", str(tmp_path / "t.c")) for a in study[1:]]
@@ -367,7 +368,7 @@ def test_variants_profile_instances_and_lab_take_tune_and_refuse_it_without_root
     assert code == 2 and err.strip().splitlines() == [
         f"perflab: error: perflab {name} --tune writes /proc/sys, /sys and cgroups: run it as root "
         f"(sudo perflab {name} --tune)"]
-    assert not (tmp_path / "s.db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.c"]  # no store, no output directory
 
 
 def test_profile_of_a_pid_refuses_tune_in_one_line(capsys, tmp_path):

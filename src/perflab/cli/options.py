@@ -239,17 +239,30 @@ class OutputPath(click.ParamType):
 
 class OutputDir(click.ParamType):
     """A directory perflab will write into: created up front (parents too), so that a study never
-    measures for an hour and then fails to save its report."""
+    measures for an hour and then fails to save its report, and removed again where it was new,
+    so that a command refused later (a bad option, --tune without root) leaves nothing behind;
+    the study creates it when it starts."""
 
     name = "DIR"
 
     def convert(self, value, param, ctx):
         text = os.fspath(value)
+        new = []  # the directories this check creates, deepest last
+        path = os.path.abspath(text)
+        while not os.path.lexists(path) and os.path.dirname(path) != path:
+            new.append(path)
+            path = os.path.dirname(path)
         try:
             os.makedirs(text, exist_ok=True)
         except OSError as exc:
             self.fail(f"cannot create directory {text}: {exc.strerror}; choose another --out", param, ctx)
-        if not os.access(text, os.W_OK | os.X_OK):
+        writable = os.access(text, os.W_OK | os.X_OK)
+        for d in new:  # deepest first; one another process filled meanwhile stays
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        if not writable:
             self.fail(f"cannot write into {text}: permission denied; choose another --out", param, ctx)
         return text
 
