@@ -47,7 +47,7 @@ def test_sleep_baseline_then_slower_fails_and_same_passes(tmp_path):
     p = perflab("run", "--runs", "15", "-n", "work", "--baseline", "main", "--fail-if", "median>+20%",
                 "--junit", str(junit), "--gate-markdown", str(md), "--gate-json", str(js),
                 "--", "sleep", "0.03", cwd=tmp_path)
-    if p.returncode == 3 and "two speeds in" in p.stdout:
+    if p.returncode == 3 and re.search(r"two speeds in|change of speed", p.stdout):
         # Other load put the runs at two speeds and one side wholly at one of them: the gate says
         # it cannot tell, and why (on a quiet machine `sleep` runs at one speed and this is never taken).
         unsure = next((ln for ln in p.stdout.splitlines() if ln.startswith("UNSURE")), p.stdout[-300:])
@@ -96,7 +96,9 @@ def test_until_decided_gate_fails_a_regression_early_and_passes_the_same_command
     (c,) = seq["comparisons"]
     assert seq["failed"] and seq["decided"] and not seq["final"] and c["decision"] == "fails"
     assert c["n_a"] == 12 and c["n_b"] == seq["looks"][-1]["runs"] < seq["budget"] == 40
-    assert 0 < seq["looks"][0]["fraction"] < 1 and c["low"] > 1.2 and c["level"] > 0.95
+    # the rule's FAIL: beyond the threshold, its interval at the look's level above 1 (on a quiet
+    # machine it lies wholly above 1.2; beside other load it reached down to 1.14 once)
+    assert 0 < seq["looks"][0]["fraction"] < 1 and c["low"] > 1.0 and c["ratio"] > 1.2 and c["level"] > 0.95
     wall = next(ln for ln in data["lines"] if ln["measure"] == "wall_s")
     assert wall["status"] == "FAIL" and wall["ci"]["repeated"] and wall["ci"]["low"] == c["low"]
     fail = next(ln for ln in p.stdout.splitlines() if ln.startswith("FAIL"))
