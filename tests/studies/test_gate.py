@@ -197,3 +197,41 @@ def test_a_campaign_measured_until_decided_keeps_its_looks_only_for_the_threshol
         other = evaluate(GateConfig("main", cand.campaign_id, (parse_threshold("median>+3%"),)), store)
         (line,) = [ln for ln in other.lines if ln.thresholds]
         assert not line.repeated and other.sequential is None and "Holm" in line.text(other.family)
+
+
+def test_looks_within_two_speeds_print_the_ratio_their_interval_is_about():
+    # The baseline mostly at a fast speed, two of its runs at a slow one; the candidate wholly at
+    # the slow speed, 16 % above it: the looks compare within the slow speed (B/A about 1.16),
+    # where the pooled medians' ratio (about 1.94) lies outside their interval. The line prints
+    # the estimate its interval is about, alike in the terminal, the Markdown and the JSON.
+    from perflab.measure.executor import MockExecutor
+    from perflab.report.gate import to_markdown
+    from perflab.studies import run_study
+    from perflab.studies.gate.looks import against
+    from perflab.studies.run import study as run
+
+    rng = random.Random(7)
+    command = run.Command("work", ("work",))
+    base_walls = iter([0.0359 if i in (3, 8) else 0.0214 for i in range(12)])
+    with open_store(":memory:") as store:
+        base = run_study(run, run.RunConfig(commands=(command,), runs=12), store,
+                         MockExecutor(lambda spec: next(base_walls) * rng.lognormvariate(0, 0.01)),
+                         machine=gc.UNTIL_MACHINE)
+        store.set_baseline("main", base.campaign_id)
+        gate = (parse_threshold("median>+20%"),)
+        cfg = run.RunConfig(commands=(command,), until_decided=True, max_runs=40,
+                            gate=against(store, "main", gate, [("work", {})], None, 0.05))
+        cand = run_study(run, cfg, store, MockExecutor(lambda spec: 0.0416 * rng.lognormvariate(0, 0.01)),
+                         machine=gc.UNTIL_MACHINE)
+        looked = evaluate(GateConfig("main", cand.campaign_id, gate), store)
+    (line,) = [ln for ln in looked.lines if ln.thresholds]
+    assert line.repeated
+    lo, hi, _ = line.interval()
+    a, b, what, ratio = line.shown()
+    assert b / a > 1.8 and what == "pooled median", (a, b, what)  # the pooled figures, named
+    assert lo <= ratio <= hi and ratio < 1.4, (ratio, lo, hi)  # the estimate lies in its interval
+    text = line.text(looked.family)
+    assert f"B/A {ratio:.4f} [{lo:.4f}, {hi:.4f}]" in text and f"{100 * (ratio - 1):+.1f} % within speeds" in text
+    assert f"| {ratio:.4f} [{lo:.4f}, {hi:.4f}]" in to_markdown(looked)
+    d = line.as_dict()
+    assert d["ratio"] == ratio and d["compared"] == "pooled median" and d["pooled"]["ratio"] > 1.8

@@ -88,8 +88,12 @@ def repeated_runs_check(line: GateLine, recs: list[dict], a: Sequence[float], b:
     r = recs[0]
     nan = float("nan")
     lo, hi, level = (r["low"], r["high"], r["level"]) if r["level"] else (nan, nan, nan)
-    line.checks = [Check("runs", "", median(a), median(b), lo, hi, level, nan, n_a=len(a), n_b=len(b),
-                         decides=False)] + [c for c in line.checks if c.kind != "runs"]
+    # Within two speeds the interval is about the speeds' common ratio, which the pooled medians'
+    # ratio can lie far from (one side at one speed, the other at both): that estimate is printed.
+    two = bool(r.get("speeds")) and r["level"]
+    line.checks = [Check("runs", "pooled" if two else "", median(a), median(b), lo, hi, level, nan, n_a=len(a),
+                         n_b=len(b), decides=False, estimate=r["ratio"] if two else nan)
+                   ] + [c for c in line.checks if c.kind != "runs"]
     line.repeated = True
 
 

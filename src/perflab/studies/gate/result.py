@@ -36,10 +36,12 @@ class Check:
     beyond: bool = False
     significant: bool = False
     decides: bool = True  # in the Holm family and in the verdict (runs checks once drift is known)
+    estimate: float = math.nan  # B/A the interval is about where it is not the medians' ratio (the
+    # looks' comparison within two speeds, studies/gate/looks.py); nan: the medians' ratio
 
     @property
     def ratio(self) -> float:
-        return self.median_b / self.median_a
+        return self.estimate if not math.isnan(self.estimate) else self.median_b / self.median_a
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "label": self.label, "median_a": self.median_a,
@@ -100,6 +102,14 @@ class GateLine:
             return c.median_a, c.median_b, f"{c.label} median"
         return r.median_a, r.median_b, "median"
 
+    def shown(self) -> tuple[float, float, str, float]:
+        """(A's figure, B's, what they are, B/A) as every output prints them: B/A is the figures'
+        ratio, or, where the looks decided within two speeds, the estimate their interval is about
+        (the pooled medians' ratio can lie outside it)."""
+        a, b, what = self.figures()
+        c = self.main
+        return a, b, what, c.estimate if c is not None and not math.isnan(c.estimate) else b / a
+
     def text(self, m: int) -> str:
         r = self.row
         lo, hi, level = self.interval()
@@ -107,9 +117,10 @@ class GateLine:
         ci = f"{100 * level:.0f}% CI"
         if self.repeated:  # the looks' interval at the last look's level decided, not a p
             p, ci = "decided by the looks (--until-decided)", f"{level_text(level)} repeated CI"
-        a, b, what = self.figures()
-        head = (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * (b / a - 1):+.1f} % "
-                f"({what} {a:.4g} -> {b:.4g}), B/A {b / a:.4f} "
+        a, b, what, ratio = self.shown()
+        within = " within speeds" if ratio != b / a else ""
+        head = (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * (ratio - 1):+.1f} %{within} "
+                f"({what} {a:.4g} -> {b:.4g}), B/A {ratio:.4f} "
                 f"[{lo:.4f}, {hi:.4f}] {ci}, {p}; {self.verdict}")
         return "; ".join([head, *self.notes])
 
@@ -118,10 +129,10 @@ class GateLine:
         d = {**self.row.as_dict(), "status": self.status, "verdict": self.verdict,
              "inconclusive": self.inconclusive, "thresholds": [t.text for t in self.thresholds]}
         d["ci"] = {"low": lo, "high": hi, "level": level}
-        a, b, what = self.figures()
+        a, b, what, ratio = self.shown()
         if what != "median":  # the pooled figures kept apart: the line's own are the like-with-like ones
             d["pooled"] = {"median_a": d["median_a"], "median_b": d["median_b"], "ratio": d["ratio"]}
-            d.update(median_a=a, median_b=b, ratio=b / a, compared=what)
+            d.update(median_a=a, median_b=b, ratio=ratio, compared=what)
         if self.repeated:
             d["ci"]["repeated"] = True
         d.update(checks=[c.as_dict() for c in self.checks], notes=self.notes,
