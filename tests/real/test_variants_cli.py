@@ -30,8 +30,8 @@ FMSUM = Path(__file__).parents[1] / "data" / "fmsum"
 PERFLAB = [sys.executable, "-m", "perflab"]
 
 
-def _cli(args, tmp_path, cwd=None):
-    env = {**os.environ, "PERFLAB_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
+def _cli(args, tmp_path, cwd=None, cache=None):
+    env = {**os.environ, "PERFLAB_CACHE": str(cache or tmp_path / "cache"), "COLUMNS": "200"}
     return subprocess.run([*PERFLAB, *args], capture_output=True, text=True, env=env, cwd=cwd or tmp_path,
                           timeout=600)
 
@@ -46,6 +46,9 @@ def _one_line_error(proc, start):
 
 @pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory):
+    """One build cache for the file: perflab's own helpers (the static spawn server, the ABI
+    probes) are built once, not once a test. Every build is keyed by its sources, flags, compiler
+    and (PGO) training directory, so no test is handed another's program: each builds its own."""
     return tmp_path_factory.mktemp("variants-cli-cache")
 
 
@@ -144,7 +147,7 @@ def test_every_axis_builds_minihlt_with_its_own_build_system(system, shared_cach
 
 
 @pytest.mark.parametrize("system", ["make", "cmake"])
-def test_fast_math_is_a_different_result_and_never_the_fastest(system, tmp_path):
+def test_fast_math_is_a_different_result_and_never_the_fastest(system, shared_cache, tmp_path):
     """Seed 003: fast-math vectorises the float sum: faster here, but another checksum."""
     (tmp_path / "train.txt").write_text("3000\n")
     out = tmp_path / "fm.json"
@@ -155,7 +158,7 @@ def test_fast_math_is_a_different_result_and_never_the_fastest(system, tmp_path)
     args = ["variants", *build, "-V", "pgo=-O2 pgo", "--train", "{exe} -f train.txt", "--rounds", "5", "--warmup", "0",
             "--metric", r"checksum: (?P<checksum>\S+)",
             "--db", str(tmp_path / "v.db"), "--json", str(out)]
-    proc = _cli([*args, "--", "{exe}", "3000"], tmp_path)
+    proc = _cli([*args, "--", "{exe}", "3000"], tmp_path, cache=shared_cache)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())["result"]
     rows = {r["name"]: r for r in data["variants"]}
@@ -168,9 +171,9 @@ def test_fast_math_is_a_different_result_and_never_the_fastest(system, tmp_path)
     print(f"{system}: fast-math wall ratio {cmp['ratio']:.3f} [{cmp['ci']['low']:.3f}, {cmp['ci']['high']:.3f}]")
 
 
-def test_link_order_demo_end_to_end(tmp_path, capsys, monkeypatch):
+def test_link_order_demo_end_to_end(shared_cache, tmp_path, capsys, monkeypatch):
     """The misordered line is detected and the libm sin is measurably slower than the archive's."""
-    monkeypatch.setenv("PERFLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PERFLAB_CACHE", str(shared_cache))
     monkeypatch.setenv("COLUMNS", "400")  # rich would wrap the one-line notes at 80 columns
     out = tmp_path / "v.json"
     main(["variants", "--link-order-demo", "--rounds", "7", "--db", str(tmp_path / "v.db"), "--json", str(out)])
@@ -205,12 +208,12 @@ def test_template_values_stay_one_argument_never_shell(tmp_path):
     assert argv == ["make", "-C", "/a b", "CFLAGS=-O2 -m32", "X=gcc; rm -rf /"]
 
 
-def test_make_and_cmake_failures_name_the_log(tmp_path):
+def test_make_and_cmake_failures_name_the_log(shared_cache, tmp_path):
     broken = tmp_path / "broken"
     shutil.copytree(FMSUM, broken)
     (broken / "fmsum.c").write_text("int main(void) { return undefined_thing; }\n")
     line = _one_line_error(_cli(["variants", "--build", "make", "--src", str(broken), "--exe", "fmsum",
-                                 "-V", "O3=-O3", "--db", str(tmp_path / "v.db"), "--", "{exe}"], tmp_path),
+                                 "-V", "O3=-O3", "--db", str(tmp_path / "v.db"), "--", "{exe}"], tmp_path, cache=shared_cache),
                            "the baseline 'base' cannot be measured here: cannot build: make build of variant")
     assert "undefined_thing" in line and "full log: " in line
     log = Path(re.search(r"full log: (/.+?build\.log)", line).group(1))  # the path may hold a space
@@ -218,7 +221,7 @@ def test_make_and_cmake_failures_name_the_log(tmp_path):
     (broken / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(x C)\n"
                                            "message(FATAL_ERROR \"no such option here\")\n")
     line = _one_line_error(_cli(["variants", "--build", "cmake", "--src", str(broken), "--exe", "fmsum",
-                                 "-V", "O3=-O3", "--db", str(tmp_path / "v.db"), "--", "{exe}"], tmp_path),
+                                 "-V", "O3=-O3", "--db", str(tmp_path / "v.db"), "--", "{exe}"], tmp_path, cache=shared_cache),
                            "the baseline 'base' cannot be measured here: cannot build: CMake build")
     assert "no such option here" in line and "build.log" in line
 
@@ -231,7 +234,7 @@ def test_bad_matrix_is_one_line_exit_2(tmp_path):
 # -- kill -9 in the middle, then resume --------------------------------------------------------
 
 
-def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
+def test_kill_9_then_resume_repeats_and_loses_nothing(shared_cache, tmp_path):
     log, db, release = tmp_path / "executions.log", tmp_path / "v.db", tmp_path / "release"
     # The sixth run waits for the release file, created after the kill: the campaign cannot end
     # before the test kills it, however fast the machine.
@@ -241,7 +244,7 @@ def test_kill_9_then_resume_repeats_and_loses_nothing(tmp_path):
            f"[ $n -lt 5 ] || while [ ! -e {qr} ]; do sleep 0.01; done; exec \"{{exe}}\" 30000")
     args = [*PERFLAB, "variants", "--source", str(FMSUM / "fmsum.c"), "-V", "O1=-O1", "--rounds", "6",
             "--warmup", "0", "--db", str(db), "--", "sh", "-c", cmd]
-    env = {**os.environ, "PERFLAB_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "PERFLAB_CACHE": str(shared_cache)}
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline, stored = time.monotonic() + 240, 0
     while time.monotonic() < deadline and proc.poll() is None:

@@ -129,3 +129,18 @@ def test_no_study_is_left_a_round_short_that_would_fit(left):
     spare = left - _cost(its, rounds)
     assert spare >= -1e-6
     assert not [k for k, it in its.items() if rounds[k] < it.most and it.per_round <= spare]
+
+
+def test_the_pgo_variant_trains_in_the_same_directory_from_any_working_directory(tmp_path, monkeypatch):
+    # A PGO build is keyed by the directory it trained in: the lab's minihlt trains in one fixed
+    # directory, so a lab run from another directory finds its PGO build in the cache.
+    ctx = SimpleNamespace(config=SimpleNamespace(quick=True, seed=1, order=tuple(ORDER)), notes=[],
+                          session=SimpleNamespace(say=lambda s: None), minihlt=True, seconds=2.5,
+                          workload=Workload(name="minihlt", argv=("minihlt", "--events", "20")), deadline=None)
+    configs = []
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        monkeypatch.chdir(tmp_path / d)
+        configs.append(steps.variants_step(ctx).config)
+    assert configs[0] == configs[1] and configs[0].train_cwd is not None
+    assert os.path.isdir(configs[0].train_cwd) and str(tmp_path) not in configs[0].train_cwd
