@@ -73,13 +73,13 @@ def test_two_writers_one_sqlite_file(tmp_path):
 
 
 _RACE = """
-import sys, time
+import sys
 from perflab.model import RunResult
 from perflab.store import open_store
-db, start, i = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+db, i = sys.argv[1], int(sys.argv[2])
 store = open_store(db)
-while time.time() < start:  # every writer leaves the barrier together
-    pass
+print("ready", flush=True)
+sys.stdin.readline()  # the barrier: every writer is released by one line from the test, together
 for k in range(10):
     host = store.add_host({"hostname": f"node{k}", "cpu_model": "same"}, None)
     cid = store.start_campaign("run", {"writer": i}, host_id=host, labels={"fleet": "race", "fleet_slot": str(i)})
@@ -91,14 +91,19 @@ print("ok")
 
 
 def _race(db: str, n: int, tmp_path: Path) -> None:
-    import time
-
     script = tmp_path / "race.py"
     script.write_text(_RACE)
     env = {**os.environ, "PYTHONPATH": SRC}
-    start = time.time() + 4.0
-    procs = [subprocess.Popen([sys.executable, str(script), db, str(start), str(i)], env=env,
+    procs = [subprocess.Popen([sys.executable, str(script), db, str(i)], env=env, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(n)]
+    # Released when all have opened the store, however long their starts took: a barrier in wall
+    # time (a spin until a chosen instant) burnt CPU the writers' starts needed, and let a writer
+    # that started late miss the race.
+    for p in procs:
+        assert p.stdout.readline() == "ready\n", p.stderr.read()[-2000:]
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
     for p in procs:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0 and "Traceback" not in err, err[-2000:]
