@@ -72,6 +72,19 @@ def _own_group(pid: int) -> bool:
         return False
 
 
+def run_cases(cases: list[list[str]], cwd, env: dict | None = None, timeout: float = 90) -> list[tuple[int, str]]:
+    """(exit status, stderr) of each command line, each forked from one interpreter running this
+    file: for a test file's table of command lines that it checks only by those two."""
+    import subprocess
+
+    job = {"cases": cases, "cwd": str(cwd), "env": env or {}, "timeout": timeout}
+    p = subprocess.run([sys.executable, __file__], input=json.dumps(job), capture_output=True, text=True,
+                       timeout=timeout * len(cases) + 300)
+    if p.returncode != 0:
+        raise AssertionError(f"forkcli failed: {p.stderr[-2000:]}")
+    return [(code, err) for code, err in json.loads(p.stdout)]
+
+
 def main() -> None:
     job = json.load(sys.stdin)
     os.environ.update(job["env"])

@@ -8,6 +8,7 @@ import pytest
 from perflab.errors import PerflabError
 from perflab.store import open_store
 from perflab.studies.gate.study import GateConfig, evaluate, parse_threshold
+from tests.forkcli import run_cases
 from tests.helpers import _campaign
 from tests.real.test_gate import perflab
 
@@ -33,10 +34,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         (["baseline", "rm", "nope"], "no baseline named"),
         (["baseline", "set", "x", "999"], "no campaign 999"),
     ]
-    for args, needle in cases:
-        p = perflab(*args, cwd=tmp_path)
-        assert p.returncode == 2, (args, p.stdout, p.stderr)
-        lines = p.stderr.strip().splitlines()
+    # Each command line in its own process, forked from one that imported perflab once
+    # (tests/forkcli.py): the real entry point, exit status and stderr, 13 interpreter starts fewer.
+    outcomes = run_cases([args for args, _ in cases], tmp_path, {"PERFLAB_DB": str(tmp_path / "perflab.db")})
+    for (args, needle), (code, err) in zip(cases, outcomes, strict=True):
+        assert code == 2, (args, err)
+        lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("perflab: error:") and needle in lines[0], (args, lines)
     with open_store(str(tmp_path / "perflab.db")) as store:
         # the refused runs measured nothing and left no campaign behind
