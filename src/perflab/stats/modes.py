@@ -29,6 +29,7 @@ alarms and detection under every model of checks/noise.py: checks/modes.py (figu
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -224,11 +225,22 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
     ``tail_null=False`` leaves out the ex-Gaussian: the rule before it, which checks/modes.py
     runs to show that its null can fail. ``tailed=False`` leaves out two speeds with a tail (the
     rule before it, which tests/unit/test_modes.py shows missing a loaded machine's two speeds)."""
-    import numpy as np
-
-    vals = [float(v) for v in values]
+    vals = tuple(float(v) for v in values)
     if any(not (v > 0) or math.isinf(v) for v in vals):
         raise ValueError("run times must be positive and finite")
+    return _detect(vals, min_n, min_share, min_separation, min_bic_gain, tail_null, min_gap, tailed)
+
+
+# A study asks for the same runs' fit more than once (the run study: each command's runs in its
+# own check and again in each comparison with the reference, whose runs every comparison holds),
+# and the fit is pure: the same values and rules give the same Modes (frozen, shared safely).
+@functools.lru_cache(maxsize=256)
+def _detect(values: tuple[float, ...], min_n: int, min_share: float, min_separation: float,
+            min_bic_gain: float, tail_null: bool, min_gap: float, tailed: bool) -> Modes:
+    """detect_modes on validated values."""
+    import numpy as np
+
+    vals = list(values)
     n = len(vals)
     x = np.log(np.asarray(vals))
     var1 = float(x.var())
