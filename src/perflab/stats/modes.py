@@ -101,6 +101,20 @@ def _one(values: Sequence[float], labels: Sequence[int] | None = None) -> Modes:
     return Modes((Mode(mid, 1.0, n, vals[0], vals[-1]),), n, labels=tuple(labels or [0] * n))
 
 
+# A study asks for the same runs' fit more than once (the run study: each command's runs in its
+# own check and again in each comparison with the reference, whose runs every comparison holds),
+# and the fit is pure: the same values and rules give the same Modes (frozen, shared safely).
+# Samples up to CACHED_MAX_N runs are kept (256 of them, values and labels, hold about 20 MB);
+# a larger sample is fitted again: a study holding thousands of them would keep hundreds of MB.
+CACHED_MAX_N = 2000
+
+
+@functools.lru_cache(maxsize=256)
+def _detect_cached(values: tuple[float, ...], *rules) -> Modes:
+    """_detect, kept for the same values and rules asked for again."""
+    return _detect(values, *rules)
+
+
 def _fits(x, starts: Sequence[tuple[float, float, float, float]], iters: int = 200) -> list:
     """EM for a two-Gaussian mixture with a common variance from each start (mu1, mu2, var, w):
     [(loglik, mu1, mu2, var, w, resp2)] in the starts' order. The starts run as the rows of one
@@ -249,13 +263,10 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
     vals = tuple(float(v) for v in values)
     if any(not (v > 0) or math.isinf(v) for v in vals):
         raise ValueError("run times must be positive and finite")
-    return _detect(vals, min_n, min_share, min_separation, min_bic_gain, tail_null, min_gap, tailed)
+    rules = (min_n, min_share, min_separation, min_bic_gain, tail_null, min_gap, tailed)
+    return (_detect_cached if len(vals) <= CACHED_MAX_N else _detect)(vals, *rules)
 
 
-# A study asks for the same runs' fit more than once (the run study: each command's runs in its
-# own check and again in each comparison with the reference, whose runs every comparison holds),
-# and the fit is pure: the same values and rules give the same Modes (frozen, shared safely).
-@functools.lru_cache(maxsize=256)
 def _detect(values: tuple[float, ...], min_n: int, min_share: float, min_separation: float,
             min_bic_gain: float, tail_null: bool, min_gap: float, tailed: bool) -> Modes:
     """detect_modes on validated values."""
