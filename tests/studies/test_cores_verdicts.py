@@ -257,3 +257,15 @@ def test_a_change_whose_ci_spans_zero_is_not_a_finding():
             assert r.verdict in ("not significant", "disturbed")
             # the change and its CI in one form, both percentages
             assert f"{r.change:+.1%}" in _text(res) and f"{r.change_ci.low:+.1%}..{r.change_ci.high:+.1%}" in _text(res)
+
+
+def test_a_scan_on_sorted_rounds_calls_what_it_calls_on_them_unsorted():
+    # detectable() sorts each simulated scan's rounds once and reads the medians off: the calls
+    # (and the levels they rest on) must be those of the rounds in their drawn order
+    rng = np.random.default_rng(11)
+    for n in (7, 8):
+        shift = rng.choice([0.0, math.log1p(0.03), math.log1p(0.06)], (400, 1))
+        v = shift + rng.normal(0, 0.01, (400, n)) * rng.choice([1.0, 4.0], (400, n))
+        both = (called_slow(v, 0.01, 0.05, 0.02, 0.5),
+                called_slow(np.sort(v, axis=1), 0.01, 0.05, 0.02, 0.5, rows_sorted=True))
+        assert np.array_equal(*both) and 0 < both[0].sum() < 400

@@ -116,3 +116,39 @@ def test_one_speed_with_a_long_tail_stays_one_speed(tau):
     alarms = sum(detect_modes(0.03 * np.exp(rng.exponential(tau, 60) + rng.normal(0, 0.003, 60))).multimodal
                  for _ in range(60))
     assert alarms <= 3
+
+
+def test_the_direct_tnc_call_finds_what_minimize_finds():
+    # stats.modes calls scipy's TNC routine without minimize's wrappers: the same value at the
+    # same point, on the ex-Gaussian's likelihood shape (a bounded, curved valley)
+    from scipy.optimize import minimize
+
+    from perflab.stats.modes import _tnc
+
+    rng = np.random.default_rng(3)
+    c = rng.normal(0, 1, 3)
+
+    def f(p):
+        d = p - c
+        return float((d ** 2).sum() + np.cosh(d[0] * d[1]) + 0.1 * d[2] ** 4), \
+            2 * d + np.array([d[1], d[0], 0]) * np.sinh(d[0] * d[1]) + np.array([0, 0, 0.4 * d[2] ** 3])
+
+    for start, bounds in (((0.0, 0.0, 0.0), [(-5, 5)] * 3), ((2.0, -1.0, 0.5), [(-0.5, 0.5), (-5, 5), (0, 3)])):
+        ref = minimize(f, start, jac=True, method="TNC", bounds=bounds)
+        fun, at = _tnc(f, start, bounds)
+        assert fun == float(ref.fun) and list(at) == list(ref.x)
+
+
+def test_em_starts_run_together_give_each_start_its_own_fit():
+    # stats.modes runs its EM starts as the rows of one array; each row must stop where, and
+    # return what, that start alone does (one row stops early: its component empties)
+    from perflab.stats.modes import _fits
+
+    rng = np.random.default_rng(5)
+    x = np.log(np.r_[rng.lognormal(0, 0.03, 20), rng.lognormal(0.3, 0.03, 10)])
+    starts = [(-0.1, 0.0, 0.02, 0.5), (0.0, 0.3, 0.001, 0.3), (-0.05, 0.2, 0.01, 0.1), (0.0, 5.0, 1e-4, 0.5)]
+    together = _fits(x, starts)
+    for start, row in zip(starts, together):
+        alone = _fits(x, [start])[0]
+        assert row[:5] == alone[:5] and np.array_equal(row[5], alone[5])
+    assert len({round(r[0], 6) for r in together}) >= 2  # the starts did not all end alike

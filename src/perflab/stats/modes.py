@@ -29,9 +29,10 @@ alarms and detection under every model of checks/noise.py: checks/modes.py (figu
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 METHOD = ("2-component Gaussian mixture on log times (EM, common variance), or two ex-Gaussians (two "
           "speeds with a common tail), vs 1 Gaussian and vs an ex-Gaussian (one speed with a tail) by "
@@ -100,30 +101,71 @@ def _one(values: Sequence[float], labels: Sequence[int] | None = None) -> Modes:
     return Modes((Mode(mid, 1.0, n, vals[0], vals[-1]),), n, labels=tuple(labels or [0] * n))
 
 
-def _fit(x, mu1: float, mu2: float, var: float, w: float, iters: int = 200):
-    """EM for a two-Gaussian mixture with a common variance: (loglik, mu1, mu2, var, w, resp2)."""
+# A study asks for the same runs' fit more than once (the run study: each command's runs in its
+# own check and again in each comparison with the reference, whose runs every comparison holds),
+# and the fit is pure: the same values and rules give the same Modes (frozen, shared safely).
+# Samples up to CACHED_MAX_N runs are kept (256 of them, values and labels, hold about 20 MB);
+# a larger sample is fitted again: a study holding thousands of them would keep hundreds of MB.
+CACHED_MAX_N = 2000
+
+
+@functools.lru_cache(maxsize=256)
+def _detect_cached(values: tuple[float, ...], *rules) -> Modes:
+    """_detect, kept for the same values and rules asked for again."""
+    return _detect(values, *rules)
+
+
+def _fits(x, starts: Sequence[tuple[float, float, float, float]], iters: int = 200) -> list:
+    """EM for a two-Gaussian mixture with a common variance from each start (mu1, mu2, var, w):
+    [(loglik, mu1, mu2, var, w, resp2)] in the starts' order. The starts run as the rows of one
+    array (a step of four starts costs about what a step of one does on 30 runs, where numpy's
+    per-call cost is most of it); each row stops where a lone EM from its start would, and keeps
+    what that EM returns: the same numbers (elementwise, and each row summed as a 1-d array is)."""
     import numpy as np
 
-    floor = var * 1e-6
-    ll_old = -math.inf
-    for _ in range(iters):
-        a = np.log(max(1 - w, 1e-300)) - (x - mu1) ** 2 / (2 * var)
-        b = np.log(max(w, 1e-300)) - (x - mu2) ** 2 / (2 * var)
-        top = np.maximum(a, b)
-        lse = top + np.log(np.exp(a - top) + np.exp(b - top))
-        ll = float(lse.sum() - x.size * 0.5 * math.log(2 * math.pi * var))
-        r = np.exp(b - lse)
-        s2 = float(r.sum())
-        if s2 < 1e-9 or s2 > x.size - 1e-9:
-            break
-        w = s2 / x.size
-        mu1 = float(((1 - r) * x).sum() / (x.size - s2))
-        mu2 = float((r * x).sum() / s2)
-        var = max(float(((1 - r) * (x - mu1) ** 2 + r * (x - mu2) ** 2).sum() / x.size), floor)
-        if ll - ll_old < 1e-10 * abs(ll):
-            break
-        ll_old = ll
-    return ll, mu1, mu2, var, w, r
+    total = np.add.reduce
+    n = x.size
+    mu1, mu2, var, w = (np.array([[s[i]] for s in starts], dtype=float) for i in range(4))
+    floor = [float(v) * 1e-6 for v in var[:, 0]]
+    ll_old = [-math.inf] * len(starts)
+    out: list = [None] * len(starts)
+    live = list(range(len(starts)))
+    # The M-step's squared distances to the new means are the next E-step's: computed once
+    d1, d2 = (x - mu1) ** 2, (x - mu2) ** 2
+    with np.errstate(all="ignore"):  # a stopped row's next steps may divide by zero, unused
+        for _ in range(iters):
+            a = np.log(np.maximum(1 - w, 1e-300)) - d1 / (2 * var)
+            b = np.log(np.maximum(w, 1e-300)) - d2 / (2 * var)
+            top = np.maximum(a, b)
+            lse = top + np.log(np.exp(a - top) + np.exp(b - top))
+            sums = total(lse, axis=1)
+            r = np.exp(b - lse)
+            s2 = total(r, axis=1)
+            ll = {}
+            for i in live:
+                ll[i] = float(sums[i] - n * 0.5 * math.log(2 * math.pi * float(var[i, 0])))
+                if s2[i] < 1e-9 or s2[i] > n - 1e-9:  # one component emptied: stop before the M-step
+                    out[i] = (ll[i], float(mu1[i, 0]), float(mu2[i, 0]), float(var[i, 0]), float(w[i, 0]), r[i])
+            live = [i for i in live if out[i] is None]
+            if not live:
+                break
+            q = 1 - r
+            w = (s2 / n)[:, None]
+            mu1 = (total(q * x, axis=1) / (n - s2))[:, None]
+            mu2 = (total(r * x, axis=1) / s2)[:, None]
+            d1, d2 = (x - mu1) ** 2, (x - mu2) ** 2
+            var = (total(q * d1 + r * d2, axis=1) / n)[:, None]
+            for i in live:
+                var[i, 0] = max(float(var[i, 0]), floor[i])
+                if ll[i] - ll_old[i] < 1e-10 * abs(ll[i]):
+                    out[i] = (ll[i], float(mu1[i, 0]), float(mu2[i, 0]), float(var[i, 0]), float(w[i, 0]), r[i])
+                ll_old[i] = ll[i]
+            live = [i for i in live if out[i] is None]
+            if not live:
+                break
+    for i in live:  # the steps spent: the last step's fit
+        out[i] = (ll[i], float(mu1[i, 0]), float(mu2[i, 0]), float(var[i, 0]), float(w[i, 0]), r[i])
+    return out
 
 
 def _dip(x, mu1: float, mu2: float, var: float, w: float) -> bool:
@@ -148,23 +190,25 @@ def _exgauss_loglik(x) -> float:
     Newton (TNC) on (mu, log sigma, log tau) with the analytic gradient, from two starts (a short
     and a long tail). As tau -> 0 it is one Gaussian: it nests the Gaussian null."""
     import numpy as np
-    from scipy.optimize import minimize
     from scipy.special import log_ndtr
 
     m, s = float(x.mean()), float(x.std())
     half_log_2pi = 0.5 * math.log(2 * math.pi)
 
+    total = np.add.reduce  # ndarray.sum's Python layers cost as much as the sum of 30 runs
+
     def nll(p):
         mu, log_s, log_t = p
         sg, t = math.exp(log_s), math.exp(log_t)
-        z = (x - mu) / sg - sg / t
+        dx, mx = x - mu, mu - x
+        z = dx / sg - sg / t
         lphi = log_ndtr(z)
-        ll = -log_t + (mu - x) / t + sg * sg / (2 * t * t) + lphi
+        ll = -log_t + mx / t + sg * sg / (2 * t * t) + lphi
         r = np.exp(-0.5 * z * z - half_log_2pi - lphi)  # the normal's hazard at z: phi / Phi
-        g_mu = float((1 / t - r / sg).sum())
-        g_s = float((sg / t ** 2 - r * ((x - mu) / sg ** 2 + 1 / t)).sum()) * sg
-        g_t = float((-1 / t - (mu - x) / t ** 2 - sg * sg / t ** 3 + r * sg / t ** 2).sum()) * t
-        return -float(ll.sum()), -np.array([g_mu, g_s, g_t])
+        g_mu = float(total(1 / t - r / sg))
+        g_s = float(total(sg / t ** 2 - r * (dx / sg ** 2 + 1 / t))) * sg
+        g_t = float(total(-1 / t - mx / t ** 2 - sg * sg / t ** 3 + r * sg / t ** 2)) * t
+        return -float(total(ll)), -np.array([g_mu, g_s, g_t])
 
     # Bounds keep exp() finite: a tail or a spread beyond 1e-4..10 sample SDs fits no better.
     lo, hi = math.log(s * 1e-4), math.log(s * 10)
@@ -175,11 +219,38 @@ def _exgauss_loglik(x) -> float:
             tau = s * frac
             sg = math.sqrt(max(s * s - tau * tau, (0.1 * s) ** 2))
             # TNC: as good a maximum as L-BFGS-B here, in a twentieth of its time on 30 runs
-            fit = minimize(nll, (m - tau, math.log(sg), math.log(tau)), jac=True, method="TNC",
-                           bounds=bounds)
-            if math.isfinite(fit.fun):
-                best = min(best, float(fit.fun))
+            fun, _ = _tnc(nll, (m - tau, math.log(sg), math.log(tau)), bounds)
+            if math.isfinite(fun):
+                best = min(best, fun)
     return -best
+
+
+def _tnc(fun, x0, bounds) -> tuple[float, Any]:
+    """The minimum of ``fun`` (returning the value and its gradient) within ``bounds`` by truncated
+    Newton, as ``scipy.optimize.minimize(fun, x0, jac=True, method="TNC", bounds=bounds)`` finds it:
+    (value, x). It calls scipy's TNC routine directly: minimize's checks and memoising wrappers cost
+    about 60 us an evaluation, as much as the likelihood of 30 runs, and a fit takes 20..100 of them.
+    Where this scipy lacks that routine, or it takes other arguments, it calls minimize itself;
+    tests/unit/test_modes.py checks that both give the same value at the same point."""
+    import numpy as np
+
+    start = np.asarray(x0, dtype=float)
+    try:
+        from scipy.optimize import _moduleTNC
+
+        low = np.array([b[0] for b in bounds], dtype=float)
+        up = np.array([b[1] for b in bounds], dtype=float)
+        # minimize's defaults: no scaling or offset, no messages, maxCGit, maxfun, eta, stepmx,
+        # accuracy, fmin, ftol, xtol, pgtol, rescale as _minimize_tnc passes them
+        out = _moduleTNC.tnc_minimize(fun, start, low, up, np.array([]), np.array([]), 0, -1,
+                                      max(100, 10 * start.size), -1, 0, 0, 0, -1, -1, -1, -1, None)
+        at = out[3]
+    except (ImportError, AttributeError, TypeError):
+        from scipy.optimize import minimize
+
+        at = minimize(fun, start, jac=True, method="TNC", bounds=bounds).x
+    # minimize re-evaluates at the end too: TNC's own value may lag its point after rescaling
+    return float(fun(at)[0]), at
 
 
 def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.10,
@@ -189,18 +260,25 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
     ``tail_null=False`` leaves out the ex-Gaussian: the rule before it, which checks/modes.py
     runs to show that its null can fail. ``tailed=False`` leaves out two speeds with a tail (the
     rule before it, which tests/unit/test_modes.py shows missing a loaded machine's two speeds)."""
-    import numpy as np
-
-    vals = [float(v) for v in values]
+    vals = tuple(float(v) for v in values)
     if any(not (v > 0) or math.isinf(v) for v in vals):
         raise ValueError("run times must be positive and finite")
+    rules = (min_n, min_share, min_separation, min_bic_gain, tail_null, min_gap, tailed)
+    return (_detect_cached if len(vals) <= CACHED_MAX_N else _detect)(vals, *rules)
+
+
+def _detect(values: tuple[float, ...], min_n: int, min_share: float, min_separation: float,
+            min_bic_gain: float, tail_null: bool, min_gap: float, tailed: bool) -> Modes:
+    """detect_modes on validated values."""
+    import numpy as np
+
+    vals = list(values)
     n = len(vals)
     x = np.log(np.asarray(vals))
     var1 = float(x.var())
     if n < min_n or var1 <= 0:
         return _one(vals)
     ll1 = float(-0.5 * n * (math.log(2 * math.pi * var1) + 1))
-    best = None
     xs = np.sort(x)
     gaps = np.diff(xs)
     k_min = max(3, math.ceil(min_share * n))
@@ -209,12 +287,15 @@ def detect_modes(values: Sequence[float], min_n: int = 10, min_share: float = 0.
         cut = int(np.argmax(gaps[k_min - 1:n - k_min])) + k_min  # largest gap leaving k_min each side
         starts.add(cut)
     starts.update({max(k_min, n // 5), min(n - k_min, n - n // 5)})
+    inits = []
     for cut in sorted(starts):
         if not 0 < cut < n:
             continue
         lo, hi = xs[:cut], xs[cut:]
         var0 = max(float((((lo - lo.mean()) ** 2).sum() + ((hi - hi.mean()) ** 2).sum()) / n), var1 * 1e-3)
-        fit = _fit(x, float(lo.mean()), float(hi.mean()), var0, (n - cut) / n)
+        inits.append((float(lo.mean()), float(hi.mean()), var0, (n - cut) / n))
+    best = None
+    for fit in _fits(x, inits):
         if best is None or fit[0] > best[0]:
             best = fit
     assert best is not None  # starts always holds n // 2, inside (0, n) for n >= min_n
@@ -312,42 +393,43 @@ def _exmix(x, mu1: float, mu2: float, s: float):
     the Gaussian mixture's means and from each bulk's low quantile. (loglik, mu1, mu2, sigma, tau,
     w, posterior of the slower speed); mu1 <= mu2."""
     import numpy as np
-    from scipy.optimize import minimize
     from scipy.special import expit, log_ndtr
 
     half_log_2pi = 0.5 * math.log(2 * math.pi)
+
+    # The two speeds' terms as the rows of one (2, n) array: half the numpy calls of a loop over
+    # them, the same numbers (elementwise, and each row summed as a 1-d array is)
+    total = np.add.reduce
 
     def parts(p):
         m1, m2, log_s, log_t, lw = p
         sg, t = math.exp(log_s), math.exp(log_t)
         w = 1 / (1 + math.exp(-lw))
-        out = []
-        for m in (m1, m2):
-            z = (x - m) / sg - sg / t
-            lphi = log_ndtr(z)
-            ll = -log_t + (m - x) / t + sg * sg / (2 * t * t) + lphi
-            h = np.exp(-0.5 * z * z - half_log_2pi - lphi)  # phi / Phi at z
-            out.append((ll, z, h))
-        return sg, t, w, out
+        ms = np.array([[m1], [m2]])
+        dx, mx = x - ms, ms - x
+        z = dx / sg - sg / t
+        lphi = log_ndtr(z)
+        ll = -log_t + mx / t + sg * sg / (2 * t * t) + lphi
+        h = np.exp(-0.5 * z * z - half_log_2pi - lphi)  # phi / Phi at z
+        return sg, t, w, ll, dx, mx, h
 
     def nll(p):
-        m1, m2 = p[0], p[1]
-        sg, t, w, ((l1, _, h1), (l2, _, h2)) = parts(p)
-        a, b = math.log(1 - w) + l1, math.log(w) + l2
+        sg, t, w, ll, dx, mx, h = parts(p)
+        a, b = math.log(1 - w) + ll[0], math.log(w) + ll[1]
         top = np.maximum(a, b)
         lse = top + np.log(np.exp(a - top) + np.exp(b - top))
         r = np.exp(b - lse)  # the slower speed's share of each run
-        q = 1 - r
+        resp = np.array([1 - r, r])
         # d/dm of a component's log density, d/d log sigma, d/d log tau (as _exgauss_loglik)
-        g = []
-        g.append(float((q * (1 / t - h1 / sg)).sum()))
-        g.append(float((r * (1 / t - h2 / sg)).sum()))
+        g_m = total(resp * (1 / t - h / sg), axis=1)
+        g_s = total(resp * (sg / t ** 2 - h * (dx / sg ** 2 + 1 / t)), axis=1)
+        g_t = total(resp * (-1 / t - mx / t ** 2 - sg * sg / t ** 3 + h * sg / t ** 2), axis=1)
         gs = gt = 0.0
-        for resp, m, h in ((q, m1, h1), (r, m2, h2)):
-            gs += float((resp * (sg / t ** 2 - h * ((x - m) / sg ** 2 + 1 / t))).sum()) * sg
-            gt += float((resp * (-1 / t - (m - x) / t ** 2 - sg * sg / t ** 3 + h * sg / t ** 2)).sum()) * t
-        g += [gs, gt, float((r - w).sum())]
-        return -float(lse.sum()), -np.array(g)
+        for k in (0, 1):
+            gs += float(g_s[k]) * sg
+            gt += float(g_t[k]) * t
+        g = [float(g_m[0]), float(g_m[1]), gs, gt, float(total(r - w))]
+        return -float(total(lse)), -np.array(g)
 
     spread = float(x.std())
     lo_b, hi_b = math.log(spread * 1e-2), math.log(spread * 10)
@@ -365,15 +447,16 @@ def _exmix(x, mu1: float, mu2: float, s: float):
         for m1, m2, sg, t, lw in tries:
             p0: tuple[float, ...] = (m1, m2, math.log(max(sg, spread * 2e-4)), math.log(max(t, spread * 2e-4)), lw)
             p0 = tuple(min(max(v, b[0]), b[1]) for v, b in zip(p0, bounds))
-            fit = minimize(nll, p0, jac=True, method="TNC", bounds=bounds)
-            if math.isfinite(fit.fun) and (best is None or fit.fun < best.fun):
+            fit = _tnc(nll, p0, bounds)
+            if math.isfinite(fit[0]) and (best is None or fit[0] < best[0]):
                 best = fit
     if best is None:
         return None
-    m1, m2 = best.x[0], best.x[1]
-    sg, t, w, ((l1, _, _), (l2, _, _)) = parts(best.x)
-    a, b = math.log(1 - w) + l1, math.log(w) + l2
+    fun, at = best
+    m1, m2 = at[0], at[1]
+    sg, t, w, ll, _, _, _ = parts(at)
+    a, b = math.log(1 - w) + ll[0], math.log(w) + ll[1]
     r = expit(b - a)
     if m2 < m1:
         m1, m2, w, r = m2, m1, 1 - w, 1 - r
-    return -float(best.fun), float(m1), float(m2), sg, t, w, r
+    return -fun, float(m1), float(m2), sg, t, w, r

@@ -73,12 +73,18 @@ def sign_critical(n: int, alpha: float) -> float:
     return next((float(k) for k in range(n + 1) if sign_greater(k, n) <= alpha), math.inf)
 
 
-def called_slow(v, scale: float, alpha: float, min_effect: float, persistence: float):
-    """Per row of v (trials x rounds): would the scan call this CPU slow?"""
+def called_slow(v, scale: float, alpha: float, min_effect: float, persistence: float, rows_sorted: bool = False):
+    """Per row of v (trials x rounds): would the scan call this CPU slow? ``rows_sorted``: each
+    row of v is in ascending order, so its median is read off, not searched for (np.median's
+    value: the middle one, or the mean of the middle two)."""
     import numpy as np
 
     n = v.shape[1]
-    level = np.median(v, axis=1, keepdims=True)
+    if rows_sorted and n:
+        mid = n // 2
+        level = v[:, mid:mid + 1] if n % 2 else (v[:, mid - 1:mid] + v[:, mid:mid + 1]) / 2
+    else:
+        level = np.median(v, axis=1, keepdims=True)
     sets = round_sets(v, level, scale, min_effect)
     kept = ~sets["extra"]
     k = ((v > 0) & kept).sum(axis=1)
@@ -103,9 +109,14 @@ def detectable(resid, n: int, m: int, scale: float, alpha: float, min_effect: fl
         return math.inf
     rng = np.random.default_rng(seed)
     e = rng.choice(resid, size=(TRIALS, n)) + rng.normal(0.0, 0.1 * scale, size=(TRIALS, n))
+    # The verdict counts rounds, so a scan's order of rounds does not change it; each row sorted
+    # once stays sorted with any slowdown added (rounding is monotone), and every share() of the
+    # search reads its medians off instead of partitioning (about half of a scan's time)
+    e.sort(axis=1)
 
     def share(x: float) -> float:
-        return float(called_slow(math.log1p(x) + e, scale, alpha / max(m, 1), min_effect, persistence).mean())
+        return float(called_slow(math.log1p(x) + e, scale, alpha / max(m, 1), min_effect, persistence,
+                                 rows_sorted=True).mean())
 
     return smallest_detected(share, min_effect)
 
