@@ -118,27 +118,6 @@ def test_one_speed_with_a_long_tail_stays_one_speed(tau):
     assert alarms <= 3
 
 
-def test_the_direct_tnc_call_finds_what_minimize_finds():
-    # stats.modes calls scipy's TNC routine without minimize's wrappers: the same value at the
-    # same point, on the ex-Gaussian's likelihood shape (a bounded, curved valley)
-    from scipy.optimize import minimize
-
-    from perflab.stats.modes import _tnc
-
-    rng = np.random.default_rng(3)
-    c = rng.normal(0, 1, 3)
-
-    def f(p):
-        d = p - c
-        return float((d ** 2).sum() + np.cosh(d[0] * d[1]) + 0.1 * d[2] ** 4), \
-            2 * d + np.array([d[1], d[0], 0]) * np.sinh(d[0] * d[1]) + np.array([0, 0, 0.4 * d[2] ** 3])
-
-    for start, bounds in (((0.0, 0.0, 0.0), [(-5, 5)] * 3), ((2.0, -1.0, 0.5), [(-0.5, 0.5), (-5, 5), (0, 3)])):
-        ref = minimize(f, start, jac=True, method="TNC", bounds=bounds)
-        fun, at = _tnc(f, start, bounds)
-        assert fun == float(ref.fun) and list(at) == list(ref.x)
-
-
 def test_em_starts_run_together_give_each_start_its_own_fit():
     # stats.modes runs its EM starts as the rows of one array; each row must stop where, and
     # return what, that start alone does (one row stops early: its component empties)

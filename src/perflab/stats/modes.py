@@ -227,28 +227,13 @@ def _exgauss_loglik(x) -> float:
 
 def _tnc(fun, x0, bounds) -> tuple[float, Any]:
     """The minimum of ``fun`` (returning the value and its gradient) within ``bounds`` by truncated
-    Newton, as ``scipy.optimize.minimize(fun, x0, jac=True, method="TNC", bounds=bounds)`` finds it:
-    (value, x). It calls scipy's TNC routine directly: minimize's checks and memoising wrappers cost
-    about 60 us an evaluation, as much as the likelihood of 30 runs, and a fit takes 20..100 of them.
-    Where this scipy lacks that routine, or it takes other arguments, it calls minimize itself;
-    tests/unit/test_modes.py checks that both give the same value at the same point."""
+    Newton: scipy.optimize.minimize's TNC, through its public interface (scipy's private TNC
+    routine, called directly, saved about 60 us an evaluation, but its positional arguments are
+    not scipy's promise to keep): (value, x)."""
     import numpy as np
+    from scipy.optimize import minimize
 
-    start = np.asarray(x0, dtype=float)
-    try:
-        from scipy.optimize import _moduleTNC
-
-        low = np.array([b[0] for b in bounds], dtype=float)
-        up = np.array([b[1] for b in bounds], dtype=float)
-        # minimize's defaults: no scaling or offset, no messages, maxCGit, maxfun, eta, stepmx,
-        # accuracy, fmin, ftol, xtol, pgtol, rescale as _minimize_tnc passes them
-        out = _moduleTNC.tnc_minimize(fun, start, low, up, np.array([]), np.array([]), 0, -1,
-                                      max(100, 10 * start.size), -1, 0, 0, 0, -1, -1, -1, -1, None)
-        at = out[3]
-    except (ImportError, AttributeError, TypeError):
-        from scipy.optimize import minimize
-
-        at = minimize(fun, start, jac=True, method="TNC", bounds=bounds).x
+    at = minimize(fun, np.asarray(x0, dtype=float), jac=True, method="TNC", bounds=bounds).x
     # minimize re-evaluates at the end too: TNC's own value may lag its point after rescaling
     return float(fun(at)[0]), at
 
