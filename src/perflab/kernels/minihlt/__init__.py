@@ -102,7 +102,10 @@ def build_minihlt_pgo(
     """
     tag = hashlib.sha256("\0".join([compiler, *cflags, *training_args]).encode())
     for src in sources():
-        tag.update(src.read_bytes())
+        # The path too: GCC checks a profile against each function's source file and line, so a
+        # profile trained from another checkout of the same sources fails the -fprofile-use build
+        # ("source locations ... have changed").
+        tag.update(str(src.resolve()).encode() + b"\0" + src.read_bytes())
     prof = cache_root() / "pgo" / f"minihlt-{tag.hexdigest()[:16]}"
     dumpdir = ("-dumpdir", f"{prof}/minihlt-")
     gcda = sorted(prof.glob("*.gcda")) if prof.is_dir() else []
