@@ -54,3 +54,24 @@ def test_no_n_past_the_cpus_stops_at_the_first_look_and_says_there_was_nothing_t
     assert "no N past the CPU count to decide" in r.verdict() and "first look (5 rounds)" in r.verdict()
     assert "gain of 5% or more shown or ruled out" not in r.verdict() and "cannot tell" not in r.verdict()
     assert any("this scan has none (--n up to 2): it stops at its first look" in n for n in r.notes)
+
+
+def test_a_look_within_two_speeds_says_so_beside_its_ratio():
+    # Rounds measured beside heavy load: N = 2 at one level, N = 3 at two (its own, and one other
+    # load pulled down to N = 2's). The looks compare like with like, within the speeds: their ratio
+    # (about x1.01) lies far from the medians' (x1.40), so the answer names it as within speeds,
+    # and the JSON carries the same flag.
+    from perflab.studies.instances import looks
+    from perflab.studies.instances.optimum import Step, choose
+
+    samples = {2: [37.69, 38.27, 38.45, 38.46, 38.56, 38.19], 3: [57.33, 35.84, 57.01, 57.13, 41.62, 50.53]}
+    decided = looks.decide_past(samples, [(3, 2)], 0.929, 0.05)
+    assert decided[3][3] and decided[3][1] < 1.2  # compared within two speeds
+    choice = choose(samples, 2, decided=decided)
+    (step,) = [s for s in choice.steps if s.kind == "past"]
+    assert step.within and "within speeds" in choice.reason, choice.reason
+    assert Step.from_dict(step.as_dict()) == step
+    plain = choose({2: samples[2], 3: [57.3, 57.1, 57.0, 56.9, 57.2, 57.4]}, 2,
+                   decided=looks.decide_past({2: samples[2], 3: [57.3, 57.1, 57.0, 56.9, 57.2, 57.4]},
+                                             [(3, 2)], 0.929, 0.05))
+    assert "within speeds" not in plain.reason  # one speed a side: the plain ratio, said plainly

@@ -158,7 +158,7 @@ def _sequential(config: InstancesConfig, acc, policies: Sequence[str], cpus: int
              or (stopped_by is None and config.max_time is not None and spent >= config.max_time))
     plan_ = looks.plan_at(config, max(rounds, 2), limit, k, final)
     decided = {p: looks.decide_past(samples[p], pairs[p], plan_.level, config.min_effect) for p in policies}
-    open_ = [(ratio, ci) for d in decided.values() for dec, ratio, ci in d.values() if not dec]
+    open_ = [(ratio, ci) for d in decided.values() for dec, ratio, ci, _ in d.values() if not dec]
     return plan_, decided, open_
 
 

@@ -94,8 +94,9 @@ def past_pairs(samples: Mapping[int, Sequence[float]], capacity: int | None, min
 
 
 def decide_past(samples: Mapping[int, Sequence[float]], pairs: Sequence[tuple[int, int]], level: float,
-                min_effect: float) -> dict[int, tuple[str, float, Any]]:
-    """N -> (decision, ratio, CI) of each point past the CPU count against ref at ``level``."""
+                min_effect: float) -> dict[int, tuple[str, float, Any, bool]]:
+    """N -> (decision, ratio, CI, within two speeds) of each point past the CPU count against ref at
+    ``level``."""
     out = {}
     for n, ref in pairs:
         a, b = samples[ref], samples[n]
@@ -105,7 +106,7 @@ def decide_past(samples: Mapping[int, Sequence[float]], pairs: Sequence[tuple[in
                           higher_is_better=True)
         ratio, ci = w.ratio, CI(w.low, w.high, w.level)
         reached = w.level >= level - 1e-9 and not w.undecided
-        out[n] = (gain_decision(ratio, ci.low, ci.high, min_effect) if reached else "", ratio, ci)
+        out[n] = (gain_decision(ratio, ci.low, ci.high, min_effect) if reached else "", ratio, ci, w.two)
     return out
 
 

@@ -88,6 +88,9 @@ class Step:
     # --until-decided (looks.py): 'gain' or 'no gain' of min_effect, '' undecided, by the
     # repeated interval ``ci`` at the look's level; p is then the raw one-sided p, for reference
     decision: str | None = None
+    # the looks compared like with like within two speeds (stats.speeds): ratio and ci are the
+    # speeds' common ratio, which the points' medians' ratio can lie far from
+    within: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,15 +128,16 @@ def _step(kind: str, n: int, against: int, xs: Mapping[int, Sequence[float]], p:
 
 def _fmt_step(s: Step) -> str:
     if s.decision is not None and s.ci is not None:
-        return (f"N = {s.n} x{s.ratio:.3f}, {level_text(s.ci.level)} repeated CI {s.ci.low:.3f}-{s.ci.high:.3f}, "
-                f"{s.decision or 'cannot tell'}")
+        within = " within speeds" if s.within else ""
+        return (f"N = {s.n} x{s.ratio:.3f}{within}, {level_text(s.ci.level)} repeated CI {s.ci.low:.3f}-"
+                f"{s.ci.high:.3f}, {s.decision or 'cannot tell'}")
     ci = f", {s.ci.label()} {s.ci.low:.3f}-{s.ci.high:.3f}" if s.ci is not None else ""
     p = f"Holm p = {s.p_adjusted:.2g}" if s.kind == "past" else f"p = {s.p:.2g}"
     return f"N = {s.n} x{s.ratio:.3f}{ci}, {p}"
 
 
 def choose(samples: Mapping[int, Sequence[float]], capacity: int | None, alpha: float = ALPHA,
-           decided: Mapping[int, tuple[str, float, CI]] | None = None) -> Choice:
+           decided: Mapping[int, tuple[str, float, CI, bool]] | None = None) -> Choice:
     """The optimum of one scan from its per-round throughputs {N: [values]} (see the module doc).
     ``decided`` (--until-decided, looks.py): each point past the CPU count's decision, ratio and
     repeated interval against ref, in place of the Holm step."""
@@ -157,7 +161,7 @@ def choose(samples: Mapping[int, Sequence[float]], capacity: int | None, alpha: 
         ps = [greater(xs[n], xs[ref]) for n in past]
         if decided is not None:
             past_steps = [Step(n, ref, "past", decided[n][1], decided[n][2], p, p, decided[n][0] == "gain",
-                               decided[n][0]) for n, p in zip(past, ps)]
+                               decided[n][0], decided[n][3]) for n, p in zip(past, ps)]
             how = f"repeated CIs, Bonferroni over {len(decided)}, alpha spent over the looks"
         else:
             past_steps = [_step("past", n, ref, xs, p, q, alpha) for n, p, q in zip(past, ps, holm(ps))]
