@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import errno
+import os
 import re
 import statistics
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +195,19 @@ def test_pgo_build_keeps_the_checksum(builds):
     assert summary(run(res.path, *SMALL))["checksum"] == summary(run(builds["O2"], *SMALL))["checksum"]
     again = minihlt.build_minihlt_pgo(("-O2",), training_args=("--events", "4", "--static-mb", "4"))
     assert again.cached and again.path == res.path
+
+
+def test_pgo_builds_at_once_share_one_training(tmp_path):
+    """Two processes building the same PGO variant from an empty cache (two labs, two test
+    workers): without a lock each removed the other's profile directory mid-training."""
+    code = ("import sys; from perflab.kernels import minihlt; "
+            "r = minihlt.build_minihlt_pgo(('-O2',), training_args=('--events', '3', '--static-mb', '4')); "
+            "print(r.path, r.extra['profile_dir'])")
+    env = {**os.environ, "PERFLAB_CACHE": str(tmp_path / "cache")}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    (path_a, prof_a), (path_b, prof_b) = (out.split() for out, _ in outs)
+    assert prof_a == prof_b and len(list(Path(prof_a).glob("*.gcda"))) == len(minihlt.cpp_sources())
+    assert summary(run(path_a, *SMALL))["checksum"] == summary(run(path_b, *SMALL))["checksum"]

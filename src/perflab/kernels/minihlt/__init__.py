@@ -10,6 +10,7 @@ The checksum is a sum of per-event integer hashes, identical across -O levels, A
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -108,22 +109,27 @@ def build_minihlt_pgo(
         tag.update(str(src.resolve()).encode() + b"\0" + src.read_bytes())
     prof = cache_root() / "pgo" / f"minihlt-{tag.hexdigest()[:16]}"
     dumpdir = ("-dumpdir", f"{prof}/minihlt-")
-    gcda = sorted(prof.glob("*.gcda")) if prof.is_dir() else []
-    if len(gcda) < len(cpp_sources()):
-        shutil.rmtree(prof, ignore_errors=True)
-        prof.mkdir(parents=True)
-        gen = build_minihlt([*cflags, "-fprofile-generate", *dumpdir], compiler)
-        proc = subprocess.run(
-            [str(gen.path), *training_args], capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            raise PerflabError(
-                f"PGO training run of minihlt failed (exit {proc.returncode}): "
-                f"{proc.stderr.strip()[-200:] or 'no stderr'}"
+    prof.parent.mkdir(parents=True, exist_ok=True)
+    # Two labs or test workers training the same profile at once would remove each other's
+    # directory mid-run; the lock makes the second wait and then find the profile trained.
+    with open(f"{prof}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        gcda = sorted(prof.glob("*.gcda")) if prof.is_dir() else []
+        if len(gcda) < len(cpp_sources()):
+            shutil.rmtree(prof, ignore_errors=True)
+            prof.mkdir(parents=True)
+            gen = build_minihlt([*cflags, "-fprofile-generate", *dumpdir], compiler)
+            proc = subprocess.run(
+                [str(gen.path), *training_args], capture_output=True, text=True, check=False
             )
-        gcda = sorted(prof.glob("*.gcda"))
-        if not gcda:
-            raise PerflabError(f"PGO training run wrote no profile into {prof}: check the compiler")
+            if proc.returncode != 0:
+                raise PerflabError(
+                    f"PGO training run of minihlt failed (exit {proc.returncode}): "
+                    f"{proc.stderr.strip()[-200:] or 'no stderr'}"
+                )
+            gcda = sorted(prof.glob("*.gcda"))
+            if not gcda:
+                raise PerflabError(f"PGO training run wrote no profile into {prof}: check the compiler")
     use = [*cflags, "-fprofile-use", "-fprofile-correction", "-Wno-missing-profile", *dumpdir]
     result = build_minihlt(use, compiler, extra_inputs=gcda)
     result.extra["profile_dir"] = str(prof)
