@@ -409,3 +409,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, tier))
     rank = {name: i for i, name in enumerate(SLOWEST_FILES)}
     items.sort(key=lambda item: rank.get(_under_tests(item.path), len(rank)))  # stable: file order kept within
+
+
+# perflab's default outputs, relative to where it runs: a test that forgets --out/--db, run from
+# the checkout as the suite is, writes them there (an empty perflab-out/profiles/1 was found
+# there after full runs)
+_DEFAULT_OUTPUTS = ("perflab-out", "perflab-lab", "perflab-results", "perflab.db", "perf.data", "report.md",
+                    "report.html")
+
+
+def _default_outputs() -> set[str]:
+    return {name for name in _DEFAULT_OUTPUTS if os.path.lexists(TESTS.parent / name)}
+
+
+@pytest.fixture(autouse=True)
+def _no_output_in_the_checkout():
+    before = _default_outputs()
+    yield
+    new = _default_outputs() - before
+    if new:
+        pytest.fail(f"this test (or one running beside it) wrote {', '.join(sorted(new))} into the checkout: "
+                    "give it a path under tmp_path")

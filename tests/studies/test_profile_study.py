@@ -165,7 +165,8 @@ def test_resume_records_only_missing_windows(tmp_path):
 
 def test_attach_plan_and_request(tmp_path):
     cfg = profile.ProfileConfig(pid=os.getpid(), log_file=str(tmp_path / "job.log"),
-                                window=Window(*event_markers(3)), children=True, event="cpu-clock")
+                                window=Window(*event_markers(3)), children=True, event="cpu-clock",
+                                out_dir=str(tmp_path / "out"))  # not ./perflab-out in the checkout
     (spec,) = profile.plan(cfg, _machine())
     assert spec.params == {"recording": 0, "event": "cpu-clock", "pid": os.getpid()}
     rec = MockWindowRecorder(lambda s, r: MockWindow(_samples(10, 0)))
