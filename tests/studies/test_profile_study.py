@@ -134,6 +134,13 @@ def test_window_never_opened(tmp_path):
     res, _, _ = _run(tmp_path, lambda s, r: MockWindow(opened=False))
     assert not res.opened
     assert res.message == r"the window never opened (start marker /start processing event #2(?!\d)/ not seen)"
+    # the marker read, `enable` sent, and the run over before perf's ack (a loaded machine):
+    # the message must not say the marker was not seen
+    late, _, _ = _run(tmp_path / "late", lambda s, r: MockWindow(opened=False, marker_seen=True))
+    assert not late.opened and "not seen" not in late.message
+    assert late.message.startswith(r"the window never opened (start marker /start processing event #2(?!\d)/ "
+                                   "seen, but the run ended before perf acknowledged enable, in 1 of 1 "
+                                   "recording(s) that did not open: ")
 
 
 def test_resume_records_only_missing_windows(tmp_path):

@@ -195,8 +195,10 @@ def command(workload_name, config_path, shell, command_args, pid, children, star
                            progress=lambda m: console.print(m, style="dim"))
         display = store.display
         save_baseline(store, result.campaign_id)
-    if not result.opened and result.recordings and not result.failed:
-        # Bad input, not a finding: the marker or the time window is not in this run.
+    seen = any(w.get("start_marker_ns") is not None for w in result.recordings)
+    if not result.opened and result.recordings and not result.failed and not seen:
+        # Bad input, not a finding: the marker or the time window is not in this run. A marker
+        # seen whose window perf opened too late is a finding (exit 1, said below), not bad input.
         raise PerflabError(_never_opened(config, len(result.recordings)))
     render(result, console)
     if tree:

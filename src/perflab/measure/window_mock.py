@@ -26,6 +26,7 @@ class MockWindow:
     exit_code: int = 0
     opened: bool = True
     latency_us: float = 150.0  # marker read -> acknowledged enable
+    marker_seen: bool = False  # not opened: the start marker was read, the run ended before perf's ack
 
 
 class MockWindowRecorder(MockExecutor):
@@ -72,6 +73,10 @@ class MockWindowRecorder(MockExecutor):
             self._scripts[request.perf_data] = "\n".join(lines) + "\n"
             self._chains[request.perf_data] = "\n".join(chains)
         else:
+            if w.marker_seen:
+                rec.start_marker_ns, rec.start_line = marker, "start (mock)"
+                rec.enable_sent_ns = marker + 1000
+                rec.closed_by = "run ended before perf acknowledged enable"
             self._scripts[request.perf_data] = self._chains[request.perf_data] = ""
         self._events[request.perf_data] = request.event
         self.clock_ns = rec.end_ns

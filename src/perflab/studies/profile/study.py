@@ -345,8 +345,18 @@ def analyse(config: ProfileConfig, runs: list[RunResult]) -> ProfileResult:
         res.message = (f"all {len(runs)} recording(s) failed ({'; '.join(sorted(set(failed)))}): "
                        "no profile" if runs else "nothing recorded")
         return res
-    if not all(r.health.get("window", {}).get("opened") for r in ok):
-        what = f"start marker /{config.window.start}/ not seen" if config.window.start else "run ended first"
+    shut = [r.health.get("window", {}) for r in ok if not r.health.get("window", {}).get("opened")]
+    if shut:
+        seen = [w for w in shut if w.get("start_marker_ns") is not None]
+        if seen:
+            # The marker was read and `enable` sent, but perf acknowledged it only after the run
+            # had ended: saying "not seen" would blame the marker for perf's latency.
+            what = (f"start marker /{config.window.start}/ seen, but the "
+                    f"{seen[0].get('closed_by') or 'run ended before perf acknowledged enable'}, in "
+                    f"{len(seen)} of {len(shut)} recording(s) that did not open: the rest of the run was "
+                    "shorter than perf's enable here; a longer run or a less loaded machine opens it")
+        else:
+            what = f"start marker /{config.window.start}/ not seen" if config.window.start else "run ended first"
         res.message = f"the window never opened ({what})"
         return res
     if config.instrument == NAME_CALLGRIND:
