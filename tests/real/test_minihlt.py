@@ -200,7 +200,7 @@ def test_pgo_build_keeps_the_checksum(builds):
 def test_pgo_builds_at_once_share_one_training(tmp_path):
     """Two processes building the same PGO variant from an empty cache (two labs, two test
     workers): without a lock each removed the other's profile directory mid-training."""
-    code = ("import sys; from perflab.kernels import minihlt; "
+    code = ("from perflab.kernels import minihlt; "
             "r = minihlt.build_minihlt_pgo(('-O2',), training_args=('--events', '3', '--static-mb', '4')); "
             "print(r.path, r.extra['profile_dir'])")
     env = {**os.environ, "PERFLAB_CACHE": str(tmp_path / "cache")}
