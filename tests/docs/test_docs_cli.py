@@ -5,6 +5,7 @@ runs). A line the page shows failing with 'perflab: error:' may fail; a fenced b
 
 from __future__ import annotations
 
+import os
 import re
 
 import click
@@ -59,6 +60,17 @@ def _no_stray_options(cmd: click.Command, ctx: click.Context, after: list[str]) 
 
 
 ALL = commands()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _in_a_scratch_directory(tmp_path_factory):
+    """Parsing converts the values as perflab would: `lab --out DIR` (and its default,
+    ./perflab-lab) is created and removed again to check it is writable, which in the checkout
+    raced other tests' check that nothing is written there."""
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("parse"))
+    yield
+    os.chdir(here)
 
 
 def test_the_pages_show_commands():
