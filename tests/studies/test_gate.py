@@ -233,5 +233,11 @@ def test_looks_within_two_speeds_print_the_ratio_their_interval_is_about():
     text = line.text(looked.family)
     assert f"B/A {ratio:.4f} [{lo:.4f}, {hi:.4f}]" in text and f"{100 * (ratio - 1):+.1f} % within speeds" in text
     assert f"| {ratio:.4f} [{lo:.4f}, {hi:.4f}]" in to_markdown(looked)
+    assert f"| {100 * (ratio - 1):+.1f} % within speeds |" in to_markdown(looked)
     d = line.as_dict()
     assert d["ratio"] == ratio and d["compared"] == "pooled median" and d["pooled"]["ratio"] > 1.8
+    assert d["within_speeds"] is True
+    # a line compared on its own figures carries no such mark, in any output
+    plain = [ln for ln in looked.lines if not ln.within_speeds]
+    assert all("within speeds" not in ln.text(looked.family) and "within_speeds" not in ln.as_dict()
+               for ln in plain)

@@ -77,8 +77,9 @@ def to_markdown(result: GateResult) -> str:
         mark = {"FAIL": "❌", "UNSURE": "⚠️", "pass": "✅", "info": "ℹ️"}[ln.status]
         p = f"{r.p_adjusted:.2g}" if ln.thresholds else f"{r.p_value:.2g} (not gated)"
         a, b, _, ratio = ln.shown()
+        within = " within speeds" if ln.within_speeds else ""
         out.append(f"| {mark} | {_md(r.key)} | {_md(measure_title(r.measure))} | {a:.4g} | "
-                   f"{b:.4g} | {100 * (ratio - 1):+.1f} % | {ratio:.4f} [{lo:.4f}, {hi:.4f}] "
+                   f"{b:.4g} | {100 * (ratio - 1):+.1f} %{within} | {ratio:.4f} [{lo:.4f}, {hi:.4f}] "
                    f"({100 * level:.0f}%) | {p} | {_md('; '.join([ln.verdict, *ln.notes]))} |")
     out.append("")
     out.append(_md(result.summary))

@@ -108,7 +108,13 @@ class GateLine:
         (the pooled medians' ratio can lie outside it)."""
         a, b, what = self.figures()
         c = self.main
-        return a, b, what, c.estimate if c is not None and not math.isnan(c.estimate) else b / a
+        return a, b, what, c.estimate if c is not None and self.within_speeds else b / a
+
+    @property
+    def within_speeds(self) -> bool:
+        """B/A is the looks' estimate within two speeds, not the figures' ratio (said beside it)."""
+        c = self.main
+        return c is not None and not math.isnan(c.estimate)
 
     def text(self, m: int) -> str:
         r = self.row
@@ -118,7 +124,7 @@ class GateLine:
         if self.repeated:  # the looks' interval at the last look's level decided, not a p
             p, ci = "decided by the looks (--until-decided)", f"{level_text(level)} repeated CI"
         a, b, what, ratio = self.shown()
-        within = " within speeds" if ratio != b / a else ""
+        within = " within speeds" if self.within_speeds else ""
         head = (f"{self.status:4} {measure_title(r.measure)} of {r.key}: {100 * (ratio - 1):+.1f} %{within} "
                 f"({what} {a:.4g} -> {b:.4g}), B/A {ratio:.4f} "
                 f"[{lo:.4f}, {hi:.4f}] {ci}, {p}; {self.verdict}")
@@ -133,6 +139,8 @@ class GateLine:
         if what != "median":  # the pooled figures kept apart: the line's own are the like-with-like ones
             d["pooled"] = {"median_a": d["median_a"], "median_b": d["median_b"], "ratio": d["ratio"]}
             d.update(median_a=a, median_b=b, ratio=ratio, compared=what)
+        if self.within_speeds:
+            d["within_speeds"] = True
         if self.repeated:
             d["ci"]["repeated"] = True
         d.update(checks=[c.as_dict() for c in self.checks], notes=self.notes,
